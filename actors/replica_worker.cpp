@@ -1,0 +1,97 @@
+#include "actors/replica_worker.hpp"
+
+#include "core/train/replica_engine.hpp"
+#include "messages/error_code.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <caf/all.hpp>
+
+#include <chrono>
+
+namespace troupe {
+
+using clock_type = std::chrono::steady_clock;
+
+struct replica_worker_state {
+  std::shared_ptr<const replica_setup> setup;
+  int64_t rank = 0;
+  coordinator_actor coordinator;
+  std::unique_ptr<replica_engine> engine;
+  clock_type::time_point sent_at;  ///< when the last gradient left
+  double compute_s = 0;            ///< of the step in flight
+  static inline const char* name = "replica_worker";
+};
+
+namespace {
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+// The test hook of `faults.throw_worker`: a real LibTorch error (a shape mismatch), so that
+// the failure travels the same path as any exception inside LibTorch.
+void maybe_inject_fault(const faults_config& faults, int64_t rank, int64_t step) {
+  if (faults.throw_worker && *faults.throw_worker == rank && faults.throw_step == step)
+    at::mm(at::ones({2, 3}), at::ones({4, 5}));
+}
+
+void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> self,
+                  int64_t step) {
+  auto& st = self->state;
+  const auto start = clock_type::now();
+  if (!st.engine)  // built lazily so that its exceptions reach the exception handler
+    st.engine = std::make_unique<replica_engine>(st.setup->job, st.setup->data,
+                                                 st.setup->initial_weights, st.rank);
+  maybe_inject_fault(st.setup->job.faults, st.rank, step);
+  const auto result = st.engine->compute_gradient(step);
+  st.compute_s = seconds_since(start);
+  st.sent_at = clock_type::now();
+  self->send(st.coordinator, gradient_atom_v,
+             gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->gradient());
+}
+
+replica_worker_actor::behavior_type replica_worker(
+    replica_worker_actor::stateful_pointer<replica_worker_state> self,
+    std::shared_ptr<const replica_setup> setup, int64_t rank, coordinator_actor coordinator) {
+  // This runs on the worker's own (detached) thread: the OpenMP team size set here bounds this
+  // replica's intra-op threads only.
+  at::set_num_threads(static_cast<int>(setup->job.parallelism.threads_per_replica));
+  self->state.setup = std::move(setup);
+  self->state.rank = rank;
+  self->state.coordinator = std::move(coordinator);
+  self->set_exception_handler(
+      [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
+  return {
+      [self](compute_atom, int64_t step) { compute_step(self, step); },
+      [self](update_atom, const update_meta& meta, const at::Tensor& combined) {
+        auto& st = self->state;
+        const double comm_s = seconds_since(st.sent_at);
+        const auto apply_start = clock_type::now();
+        st.engine->apply(combined);
+        self->send(st.coordinator,
+                   step_stats{st.rank, meta.step, st.compute_s, comm_s, seconds_since(apply_start)});
+        if (meta.evaluate) {
+          const auto eval_start = clock_type::now();
+          const auto r = st.engine->evaluate();
+          self->send(st.coordinator, eval_report{st.rank, meta.step, r.loss_sum, r.correct, r.count,
+                                                 seconds_since(eval_start)});
+        }
+        if (meta.last)
+          self->send(st.coordinator, weights_atom_v, st.rank, st.engine->weights().clone());
+        else
+          compute_step(self, meta.step + 1);
+      },
+  };
+}
+
+}  // namespace
+
+replica_worker_actor spawn_replica_worker(caf::actor_system& system,
+                                          std::shared_ptr<const replica_setup> setup,
+                                          int64_t rank, coordinator_actor coordinator) {
+  return system.spawn<caf::detached>(replica_worker, std::move(setup), rank,
+                                     std::move(coordinator));
+}
+
+}  // namespace troupe

@@ -1,0 +1,31 @@
+// A replica worker actor: owns one model replica (a replica_engine) on its own thread.
+//
+// Protocol (see messages/training_step.hpp): on (compute, s) it computes its gradient for step
+// s and sends it to the coordinator; on (update, meta, combined) it applies the combined
+// gradient, reports its timings, evaluates if asked, and then either computes step s+1 at once
+// or, after the last step, sends its final weights. Any exception (LibTorch's included) ends the
+// actor with an errc error that carries the message; the coordinator monitors it.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/dataset.hpp"
+#include "messages/interfaces.hpp"
+
+#include <memory>
+
+namespace troupe {
+
+/// What every worker of a run shares, read-only.
+struct replica_setup {
+  job_config job;
+  dataset_ptr data;
+  at::Tensor initial_weights;  ///< flat; each worker copies it into its own model
+};
+
+/// Spawns a worker on a thread of its own (detached: a step blocks it for the whole
+/// forward/backward pass). The caller monitors it.
+replica_worker_actor spawn_replica_worker(caf::actor_system& system,
+                                          std::shared_ptr<const replica_setup> setup,
+                                          int64_t rank, coordinator_actor coordinator);
+
+}  // namespace troupe

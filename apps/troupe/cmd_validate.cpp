@@ -1,0 +1,25 @@
+// `troupe validate JOB.json`: checks the job file and prints the plan, running nothing.
+#include "apps/troupe/commands.hpp"
+#include "apps/troupe/job_loading.hpp"
+#include "core/errors.hpp"
+#include "core/train/load_dataset.hpp"
+#include "core/train/plan.hpp"
+
+#include <fmt/format.h>
+
+namespace troupe {
+
+int validate_job(const job_source& source) {
+  try {
+    const auto job = load_job(source);
+    // Fashion-MNIST and the synthetic set both have 10 classes.
+    const auto plan = make_plan(job, expected_train_samples(job.data), 10);
+    fmt::print("{}: valid\n{}", source.path, render_plan(job, plan));
+    return exit_ok;
+  } catch (const job_error& e) {
+    print_problems(stderr, e);
+    return exit_usage;
+  }
+}
+
+}  // namespace troupe

@@ -1,0 +1,17 @@
+// Reads a job file, applies --set overrides and validates it into a job_config.
+#pragma once
+
+#include "apps/troupe/commands.hpp"
+#include "core/config/job_config.hpp"
+
+#include <cstdio>
+
+namespace troupe {
+
+/// Throws job_error listing every problem, each prefixed with the job file's path.
+job_config load_job(const job_source& source);
+
+/// Prints a job_error's problems, one per line, to `out`.
+void print_problems(std::FILE* out, const std::exception& e);
+
+}  // namespace troupe

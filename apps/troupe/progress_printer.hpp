@@ -1,0 +1,31 @@
+// Shows a run's progress: on a terminal, one line rewritten in place (epoch, step, loss,
+// samples/s, ETA); otherwise (a log file, CI) a plain line every few seconds and after every
+// evaluation, so logs stay readable.
+#pragma once
+
+#include "core/train/progress.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+namespace troupe {
+
+class progress_printer {
+ public:
+  progress_printer(std::FILE* out, bool quiet);
+
+  void update(const progress_update& p);
+  /// Ends an in-place line so that what follows starts on a fresh one.
+  void close();
+
+ private:
+  std::FILE* out_;
+  bool quiet_;
+  bool terminal_;
+  bool line_open_ = false;
+  std::chrono::steady_clock::time_point last_print_{};
+  std::optional<double> last_accuracy_;
+};
+
+}  // namespace troupe

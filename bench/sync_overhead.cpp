@@ -1,0 +1,122 @@
+// Benchmark: troupe's synchronous replicas against a plain LibTorch training loop on the same
+// model, data and global batch. One run of this program measures one variant and prints one
+// JSON object; bench/sync_overhead.py alternates the variants (and PyTorch DDP) and reports
+// the ratios.
+//
+//   sync_overhead --variant plain  --threads T   [--steps N --warmup W --batch B --data DIR]
+//   sync_overhead --variant troupe --replicas R --threads T  [...]
+//
+// samples/s counts the N timed steps after W warm-up steps; data loading, model building and
+// evaluation are outside the timed region in both variants.
+#include "actors/run_training.hpp"
+#include "core/data/batch_plan.hpp"
+#include "core/data/fashion_mnist.hpp"
+#include "core/model/model_builder.hpp"
+#include "core/optim/make_optimizer.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/nn/functional/loss.h>
+
+#include <chrono>
+#include <cstdio>
+
+using namespace troupe;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct bench_options {
+  std::string variant = "plain";
+  int64_t replicas = 1;
+  int64_t threads = 1;
+  int64_t steps = 300;
+  int64_t warmup = 30;
+  int64_t batch = 128;
+  std::string data = "/usr/share/datasets/fashion-mnist";
+};
+
+job_config bench_job(const bench_options& o) {
+  job_config job;
+  job.name = "bench";
+  job.seed = 1;
+  job.model.hidden = {256, 128};  // 784-256-128-10
+  job.optimizer.lr = 0.05;
+  job.optimizer.momentum = 0.9;
+  job.training.epochs = 0;
+  job.training.steps = o.warmup + o.steps;
+  job.training.batch_size = o.batch;
+  job.training.eval_interval = 1 << 30;  // evaluate only after the last (untimed) step
+  job.parallelism.replicas = o.replicas;
+  job.parallelism.threads_per_replica = o.threads;
+  return job;
+}
+
+// The reference: the loop anyone would write with LibTorch alone.
+double plain_loop(const bench_options& o, const job_config& job, const dataset& data) {
+  at::set_num_threads(static_cast<int>(o.threads));
+  at::manual_seed(job.seed);
+  auto model = build_model(job.model, data.classes);
+  auto optimizer = make_optimizer(job.optimizer, model->parameters());
+  batch_plan plan(data.train.size(), o.batch, job.seed);
+  clock_type::time_point start;
+  for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
+    if (step == o.warmup) start = clock_type::now();
+    auto index = plan.indices(step, {0, o.batch});
+    auto images = data.train.images.index_select(0, index);
+    auto labels = data.train.labels.index_select(0, index);
+    optimizer->zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
+    loss.backward();
+    optimizer->step();
+  }
+  const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  return static_cast<double>(o.steps * o.batch) / seconds;
+}
+
+double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr data) {
+  clock_type::time_point start, end;
+  run_options options;
+  options.on_progress = [&](const progress_update& p) {
+    if (p.step == o.warmup) start = clock_type::now();
+    if (p.step == o.warmup + o.steps) end = clock_type::now();
+  };
+  auto report = run_training(job, std::move(data), options);
+  if (report.status != "succeeded") throw std::runtime_error(report.error);
+  const double seconds = std::chrono::duration<double>(end - start).count();
+  return static_cast<double>(o.steps * o.batch) / seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench_options o;
+  CLI::App app{"troupe sync overhead benchmark (one variant per run)"};
+  app.add_option("--variant", o.variant, "plain or troupe")->check(CLI::IsMember({"plain", "troupe"}));
+  app.add_option("--replicas", o.replicas, "troupe replicas")->check(CLI::Range(1, 64));
+  app.add_option("--threads", o.threads, "intra-op threads per replica")->check(CLI::Range(1, 64));
+  app.add_option("--steps", o.steps, "timed steps")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(1, 1000000));
+  app.add_option("--batch", o.batch, "global batch")->check(CLI::Range(1, 100000));
+  app.add_option("--data", o.data, "Fashion-MNIST folder");
+  CLI11_PARSE(app, argc, argv);
+  if (o.variant == "plain" && o.replicas != 1) {
+    std::fprintf(stderr, "--replicas applies to --variant troupe only\n");
+    return 2;
+  }
+  try {
+    auto data = std::make_shared<const dataset>(load_fashion_mnist(o.data));
+    const auto job = bench_job(o);
+    const double rate = o.variant == "plain" ? plain_loop(o, job, *data) : troupe_sync(o, job, data);
+    nlohmann::json out = {{"variant", o.variant},   {"replicas", o.replicas},
+                          {"threads", o.threads},   {"batch", o.batch},
+                          {"steps", o.steps},       {"samples_per_s", rate}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sync_overhead: %s\n", e.what());
+    return 1;
+  }
+}

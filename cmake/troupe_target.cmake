@@ -1,0 +1,34 @@
+# Helpers shared by every troupe target: warnings, sanitizers, one way to add a test.
+
+add_library(troupe_options INTERFACE)
+target_compile_options(troupe_options INTERFACE -Wall -Wextra)
+target_include_directories(troupe_options INTERFACE ${PROJECT_SOURCE_DIR})
+if(TROUPE_SANITIZE STREQUAL "address")
+  target_compile_options(troupe_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
+  target_link_options(troupe_options INTERFACE -fsanitize=address,undefined)
+elseif(TROUPE_SANITIZE STREQUAL "thread")
+  target_compile_options(troupe_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(troupe_options INTERFACE -fsanitize=thread)
+elseif(NOT TROUPE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "TROUPE_SANITIZE must be empty, 'address' or 'thread', got '${TROUPE_SANITIZE}'")
+endif()
+
+# troupe_add_doctest(NAME SOURCES... LIBS ... SUITES ... [LABELS ...] [TIMEOUT s])
+# Builds one doctest binary and registers each suite as its own CTest entry, so a failure names
+# its suite and suites run in parallel.
+function(troupe_add_doctest name)
+  cmake_parse_arguments(arg "" "TIMEOUT" "SOURCES;LIBS;SUITES;LABELS" ${ARGN})
+  add_executable(${name} ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp ${arg_SOURCES})
+  target_link_libraries(${name} PRIVATE troupe_options doctest::doctest ${arg_LIBS})
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 300)
+  endif()
+  foreach(suite IN LISTS arg_SUITES)
+    add_test(NAME ${name}.${suite} COMMAND ${name} --test-suite=${suite} --no-intro=true)
+    set_tests_properties(${name}.${suite} PROPERTIES TIMEOUT ${arg_TIMEOUT}
+      ENVIRONMENT "TROUPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};TROUPE_BINARY_DIR=${PROJECT_BINARY_DIR}")
+    if(arg_LABELS)
+      set_tests_properties(${name}.${suite} PROPERTIES LABELS "${arg_LABELS}")
+    endif()
+  endforeach()
+endfunction()

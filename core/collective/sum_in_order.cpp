@@ -1,0 +1,16 @@
+#include "core/collective/sum_in_order.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+namespace troupe {
+
+at::Tensor sum_in_order(const std::vector<at::Tensor>& parts) {
+  TORCH_CHECK(!parts.empty(), "sum_in_order: nothing to sum");
+  if (parts.size() == 1) return parts.front();
+  auto total = parts[0] + parts[1];
+  for (std::size_t i = 2; i < parts.size(); ++i) total.add_(parts[i]);
+  return total;
+}
+
+}  // namespace troupe

@@ -1,0 +1,96 @@
+// The job file as typed values. parse_job() (parse_job.hpp) fills these from JSON, checking every
+// key; to_json() writes them back with every default filled in, which is what a run records as
+// its resolved job.json. Defaults live here, once; README.md documents each key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+enum class model_kind { mlp, cnn };
+enum class activation_kind { relu, tanh, gelu };
+
+struct model_config {
+  model_kind kind = model_kind::mlp;
+  /// Widths of the hidden fully connected layers (mlp), or of those after the conv stack (cnn).
+  std::vector<int64_t> hidden{256, 128};
+  activation_kind activation = activation_kind::relu;
+  /// cnn only: output channels of each conv block (conv, activation, 2x2 max-pool).
+  std::vector<int64_t> channels{16, 32};
+  /// cnn only: odd square kernel size; padding keeps the spatial size before each pool.
+  int64_t kernel_size = 5;
+};
+
+enum class data_kind { fashion_mnist, synthetic };
+
+struct data_config {
+  data_kind kind = data_kind::fashion_mnist;
+  /// fashion_mnist only: folder with the four gzipped IDX files (Debian's dataset-fashion-mnist).
+  std::string path = "/usr/share/datasets/fashion-mnist";
+  /// synthetic only: sizes of the generated train and test sets, and the noise around each
+  /// class prototype (standard deviation; larger is harder).
+  int64_t train_samples = 4096;
+  int64_t test_samples = 1024;
+  double noise = 1.0;
+};
+
+enum class optimizer_kind { sgd, adam };
+
+struct optimizer_config {
+  optimizer_kind kind = optimizer_kind::sgd;
+  double lr = 0.01;  ///< adam's default is 0.001, set by the parser when kind is adam
+  double weight_decay = 0.0;
+  double momentum = 0.0;  ///< sgd only
+  bool nesterov = false;  ///< sgd only; needs momentum > 0
+  double beta1 = 0.9;     ///< adam only
+  double beta2 = 0.999;   ///< adam only
+  double eps = 1e-8;      ///< adam only
+};
+
+struct training_config {
+  /// Exactly one of epochs and steps is set (> 0); the other is 0. An epoch is every full global
+  /// batch of the shuffled train set (an incomplete last batch is dropped).
+  int64_t epochs = 1;
+  int64_t steps = 0;
+  int64_t batch_size = 128;  ///< global: split across replicas in rank order
+  /// Evaluate on the test set every this many steps; 0 means at the end of every epoch. The run
+  /// always evaluates after its last step.
+  int64_t eval_interval = 0;
+};
+
+enum class policy_kind { sync };
+
+struct parallelism_config {
+  policy_kind policy = policy_kind::sync;
+  int64_t replicas = 1;
+  int64_t threads_per_replica = 1;  ///< LibTorch intra-op threads of each replica
+};
+
+/// Fault injection, for tests and demos of failure handling. Off unless set.
+struct faults_config {
+  /// Make this worker raise a LibTorch error (a shape mismatch) in the given step.
+  std::optional<int64_t> throw_worker;
+  int64_t throw_step = 0;
+};
+
+struct job_config {
+  std::string name = "job";
+  uint64_t seed = 0;
+  model_config model;
+  data_config data;
+  optimizer_config optimizer;
+  training_config training;
+  parallelism_config parallelism;
+  faults_config faults;
+};
+
+const char* to_string(model_kind x);
+const char* to_string(activation_kind x);
+const char* to_string(data_kind x);
+const char* to_string(optimizer_kind x);
+const char* to_string(policy_kind x);
+
+}  // namespace troupe

@@ -1,0 +1,74 @@
+#include "core/config/overrides.hpp"
+
+#include "core/errors.hpp"
+
+#include <cctype>
+#include <vector>
+
+namespace troupe {
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> keys;
+  std::string key;
+  for (char c : path) {
+    if (c == '.') {
+      keys.push_back(key);
+      key.clear();
+    } else {
+      key += c;
+    }
+  }
+  keys.push_back(key);
+  return keys;
+}
+
+bool is_index(const std::string& key) {
+  if (key.empty() || key.size() > 9) return false;
+  for (char c : key)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+}  // namespace
+
+void apply_override(nlohmann::json& job, const std::string& assignment) {
+  auto fail = [&](const std::string& why) {
+    throw job_error({"--set " + assignment + ": " + why});
+  };
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos) fail("expected PATH=VALUE");
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  if (path.empty()) fail("empty path");
+
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;
+
+  const auto keys = split_path(path);
+  for (const auto& key : keys)
+    if (key.empty()) fail("empty key in path");
+
+  // Work on a copy so that a failure half-way leaves the job untouched.
+  nlohmann::json result = job;
+  nlohmann::json* node = &result;
+  std::string pointer;
+  for (const auto& key : keys) {
+    if (node->is_array()) {
+      if (!is_index(key)) fail(pointer + " is an array: '" + key + "' is not an index");
+      const auto index = std::stoul(key);
+      if (index >= node->size())
+        fail(pointer + " has " + std::to_string(node->size()) + " elements, no index " + key);
+      node = &(*node)[index];
+    } else if (node->is_object() || node->is_null()) {
+      node = &(*node)[key];  // creates the key (and turns null into an object)
+    } else {
+      fail((pointer.empty() ? std::string("/") : pointer) + " is not an object");
+    }
+    pointer += "/" + key;
+  }
+  *node = std::move(value);
+  job = std::move(result);
+}
+
+}  // namespace troupe

@@ -1,0 +1,17 @@
+// The command line's `--set PATH=VALUE`: changes one key of a job's JSON before validation.
+// PATH is dot-separated keys (a non-negative integer segment indexes an existing array);
+// VALUE is parsed as JSON when it parses, and taken as a plain string otherwise.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace troupe {
+
+/// Throws job_error with one problem naming the assignment (`--set a.b=1: ...`) for a missing
+/// '=', an empty path or key, an index out of range, or a path through a scalar. Missing
+/// objects along the path are created; an unknown key is left for validation to report.
+void apply_override(nlohmann::json& job, const std::string& assignment);
+
+}  // namespace troupe

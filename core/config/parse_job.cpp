@@ -1,0 +1,255 @@
+#include "core/config/parse_job.hpp"
+
+#include "core/config/json_fields.hpp"
+#include "core/errors.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace troupe {
+namespace {
+
+constexpr int64_t max_width = 65536;
+constexpr int64_t max_channels = 1024;
+// Each conv block halves the 28x28 image: 28 -> 14 -> 7 -> 3.
+constexpr std::size_t max_conv_blocks = 3;
+
+// Names of enum values, in enum order: the single table both parsing and printing use.
+const std::vector<std::string> model_names{"mlp", "cnn"};
+const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
+const std::vector<std::string> data_names{"fashion_mnist", "synthetic"};
+const std::vector<std::string> optimizer_names{"sgd", "adam"};
+const std::vector<std::string> policy_names{"sync"};
+
+template <class Enum>
+void read_enum(object_reader& r, const std::string& key, const std::vector<std::string>& names,
+               Enum& out) {
+  if (auto i = r.choice(key, names)) out = static_cast<Enum>(*i);
+}
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
+      return false;
+  return s != "." && s != "..";
+}
+
+bool non_empty(const std::string& s) { return !s.empty(); }
+
+void read_model(object_reader r, model_config& m) {
+  read_enum(r, "type", model_names, m.kind);
+  if (m.kind == model_kind::cnn) m.hidden = {128};
+  r.integer_array("hidden", m.hidden, 1, max_width, 0, 64);
+  read_enum(r, "activation", activation_names, m.activation);
+  if (m.kind == model_kind::cnn) {
+    r.integer_array("channels", m.channels, 1, max_channels, 1, max_conv_blocks);
+    if (r.has("kernel_size")) {
+      int64_t k = m.kernel_size;
+      r.integer("kernel_size", k, 1, 9);
+      if (k % 2 == 0)
+        r.problem("kernel_size", "must be odd (so padding keeps the image size), got " +
+                                     std::to_string(k));
+      else
+        m.kernel_size = k;
+    }
+    r.finish({"type", "hidden", "activation", "channels", "kernel_size"});
+  } else {
+    r.finish({"type", "hidden", "activation"});
+  }
+}
+
+void read_data(object_reader r, data_config& d) {
+  read_enum(r, "type", data_names, d.kind);
+  if (d.kind == data_kind::fashion_mnist) {
+    r.string("path", d.path, non_empty, "a non-empty string (a folder)");
+    r.finish({"type", "path"});
+  } else {
+    r.integer("train_samples", d.train_samples, 1, 1000000);
+    r.integer("test_samples", d.test_samples, 1, 1000000);
+    r.number("noise", d.noise, 0, false, HUGE_VAL, false);
+    r.finish({"type", "train_samples", "test_samples", "noise"});
+  }
+}
+
+void read_optimizer(object_reader r, optimizer_config& o) {
+  read_enum(r, "type", optimizer_names, o.kind);
+  if (o.kind == optimizer_kind::adam) o.lr = 0.001;
+  r.number("lr", o.lr, 0, true, HUGE_VAL, false);
+  r.number("weight_decay", o.weight_decay, 0, false, HUGE_VAL, false);
+  if (o.kind == optimizer_kind::sgd) {
+    r.number("momentum", o.momentum, 0, false, 1, true);
+    r.boolean("nesterov", o.nesterov);
+    if (o.nesterov && o.momentum == 0)
+      r.problem("nesterov", "needs momentum > 0, got true with momentum 0");
+    r.finish({"type", "lr", "weight_decay", "momentum", "nesterov"});
+  } else {
+    std::vector<double> betas{o.beta1, o.beta2};
+    r.number_array("betas", betas, 0, 1, 2);
+    o.beta1 = betas[0];
+    o.beta2 = betas[1];
+    r.number("eps", o.eps, 0, true, HUGE_VAL, false);
+    r.finish({"type", "lr", "weight_decay", "betas", "eps"});
+  }
+}
+
+void read_training(object_reader r, training_config& t) {
+  if (r.has("epochs") && r.has("steps")) {
+    r.problem("epochs", "give either epochs or steps, not both");
+  }
+  if (r.has("steps")) t.epochs = 0;
+  r.integer("epochs", t.epochs, 1, 1000000);
+  t.steps = 0;
+  r.integer("steps", t.steps, 1, INT64_C(1) << 40);
+  r.integer("batch_size", t.batch_size, 1, 1 << 20);
+  r.integer("eval_interval", t.eval_interval, 0, INT64_MAX);
+  r.finish({"epochs", "steps", "batch_size", "eval_interval"});
+}
+
+void read_parallelism(object_reader r, parallelism_config& p) {
+  read_enum(r, "policy", policy_names, p.policy);
+  r.integer("replicas", p.replicas, 1, 256);
+  r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
+  r.finish({"policy", "replicas", "threads_per_replica"});
+}
+
+void read_faults(object_reader r, faults_config& f) {
+  r.optional_integer("throw_worker", f.throw_worker, 0, INT64_MAX);
+  r.integer("throw_step", f.throw_step, 0, INT64_MAX);
+  r.finish({"throw_worker", "throw_step"});
+}
+
+}  // namespace
+
+const char* to_string(model_kind x) { return model_names[static_cast<std::size_t>(x)].c_str(); }
+const char* to_string(activation_kind x) {
+  return activation_names[static_cast<std::size_t>(x)].c_str();
+}
+const char* to_string(data_kind x) { return data_names[static_cast<std::size_t>(x)].c_str(); }
+const char* to_string(optimizer_kind x) {
+  return optimizer_names[static_cast<std::size_t>(x)].c_str();
+}
+const char* to_string(policy_kind x) { return policy_names[static_cast<std::size_t>(x)].c_str(); }
+
+job_config parse_job(const nlohmann::json& json) {
+  std::vector<std::string> problems;
+  job_config job;
+  object_reader top(json, "", problems);
+  top.string("name", job.name, valid_name,
+             "a name of 1 to 64 characters from A-Z a-z 0-9 _ . -");
+  {
+    int64_t seed = 0;
+    top.integer("seed", seed, 0, INT64_MAX);
+    job.seed = static_cast<uint64_t>(seed);
+  }
+  read_model(top.object("model"), job.model);
+  read_data(top.object("data"), job.data);
+  read_optimizer(top.object("optimizer"), job.optimizer);
+  read_training(top.object("training"), job.training);
+  read_parallelism(top.object("parallelism"), job.parallelism);
+  read_faults(top.object("faults"), job.faults);
+  top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "faults"});
+
+  // Checks across sections, made only when the fields involved were valid on their own.
+  if (problems.empty()) {
+    if (job.training.batch_size < job.parallelism.replicas)
+      problems.push_back("/training/batch_size: must be at least parallelism.replicas (" +
+                         std::to_string(job.parallelism.replicas) +
+                         ") so every replica gets a sample each step, got " +
+                         std::to_string(job.training.batch_size));
+    if (job.faults.throw_worker && *job.faults.throw_worker >= job.parallelism.replicas)
+      problems.push_back("/faults/throw_worker: must name a worker below parallelism.replicas (" +
+                         std::to_string(job.parallelism.replicas) + "), got " +
+                         std::to_string(*job.faults.throw_worker));
+  }
+  if (!problems.empty()) throw job_error(std::move(problems));
+  return job;
+}
+
+nlohmann::ordered_json to_json(const job_config& job) {
+  using json = nlohmann::ordered_json;
+  json model = {{"type", to_string(job.model.kind)},
+                {"hidden", job.model.hidden},
+                {"activation", to_string(job.model.activation)}};
+  if (job.model.kind == model_kind::cnn) {
+    model["channels"] = job.model.channels;
+    model["kernel_size"] = job.model.kernel_size;
+  }
+  json data = {{"type", to_string(job.data.kind)}};
+  if (job.data.kind == data_kind::fashion_mnist) {
+    data["path"] = job.data.path;
+  } else {
+    data["train_samples"] = job.data.train_samples;
+    data["test_samples"] = job.data.test_samples;
+    data["noise"] = job.data.noise;
+  }
+  json optimizer = {{"type", to_string(job.optimizer.kind)},
+                    {"lr", job.optimizer.lr},
+                    {"weight_decay", job.optimizer.weight_decay}};
+  if (job.optimizer.kind == optimizer_kind::sgd) {
+    optimizer["momentum"] = job.optimizer.momentum;
+    optimizer["nesterov"] = job.optimizer.nesterov;
+  } else {
+    optimizer["betas"] = {job.optimizer.beta1, job.optimizer.beta2};
+    optimizer["eps"] = job.optimizer.eps;
+  }
+  json training = json::object();
+  if (job.training.steps > 0)
+    training["steps"] = job.training.steps;
+  else
+    training["epochs"] = job.training.epochs;
+  training["batch_size"] = job.training.batch_size;
+  training["eval_interval"] = job.training.eval_interval;
+  json out = {{"name", job.name},
+              {"seed", job.seed},
+              {"model", model},
+              {"data", data},
+              {"optimizer", optimizer},
+              {"training", training},
+              {"parallelism",
+               {{"policy", to_string(job.parallelism.policy)},
+                {"replicas", job.parallelism.replicas},
+                {"threads_per_replica", job.parallelism.threads_per_replica}}}};
+  if (job.faults.throw_worker)
+    out["faults"] = {{"throw_worker", *job.faults.throw_worker},
+                     {"throw_step", job.faults.throw_step}};
+  return out;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw job_error({path + ": cannot open: " + std::strerror(errno)});
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Turn nlohmann's byte offset into line:column, which editors understand.
+    std::size_t line = 1, column = 1;
+    const std::size_t end = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    for (std::size_t i = 0; i < end; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
+    if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    throw job_error({path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                     ": invalid JSON: " + what});
+  }
+  if (!json.is_object())
+    throw job_error({path + ": the job must be a JSON object, got " + json.type_name()});
+  return json;
+}
+
+}  // namespace troupe

@@ -1,0 +1,22 @@
+// Job file validation: JSON in, a job_config out, or a job_error listing every problem (path,
+// value and what was expected). to_json() writes a config back with every default filled in;
+// parse_job(to_json(c)) gives c again.
+#pragma once
+
+#include "core/config/job_config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace troupe {
+
+job_config parse_job(const nlohmann::json& job);
+
+nlohmann::ordered_json to_json(const job_config& job);
+
+/// Reads and parses a JSON file. Throws job_error naming the file: cannot open, invalid JSON
+/// (with line and column), or a top level that is not an object.
+nlohmann::json read_json_file(const std::string& path);
+
+}  // namespace troupe

@@ -1,0 +1,28 @@
+// An image classification data set held in memory as two tensors. Read-only after loading, so
+// one instance is shared by every replica of a process (by shared_ptr) without locking.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace troupe {
+
+struct labeled_images {
+  at::Tensor images;  ///< float32 [N, 1, 28, 28], normalized (mean 0, std 1 over the train set)
+  at::Tensor labels;  ///< int64 [N], values in [0, classes)
+  int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+};
+
+struct dataset {
+  std::string description;  ///< for the plan, e.g. "fashion_mnist (60000 train, 10000 test)"
+  int64_t classes = 10;
+  labeled_images train;
+  labeled_images test;
+};
+
+using dataset_ptr = std::shared_ptr<const dataset>;
+
+}  // namespace troupe

@@ -1,0 +1,54 @@
+#include "core/data/fashion_mnist.hpp"
+
+#include "core/data/idx_file.hpp"
+#include "core/errors.hpp"
+
+#include <ATen/ATen.h>
+
+namespace troupe {
+namespace {
+
+constexpr int64_t classes = 10;
+constexpr int64_t side = 28;
+
+labeled_images load_split(const std::string& folder, const std::string& prefix) {
+  const auto images_path = folder + "/" + prefix + "-images-idx3-ubyte.gz";
+  const auto labels_path = folder + "/" + prefix + "-labels-idx1-ubyte.gz";
+  auto images = read_idx_file(images_path);
+  if (images.dims.size() != 3 || images.dims[1] != side || images.dims[2] != side)
+    throw data_error(images_path + ": expected images of 28x28 pixels (3 dimensions)");
+  auto labels = read_idx_file(labels_path);
+  if (labels.dims.size() != 1) throw data_error(labels_path + ": expected 1 dimension of labels");
+  if (labels.dims[0] != images.dims[0])
+    throw data_error(labels_path + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
+                     images_path + " holds " + std::to_string(images.dims[0]) + " images");
+  for (size_t i = 0; i < labels.bytes.size(); ++i)
+    if (labels.bytes[i] >= classes)
+      throw data_error(labels_path + ": label " + std::to_string(i) + " is " +
+                       std::to_string(labels.bytes[i]) + ", expected 0..9");
+
+  const int64_t n = images.dims[0];
+  labeled_images out;
+  // from_blob borrows the byte vector; the conversions below allocate tensors that own memory.
+  out.images = at::from_blob(images.bytes.data(), {n, 1, side, side}, at::kByte)
+                   .to(at::kFloat)
+                   .div_(255.0)
+                   .sub_(fashion_mnist_mean)
+                   .div_(fashion_mnist_std);
+  out.labels = at::from_blob(labels.bytes.data(), {n}, at::kByte).to(at::kLong);
+  return out;
+}
+
+}  // namespace
+
+dataset load_fashion_mnist(const std::string& folder) {
+  dataset d;
+  d.classes = classes;
+  d.train = load_split(folder, "train");
+  d.test = load_split(folder, "t10k");
+  d.description = "fashion_mnist (" + std::to_string(d.train.size()) + " train, " +
+                  std::to_string(d.test.size()) + " test)";
+  return d;
+}
+
+}  // namespace troupe

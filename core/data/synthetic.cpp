@@ -1,0 +1,37 @@
+#include "core/data/synthetic.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <sstream>
+
+namespace troupe {
+namespace {
+
+constexpr int64_t classes = 10;
+
+labeled_images draw(const at::Tensor& prototypes, int64_t n, double noise, at::Generator& gen) {
+  labeled_images out;
+  out.labels = at::randint(classes, {n}, gen, at::kLong);
+  out.images = prototypes.index_select(0, out.labels) +
+               noise * at::randn({n, 1, 28, 28}, gen, at::kFloat);
+  return out;
+}
+
+}  // namespace
+
+dataset make_synthetic(int64_t train_samples, int64_t test_samples, double noise, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const auto prototypes = at::randn({classes, 1, 28, 28}, gen, at::kFloat);
+  dataset d;
+  d.classes = classes;
+  d.train = draw(prototypes, train_samples, noise, gen);
+  d.test = draw(prototypes, test_samples, noise, gen);
+  std::ostringstream desc;
+  desc << "synthetic (" << train_samples << " train, " << test_samples << " test, noise " << noise
+       << ")";
+  d.description = desc.str();
+  return d;
+}
+
+}  // namespace troupe

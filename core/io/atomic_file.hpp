@@ -1,0 +1,14 @@
+// Writes a file so that readers see either the old content or the whole new content, never a
+// half-written file: the bytes go to a temporary file in the same folder, are flushed to disk,
+// and the temporary is renamed over the target (rename is atomic within one file system).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace troupe {
+
+/// Throws std::runtime_error naming the path if any step fails; the temporary is removed then.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+}  // namespace troupe

@@ -1,0 +1,58 @@
+#include "core/io/run_directory.hpp"
+
+#include "core/config/parse_job.hpp"
+#include "core/errors.hpp"
+#include "core/io/atomic_file.hpp"
+#include "core/io/weights_file.hpp"
+
+#include <ctime>
+#include <filesystem>
+
+namespace troupe {
+
+namespace fs = std::filesystem;
+
+std::string default_run_directory(const std::string& job_name) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  return "runs/" + job_name + "-" + stamp;
+}
+
+run_directory::run_directory(std::string path, bool overwrite) : path_(std::move(path)) {
+  std::error_code ec;
+  if (fs::exists(path_, ec)) {
+    if (!fs::is_directory(path_, ec))
+      throw job_error({"--out " + path_ + ": exists and is not a folder"});
+    if (!overwrite && !fs::is_empty(path_, ec))
+      throw job_error({"--out " + path_ +
+                       ": folder is not empty (choose another or pass --force to reuse it)"});
+    if (overwrite)
+      for (const char* name : {"metrics.jsonl", "summary.json", "final_weights.pt", "job.json"})
+        fs::remove(fs::path(path_) / name, ec);
+  }
+  fs::create_directories(path_, ec);
+  if (ec) throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
+}
+
+void run_directory::write_job(const job_config& job) const {
+  write_file_atomically(file("job.json"), to_json(job).dump(2) + "\n");
+}
+
+void run_directory::write_summary(const run_report& report, const job_config& job) const {
+  auto j = to_json(report);
+  j["name"] = job.name;
+  j["policy"] = to_string(job.parallelism.policy);
+  j["outputs"] = {{"job", "job.json"}, {"metrics", "metrics.jsonl"}};
+  if (report.final_weights.defined()) j["outputs"]["weights"] = "final_weights.pt";
+  write_file_atomically(file("summary.json"), j.dump(2) + "\n");
+}
+
+void run_directory::write_weights(
+    const std::vector<std::pair<std::string, at::Tensor>>& named) const {
+  save_weights(file("final_weights.pt"), named);
+}
+
+}  // namespace troupe

@@ -1,0 +1,34 @@
+// The folder a run leaves behind: job.json (resolved), metrics.jsonl (streamed during the run),
+// summary.json and final_weights.pt. Every file but the streamed log is written atomically.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/train/run_report.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+/// runs/NAME-YYYYmmdd-HHMMSS (local time), the default output folder.
+std::string default_run_directory(const std::string& job_name);
+
+class run_directory {
+ public:
+  /// Creates `path` (and parents). Refuses, with job_error, a path that is a file or a folder
+  /// that is not empty, unless `overwrite` is set: a run never mixes its files with another's.
+  run_directory(std::string path, bool overwrite);
+
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+  void write_job(const job_config& job) const;
+  void write_summary(const run_report& report, const job_config& job) const;
+  void write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named) const;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,92 @@
+#include "core/model/model_builder.hpp"
+
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+
+#include <stdexcept>
+
+namespace troupe {
+namespace {
+
+// Through AnyModule so that the named, non-template push_back overload is the one chosen.
+template <class Module>
+void append(torch::nn::Sequential& seq, const std::string& name, Module module) {
+  seq->push_back(name, torch::nn::AnyModule(std::move(module)));
+}
+
+void add_activation(torch::nn::Sequential& seq, activation_kind kind, const std::string& name) {
+  switch (kind) {
+    case activation_kind::relu:
+      append(seq, name, torch::nn::ReLU());
+      return;
+    case activation_kind::tanh:
+      append(seq, name, torch::nn::Tanh());
+      return;
+    case activation_kind::gelu:
+      append(seq, name, torch::nn::GELU());
+      return;
+  }
+  throw std::logic_error("unknown activation kind");
+}
+
+// Hidden fully connected layers fc1..fcK with activations act1..actK, then "out".
+void add_classifier(torch::nn::Sequential& seq, const model_config& config, int64_t in_features,
+                    int64_t classes, int first_index) {
+  int index = first_index;
+  for (int64_t width : config.hidden) {
+    const auto suffix = std::to_string(index++);
+    append(seq, "fc" + suffix, torch::nn::Linear(in_features, width));
+    add_activation(seq, config.activation, "act" + suffix);
+    in_features = width;
+  }
+  append(seq, "out", torch::nn::Linear(in_features, classes));
+}
+
+}  // namespace
+
+torch::nn::Sequential build_model(const model_config& config, int64_t classes) {
+  if (config.kind == model_kind::mlp) {
+    torch::nn::Sequential mlp;
+    append(mlp, "flatten", torch::nn::Flatten());
+    add_classifier(mlp, config, image_side * image_side, classes, 1);
+    return mlp;
+  }
+  // cnn: blocks of conv (same padding), activation, 2x2 max-pool, then the classifier.
+  torch::nn::Sequential cnn;
+  int64_t in_channels = 1;
+  int64_t side = image_side;
+  int index = 1;
+  for (int64_t channels : config.channels) {
+    const auto suffix = std::to_string(index++);
+    auto options = torch::nn::Conv2dOptions(in_channels, channels, config.kernel_size)
+                       .padding(config.kernel_size / 2);
+    append(cnn, "conv" + suffix, torch::nn::Conv2d(options));
+    add_activation(cnn, config.activation, "cact" + suffix);
+    append(cnn, "pool" + suffix, torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+    in_channels = channels;
+    side /= 2;
+  }
+  append(cnn, "flatten", torch::nn::Flatten());
+  add_classifier(cnn, config, in_channels * side * side, classes, 1);
+  return cnn;
+}
+
+std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model) {
+  std::vector<layer_summary> rows;
+  for (const auto& child : model->named_children()) {
+    int64_t params = 0;
+    for (const auto& p : child.value()->parameters()) params += p.numel();
+    rows.push_back({child.key(), child.value()->name(), params});
+  }
+  return rows;
+}
+
+int64_t count_parameters(const torch::nn::Sequential& model) {
+  int64_t total = 0;
+  for (const auto& p : model->parameters()) total += p.numel();
+  return total;
+}
+
+}  // namespace troupe

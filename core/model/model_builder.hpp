@@ -1,0 +1,33 @@
+// Builds the network a job describes as an ordered list of named layers (a torch::nn::Sequential
+// whose children carry explicit names). The names are chosen so that parameter names equal
+// PyTorch's state_dict keys for the same module tree built in Python as
+// nn.Sequential(OrderedDict([...])), e.g. "fc1.weight", "conv2.bias", "out.weight"; a later
+// pipeline split cuts this list into consecutive slices without renaming anything.
+#pragma once
+
+#include "core/config/job_config.hpp"
+
+#include <torch/nn/modules/container/sequential.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// Input images are 1 x 28 x 28; the output has one logit per class.
+inline constexpr int64_t image_side = 28;
+
+torch::nn::Sequential build_model(const model_config& config, int64_t classes);
+
+/// One row of the plan: a layer's name, what it is, and how many parameters it owns.
+struct layer_summary {
+  std::string name;
+  std::string kind;
+  int64_t parameters = 0;
+};
+
+std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model);
+int64_t count_parameters(const torch::nn::Sequential& model);
+
+}  // namespace troupe

@@ -1,0 +1,31 @@
+#include "core/optim/make_optimizer.hpp"
+
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <stdexcept>
+
+namespace troupe {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& config,
+                                                        std::vector<at::Tensor> parameters) {
+  switch (config.kind) {
+    case optimizer_kind::sgd: {
+      auto options = torch::optim::SGDOptions(config.lr)
+                         .momentum(config.momentum)
+                         .weight_decay(config.weight_decay)
+                         .nesterov(config.nesterov);
+      return std::make_unique<torch::optim::SGD>(std::move(parameters), options);
+    }
+    case optimizer_kind::adam: {
+      auto options = torch::optim::AdamOptions(config.lr)
+                         .betas({config.beta1, config.beta2})
+                         .eps(config.eps)
+                         .weight_decay(config.weight_decay);
+      return std::make_unique<torch::optim::Adam>(std::move(parameters), options);
+    }
+  }
+  throw std::logic_error("unknown optimizer kind");
+}
+
+}  // namespace troupe

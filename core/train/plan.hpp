@@ -1,0 +1,34 @@
+// The plan of a run, stated before it starts (by `troupe run` and `troupe validate`): the
+// policy, the replicas and their threads, the model's layers, the data and the number of steps,
+// and what each worker sends and receives per step.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/model/model_builder.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct run_plan {
+  int64_t train_samples = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+  int64_t parameters = 0;
+  std::vector<layer_summary> layers;
+  std::vector<int64_t> rows_per_replica;  ///< rows of each global batch, by rank
+  int64_t bytes_sent_per_step = 0;        ///< by each worker: its float32 gradient
+  int64_t bytes_received_per_step = 0;    ///< by each worker: the combined gradient
+  int64_t threads_total = 0;              ///< replicas x intra-op threads
+  unsigned hardware_threads = 0;
+};
+
+/// Throws job_error if the data cannot fill a single global batch.
+run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes);
+
+/// Human-readable, several lines, ending with a newline.
+std::string render_plan(const job_config& job, const run_plan& plan);
+
+}  // namespace troupe

@@ -1,0 +1,19 @@
+// A snapshot of a run's progress, handed to whoever displays it (the CLI's progress line).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace troupe {
+
+struct progress_update {
+  int64_t step = 0;  ///< completed steps
+  int64_t total_steps = 0;
+  int64_t epoch = 0;  ///< 0-based epoch of the last completed step
+  double loss = 0;    ///< global batch loss of the last completed step
+  double samples_per_s = 0;
+  double elapsed_s = 0;
+  std::optional<double> test_accuracy;  ///< of the latest evaluation, if any yet
+};
+
+}  // namespace troupe

@@ -1,0 +1,96 @@
+#include "core/train/replica_engine.hpp"
+
+#include "core/errors.hpp"
+#include "core/model/model_builder.hpp"
+#include "core/optim/make_optimizer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+#include <string>
+
+namespace troupe {
+namespace {
+
+// Evaluation runs in chunks so that the activations of the whole test set are never alive at
+// once (10,000 CNN activations would take ~100 MB).
+constexpr int64_t eval_chunk = 1000;
+
+}  // namespace
+
+replica_engine::replica_engine(const job_config& job, dataset_ptr data,
+                               const at::Tensor& initial_weights, int64_t rank)
+    : rank_(rank),
+      replicas_(job.parallelism.replicas),
+      global_batch_(job.training.batch_size),
+      data_(std::move(data)),
+      model_(build_model(job.model, data_->classes)),
+      plan_(data_->train.size(), job.training.batch_size, job.seed),
+      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)) {
+  flat_ = std::make_unique<flat_parameters>(*model_);
+  TORCH_CHECK(initial_weights.numel() == flat_->size(), "initial weights have ",
+              initial_weights.numel(), " elements, the model has ", flat_->size());
+  {
+    torch::NoGradGuard no_grad;
+    flat_->weights().copy_(initial_weights);
+  }
+  optimizer_ = make_optimizer(job.optimizer, model_->parameters());
+}
+
+replica_engine::~replica_engine() = default;
+
+gradient_result replica_engine::compute_gradient(int64_t step) {
+  flat_->grads().zero_();
+  auto index = plan_.indices(step, rows_);
+  auto images = data_->train.images.index_select(0, index);
+  auto labels = data_->train.labels.index_select(0, index);
+  auto loss = torch::nn::functional::cross_entropy(model_->forward(images), labels);
+  const double value = loss.item<double>();
+  if (!std::isfinite(value))
+    throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step) +
+                         " on replica " + std::to_string(rank_));
+  if (rows_.size() != global_batch_)
+    loss = loss * (static_cast<double>(rows_.size()) / static_cast<double>(global_batch_));
+  loss.backward();
+  return {value, rows_.size()};
+}
+
+void replica_engine::apply(const at::Tensor& combined) {
+  {
+    torch::NoGradGuard no_grad;
+    // With one replica the combined gradient is this replica's own buffer: nothing to copy.
+    if (!combined.is_same(flat_->grads())) flat_->grads().copy_(combined);
+  }
+  optimizer_->step();
+}
+
+evaluation_result replica_engine::evaluate() {
+  torch::NoGradGuard no_grad;
+  const auto rows = shard_of(data_->test.size(), replicas_, rank_);
+  evaluation_result result;
+  for (int64_t begin = rows.begin; begin < rows.end; begin += eval_chunk) {
+    const int64_t n = std::min(eval_chunk, rows.end - begin);
+    auto images = data_->test.images.narrow(0, begin, n);
+    auto labels = data_->test.labels.narrow(0, begin, n);
+    auto logits = model_->forward(images);
+    result.loss_sum += torch::nn::functional::cross_entropy(
+                           logits, labels,
+                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+    result.correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
+    result.count += n;
+  }
+  return result;
+}
+
+at::Tensor initial_weights(const job_config& job, int64_t classes) {
+  at::manual_seed(job.seed);
+  auto model = build_model(job.model, classes);
+  flat_parameters flat(*model);
+  return flat.weights().clone();
+}
+
+}  // namespace troupe

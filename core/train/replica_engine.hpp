@@ -1,0 +1,72 @@
+// The compute of one data-parallel replica, free of any actor code: a model whose parameters
+// and gradients live in flat buffers, its optimizer, and its view of the data. A replica worker
+// actor (actors/replica_worker) drives it; tests and benchmarks can drive it directly.
+//
+// Thread safety: none. All calls must come from one thread at a time (the owning actor's).
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/batch_plan.hpp"
+#include "core/data/dataset.hpp"
+#include "core/model/flat_parameters.hpp"
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+
+namespace troupe {
+
+struct gradient_result {
+  double loss = 0.0;    ///< mean loss over this replica's rows of the batch
+  int64_t samples = 0;  ///< rows this replica processed
+};
+
+struct evaluation_result {
+  double loss_sum = 0.0;  ///< summed (not averaged) cross-entropy, so shards add up
+  int64_t correct = 0;
+  int64_t count = 0;
+};
+
+class replica_engine {
+ public:
+  /// `initial_weights` is the flat weight vector every replica starts from (same on all ranks).
+  replica_engine(const job_config& job, dataset_ptr data, const at::Tensor& initial_weights,
+                 int64_t rank);
+  ~replica_engine();
+
+  /// Zeroes the gradient, then runs forward and backward on this rank's rows of `step`'s global
+  /// batch. The gradient left in gradient() is scaled by rows/global batch, so the sum of all
+  /// replicas' gradients is the gradient of the global batch's mean loss.
+  /// Throws diverged_error on a non-finite loss.
+  gradient_result compute_gradient(int64_t step);
+
+  /// The flat gradient buffer. Must not be modified while another actor reads it.
+  const at::Tensor& gradient() const { return flat_->grads(); }
+
+  /// Makes `combined` this replica's gradient and takes one optimizer step.
+  void apply(const at::Tensor& combined);
+
+  /// Evaluates this rank's share of the test set.
+  evaluation_result evaluate();
+
+  const at::Tensor& weights() const { return flat_->weights(); }
+  const flat_parameters& parameters() const { return *flat_; }
+
+ private:
+  int64_t rank_;
+  int64_t replicas_;
+  int64_t global_batch_;
+  dataset_ptr data_;
+  torch::nn::Sequential model_;
+  std::unique_ptr<flat_parameters> flat_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  batch_plan plan_;
+  row_range rows_;
+};
+
+/// The flat weights a job starts from: the model's default initialization under the job's seed.
+/// Deterministic for a seed; uses LibTorch's global generator, so call it from one thread.
+at::Tensor initial_weights(const job_config& job, int64_t classes);
+
+}  // namespace troupe

@@ -1,0 +1,43 @@
+#include "core/train/run_report.hpp"
+
+namespace troupe {
+namespace {
+
+template <class T>
+nlohmann::json optional_json(const std::optional<T>& x) {
+  return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const worker_report& w) {
+  const double busy = w.compute_s + w.comm_s + w.apply_s;
+  return {{"rank", w.rank},
+          {"steps", w.steps},
+          {"samples", w.samples},
+          {"compute_s", w.compute_s},
+          {"comm_s", w.comm_s},
+          {"apply_s", w.apply_s},
+          {"eval_s", w.eval_s},
+          {"samples_per_s", busy > 0 ? static_cast<double>(w.samples) / busy : 0.0}};
+}
+
+nlohmann::json to_json(const run_report& r) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const auto& w : r.workers) workers.push_back(to_json(w));
+  nlohmann::json j = {{"status", r.status},
+                      {"wall_s", r.wall_s},
+                      {"train_s", r.train_s},
+                      {"steps", r.steps},
+                      {"samples", r.samples},
+                      {"samples_per_s", r.samples_per_s()},
+                      {"final_train_loss", optional_json(r.final_train_loss)},
+                      {"test_loss", optional_json(r.test_loss)},
+                      {"test_accuracy", optional_json(r.test_accuracy)},
+                      {"replicas", r.replicas},
+                      {"workers", workers}};
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+
+}  // namespace troupe

@@ -1,0 +1,46 @@
+// What a finished (or failed) run reports: the figures summary.json holds, plus the collected
+// final weights. Built by the coordinator, written by the caller.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// Figures one worker accumulated over the run (seconds are wall time on its own thread).
+struct worker_report {
+  int64_t rank = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double compute_s = 0;  ///< forward + backward
+  double comm_s = 0;     ///< from sending its gradient to receiving the combined one
+  double apply_s = 0;    ///< copying the combined gradient in and the optimizer step
+  double eval_s = 0;     ///< evaluating its share of the test set
+};
+
+struct run_report {
+  std::string status = "failed";  ///< "succeeded" or "failed"
+  std::string error;              ///< why it failed, naming the worker where one failed
+  double wall_s = 0;              ///< from the first step to the end, evaluations included
+  double train_s = 0;             ///< wall_s less the time spent evaluating
+  int64_t steps = 0;              ///< completed optimizer steps
+  int64_t samples = 0;            ///< training samples in the completed steps
+  int64_t replicas = 0;
+  std::optional<double> final_train_loss;  ///< mean of the last (up to) 50 steps' losses
+  std::optional<double> test_loss;         ///< of the last evaluation
+  std::optional<double> test_accuracy;     ///< of the last evaluation
+  std::vector<worker_report> workers;
+  at::Tensor final_weights;  ///< flat; undefined if the run failed before collecting them
+
+  double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0; }
+};
+
+nlohmann::json to_json(const worker_report& w);
+nlohmann::json to_json(const run_report& r);
+
+}  // namespace troupe

@@ -1,0 +1,14 @@
+// Forward declarations of every message type actors exchange (CAF convention: one fwd.hpp per
+// component), so headers that only pass messages around need not include their definitions.
+#pragma once
+
+namespace troupe {
+
+struct gradient_meta;
+struct update_meta;
+struct step_stats;
+struct eval_report;
+struct run_report;
+enum class errc : unsigned char;
+
+}  // namespace troupe

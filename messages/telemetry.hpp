@@ -1,0 +1,40 @@
+// Reports workers send the coordinator beside the step protocol: timings of each step and the
+// results of evaluations. Plain values only, so they can cross processes unchanged.
+#pragma once
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+
+namespace troupe {
+
+struct step_stats {
+  int64_t worker = 0;
+  int64_t step = 0;
+  double compute_s = 0;  ///< forward + backward
+  double comm_s = 0;     ///< gradient sent -> combined gradient received
+  double apply_s = 0;    ///< copy in + optimizer step
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_stats& x) {
+  return f(caf::meta::type_name("step_stats"), x.worker, x.step, x.compute_s, x.comm_s,
+           x.apply_s);
+}
+
+struct eval_report {
+  int64_t worker = 0;
+  int64_t step = 0;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t count = 0;
+  double eval_s = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
+  return f(caf::meta::type_name("eval_report"), x.worker, x.step, x.loss_sum, x.correct, x.count,
+           x.eval_s);
+}
+
+}  // namespace troupe

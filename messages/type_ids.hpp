@@ -1,0 +1,31 @@
+// Every type and atom that crosses an actor boundary, in one CAF type-ID block. Register it
+// with cfg.add_message_types<caf::id_block::troupe>() (actors/system_config does).
+#pragma once
+
+#include "core/train/run_report.hpp"
+#include "messages/telemetry.hpp"
+#include "messages/training_step.hpp"
+
+#include <ATen/core/Tensor.h>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/type_id.hpp>
+
+// Tensors and run reports (which hold one) travel only inside one process, by handle. Marking
+// them unsafe keeps CAF from trying to serialize them: a remote send fails loudly instead.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(at::Tensor)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::run_report)
+
+CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(troupe, (troupe::gradient_meta))
+  CAF_ADD_TYPE_ID(troupe, (troupe::update_meta))
+  CAF_ADD_TYPE_ID(troupe, (troupe::step_stats))
+  CAF_ADD_TYPE_ID(troupe, (troupe::eval_report))
+  CAF_ADD_TYPE_ID(troupe, (at::Tensor))
+  CAF_ADD_TYPE_ID(troupe, (troupe::run_report))
+  CAF_ADD_ATOM(troupe, troupe, compute_atom, "compute")
+  CAF_ADD_ATOM(troupe, troupe, gradient_atom, "gradient")
+  CAF_ADD_ATOM(troupe, troupe, update_atom, "update")
+  CAF_ADD_ATOM(troupe, troupe, weights_atom, "weights")
+  CAF_ADD_ATOM(troupe, troupe, run_atom, "run")
+CAF_END_TYPE_ID_BLOCK(troupe)

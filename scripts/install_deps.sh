@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs from Debian's archive whatever troupe needs and the machine lacks. Idempotent and
+# quick when everything is present (no apt-get update then).
+#   install_deps.sh          what building and running need
+#   install_deps.sh --tests  also python3-torch, which the tests use to load saved weights
+set -euo pipefail
+packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
+  doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3)
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(python3-torch python3-numpy)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install_deps: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install_deps: done"

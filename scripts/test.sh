@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's second command: installs what is missing (with python3-torch for the weight
+# checks), builds, and runs every test. `--fast` skips the tests labeled slow.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install_deps.sh" --tests
+"$root/scripts/build.sh"
+label_args=()
+[ "${1:-}" = "--fast" ] && label_args=(-LE slow)
+ctest --test-dir "${TROUPE_BUILD_DIR:-$root/build}" --output-on-failure "${label_args[@]}"

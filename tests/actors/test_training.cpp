@@ -1,0 +1,120 @@
+// Training through the actors: replicas equal one worker on the same global batch, runs are
+// deterministic, and a failing worker ends the run with its name and cause instead of a hang.
+#include "actors/run_training.hpp"
+#include "training_fixtures.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+
+using namespace troupe;
+
+namespace {
+
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+}  // namespace
+
+TEST_SUITE("training") {
+  TEST_CASE("two replicas equal one replica on the same global batch (50 steps)") {
+    for (auto optimizer : {optimizer_kind::sgd, optimizer_kind::adam}) {
+      CAPTURE(to_string(optimizer));
+      auto one = test::small_job(1, 50);
+      one.optimizer.kind = optimizer;
+      if (optimizer == optimizer_kind::adam) {
+        one.optimizer.lr = 0.001;
+        one.optimizer.momentum = 0;
+      }
+      auto two = one;
+      two.parallelism.replicas = 2;
+      auto data = test::small_data(one);
+      auto a = run_training(one, data, {});
+      auto b = run_training(two, data, {});
+      REQUIRE(a.status == "succeeded");
+      REQUIRE(b.status == "succeeded");
+      CHECK(a.steps == 50);
+      CHECK(b.workers.size() == 2);
+      CHECK(b.workers[0].samples == 50 * 16);
+      CHECK(max_abs_diff(a.final_weights, b.final_weights) <= 1e-5);
+      CHECK(*a.test_accuracy == doctest::Approx(*b.test_accuracy).epsilon(0.02));
+    }
+  }
+
+  TEST_CASE("three replicas with an uneven split still equal one replica") {
+    auto one = test::small_job(1, 30);
+    auto three = one;
+    three.parallelism.replicas = 3;  // 32 rows: 11, 11, 10
+    auto data = test::small_data(one);
+    auto a = run_training(one, data, {});
+    auto c = run_training(three, data, {});
+    REQUIRE(c.status == "succeeded");
+    CHECK(max_abs_diff(a.final_weights, c.final_weights) <= 1e-5);
+  }
+
+  TEST_CASE("the same job twice gives equal weights") {
+    auto job = test::small_job(2, 40);
+    auto data = test::small_data(job);
+    auto a = run_training(job, data, {});
+    auto b = run_training(job, data, {});
+    REQUIRE(a.status == "succeeded");
+    CHECK(at::equal(a.final_weights, b.final_weights));
+    job.seed = 4;
+    auto c = run_training(job, test::small_data(job), {});
+    CHECK(!at::equal(a.final_weights, c.final_weights));
+  }
+
+  TEST_CASE("training learns the synthetic task and reports every figure") {
+    auto job = test::small_job(2, 60);
+    int updates = 0;
+    run_options options;
+    options.on_progress = [&](const progress_update&) { ++updates; };
+    auto r = run_training(job, test::small_data(job), options);
+    REQUIRE(r.status == "succeeded");
+    CHECK(*r.test_accuracy > 0.9);
+    CHECK(r.samples == 60 * 32);
+    CHECK(r.samples_per_s() > 0);
+    CHECK(updates >= 60);
+    for (const auto& w : r.workers) {
+      CHECK(w.steps == 60);
+      CHECK(w.compute_s > 0);
+    }
+  }
+
+  TEST_CASE("a worker that throws inside LibTorch ends the run, naming the worker and cause") {
+    auto job = test::small_job(2, 50);
+    job.faults.throw_worker = 1;
+    job.faults.throw_step = 5;
+    auto r = run_training(job, test::small_data(job), {});
+    CHECK(r.status == "failed");
+    CHECK(r.error.find("worker 1 failed") != std::string::npos);
+    CHECK(r.error.find("torch_error") != std::string::npos);
+    CHECK(r.error.find("mat1 and mat2 shapes cannot be multiplied") != std::string::npos);
+    CHECK(r.steps == 5);
+    CHECK(!r.final_weights.defined());
+  }
+
+  TEST_CASE("a diverging run fails with the step and replica") {
+    auto job = test::small_job(2, 50);
+    job.optimizer.lr = 1e12;
+    job.optimizer.momentum = 0;
+    auto r = run_training(job, test::small_data(job), {});
+    CHECK(r.status == "failed");
+    CHECK(r.error.find("diverged") != std::string::npos);
+    CHECK(r.error.find("loss is") != std::string::npos);
+  }
+
+  TEST_CASE("a stop request ends the run after the step in progress") {
+    auto job = test::small_job(2, 1000);
+    std::atomic<bool> stop{false};
+    run_options options;
+    options.stop_requested = &stop;
+    options.on_progress = [&](const progress_update& p) {
+      if (p.step >= 3) stop = true;
+    };
+    auto r = run_training(job, test::small_data(job), options);
+    CHECK(r.status == "failed");
+    CHECK(r.error.find("interrupted") != std::string::npos);
+    CHECK(r.steps < 1000);
+  }
+}

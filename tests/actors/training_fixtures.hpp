@@ -1,0 +1,34 @@
+// Small jobs for actor tests: a synthetic data set so that a test takes a second, not minutes.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/synthetic.hpp"
+
+#include <memory>
+
+namespace troupe::test {
+
+inline job_config small_job(int64_t replicas, int64_t steps) {
+  job_config job;
+  job.name = "test";
+  job.seed = 3;
+  job.model.hidden = {32, 16};
+  job.data.kind = data_kind::synthetic;
+  job.data.train_samples = 512;
+  job.data.test_samples = 128;
+  job.optimizer.lr = 0.05;
+  job.optimizer.momentum = 0.9;
+  job.training.epochs = 0;
+  job.training.steps = steps;
+  job.training.batch_size = 32;
+  job.training.eval_interval = 10;
+  job.parallelism.replicas = replicas;
+  return job;
+}
+
+inline dataset_ptr small_data(const job_config& job) {
+  return std::make_shared<const dataset>(make_synthetic(
+      job.data.train_samples, job.data.test_samples, job.data.noise, job.seed));
+}
+
+}  // namespace troupe::test

@@ -1,0 +1,96 @@
+// Models: layer order and names (PyTorch state_dict keys), shapes, flat parameter buffers.
+#include "core/model/flat_parameters.hpp"
+#include "core/model/model_builder.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+using namespace troupe;
+
+namespace {
+
+std::vector<std::string> child_names(const torch::nn::Sequential& m) {
+  std::vector<std::string> names;
+  for (const auto& c : m->named_children()) names.push_back(c.key());
+  return names;
+}
+
+}  // namespace
+
+TEST_SUITE("model") {
+  TEST_CASE("mlp: named layers and state_dict parameter names and shapes") {
+    model_config c;
+    c.hidden = {256, 128};
+    auto m = build_model(c, 10);
+    CHECK(child_names(m) ==
+          std::vector<std::string>{"flatten", "fc1", "act1", "fc2", "act2", "out"});
+    flat_parameters flat(*m);
+    const std::vector<std::pair<std::string, std::vector<int64_t>>> expected{
+        {"fc1.weight", {256, 784}}, {"fc1.bias", {256}}, {"fc2.weight", {128, 256}},
+        {"fc2.bias", {128}},        {"out.weight", {10, 128}}, {"out.bias", {10}}};
+    CHECK(flat.layout() == expected);
+    CHECK(flat.size() == 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+    CHECK(m->forward(at::zeros({3, 1, 28, 28})).sizes() == at::IntArrayRef({3, 10}));
+  }
+
+  TEST_CASE("mlp without hidden layers is a linear classifier") {
+    model_config c;
+    c.hidden = {};
+    auto m = build_model(c, 10);
+    CHECK(child_names(m) == std::vector<std::string>{"flatten", "out"});
+  }
+
+  TEST_CASE("cnn: conv blocks then classifier, with PyTorch names and shapes") {
+    model_config c;
+    c.kind = model_kind::cnn;
+    c.channels = {16, 32};
+    c.kernel_size = 5;
+    c.hidden = {128};
+    c.activation = activation_kind::gelu;
+    auto m = build_model(c, 10);
+    CHECK(child_names(m) == std::vector<std::string>{"conv1", "cact1", "pool1", "conv2", "cact2",
+                                                     "pool2", "flatten", "fc1", "act1", "out"});
+    flat_parameters flat(*m);
+    CHECK(flat.layout().front() ==
+          std::pair<std::string, std::vector<int64_t>>{"conv1.weight", {16, 1, 5, 5}});
+    CHECK(flat.layout()[4] ==
+          std::pair<std::string, std::vector<int64_t>>{"fc1.weight", {128, 32 * 7 * 7}});
+    CHECK(m->forward(at::zeros({2, 1, 28, 28})).sizes() == at::IntArrayRef({2, 10}));
+    auto rows = summarize_layers(m);
+    CHECK(rows[0].parameters == 16 * 25 + 16);
+    CHECK(rows[1].parameters == 0);
+  }
+
+  TEST_CASE("flat buffers alias the parameters and receive backward's gradients") {
+    model_config c;
+    c.hidden = {8};
+    auto m = build_model(c, 10);
+    flat_parameters flat(*m);
+    auto params = m->parameters();
+    CHECK(params[0].data_ptr() == flat.weights().data_ptr());
+    {
+      torch::NoGradGuard no_grad;
+      flat.weights().fill_(0.5);
+    }
+    CHECK(params[1].allclose(at::full({8}, 0.5)));
+    auto loss = m->forward(at::ones({4, 1, 28, 28})).sum();
+    loss.backward();
+    CHECK(flat.grads().abs().sum().item<double>() > 0);
+    CHECK(params[0].grad().data_ptr() == flat.grads().data_ptr());
+  }
+
+  TEST_CASE("unflatten gives owned tensors with the layout's names and shapes") {
+    model_config c;
+    c.hidden = {4};
+    auto m = build_model(c, 10);
+    flat_parameters flat(*m);
+    auto named = unflatten(flat.weights(), flat.layout());
+    REQUIRE(named.size() == 4);
+    CHECK(named[0].first == "fc1.weight");
+    CHECK(named[0].second.sizes() == at::IntArrayRef({4, 784}));
+    CHECK(named[0].second.data_ptr() != flat.weights().data_ptr());
+    CHECK(at::equal(named[3].second, flat.weights().narrow(0, flat.size() - 10, 10)));
+    CHECK_THROWS(unflatten(flat.weights().narrow(0, 0, 10), flat.layout()));
+  }
+}

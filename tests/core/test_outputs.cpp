@@ -1,0 +1,121 @@
+// What a run leaves on disk: atomic files, the weights file round trip, the run folder rules,
+// the evaluation schedule and the report's figures.
+#include "core/errors.hpp"
+#include "core/io/atomic_file.hpp"
+#include "core/io/run_directory.hpp"
+#include "core/io/weights_file.hpp"
+#include "core/train/run_tracker.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_folder {
+  fs::path path;
+  temp_folder() {
+    path = fs::temp_directory_path() /
+           ("troupe-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::create_directories(path);
+  }
+  ~temp_folder() { fs::remove_all(path); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_SUITE("outputs") {
+  TEST_CASE("an atomic write replaces the whole file and leaves no temporary") {
+    temp_folder t;
+    const auto file = (t.path / "x.json").string();
+    write_file_atomically(file, "first");
+    write_file_atomically(file, "second");
+    CHECK(read_all(file) == "second");
+    int entries = 0;
+    for (const auto& e : fs::directory_iterator(t.path)) entries += e.is_regular_file();
+    CHECK(entries == 1);
+    CHECK_THROWS_WITH_AS(write_file_atomically((t.path / "no/such/x").string(), "y"),
+                         doctest::Contains("no/such/x"), std::runtime_error);
+  }
+
+  TEST_CASE("weights round trip with names, shapes and values") {
+    temp_folder t;
+    const auto file = (t.path / "w.pt").string();
+    std::vector<std::pair<std::string, at::Tensor>> named{{"fc1.weight", at::randn({3, 4})},
+                                                          {"fc1.bias", at::randn({3})}};
+    save_weights(file, named);
+    auto back = load_weights(file);
+    REQUIRE(back.size() == 2);
+    for (const auto& [name, tensor] : named) {
+      auto it = std::find_if(back.begin(), back.end(), [&](auto& p) { return p.first == name; });
+      REQUIRE(it != back.end());
+      CHECK(at::equal(it->second, tensor));
+    }
+  }
+
+  TEST_CASE("a run folder is created, and a non-empty one is refused unless forced") {
+    temp_folder t;
+    const auto out = (t.path / "a/b").string();
+    run_directory dir(out, false);
+    CHECK(fs::is_directory(out));
+    job_config job;
+    dir.write_job(job);
+    CHECK(fs::exists(dir.file("job.json")));
+    CHECK_THROWS_WITH_AS(run_directory(out, false), doctest::Contains("not empty"), job_error);
+    run_directory again(out, true);
+    CHECK(!fs::exists(dir.file("job.json")));
+    std::ofstream(t.path / "file") << "x";
+    CHECK_THROWS_WITH_AS(run_directory((t.path / "file").string(), true),
+                         doctest::Contains("not a folder"), job_error);
+  }
+
+  TEST_CASE("evaluation schedule: every interval, or every epoch, and always at the end") {
+    CHECK(should_evaluate(9, 100, 30, 10));
+    CHECK(!should_evaluate(10, 100, 30, 10));
+    CHECK(should_evaluate(29, 100, 30, 0));
+    CHECK(!should_evaluate(28, 100, 30, 0));
+    CHECK(should_evaluate(99, 100, 30, 0));
+    CHECK(should_evaluate(4, 5, 30, 1000));
+  }
+
+  TEST_CASE("the tracker folds steps, worker timings and evaluation shards into the report") {
+    run_tracker tracker(2, 4, 2, nullptr);
+    tracker.on_step_complete(0, {{0, 1.0, 3}, {1, 2.0, 1}}, 0.0);
+    tracker.on_worker_step(0, 0, 0.5, 0.1, 0.01);
+    tracker.on_worker_step(1, 0, 0.25, 0.2, 0.01);
+    CHECK(!tracker.on_eval_shard(0, 0, 10.0, 7, 10, 0.1, 2));
+    auto p = tracker.on_eval_shard(1, 0, 5.0, 2, 5, 0.2, 2);
+    REQUIRE(p);
+    CHECK(*p->test_accuracy == doctest::Approx(9.0 / 15.0));
+    CHECK(p->loss == doctest::Approx(1.25));  // (3 * 1.0 + 1 * 2.0) / 4
+    auto r = tracker.report("", at::Tensor());
+    CHECK(r.status == "succeeded");
+    CHECK(r.steps == 1);
+    CHECK(r.samples == 4);
+    CHECK(*r.final_train_loss == doctest::Approx(1.25));
+    CHECK(*r.test_loss == doctest::Approx(1.0));
+    CHECK(r.workers[0].samples == 3);
+    CHECK(r.workers[1].comm_s == doctest::Approx(0.2));
+    auto failed = tracker.report("worker 1 failed: boom", at::Tensor());
+    CHECK(failed.status == "failed");
+    CHECK(to_json(failed)["error"] == "worker 1 failed: boom");
+  }
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# End-to-end tests of the troupe program: help and exit codes, every config validates, bad job
+# files and command lines (exit 2, the JSON path named), a short run leaves every output file,
+# a failing worker and bad data files (exit 1, summary.json still written), and the weights
+# load in PyTorch when /usr/bin/python3 has torch.
+#   cli_test.sh PATH/TO/troupe
+set -uo pipefail
+troupe=$1
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fashion=/usr/share/datasets/fashion-mnist
+failures=0
+passes=0
+
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect STATUS PATTERN -- COMMAND...: runs COMMAND (bounded), checks its exit status and that
+# its output (stdout + stderr) contains PATTERN (a fixed string; empty matches anything).
+expect() {
+  local status=$1 pattern=$2
+  shift 3
+  local out
+  out=$(timeout 120 "$@" 2>&1)
+  local got=$?
+  if [ "$got" -ne "$status" ]; then
+    fail "$* -> exit $got, expected $status"$'\n'"$out"
+  elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" <<<"$out"; then
+    fail "$* -> output lacks '$pattern'"$'\n'"$out"
+  else
+    pass
+  fi
+}
+
+json_field() {  # json_field FILE KEY
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# --- command line ---------------------------------------------------------------------------
+expect 0 "Usage" -- "$troupe" --help
+expect 0 "--set" -- "$troupe" run --help
+expect 0 "validate" -- "$troupe" validate --help
+expect 2 "" -- "$troupe"
+expect 2 "job" -- "$troupe" run
+expect 2 "--bogus" -- "$troupe" run "$root/configs/synthetic_smoke.json" --bogus
+expect 2 "cannot open" -- "$troupe" validate "$tmp/missing.json"
+
+# --- every shipped config is valid ------------------------------------------------------------
+for config in "$root"/configs/*.json; do
+  expect 0 "valid" -- "$troupe" validate "$config"
+done
+
+# --- bad job files: every problem reported at once, each with its JSON path -----------------
+cat >"$tmp/bad.json" <<'JSON'
+{"name": "bad", "optimizer": {"type": "sgd", "lr": -0.1, "momentun": 0.9},
+ "parallelism": {"replicas": "two"}, "training": {"epochs": 1, "steps": 5}}
+JSON
+expect 2 "/optimizer/lr: must be > 0, got -0.1" -- "$troupe" validate "$tmp/bad.json"
+expect 2 "/optimizer/momentun" -- "$troupe" validate "$tmp/bad.json"
+expect 2 "/parallelism/replicas" -- "$troupe" validate "$tmp/bad.json"
+expect 2 "/training" -- "$troupe" run "$tmp/bad.json" --out "$tmp/never"
+[ ! -e "$tmp/never" ] && pass || fail "a rejected job created its output folder"
+printf '{"name": "x",\n  "seed": 1,,\n}' >"$tmp/syntax.json"
+expect 2 "syntax.json:2:" -- "$troupe" validate "$tmp/syntax.json"
+expect 2 "/parallelism/replicas" -- "$troupe" validate "$root/configs/synthetic_smoke.json" \
+  --set parallelism.replicas=0
+expect 2 "--set seed.x=1" -- "$troupe" validate "$root/configs/synthetic_smoke.json" --set seed.x=1
+expect 2 "PATH=VALUE" -- "$troupe" validate "$root/configs/synthetic_smoke.json" --set nonsense
+
+# --- a short run leaves every output file -----------------------------------------------------
+out="$tmp/run1"
+expect 0 "outputs in $out" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" \
+  --set training.steps=40 --set parallelism.replicas=3 --set name=smoke
+for f in job.json metrics.jsonl summary.json final_weights.pt; do
+  [ -s "$out/$f" ] && pass || fail "run left no $f"
+done
+[ "$(json_field "$out/summary.json" status)" = succeeded ] && pass || fail "summary status"
+[ "$(json_field "$out/summary.json" replicas)" = 3 ] && pass || fail "summary replicas"
+/usr/bin/python3 - "$out" <<'PY' && pass || fail "resolved job.json / metrics.jsonl content"
+import json, sys
+run = sys.argv[1]
+job = json.load(open(f"{run}/job.json"))
+assert job["parallelism"]["replicas"] == 3 and job["training"]["steps"] == 40, job
+assert job["name"] == "smoke" and job["optimizer"]["weight_decay"] == 0.0, job
+events = [json.loads(line) for line in open(f"{run}/metrics.jsonl")]
+steps = [e for e in events if e["event"] == "step"]
+assert [e["step"] for e in steps] == list(range(40)), "one step record per step"
+workers = {e["worker"] for e in events if e["event"] == "worker_step"}
+assert workers == {0, 1, 2}, workers
+assert sum(e["event"] == "eval" for e in events) == 1, "eval at step 40 (interval 50 > steps)"
+summary = json.load(open(f"{run}/summary.json"))
+for key in ("wall_s", "samples_per_s", "final_train_loss", "test_accuracy"):
+    assert summary[key] is not None and summary[key] > 0, key
+assert len(summary["workers"]) == 3
+PY
+expect 2 "not empty" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out"
+expect 0 "succeeded" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" --force \
+  --set training.steps=5 --quiet
+
+# --- failures: exit 1, summary.json says failed and why ----------------------------------------
+out="$tmp/run_fault"
+expect 1 "worker 1 failed" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" \
+  --set 'faults={"throw_worker": 1, "throw_step": 3}'
+[ "$(json_field "$out/summary.json" status)" = failed ] && pass || fail "fault: summary status"
+grep -q "mat1 and mat2" "$out/summary.json" && pass || fail "fault: cause not in summary"
+[ ! -e "$out/final_weights.pt" ] && pass || fail "fault: weights written for a failed run"
+
+expect 1 "$tmp/nodata/train-images-idx3-ubyte.gz" -- "$troupe" run \
+  "$root/configs/fashion_mlp_sync.json" --out "$tmp/run_nodata" --set "data.path=\"$tmp/nodata\""
+[ "$(json_field "$tmp/run_nodata/summary.json" status)" = failed ] && pass || fail "nodata summary"
+
+if [ -d "$fashion" ]; then
+  mkdir -p "$tmp/truncated"
+  cp "$fashion"/*.gz "$tmp/truncated/"
+  head -c 100000 "$fashion/train-images-idx3-ubyte.gz" >"$tmp/truncated/train-images-idx3-ubyte.gz"
+  expect 1 "train-images-idx3-ubyte.gz" -- "$troupe" run "$root/configs/fashion_mlp_sync.json" \
+    --out "$tmp/run_truncated" --set "data.path=\"$tmp/truncated\""
+
+  # --- weights as PyTorch sees them ------------------------------------------------------------
+  out="$tmp/run_fashion"
+  expect 0 "succeeded" -- "$troupe" run "$root/configs/fashion_mlp_sync.json" --out "$out" \
+    --set training.epochs=1 --quiet
+  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    expect 0 "load strictly" -- /usr/bin/python3 "$here/../python/check_weights.py" "$out" \
+      --evaluate "$fashion"
+    out="$tmp/run_cnn"
+    expect 0 "succeeded" -- "$troupe" run "$root/configs/fashion_cnn_sync.json" --out "$out" \
+      --set 'training={"steps": 20, "batch_size": 64}' --quiet
+    expect 0 "load strictly" -- /usr/bin/python3 "$here/../python/check_weights.py" "$out"
+  else
+    echo "SKIP: /usr/bin/python3 has no torch; weights not checked in PyTorch"
+  fi
+else
+  echo "SKIP: $fashion is absent; Fashion-MNIST runs not checked"
+fi
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]

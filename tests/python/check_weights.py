@@ -1,0 +1,84 @@
+"""Checks a troupe run folder from PyTorch's side (tests only; never used by the product).
+
+  check_weights.py RUN_DIR [--evaluate FASHION_MNIST_DIR]
+
+Loads final_weights.pt with torch.load, builds the same module tree in Python from the run's
+job.json (nn.Sequential of an OrderedDict with troupe's layer names), loads the weights with
+strict=True (so every name and shape must match PyTorch's state_dict), and with --evaluate
+recomputes the test accuracy on Fashion-MNIST and compares it with summary.json.
+Exit 0 when everything matches, 1 with a message otherwise.
+"""
+import collections
+import gzip
+import json
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def activation(name):
+    return {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}[name]()
+
+
+def build(model):
+    layers = collections.OrderedDict()
+    if model["type"] == "mlp":
+        layers["flatten"] = nn.Flatten()
+        features = 28 * 28
+    else:
+        channels, side, k = 1, 28, model["kernel_size"]
+        for i, out in enumerate(model["channels"], 1):
+            layers[f"conv{i}"] = nn.Conv2d(channels, out, k, padding=k // 2)
+            layers[f"cact{i}"] = activation(model["activation"])
+            layers[f"pool{i}"] = nn.MaxPool2d(2)
+            channels, side = out, side // 2
+        layers["flatten"] = nn.Flatten()
+        features = channels * side * side
+    for i, width in enumerate(model["hidden"], 1):
+        layers[f"fc{i}"] = nn.Linear(features, width)
+        layers[f"act{i}"] = activation(model["activation"])
+        features = width
+    layers["out"] = nn.Linear(features, 10)
+    return nn.Sequential(layers)
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def main():
+    run = sys.argv[1]
+    job = json.load(open(f"{run}/job.json"))
+    summary = json.load(open(f"{run}/summary.json"))
+    weights = torch.load(f"{run}/final_weights.pt")
+    if not isinstance(weights, dict):
+        sys.exit(f"final_weights.pt holds a {type(weights).__name__}, not a dict")
+    model = build(job["model"])
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in weights.items()}
+    if expected != got:
+        sys.exit(f"names/shapes differ:\n expected {expected}\n got      {got}")
+    model.load_state_dict(weights, strict=True)
+    print(f"{len(weights)} tensors load strictly into the PyTorch module tree")
+    if len(sys.argv) > 3 and sys.argv[2] == "--evaluate":
+        folder = sys.argv[3]
+        images = read_idx(f"{folder}/t10k-images-idx3-ubyte.gz").astype(np.float32)
+        labels = read_idx(f"{folder}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
+        x = (torch.from_numpy(images) / 255.0 - 0.2860) / 0.3530
+        with torch.no_grad():
+            predictions = model(x.unsqueeze(1)).argmax(1)
+        accuracy = (predictions == torch.from_numpy(labels)).float().mean().item()
+        reported = summary["test_accuracy"]
+        print(f"accuracy in PyTorch {accuracy:.4f}, troupe reported {reported:.4f}")
+        if abs(accuracy - reported) > 1e-3:
+            sys.exit("accuracies differ")
+
+
+if __name__ == "__main__":
+    main()
