@@ -4,6 +4,7 @@
 // the ratios.
 //
 //   sync_overhead --variant plain  --threads T   [--steps N --warmup W --batch B --data DIR]
+//   sync_overhead --variant engine --threads T   [...]   (troupe's replica compute, no actors)
 //   sync_overhead --variant troupe --replicas R --threads T  [...]
 //
 // samples/s counts the N timed steps after W warm-up steps; data loading, model building and
@@ -13,6 +14,7 @@
 #include "core/data/fashion_mnist.hpp"
 #include "core/model/model_builder.hpp"
 #include "core/optim/make_optimizer.hpp"
+#include "core/train/replica_engine.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -76,10 +78,25 @@ double plain_loop(const bench_options& o, const job_config& job, const dataset& 
   return static_cast<double>(o.steps * o.batch) / seconds;
 }
 
+// troupe's replica compute without actors: separates the engine's cost from messaging's.
+double engine_loop(const bench_options& o, const job_config& job, dataset_ptr data) {
+  at::set_num_threads(static_cast<int>(o.threads));
+  replica_engine engine(job, data, initial_weights(job, data->classes), 0);
+  clock_type::time_point start;
+  for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
+    if (step == o.warmup) start = clock_type::now();
+    engine.compute_gradient(step);
+    engine.apply(engine.gradient());
+  }
+  const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  return static_cast<double>(o.steps * o.batch) / seconds;
+}
+
 double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr data) {
   clock_type::time_point start, end;
   run_options options;
   options.on_progress = [&](const progress_update& p) {
+    if (p.evaluation) return;  // the final evaluation is outside the timed region
     if (p.step == o.warmup) start = clock_type::now();
     if (p.step == o.warmup + o.steps) end = clock_type::now();
   };
@@ -94,7 +111,7 @@ double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr da
 int main(int argc, char** argv) {
   bench_options o;
   CLI::App app{"troupe sync overhead benchmark (one variant per run)"};
-  app.add_option("--variant", o.variant, "plain or troupe")->check(CLI::IsMember({"plain", "troupe"}));
+  app.add_option("--variant", o.variant, "plain or troupe")->check(CLI::IsMember({"plain", "engine", "troupe"}));
   app.add_option("--replicas", o.replicas, "troupe replicas")->check(CLI::Range(1, 64));
   app.add_option("--threads", o.threads, "intra-op threads per replica")->check(CLI::Range(1, 64));
   app.add_option("--steps", o.steps, "timed steps")->check(CLI::Range(1, 1000000));
@@ -102,14 +119,16 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "global batch")->check(CLI::Range(1, 100000));
   app.add_option("--data", o.data, "Fashion-MNIST folder");
   CLI11_PARSE(app, argc, argv);
-  if (o.variant == "plain" && o.replicas != 1) {
+  if (o.variant != "troupe" && o.replicas != 1) {
     std::fprintf(stderr, "--replicas applies to --variant troupe only\n");
     return 2;
   }
   try {
     auto data = std::make_shared<const dataset>(load_fashion_mnist(o.data));
     const auto job = bench_job(o);
-    const double rate = o.variant == "plain" ? plain_loop(o, job, *data) : troupe_sync(o, job, data);
+    const double rate = o.variant == "plain"    ? plain_loop(o, job, *data)
+                        : o.variant == "engine" ? engine_loop(o, job, data)
+                                                : troupe_sync(o, job, data);
     nlohmann::json out = {{"variant", o.variant},   {"replicas", o.replicas},
                           {"threads", o.threads},   {"batch", o.batch},
                           {"steps", o.steps},       {"samples_per_s", rate}};

@@ -27,13 +27,11 @@ progress_printer::progress_printer(std::FILE* out, bool quiet)
 void progress_printer::update(const progress_update& p) {
   if (quiet_) return;
   const auto now = std::chrono::steady_clock::now();
-  const bool new_eval = p.test_accuracy && p.test_accuracy != last_accuracy_;
-  const bool done = p.step >= p.total_steps;
   const auto interval = terminal_ ? std::chrono::steady_clock::duration(terminal_interval)
                                   : std::chrono::steady_clock::duration(log_interval);
-  if (!new_eval && !done && now - last_print_ < interval) return;
+  // Every evaluation is shown (the last one closes the run); steps only at the cadence.
+  if (!p.evaluation && now - last_print_ < interval) return;
   last_print_ = now;
-  last_accuracy_ = p.test_accuracy;
   const double eta =
       p.step > 0 ? p.elapsed_s / static_cast<double>(p.step) * static_cast<double>(p.total_steps - p.step)
                  : NAN;

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <optional>
 
 namespace troupe {
 
@@ -25,7 +24,6 @@ class progress_printer {
   bool terminal_;
   bool line_open_ = false;
   std::chrono::steady_clock::time_point last_print_{};
-  std::optional<double> last_accuracy_;
 };
 
 }  // namespace troupe

@@ -78,7 +78,11 @@ std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model) 
   for (const auto& child : model->named_children()) {
     int64_t params = 0;
     for (const auto& p : child.value()->parameters()) params += p.numel();
-    rows.push_back({child.key(), child.value()->name(), params});
+    // "torch::nn::LinearImpl" -> "Linear": the PyTorch class name users know.
+    std::string kind = child.value()->name();
+    if (kind.rfind("torch::nn::", 0) == 0) kind = kind.substr(11);
+    if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "Impl") == 0) kind.resize(kind.size() - 4);
+    rows.push_back({child.key(), kind, params});
   }
   return rows;
 }

@@ -14,6 +14,7 @@ struct progress_update {
   double samples_per_s = 0;
   double elapsed_s = 0;
   std::optional<double> test_accuracy;  ///< of the latest evaluation, if any yet
+  bool evaluation = false;              ///< this update reports a just-finished evaluation
 };
 
 }  // namespace troupe

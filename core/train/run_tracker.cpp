@@ -120,7 +120,9 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker, int64_
                      {"eval_s", round.max_eval_s},
                      {"t", elapsed_s()}});
   evals_.erase(step);
-  return snapshot();
+  auto p = snapshot();
+  p.evaluation = true;
+  return p;
 }
 
 void run_tracker::record_event(nlohmann::json record) {

@@ -59,6 +59,8 @@ TEST_SUITE("model") {
     CHECK(m->forward(at::zeros({2, 1, 28, 28})).sizes() == at::IntArrayRef({2, 10}));
     auto rows = summarize_layers(m);
     CHECK(rows[0].parameters == 16 * 25 + 16);
+    CHECK(rows[0].kind == "Conv2d");
+    CHECK(rows[2].kind == "MaxPool2d");
     CHECK(rows[1].parameters == 0);
   }
 
