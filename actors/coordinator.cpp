@@ -33,20 +33,30 @@ using self_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
 
 int64_t rank_of(const coordinator_state& st, const caf::actor_addr& addr) {
   for (std::size_t i = 0; i < st.workers.size(); ++i)
-    if (st.workers[i].address() == addr) return static_cast<int64_t>(i);
+    if (st.workers[i].address() == addr)
+      return static_cast<int64_t>(i);
   return -1;
 }
 
 // Ends the run: answers the run request, tells every worker to exit, quits. Idempotent.
 void finish(self_pointer self, const std::string& error) {
   auto& st = self->state;
-  if (st.finished) return;
+  if (st.finished)
+    return;
   st.finished = true;
   at::Tensor weights;
-  if (error.empty() && !st.final_weights.empty()) weights = st.final_weights.front();
-  if (!error.empty()) st.tracker->record_event({{"event", "failure"}, {"error", error}});
+  if (error.empty() && !st.final_weights.empty())
+    weights = st.final_weights.front();
+  if (!error.empty()) {
+    try {
+      st.tracker->record_event({{"event", "failure"}, {"error", error}});
+    } catch (const std::exception&) {
+      // The run is ending anyway; the caller still gets the error through the report.
+    }
+  }
   st.promise.deliver(st.tracker->report(error, weights));
-  for (auto& w : st.workers) self->send_exit(w, caf::exit_reason::user_shutdown);
+  for (auto& w : st.workers)
+    self->send_exit(w, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -75,9 +85,11 @@ void complete_step(self_pointer self, const policy_decision& decision) {
   meta.last = decision.step + 1 >= opts.total_steps;
   meta.evaluate = should_evaluate(decision.step, opts.total_steps, opts.steps_per_epoch,
                                   opts.setup->job.training.eval_interval);
-  for (auto& w : st.workers) self->send(w, update_atom_v, meta, combined);
+  for (auto& w : st.workers)
+    self->send(w, update_atom_v, meta, combined);
   auto progress = st.tracker->on_step_complete(decision.step, shares, reduce_s);
-  if (opts.on_progress) opts.on_progress(progress);
+  if (opts.on_progress)
+    opts.on_progress(progress);
   if (opts.stop_requested != nullptr && opts.stop_requested->load() && !meta.last)
     finish(self, "interrupted after step " + std::to_string(decision.step));
 }
@@ -96,7 +108,8 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
   // A worker that ends before the run finished has failed: say which one and why.
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
-    if (st.finished) return;
+    if (st.finished)
+      return;
     const auto rank = rank_of(st, msg.source);
     const auto who = rank >= 0 ? "worker " + std::to_string(rank) : std::string("an actor");
     const auto why = msg.reason ? self->system().render(msg.reason) : "exited early";
@@ -116,13 +129,14 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
         st.promise = self->make_response_promise<run_report>();
         const auto n = st.options.setup->job.parallelism.replicas;
         for (int64_t rank = 0; rank < n; ++rank) {
-          auto w = spawn_replica_worker(self->system(), st.options.setup, rank,
-                                        coordinator_actor{self});
+          auto w =
+              spawn_replica_worker(self->system(), st.options.setup, rank, coordinator_actor{self});
           self->monitor(w);
           st.workers.push_back(w);
         }
         st.tracker->start();
-        for (auto& w : st.workers) self->send(w, compute_atom_v, int64_t{0});
+        for (auto& w : st.workers)
+          self->send(w, compute_atom_v, int64_t{0});
         return st.promise;
       },
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
@@ -149,16 +163,18 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
         auto progress =
             st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.correct, e.count, e.eval_s,
                                       static_cast<int64_t>(st.policy->live_workers()));
-        if (progress && st.options.on_progress) st.options.on_progress(*progress);
+        if (progress && st.options.on_progress)
+          st.options.on_progress(*progress);
       },
       [self](weights_atom, int64_t rank, const at::Tensor& weights) {
         auto& st = self->state;
         if (rank < 0 || rank >= static_cast<int64_t>(st.final_weights.size()) ||
             st.final_weights[static_cast<std::size_t>(rank)].defined())
-          return fail_protocol(self, "unexpected final weights from worker " +
-                                         std::to_string(rank));
+          return fail_protocol(self,
+                               "unexpected final weights from worker " + std::to_string(rank));
         st.final_weights[static_cast<std::size_t>(rank)] = weights;
-        if (++st.weights_received < static_cast<int64_t>(st.policy->live_workers())) return;
+        if (++st.weights_received < static_cast<int64_t>(st.policy->live_workers()))
+          return;
         // Synchronous replicas apply identical updates: their weights must agree bit for bit.
         for (std::size_t r = 1; r < st.final_weights.size(); ++r)
           if (!at::equal(st.final_weights[r], st.final_weights[0]))

@@ -36,8 +36,7 @@ void maybe_inject_fault(const faults_config& faults, int64_t rank, int64_t step)
     at::mm(at::ones({2, 3}), at::ones({4, 5}));
 }
 
-void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> self,
-                  int64_t step) {
+void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> self, int64_t step) {
   auto& st = self->state;
   const auto start = clock_type::now();
   if (!st.engine)  // built lazily so that its exceptions reach the exception handler
@@ -69,8 +68,8 @@ replica_worker_actor::behavior_type replica_worker(
         const double comm_s = seconds_since(st.sent_at);
         const auto apply_start = clock_type::now();
         st.engine->apply(combined);
-        self->send(st.coordinator,
-                   step_stats{st.rank, meta.step, st.compute_s, comm_s, seconds_since(apply_start)});
+        self->send(st.coordinator, step_stats{st.rank, meta.step, st.compute_s, comm_s,
+                                              seconds_since(apply_start)});
         if (meta.evaluate) {
           const auto eval_start = clock_type::now();
           const auto r = st.engine->evaluate();
@@ -88,8 +87,8 @@ replica_worker_actor::behavior_type replica_worker(
 }  // namespace
 
 replica_worker_actor spawn_replica_worker(caf::actor_system& system,
-                                          std::shared_ptr<const replica_setup> setup,
-                                          int64_t rank, coordinator_actor coordinator) {
+                                          std::shared_ptr<const replica_setup> setup, int64_t rank,
+                                          coordinator_actor coordinator) {
   return system.spawn<caf::detached>(replica_worker, std::move(setup), rank,
                                      std::move(coordinator));
 }

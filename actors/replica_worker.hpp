@@ -25,7 +25,7 @@ struct replica_setup {
 /// Spawns a worker on a thread of its own (detached: a step blocks it for the whole
 /// forward/backward pass). The caller monitors it.
 replica_worker_actor spawn_replica_worker(caf::actor_system& system,
-                                          std::shared_ptr<const replica_setup> setup,
-                                          int64_t rank, coordinator_actor coordinator);
+                                          std::shared_ptr<const replica_setup> setup, int64_t rank,
+                                          coordinator_actor coordinator);
 
 }  // namespace troupe

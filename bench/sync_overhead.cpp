@@ -18,9 +18,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/nn/functional/loss.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/nn/functional/loss.h>
 
 #include <chrono>
 #include <cstdio>
@@ -65,7 +65,8 @@ double plain_loop(const bench_options& o, const job_config& job, const dataset& 
   batch_plan plan(data.train.size(), o.batch, job.seed);
   clock_type::time_point start;
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
-    if (step == o.warmup) start = clock_type::now();
+    if (step == o.warmup)
+      start = clock_type::now();
     auto index = plan.indices(step, {0, o.batch});
     auto images = data.train.images.index_select(0, index);
     auto labels = data.train.labels.index_select(0, index);
@@ -84,7 +85,8 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
   replica_engine engine(job, data, initial_weights(job, data->classes), 0);
   clock_type::time_point start;
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
-    if (step == o.warmup) start = clock_type::now();
+    if (step == o.warmup)
+      start = clock_type::now();
     engine.compute_gradient(step);
     engine.apply(engine.gradient());
   }
@@ -96,12 +98,16 @@ double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr da
   clock_type::time_point start, end;
   run_options options;
   options.on_progress = [&](const progress_update& p) {
-    if (p.evaluation) return;  // the final evaluation is outside the timed region
-    if (p.step == o.warmup) start = clock_type::now();
-    if (p.step == o.warmup + o.steps) end = clock_type::now();
+    if (p.evaluation)
+      return;  // the final evaluation is outside the timed region
+    if (p.step == o.warmup)
+      start = clock_type::now();
+    if (p.step == o.warmup + o.steps)
+      end = clock_type::now();
   };
   auto report = run_training(job, std::move(data), options);
-  if (report.status != "succeeded") throw std::runtime_error(report.error);
+  if (report.status != "succeeded")
+    throw std::runtime_error(report.error);
   const double seconds = std::chrono::duration<double>(end - start).count();
   return static_cast<double>(o.steps * o.batch) / seconds;
 }
@@ -111,7 +117,8 @@ double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr da
 int main(int argc, char** argv) {
   bench_options o;
   CLI::App app{"troupe sync overhead benchmark (one variant per run)"};
-  app.add_option("--variant", o.variant, "plain or troupe")->check(CLI::IsMember({"plain", "engine", "troupe"}));
+  app.add_option("--variant", o.variant, "plain or troupe")
+      ->check(CLI::IsMember({"plain", "engine", "troupe"}));
   app.add_option("--replicas", o.replicas, "troupe replicas")->check(CLI::Range(1, 64));
   app.add_option("--threads", o.threads, "intra-op threads per replica")->check(CLI::Range(1, 64));
   app.add_option("--steps", o.steps, "timed steps")->check(CLI::Range(1, 1000000));
@@ -129,9 +136,9 @@ int main(int argc, char** argv) {
     const double rate = o.variant == "plain"    ? plain_loop(o, job, *data)
                         : o.variant == "engine" ? engine_loop(o, job, data)
                                                 : troupe_sync(o, job, data);
-    nlohmann::json out = {{"variant", o.variant},   {"replicas", o.replicas},
-                          {"threads", o.threads},   {"batch", o.batch},
-                          {"steps", o.steps},       {"samples_per_s", rate}};
+    nlohmann::json out = {{"variant", o.variant}, {"replicas", o.replicas},
+                          {"threads", o.threads}, {"batch", o.batch},
+                          {"steps", o.steps},     {"samples_per_s", rate}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -6,7 +6,8 @@ namespace {
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& line : lines) {
-    if (!out.empty()) out += '\n';
+    if (!out.empty())
+      out += '\n';
     out += line;
   }
   return out;

@@ -29,8 +29,9 @@ int main() {
       job.data.train_samples, job.data.test_samples, job.data.noise, job.seed));
   troupe::run_options options;
   options.on_progress = [](const troupe::progress_update& p) {
-    if (p.step % 50 == 0) std::printf("step %ld/%ld loss %.3f\n", static_cast<long>(p.step),
-                                      static_cast<long>(p.total_steps), p.loss);
+    if (p.step % 50 == 0)
+      std::printf("step %ld/%ld loss %.3f\n", static_cast<long>(p.step),
+                  static_cast<long>(p.total_steps), p.loss);
   };
   const auto report = troupe::run_training(job, data, options);
   if (report.status != "succeeded") {

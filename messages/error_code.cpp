@@ -37,12 +37,13 @@ caf::error make_error_from_exception(const std::exception_ptr& ep) {
 }
 
 void add_error_category(caf::actor_system_config& cfg) {
-  cfg.add_error_category(
-      caf::atom("troupe"), [](uint8_t code, caf::atom_value, const caf::message& context) {
-        auto text = to_string(static_cast<errc>(code));
-        if (context.match_element<std::string>(0)) text += ": " + context.get_as<std::string>(0);
-        return text;
-      });
+  cfg.add_error_category(caf::atom("troupe"),
+                         [](uint8_t code, caf::atom_value, const caf::message& context) {
+                           auto text = to_string(static_cast<errc>(code));
+                           if (context.match_element<std::string>(0))
+                             text += ": " + context.get_as<std::string>(0);
+                           return text;
+                         });
 }
 
 }  // namespace troupe

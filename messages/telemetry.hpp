@@ -18,8 +18,7 @@ struct step_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_stats& x) {
-  return f(caf::meta::type_name("step_stats"), x.worker, x.step, x.compute_s, x.comm_s,
-           x.apply_s);
+  return f(caf::meta::type_name("step_stats"), x.worker, x.step, x.compute_s, x.comm_s, x.apply_s);
 }
 
 struct eval_report {

@@ -6,8 +6,8 @@
 #include "apps/troupe/progress_printer.hpp"
 #include "core/errors.hpp"
 #include "core/io/run_directory.hpp"
-#include "core/model/model_builder.hpp"
 #include "core/model/flat_parameters.hpp"
+#include "core/model/model_builder.hpp"
 #include "core/train/load_dataset.hpp"
 #include "core/train/plan.hpp"
 
@@ -22,7 +22,9 @@ namespace {
 
 std::atomic<bool> interrupted{false};
 
-extern "C" void on_interrupt(int) { interrupted.store(true); }
+extern "C" void on_interrupt(int) {
+  interrupted.store(true);
+}
 
 // Names the flat weights like the model's parameters (PyTorch state_dict keys).
 std::vector<std::pair<std::string, at::Tensor>> named_weights(const job_config& job,
@@ -37,7 +39,8 @@ void print_result(const run_report& r, const std::string& folder) {
   if (r.status == "succeeded") {
     fmt::print("succeeded: {} steps, {:.0f} samples/s, final train loss {:.4f}", r.steps,
                r.samples_per_s(), r.final_train_loss.value_or(NAN));
-    if (r.test_accuracy) fmt::print(", test accuracy {:.2f}%", *r.test_accuracy * 100);
+    if (r.test_accuracy)
+      fmt::print(", test accuracy {:.2f}%", *r.test_accuracy * 100);
     fmt::print("\n");
   } else {
     fmt::print(stderr, "error: run failed: {}\n", r.error);
@@ -53,7 +56,8 @@ int run_job(const run_command& cmd) {
   try {
     job = load_job(cmd.job);
     const auto plan = make_plan(job, expected_train_samples(job.data), 10);
-    if (!cmd.quiet) fmt::print("{}", render_plan(job, plan));
+    if (!cmd.quiet)
+      fmt::print("{}", render_plan(job, plan));
     dir.emplace(cmd.out.empty() ? default_run_directory(job.name) : cmd.out, cmd.force);
   } catch (const job_error& e) {
     print_problems(stderr, e);

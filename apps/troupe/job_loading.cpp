@@ -18,20 +18,24 @@ job_config load_job(const job_source& source) {
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     }
   }
-  if (!problems.empty()) throw job_error(std::move(problems));
+  if (!problems.empty())
+    throw job_error(std::move(problems));
   try {
     return parse_job(json);
   } catch (const job_error& e) {
     std::vector<std::string> named;
-    for (const auto& p : e.problems()) named.push_back(source.path + ": " + p);
+    for (const auto& p : e.problems())
+      named.push_back(source.path + ": " + p);
     throw job_error(std::move(named));
   }
 }
 
 void print_problems(std::FILE* out, const std::exception& e) {
   if (const auto* je = dynamic_cast<const job_error*>(&e)) {
-    for (const auto& p : je->problems()) fmt::print(out, "error: {}\n", p);
-    if (je->problems().size() > 1) fmt::print(out, "{} problems\n", je->problems().size());
+    for (const auto& p : je->problems())
+      fmt::print(out, "error: {}\n", p);
+    if (je->problems().size() > 1)
+      fmt::print(out, "{} problems\n", je->problems().size());
   } else {
     fmt::print(out, "error: {}\n", e.what());
   }

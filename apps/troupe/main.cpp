@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     app.exit(e);
     return troupe::exit_usage;
   }
-  if (run_cmd->parsed()) return troupe::run_job(run);
+  if (run_cmd->parsed())
+    return troupe::run_job(run);
   return troupe::validate_job(validate);
 }

@@ -7,9 +7,11 @@ namespace troupe {
 
 at::Tensor sum_in_order(const std::vector<at::Tensor>& parts) {
   TORCH_CHECK(!parts.empty(), "sum_in_order: nothing to sum");
-  if (parts.size() == 1) return parts.front();
+  if (parts.size() == 1)
+    return parts.front();
   auto total = parts[0] + parts[1];
-  for (std::size_t i = 2; i < parts.size(); ++i) total.add_(parts[i]);
+  for (std::size_t i = 2; i < parts.size(); ++i)
+    total.add_(parts[i]);
   return total;
 }
 

@@ -32,14 +32,15 @@ class object_reader {
               bool max_exclusive);
   void boolean(const std::string& key, bool& out);
   /// A string matching one of `choices`; returns its index (or nullopt, keeping the default).
-  std::optional<std::size_t> choice(const std::string& key, const std::vector<std::string>& choices);
+  std::optional<std::size_t> choice(const std::string& key,
+                                    const std::vector<std::string>& choices);
   void string(const std::string& key, std::string& out, bool (*valid_value)(const std::string&),
               const char* expected);
   /// An array of integers each in [min, max], with between min_size and max_size elements.
   void integer_array(const std::string& key, std::vector<int64_t>& out, int64_t min, int64_t max,
                      std::size_t min_size, std::size_t max_size);
-  void number_array(const std::string& key, std::vector<double>& out, double min, double max_exclusive,
-                    std::size_t size);
+  void number_array(const std::string& key, std::vector<double>& out, double min,
+                    double max_exclusive, std::size_t size);
   /// A nested object; the returned reader reports into the same problem list.
   object_reader object(const std::string& key);
 

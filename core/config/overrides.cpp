@@ -24,9 +24,11 @@ std::vector<std::string> split_path(const std::string& path) {
 }
 
 bool is_index(const std::string& key) {
-  if (key.empty() || key.size() > 9) return false;
+  if (key.empty() || key.size() > 9)
+    return false;
   for (char c : key)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    if (!std::isdigit(static_cast<unsigned char>(c)))
+      return false;
   return true;
 }
 
@@ -37,17 +39,21 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
     throw job_error({"--set " + assignment + ": " + why});
   };
   const auto eq = assignment.find('=');
-  if (eq == std::string::npos) fail("expected PATH=VALUE");
+  if (eq == std::string::npos)
+    fail("expected PATH=VALUE");
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  if (path.empty()) fail("empty path");
+  if (path.empty())
+    fail("empty path");
 
   nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = text;
+  if (value.is_discarded())
+    value = text;
 
   const auto keys = split_path(path);
   for (const auto& key : keys)
-    if (key.empty()) fail("empty key in path");
+    if (key.empty())
+      fail("empty key in path");
 
   // Work on a copy so that a failure half-way leaves the job untouched.
   nlohmann::json result = job;
@@ -55,7 +61,8 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
   std::string pointer;
   for (const auto& key : keys) {
     if (node->is_array()) {
-      if (!is_index(key)) fail(pointer + " is an array: '" + key + "' is not an index");
+      if (!is_index(key))
+        fail(pointer + " is an array: '" + key + "' is not an index");
       const auto index = std::stoul(key);
       if (index >= node->size())
         fail(pointer + " has " + std::to_string(node->size()) + " elements, no index " + key);

@@ -28,22 +28,27 @@ const std::vector<std::string> policy_names{"sync"};
 template <class Enum>
 void read_enum(object_reader& r, const std::string& key, const std::vector<std::string>& names,
                Enum& out) {
-  if (auto i = r.choice(key, names)) out = static_cast<Enum>(*i);
+  if (auto i = r.choice(key, names))
+    out = static_cast<Enum>(*i);
 }
 
 bool valid_name(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
+  if (s.empty() || s.size() > 64)
+    return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
       return false;
   return s != "." && s != "..";
 }
 
-bool non_empty(const std::string& s) { return !s.empty(); }
+bool non_empty(const std::string& s) {
+  return !s.empty();
+}
 
 void read_model(object_reader r, model_config& m) {
   read_enum(r, "type", model_names, m.kind);
-  if (m.kind == model_kind::cnn) m.hidden = {128};
+  if (m.kind == model_kind::cnn)
+    m.hidden = {128};
   r.integer_array("hidden", m.hidden, 1, max_width, 0, 64);
   read_enum(r, "activation", activation_names, m.activation);
   if (m.kind == model_kind::cnn) {
@@ -52,8 +57,8 @@ void read_model(object_reader r, model_config& m) {
       int64_t k = m.kernel_size;
       r.integer("kernel_size", k, 1, 9);
       if (k % 2 == 0)
-        r.problem("kernel_size", "must be odd (so padding keeps the image size), got " +
-                                     std::to_string(k));
+        r.problem("kernel_size",
+                  "must be odd (so padding keeps the image size), got " + std::to_string(k));
       else
         m.kernel_size = k;
     }
@@ -78,7 +83,8 @@ void read_data(object_reader r, data_config& d) {
 
 void read_optimizer(object_reader r, optimizer_config& o) {
   read_enum(r, "type", optimizer_names, o.kind);
-  if (o.kind == optimizer_kind::adam) o.lr = 0.001;
+  if (o.kind == optimizer_kind::adam)
+    o.lr = 0.001;
   r.number("lr", o.lr, 0, true, HUGE_VAL, false);
   r.number("weight_decay", o.weight_decay, 0, false, HUGE_VAL, false);
   if (o.kind == optimizer_kind::sgd) {
@@ -101,7 +107,8 @@ void read_training(object_reader r, training_config& t) {
   if (r.has("epochs") && r.has("steps")) {
     r.problem("epochs", "give either epochs or steps, not both");
   }
-  if (r.has("steps")) t.epochs = 0;
+  if (r.has("steps"))
+    t.epochs = 0;
   r.integer("epochs", t.epochs, 1, 1000000);
   t.steps = 0;
   r.integer("steps", t.steps, 1, INT64_C(1) << 40);
@@ -125,22 +132,27 @@ void read_faults(object_reader r, faults_config& f) {
 
 }  // namespace
 
-const char* to_string(model_kind x) { return model_names[static_cast<std::size_t>(x)].c_str(); }
+const char* to_string(model_kind x) {
+  return model_names[static_cast<std::size_t>(x)].c_str();
+}
 const char* to_string(activation_kind x) {
   return activation_names[static_cast<std::size_t>(x)].c_str();
 }
-const char* to_string(data_kind x) { return data_names[static_cast<std::size_t>(x)].c_str(); }
+const char* to_string(data_kind x) {
+  return data_names[static_cast<std::size_t>(x)].c_str();
+}
 const char* to_string(optimizer_kind x) {
   return optimizer_names[static_cast<std::size_t>(x)].c_str();
 }
-const char* to_string(policy_kind x) { return policy_names[static_cast<std::size_t>(x)].c_str(); }
+const char* to_string(policy_kind x) {
+  return policy_names[static_cast<std::size_t>(x)].c_str();
+}
 
 job_config parse_job(const nlohmann::json& json) {
   std::vector<std::string> problems;
   job_config job;
   object_reader top(json, "", problems);
-  top.string("name", job.name, valid_name,
-             "a name of 1 to 64 characters from A-Z a-z 0-9 _ . -");
+  top.string("name", job.name, valid_name, "a name of 1 to 64 characters from A-Z a-z 0-9 _ . -");
   {
     int64_t seed = 0;
     top.integer("seed", seed, 0, INT64_MAX);
@@ -166,7 +178,8 @@ job_config parse_job(const nlohmann::json& json) {
                          std::to_string(job.parallelism.replicas) + "), got " +
                          std::to_string(*job.faults.throw_worker));
   }
-  if (!problems.empty()) throw job_error(std::move(problems));
+  if (!problems.empty())
+    throw job_error(std::move(problems));
   return job;
 }
 
@@ -222,7 +235,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw job_error({path + ": cannot open: " + std::strerror(errno)});
+  if (!in)
+    throw job_error({path + ": cannot open: " + std::strerror(errno)});
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
@@ -243,7 +257,8 @@ nlohmann::json read_json_file(const std::string& path) {
     }
     std::string what = e.what();
     // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
-    if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    if (auto colon = what.find(": "); colon != std::string::npos)
+      what = what.substr(colon + 2);
     throw job_error({path + ":" + std::to_string(line) + ":" + std::to_string(column) +
                      ": invalid JSON: " + what});
   }

@@ -17,7 +17,8 @@ row_range shard_of(int64_t batch, int64_t parts, int64_t rank) {
 
 std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
   std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  for (int64_t i = 0; i < n; ++i)
+    order[static_cast<size_t>(i)] = i;
   std::mt19937_64 rng(seed);
   for (int64_t i = n - 1; i > 0; --i) {
     // Unbiased draw in [0, i] by rejection (std::uniform_int_distribution is not portable).
@@ -48,8 +49,7 @@ at::Tensor batch_plan::indices(int64_t step, row_range rows) {
   const int64_t first = (step % steps_per_epoch()) * batch_size_ + rows.begin;
   TORCH_CHECK(rows.begin >= 0 && rows.end <= batch_size_ && rows.begin <= rows.end,
               "batch_plan: rows out of range");
-  return at::tensor(
-      at::ArrayRef<int64_t>(order_.data() + first, static_cast<size_t>(rows.size())));
+  return at::tensor(at::ArrayRef<int64_t>(order_.data() + first, static_cast<size_t>(rows.size())));
 }
 
 }  // namespace troupe

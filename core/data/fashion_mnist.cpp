@@ -18,7 +18,8 @@ labeled_images load_split(const std::string& folder, const std::string& prefix) 
   if (images.dims.size() != 3 || images.dims[1] != side || images.dims[2] != side)
     throw data_error(images_path + ": expected images of 28x28 pixels (3 dimensions)");
   auto labels = read_idx_file(labels_path);
-  if (labels.dims.size() != 1) throw data_error(labels_path + ": expected 1 dimension of labels");
+  if (labels.dims.size() != 1)
+    throw data_error(labels_path + ": expected 1 dimension of labels");
   if (labels.dims[0] != images.dims[0])
     throw data_error(labels_path + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
                      images_path + " holds " + std::to_string(images.dims[0]) + " images");

@@ -28,7 +28,8 @@ using gz_handle = std::unique_ptr<gzFile_s, gz_closer>;
 std::string gz_message(gzFile f) {
   int code = Z_OK;
   const char* msg = gzerror(f, &code);
-  if (code == Z_ERRNO) return std::strerror(errno);
+  if (code == Z_ERRNO)
+    return std::strerror(errno);
   return msg != nullptr && *msg != '\0' ? msg : "read error";
 }
 
@@ -38,8 +39,10 @@ size_t read_some(gzFile f, const std::string& path, uint8_t* out, size_t n) {
   while (done < n) {
     const auto chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 20));
     const int got = gzread(f, out + done, chunk);
-    if (got < 0) fail(path, "corrupt gzip data: " + gz_message(f));
-    if (got == 0) break;
+    if (got < 0)
+      fail(path, "corrupt gzip data: " + gz_message(f));
+    if (got == 0)
+      break;
     done += static_cast<size_t>(got);
   }
   return done;
@@ -60,7 +63,8 @@ std::string hex(const uint8_t* p, size_t n) {
 idx_array read_idx_file(const std::string& path) {
   errno = 0;
   gz_handle file(gzopen(path.c_str(), "rb"));
-  if (!file) fail(path, std::string("cannot open: ") + (errno ? std::strerror(errno) : "gzopen failed"));
+  if (!file)
+    fail(path, std::string("cannot open: ") + (errno ? std::strerror(errno) : "gzopen failed"));
 
   uint8_t magic[4];
   if (read_some(file.get(), path, magic, 4) < 4)
@@ -70,7 +74,8 @@ idx_array read_idx_file(const std::string& path) {
   if (magic[2] != unsigned_byte_type)
     fail(path, "unsupported IDX element type " + hex(magic + 2, 1) + " (only 0x08, unsigned byte)");
   const int rank = magic[3];
-  if (rank < 1 || rank > 4) fail(path, "unsupported IDX dimension count " + std::to_string(rank));
+  if (rank < 1 || rank > 4)
+    fail(path, "unsupported IDX dimension count " + std::to_string(rank));
 
   idx_array out;
   uint64_t payload = 1;
@@ -80,7 +85,8 @@ idx_array read_idx_file(const std::string& path) {
       fail(path, "truncated: the file ends inside the dimension sizes");
     const uint64_t size = (uint64_t{be[0]} << 24) | (uint64_t{be[1]} << 16) |
                           (uint64_t{be[2]} << 8) | uint64_t{be[3]};
-    if (size == 0) fail(path, "dimension " + std::to_string(d) + " has size 0");
+    if (size == 0)
+      fail(path, "dimension " + std::to_string(d) + " has size 0");
     payload *= size;
     if (payload > max_payload_bytes)
       fail(path, "header promises more than " + std::to_string(max_payload_bytes) +

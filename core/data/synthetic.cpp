@@ -13,8 +13,8 @@ constexpr int64_t classes = 10;
 labeled_images draw(const at::Tensor& prototypes, int64_t n, double noise, at::Generator& gen) {
   labeled_images out;
   out.labels = at::randint(classes, {n}, gen, at::kLong);
-  out.images = prototypes.index_select(0, out.labels) +
-               noise * at::randn({n, 1, 28, 28}, gen, at::kFloat);
+  out.images =
+      prototypes.index_select(0, out.labels) + noise * at::randn({n, 1, 28, 28}, gen, at::kFloat);
   return out;
 }
 

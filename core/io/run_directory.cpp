@@ -34,7 +34,8 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
         fs::remove(fs::path(path_) / name, ec);
   }
   fs::create_directories(path_, ec);
-  if (ec) throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
+  if (ec)
+    throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
 }
 
 void run_directory::write_job(const job_config& job) const {
@@ -46,7 +47,8 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
   j["name"] = job.name;
   j["policy"] = to_string(job.parallelism.policy);
   j["outputs"] = {{"job", "job.json"}, {"metrics", "metrics.jsonl"}};
-  if (report.final_weights.defined()) j["outputs"]["weights"] = "final_weights.pt";
+  if (report.final_weights.defined())
+    j["outputs"]["weights"] = "final_weights.pt";
   write_file_atomically(file("summary.json"), j.dump(2) + "\n");
 }
 

@@ -14,14 +14,16 @@ namespace troupe {
 void save_weights(const std::string& path,
                   const std::vector<std::pair<std::string, at::Tensor>>& named) {
   c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [name, tensor] : named) dict.insert(name, tensor.contiguous());
+  for (const auto& [name, tensor] : named)
+    dict.insert(name, tensor.contiguous());
   const std::vector<char> bytes = torch::jit::pickle_save(dict);
   write_file_atomically(path, std::string_view(bytes.data(), bytes.size()));
 }
 
 std::vector<std::pair<std::string, at::Tensor>> load_weights(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+  if (!in)
+    throw std::runtime_error(path + ": cannot open");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto value = torch::jit::pickle_load(bytes);
   std::vector<std::pair<std::string, at::Tensor>> out;

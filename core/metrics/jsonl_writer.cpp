@@ -8,15 +8,18 @@ namespace troupe {
 
 jsonl_writer::jsonl_writer(const std::string& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "a");
-  if (file_ == nullptr) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  if (file_ == nullptr)
+    throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
 }
 
 jsonl_writer::~jsonl_writer() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (file_ != nullptr)
+    std::fclose(file_);
 }
 
 void jsonl_writer::write(const nlohmann::json& record) {
-  if (file_ == nullptr) return;
+  if (file_ == nullptr)
+    return;
   auto line = record.dump();
   line += '\n';
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)

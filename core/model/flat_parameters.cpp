@@ -9,7 +9,8 @@ namespace troupe {
 flat_parameters::flat_parameters(torch::nn::Module& module) {
   auto params = module.named_parameters(/*recurse=*/true);
   int64_t total = 0;
-  for (const auto& p : params) total += p.value().numel();
+  for (const auto& p : params)
+    total += p.value().numel();
   weights_ = at::empty({total}, at::kFloat);
   grads_ = at::zeros({total}, at::kFloat);
 
@@ -17,8 +18,7 @@ flat_parameters::flat_parameters(torch::nn::Module& module) {
   int64_t offset = 0;
   for (auto& p : params) {
     auto& param = p.value();
-    TORCH_CHECK(param.scalar_type() == at::kFloat, "flat_parameters: ", p.key(),
-                " is not float32");
+    TORCH_CHECK(param.scalar_type() == at::kFloat, "flat_parameters: ", p.key(), " is not float32");
     const int64_t n = param.numel();
     auto weight_view = weights_.narrow(0, offset, n).view(param.sizes());
     weight_view.copy_(param);
@@ -38,7 +38,8 @@ std::vector<std::pair<std::string, at::Tensor>> unflatten(
   int64_t offset = 0;
   for (const auto& [name, shape] : layout) {
     int64_t n = 1;
-    for (auto d : shape) n *= d;
+    for (auto d : shape)
+      n *= d;
     TORCH_CHECK(offset + n <= flat.numel(), "unflatten: flat vector too short for ", name);
     out.emplace_back(name, flat.narrow(0, offset, n).view(shape).clone());
     offset += n;

@@ -40,6 +40,7 @@ class flat_parameters {
 
 /// Cuts a flat weight vector back into named, independently owned tensors following `layout`.
 std::vector<std::pair<std::string, at::Tensor>> unflatten(
-    const at::Tensor& flat, const std::vector<std::pair<std::string, std::vector<int64_t>>>& layout);
+    const at::Tensor& flat,
+    const std::vector<std::pair<std::string, std::vector<int64_t>>>& layout);
 
 }  // namespace troupe

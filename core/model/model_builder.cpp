@@ -77,11 +77,14 @@ std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model) 
   std::vector<layer_summary> rows;
   for (const auto& child : model->named_children()) {
     int64_t params = 0;
-    for (const auto& p : child.value()->parameters()) params += p.numel();
+    for (const auto& p : child.value()->parameters())
+      params += p.numel();
     // "torch::nn::LinearImpl" -> "Linear": the PyTorch class name users know.
     std::string kind = child.value()->name();
-    if (kind.rfind("torch::nn::", 0) == 0) kind = kind.substr(11);
-    if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "Impl") == 0) kind.resize(kind.size() - 4);
+    if (kind.rfind("torch::nn::", 0) == 0)
+      kind = kind.substr(11);
+    if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "Impl") == 0)
+      kind.resize(kind.size() - 4);
     rows.push_back({child.key(), kind, params});
   }
   return rows;
@@ -89,7 +92,8 @@ std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model) 
 
 int64_t count_parameters(const torch::nn::Sequential& model) {
   int64_t total = 0;
-  for (const auto& p : model->parameters()) total += p.numel();
+  for (const auto& p : model->parameters())
+    total += p.numel();
   return total;
 }
 

@@ -18,8 +18,8 @@ sync_policy::sync_policy(std::size_t workers, int64_t first_step)
     : slots_(workers, slot::waiting), step_(first_step) {}
 
 std::size_t sync_policy::live_workers() const {
-  return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(),
-                                                [](slot s) { return s != slot::gone; }));
+  return static_cast<std::size_t>(
+      std::count_if(slots_.begin(), slots_.end(), [](slot s) { return s != slot::gone; }));
 }
 
 bool sync_policy::is_live(std::size_t worker) const {
@@ -34,10 +34,11 @@ policy_decision sync_policy::on_gradient(std::size_t worker, int64_t step) {
   const auto who = "worker " + std::to_string(worker);
   if (worker >= slots_.size())
     return reject(who + " is unknown (there are " + std::to_string(slots_.size()) + ")");
-  if (slots_[worker] == slot::gone) return reject(who + " has left and cannot contribute");
+  if (slots_[worker] == slot::gone)
+    return reject(who + " has left and cannot contribute");
   if (step != step_)
-    return reject(who + " sent a gradient for step " + std::to_string(step) +
-                  " during step " + std::to_string(step_));
+    return reject(who + " sent a gradient for step " + std::to_string(step) + " during step " +
+                  std::to_string(step_));
   if (slots_[worker] == slot::arrived)
     return reject(who + " sent a second gradient for step " + std::to_string(step));
   slots_[worker] = slot::arrived;
@@ -50,7 +51,8 @@ policy_decision sync_policy::on_gradient(std::size_t worker, int64_t step) {
 }
 
 policy_decision sync_policy::on_worker_left(std::size_t worker) {
-  if (worker >= slots_.size()) return reject("worker " + std::to_string(worker) + " is unknown");
+  if (worker >= slots_.size())
+    return reject("worker " + std::to_string(worker) + " is unknown");
   if (slots_[worker] == slot::gone)
     return reject("worker " + std::to_string(worker) + " has already left");
   slots_[worker] = slot::gone;

@@ -22,8 +22,7 @@ dataset_ptr load_dataset(const data_config& config, uint64_t seed) {
 }
 
 int64_t expected_train_samples(const data_config& config) {
-  return config.kind == data_kind::synthetic ? config.train_samples
-                                             : fashion_mnist_train_samples;
+  return config.kind == data_kind::synthetic ? config.train_samples : fashion_mnist_train_samples;
 }
 
 }  // namespace troupe

@@ -15,8 +15,8 @@ run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes
   if (p.steps_per_epoch == 0)
     throw job_error({"/training/batch_size: must be at most the " + std::to_string(train_samples) +
                      " training samples, got " + std::to_string(job.training.batch_size)});
-  p.total_steps = job.training.steps > 0 ? job.training.steps
-                                         : job.training.epochs * p.steps_per_epoch;
+  p.total_steps =
+      job.training.steps > 0 ? job.training.steps : job.training.epochs * p.steps_per_epoch;
   auto model = build_model(job.model, classes);
   p.layers = summarize_layers(model);
   p.parameters = count_parameters(model);
@@ -37,21 +37,24 @@ std::string render_plan(const job_config& job, const run_plan& p) {
   std::ostringstream out;
   out << "job " << job.name << " (seed " << job.seed << ")\n";
   out << "  policy: " << to_string(job.parallelism.policy) << ", " << job.parallelism.replicas
-      << " replica(s) x " << job.parallelism.threads_per_replica << " thread(s) = "
-      << p.threads_total << " thread(s) on " << p.hardware_threads << " hardware thread(s)";
+      << " replica(s) x " << job.parallelism.threads_per_replica
+      << " thread(s) = " << p.threads_total << " thread(s) on " << p.hardware_threads
+      << " hardware thread(s)";
   if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
     out << "  [warning: oversubscribed, expect contention]";
   out << "\n  model: " << to_string(job.model.kind) << ", " << p.parameters << " parameters\n";
   for (const auto& layer : p.layers) {
     out << "    " << layer.name << " (" << layer.kind << ")";
-    if (layer.parameters > 0) out << ": " << layer.parameters << " parameters";
+    if (layer.parameters > 0)
+      out << ": " << layer.parameters << " parameters";
     out << '\n';
   }
   out << "  data: " << to_string(job.data.kind) << ", " << p.train_samples << " training samples\n";
   out << "  optimizer: " << to_string(job.optimizer.kind) << ", lr " << job.optimizer.lr << '\n';
   out << "  training: " << p.total_steps << " steps (" << p.steps_per_epoch
       << " per epoch) of global batch " << job.training.batch_size << ", rows per replica:";
-  for (auto rows : p.rows_per_replica) out << ' ' << rows;
+  for (auto rows : p.rows_per_replica)
+    out << ' ' << rows;
   out << "\n  per worker and step: sends " << p.bytes_sent_per_step << " bytes, receives "
       << p.bytes_received_per_step << " bytes (by handle in-process)\n";
   return out.str();

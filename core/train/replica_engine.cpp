@@ -62,7 +62,8 @@ void replica_engine::apply(const at::Tensor& combined) {
   {
     torch::NoGradGuard no_grad;
     // With one replica the combined gradient is this replica's own buffer: nothing to copy.
-    if (!combined.is_same(flat_->grads())) flat_->grads().copy_(combined);
+    if (!combined.is_same(flat_->grads()))
+      flat_->grads().copy_(combined);
   }
   optimizer_->step();
 }
@@ -76,10 +77,10 @@ evaluation_result replica_engine::evaluate() {
     auto images = data_->test.images.narrow(0, begin, n);
     auto labels = data_->test.labels.narrow(0, begin, n);
     auto logits = model_->forward(images);
-    result.loss_sum += torch::nn::functional::cross_entropy(
-                           logits, labels,
-                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                           .item<double>();
+    result.loss_sum +=
+        torch::nn::functional::cross_entropy(
+            logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .item<double>();
     result.correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
     result.count += n;
   }

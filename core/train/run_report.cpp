@@ -24,7 +24,8 @@ nlohmann::json to_json(const worker_report& w) {
 
 nlohmann::json to_json(const run_report& r) {
   nlohmann::json workers = nlohmann::json::array();
-  for (const auto& w : r.workers) workers.push_back(to_json(w));
+  for (const auto& w : r.workers)
+    workers.push_back(to_json(w));
   nlohmann::json j = {{"status", r.status},
                       {"wall_s", r.wall_s},
                       {"train_s", r.train_s},
@@ -36,7 +37,8 @@ nlohmann::json to_json(const run_report& r) {
                       {"test_accuracy", optional_json(r.test_accuracy)},
                       {"replicas", r.replicas},
                       {"workers", workers}};
-  if (!r.error.empty()) j["error"] = r.error;
+  if (!r.error.empty())
+    j["error"] = r.error;
   return j;
 }
 

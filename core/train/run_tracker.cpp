@@ -10,7 +10,8 @@ constexpr std::size_t loss_window = 50;
 
 bool should_evaluate(int64_t step, int64_t total_steps, int64_t steps_per_epoch,
                      int64_t eval_interval) {
-  if (step + 1 >= total_steps) return true;
+  if (step + 1 >= total_steps)
+    return true;
   const int64_t every = eval_interval > 0 ? eval_interval : steps_per_epoch;
   return every > 0 && (step + 1) % every == 0;
 }
@@ -19,7 +20,8 @@ run_tracker::run_tracker(int64_t replicas, int64_t total_steps, int64_t steps_pe
                          jsonl_writer* metrics)
     : total_steps_(total_steps), steps_per_epoch_(steps_per_epoch), metrics_(metrics) {
   workers_.resize(static_cast<std::size_t>(replicas));
-  for (int64_t r = 0; r < replicas; ++r) workers_[static_cast<std::size_t>(r)].rank = r;
+  for (int64_t r = 0; r < replicas; ++r)
+    workers_[static_cast<std::size_t>(r)].rank = r;
   start();
 }
 
@@ -62,7 +64,8 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   samples_ += samples;
   completed_steps_ = step + 1;
   recent_losses_.push_back(last_loss_);
-  if (recent_losses_.size() > loss_window) recent_losses_.pop_front();
+  if (recent_losses_.size() > loss_window)
+    recent_losses_.pop_front();
   if (metrics_ != nullptr)
     metrics_->write({{"event", "step"},
                      {"step", step},
@@ -78,7 +81,8 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
 
 void run_tracker::on_worker_step(int64_t worker, int64_t step, double compute_s, double comm_s,
                                  double apply_s) {
-  if (worker < 0 || worker >= static_cast<int64_t>(workers_.size())) return;
+  if (worker < 0 || worker >= static_cast<int64_t>(workers_.size()))
+    return;
   auto& w = workers_[static_cast<std::size_t>(worker)];
   w.steps += 1;
   w.compute_s += compute_s;
@@ -105,7 +109,8 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker, int64_
   round.count += count;
   round.shards += 1;
   round.max_eval_s = std::max(round.max_eval_s, eval_s);
-  if (round.shards < expected) return std::nullopt;
+  if (round.shards < expected)
+    return std::nullopt;
   const double n = static_cast<double>(std::max<int64_t>(round.count, 1));
   test_loss_ = round.loss_sum / n;
   test_accuracy_ = static_cast<double>(round.correct) / n;
@@ -126,7 +131,8 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker, int64_
 }
 
 void run_tracker::record_event(nlohmann::json record) {
-  if (metrics_ == nullptr) return;
+  if (metrics_ == nullptr)
+    return;
   record["t"] = elapsed_s();
   metrics_->write(record);
 }
@@ -142,7 +148,8 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
   r.replicas = static_cast<int64_t>(workers_.size());
   if (!recent_losses_.empty()) {
     double sum = 0;
-    for (double l : recent_losses_) sum += l;
+    for (double l : recent_losses_)
+      sum += l;
     r.final_train_loss = sum / static_cast<double>(recent_losses_.size());
   }
   r.test_loss = test_loss_;

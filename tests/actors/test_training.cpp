@@ -110,7 +110,8 @@ TEST_SUITE("training") {
     run_options options;
     options.stop_requested = &stop;
     options.on_progress = [&](const progress_update& p) {
-      if (p.step >= 3) stop = true;
+      if (p.step >= 3)
+        stop = true;
     };
     auto r = run_training(job, test::small_data(job), options);
     CHECK(r.status == "failed");

@@ -27,8 +27,8 @@ inline job_config small_job(int64_t replicas, int64_t steps) {
 }
 
 inline dataset_ptr small_data(const job_config& job) {
-  return std::make_shared<const dataset>(make_synthetic(
-      job.data.train_samples, job.data.test_samples, job.data.noise, job.seed));
+  return std::make_shared<const dataset>(
+      make_synthetic(job.data.train_samples, job.data.test_samples, job.data.noise, job.seed));
 }
 
 }  // namespace troupe::test

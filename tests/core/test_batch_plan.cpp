@@ -34,7 +34,8 @@ TEST_SUITE("batch_plan") {
     CHECK(a == b);
     CHECK(a != c);
     std::sort(a.begin(), a.end());
-    for (int64_t i = 0; i < 1000; ++i) CHECK(a[static_cast<size_t>(i)] == i);
+    for (int64_t i = 0; i < 1000; ++i)
+      CHECK(a[static_cast<size_t>(i)] == i);
     // Pinned: the order (and so every run's data order) must not change between builds,
     // compilers or library versions.
     CHECK(permutation(10, 1) == std::vector<int64_t>{1, 7, 3, 9, 4, 0, 5, 2, 6, 8});

@@ -21,14 +21,16 @@ namespace {
 std::vector<uint8_t> idx_header(std::vector<uint32_t> dims, uint8_t type = 0x08) {
   std::vector<uint8_t> h{0, 0, type, static_cast<uint8_t>(dims.size())};
   for (auto d : dims)
-    for (int shift : {24, 16, 8, 0}) h.push_back(static_cast<uint8_t>(d >> shift));
+    for (int shift : {24, 16, 8, 0})
+      h.push_back(static_cast<uint8_t>(d >> shift));
   return h;
 }
 
 void write_gz(const fs::path& path, const std::vector<uint8_t>& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
   REQUIRE(f != nullptr);
-  if (!bytes.empty()) gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  if (!bytes.empty())
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);
 }
 
@@ -59,7 +61,8 @@ TEST_SUITE("data") {
   TEST_CASE("a good gzipped IDX file reads back its dims and bytes") {
     temp_folder t;
     auto bytes = idx_header({2, 3});
-    for (uint8_t i = 0; i < 6; ++i) bytes.push_back(i);
+    for (uint8_t i = 0; i < 6; ++i)
+      bytes.push_back(i);
     write_gz(t / "a.gz", bytes);
     auto a = read_idx_file(t / "a.gz");
     CHECK(a.dims == std::vector<int64_t>{2, 3});
@@ -96,8 +99,8 @@ TEST_SUITE("data") {
   TEST_CASE("bad magic, element type and dimension count are refused") {
     temp_folder t;
     write_gz(t / "magic.gz", {1, 2, 8, 1, 0, 0, 0, 1, 0});
-    CHECK_THROWS_WITH_AS(read_idx_file(t / "magic.gz"), doctest::Contains("bad magic number 0x01020801"),
-                         data_error);
+    CHECK_THROWS_WITH_AS(read_idx_file(t / "magic.gz"),
+                         doctest::Contains("bad magic number 0x01020801"), data_error);
     write_gz(t / "type.gz", idx_header({1}, 0x0D));
     CHECK_THROWS_WITH_AS(read_idx_file(t / "type.gz"), doctest::Contains("element type 0x0d"),
                          data_error);

@@ -29,7 +29,8 @@ std::vector<std::string> problems_of(const json& j) {
 void check_one_problem(const json& j, std::initializer_list<const char*> fragments) {
   const auto p = problems_of(j);
   REQUIRE(p.size() == 1);
-  for (const char* f : fragments) CHECK_MESSAGE(p[0].find(f) != std::string::npos, p[0]);
+  for (const char* f : fragments)
+    CHECK_MESSAGE(p[0].find(f) != std::string::npos, p[0]);
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
@@ -76,7 +77,8 @@ TEST_SUITE("job_config") {
   }
 
   TEST_CASE("bad enum value") {
-    check_one_problem({{"model", {{"type", "rnn"}}}}, {"/model/type", "\"mlp\", \"cnn\"", "\"rnn\""});
+    check_one_problem({{"model", {{"type", "rnn"}}}},
+                      {"/model/type", "\"mlp\", \"cnn\"", "\"rnn\""});
     check_one_problem({{"parallelism", {{"policy", "gossip"}}}}, {"/parallelism/policy", "gossip"});
   }
 

@@ -12,7 +12,8 @@ namespace {
 
 std::vector<std::string> child_names(const torch::nn::Sequential& m) {
   std::vector<std::string> names;
-  for (const auto& c : m->named_children()) names.push_back(c.key());
+  for (const auto& c : m->named_children())
+    names.push_back(c.key());
   return names;
 }
 
@@ -27,7 +28,7 @@ TEST_SUITE("model") {
           std::vector<std::string>{"flatten", "fc1", "act1", "fc2", "act2", "out"});
     flat_parameters flat(*m);
     const std::vector<std::pair<std::string, std::vector<int64_t>>> expected{
-        {"fc1.weight", {256, 784}}, {"fc1.bias", {256}}, {"fc2.weight", {128, 256}},
+        {"fc1.weight", {256, 784}}, {"fc1.bias", {256}},       {"fc2.weight", {128, 256}},
         {"fc2.bias", {128}},        {"out.weight", {10, 128}}, {"out.bias", {10}}};
     CHECK(flat.layout() == expected);
     CHECK(flat.size() == 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);

@@ -50,7 +50,8 @@ TEST_SUITE("outputs") {
     write_file_atomically(file, "second");
     CHECK(read_all(file) == "second");
     int entries = 0;
-    for (const auto& e : fs::directory_iterator(t.path)) entries += e.is_regular_file();
+    for (const auto& e : fs::directory_iterator(t.path))
+      entries += e.is_regular_file();
     CHECK(entries == 1);
     CHECK_THROWS_WITH_AS(write_file_atomically((t.path / "no/such/x").string(), "y"),
                          doctest::Contains("no/such/x"), std::runtime_error);
