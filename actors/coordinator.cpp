@@ -1,6 +1,7 @@
 #include "actors/coordinator.hpp"
 
 #include "core/collective/sum_in_order.hpp"
+#include "core/policy/local_sgd_schedule.hpp"
 #include "core/policy/sync_policy.hpp"
 #include "core/train/run_tracker.hpp"
 #include "messages/error_code.hpp"
@@ -8,7 +9,9 @@
 #include <ATen/ATen.h>
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 
 namespace troupe {
@@ -16,11 +19,17 @@ namespace troupe {
 struct coordinator_state {
   coordinator_options options;
   std::vector<replica_worker_actor> workers;
+  /// The barrier of every round: each sync step, or each local_sgd averaging.
   std::optional<sync_policy> policy;
   std::optional<run_tracker> tracker;
-  std::vector<at::Tensor> pending_grads;    ///< by rank, for the step in progress
+  /// By rank, for the round in progress: gradients (sync) or weights (local_sgd averaging).
+  std::vector<at::Tensor> pending;
+  std::vector<at::Tensor> pending_momenta;  ///< by rank (local_sgd with average_momenta)
   std::vector<gradient_meta> pending_meta;  ///< by rank
-  std::vector<at::Tensor> final_weights;    ///< by rank, after the last step
+  int64_t next_average_step = 0;            ///< local_sgd: the step the next round follows
+  /// local_sgd: each step's reports by worker, until every live worker's is in.
+  std::map<int64_t, std::vector<step_part>> step_reports;
+  std::vector<at::Tensor> final_weights;  ///< by rank, after the last step
   int64_t weights_received = 0;
   caf::typed_response_promise<run_report> promise;
   bool finished = false;
@@ -64,46 +73,114 @@ void fail_protocol(self_pointer self, const std::string& what) {
   finish(self, "protocol error: " + what);
 }
 
-// Step (b)-(c) of the protocol: combine in rank order and release every worker.
-void complete_step(self_pointer self, const policy_decision& decision) {
+// The update of a completed step or averaging round: what workers do after applying it.
+update_meta make_update(const coordinator_state& st, int64_t step) {
+  const auto& setup = *st.options.setup;
+  update_meta meta;
+  meta.step = step;
+  meta.last = step + 1 >= setup.total_steps;
+  meta.evaluate = should_evaluate(step, setup.total_steps, setup.steps_per_epoch,
+                                  setup.job.training.eval_interval);
+  return meta;
+}
+
+// Reports a completed step and honors a stop request.
+void step_completed(self_pointer self, int64_t step, const std::vector<step_part>& parts,
+                    double reduce_s) {
   auto& st = self->state;
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<at::Tensor> parts;
+  auto progress = st.tracker->on_step_complete(step, parts, reduce_s);
+  if (st.options.on_progress)
+    st.options.on_progress(progress);
+  if (st.options.stop_requested != nullptr && st.options.stop_requested->load() &&
+      step + 1 < st.options.setup->total_steps)
+    finish(self, "interrupted after step " + std::to_string(step));
+}
+
+// Takes the pending tensors of a completed round, in rank order, with each one's share.
+std::vector<step_part> take_round(coordinator_state& st, const policy_decision& decision,
+                                  std::vector<at::Tensor>& parts,
+                                  std::vector<at::Tensor>& momenta) {
   std::vector<step_part> shares;
   for (auto rank : decision.contributors) {
-    parts.push_back(std::move(st.pending_grads[rank]));
+    parts.push_back(std::move(st.pending[rank]));
+    momenta.push_back(std::move(st.pending_momenta[rank]));
     const auto& m = st.pending_meta[rank];
     shares.push_back({m.worker, m.loss, m.samples});
   }
+  return shares;
+}
+
+// sync, steps (b)-(c): combine the gradients in rank order and release every worker.
+void complete_sync_step(self_pointer self, const policy_decision& decision) {
+  auto& st = self->state;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<at::Tensor> parts, unused;
+  const auto shares = take_round(st, decision, parts, unused);
   auto combined = sum_in_order(parts);
   parts.clear();
   const double reduce_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto& opts = st.options;
-  update_meta meta;
-  meta.step = decision.step;
-  meta.last = decision.step + 1 >= opts.total_steps;
-  meta.evaluate = should_evaluate(decision.step, opts.total_steps, opts.steps_per_epoch,
-                                  opts.setup->job.training.eval_interval);
+  const auto meta = make_update(st, decision.step);
   for (auto& w : st.workers)
     self->send(w, update_atom_v, meta, combined);
-  auto progress = st.tracker->on_step_complete(decision.step, shares, reduce_s);
-  if (opts.on_progress)
-    opts.on_progress(progress);
-  if (opts.stop_requested != nullptr && opts.stop_requested->load() && !meta.last)
-    finish(self, "interrupted after step " + std::to_string(decision.step));
+  step_completed(self, decision.step, shares, reduce_s);
+}
+
+// local_sgd: average the weights (and momenta) by each replica's share of the batch.
+void complete_averaging(self_pointer self, const policy_decision& decision, int64_t step) {
+  auto& st = self->state;
+  std::vector<at::Tensor> parts, momenta;
+  const auto shares = take_round(st, decision, parts, momenta);
+  int64_t total = 0;
+  for (const auto& s : shares)
+    total += s.samples;
+  std::vector<double> weights;
+  for (const auto& s : shares)
+    weights.push_back(static_cast<double>(s.samples) / static_cast<double>(total));
+  auto averaged = weighted_sum_in_order(parts, weights);
+  at::Tensor averaged_momenta;
+  if (momenta.front().defined())
+    averaged_momenta = weighted_sum_in_order(momenta, weights);
+  parts.clear();
+  const auto& setup = *st.options.setup;
+  st.next_average_step =
+      next_averaging_step(step + 1, setup.job.parallelism.period, setup.total_steps,
+                          setup.steps_per_epoch, setup.job.training.eval_interval);
+  const auto meta = make_update(st, step);
+  for (auto& w : st.workers)
+    self->send(w, averaged_atom_v, meta, averaged, averaged_momenta);
+}
+
+// Keeps a worker's contribution to the round in progress, then acts on the policy's verdict.
+template <class Complete>
+void contribute(self_pointer self, const gradient_meta& meta, at::Tensor tensor, at::Tensor momenta,
+                Complete complete) {
+  auto& st = self->state;
+  auto decision = st.policy->on_gradient(static_cast<std::size_t>(meta.worker), st.policy->step());
+  if (decision.kind == verdict::rejected)
+    return fail_protocol(self, decision.reason);
+  const auto rank = static_cast<std::size_t>(meta.worker);
+  st.pending[rank] = std::move(tensor);
+  st.pending_momenta[rank] = std::move(momenta);
+  st.pending_meta[rank] = meta;
+  if (decision.kind == verdict::complete)
+    complete(decision);
 }
 
 coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_options options) {
   auto& st = self->state;
   const auto replicas = options.setup->job.parallelism.replicas;
   st.options = std::move(options);
-  st.pending_grads.resize(static_cast<std::size_t>(replicas));
+  const auto& setup = *st.options.setup;
+  st.pending.resize(static_cast<std::size_t>(replicas));
+  st.pending_momenta.resize(static_cast<std::size_t>(replicas));
   st.pending_meta.resize(static_cast<std::size_t>(replicas));
   st.final_weights.resize(static_cast<std::size_t>(replicas));
   st.policy.emplace(static_cast<std::size_t>(replicas));
-  st.tracker.emplace(replicas, st.options.total_steps, st.options.steps_per_epoch,
-                     st.options.metrics);
+  st.next_average_step =
+      next_averaging_step(0, setup.job.parallelism.period, setup.total_steps, setup.steps_per_epoch,
+                          setup.job.training.eval_interval);
+  st.tracker.emplace(replicas, setup.total_steps, setup.steps_per_epoch, st.options.metrics);
 
   // A worker that ends before the run finished has failed: say which one and why.
   self->set_down_handler([self](caf::down_msg& msg) {
@@ -141,22 +218,39 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       },
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
         auto& st = self->state;
-        auto decision = st.policy->on_gradient(static_cast<std::size_t>(meta.worker), meta.step);
-        switch (decision.kind) {
-          case verdict::rejected:
-            return fail_protocol(self, decision.reason);
-          case verdict::wait:
-            st.pending_grads[static_cast<std::size_t>(meta.worker)] = grad;
-            st.pending_meta[static_cast<std::size_t>(meta.worker)] = meta;
-            return;
-          case verdict::complete:
-            st.pending_grads[static_cast<std::size_t>(meta.worker)] = grad;
-            st.pending_meta[static_cast<std::size_t>(meta.worker)] = meta;
-            return complete_step(self, decision);
-        }
+        if (meta.step != st.policy->step())
+          return fail_protocol(self, "worker " + std::to_string(meta.worker) +
+                                         " sent a gradient for step " + std::to_string(meta.step) +
+                                         " during step " + std::to_string(st.policy->step()));
+        contribute(self, meta, grad, at::Tensor(),
+                   [self](const policy_decision& d) { complete_sync_step(self, d); });
+      },
+      [self](average_atom, const gradient_meta& meta, const at::Tensor& weights,
+             const at::Tensor& momenta) {
+        auto& st = self->state;
+        if (meta.step != st.next_average_step)
+          return fail_protocol(self, "worker " + std::to_string(meta.worker) +
+                                         " sent weights to average after step " +
+                                         std::to_string(meta.step) + ", expected after step " +
+                                         std::to_string(st.next_average_step));
+        const auto step = meta.step;
+        contribute(self, meta, weights, momenta,
+                   [self, step](const policy_decision& d) { complete_averaging(self, d, step); });
       },
       [self](const step_stats& s) {
-        self->state.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
+        auto& st = self->state;
+        st.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
+        if (st.options.setup->job.parallelism.policy != policy_kind::local_sgd)
+          return;  // sync steps complete at their reduction
+        auto& reports = st.step_reports[s.step];
+        reports.push_back({s.worker, s.loss, s.samples});
+        if (reports.size() < st.policy->live_workers())
+          return;
+        auto parts = std::move(reports);
+        st.step_reports.erase(s.step);
+        std::sort(parts.begin(), parts.end(),
+                  [](const step_part& a, const step_part& b) { return a.worker < b.worker; });
+        step_completed(self, s.step, parts, 0.0);
       },
       [self](const eval_report& e) {
         auto& st = self->state;
@@ -175,7 +269,8 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
         st.final_weights[static_cast<std::size_t>(rank)] = weights;
         if (++st.weights_received < static_cast<int64_t>(st.policy->live_workers()))
           return;
-        // Synchronous replicas apply identical updates: their weights must agree bit for bit.
+        // Sync replicas apply identical updates, and local_sgd ends on an average: the
+        // replicas' weights must agree bit for bit.
         for (std::size_t r = 1; r < st.final_weights.size(); ++r)
           if (!at::equal(st.final_weights[r], st.final_weights[0]))
             return finish(self, "replica " + std::to_string(r) +

@@ -1,12 +1,17 @@
-// The coordinator actor of a synchronous data-parallel run.
+// The coordinator actor of a data-parallel run under the sync or local_sgd policy.
 //
-// Protocol, for each step s (the sync policy in core/policy decides when a step is complete):
+// sync, for each step s (the sync policy in core/policy decides when a step is complete):
 //   a. every worker sends (gradient, meta, grad) for s; the coordinator keeps them by rank;
 //   b. when the policy says complete, it sums the gradients in rank order, and
 //   c. sends every worker (update, {s, evaluate, last}, combined);
 //   d. workers answer with step_stats (and eval_report when asked); the coordinator writes them
-//      to metrics.jsonl and folds them into the report;
-//   e. after the last step each worker sends its weights; when all have, the run succeeded.
+//      to metrics.jsonl and folds them into the report.
+// local_sgd: workers step alone and send step_stats every step (a step is complete when every
+// live worker's is in); at each averaging step they send (average, meta, weights, momenta), and
+// when the same barrier completes, the coordinator averages by rows in rank order and sends
+// (averaged, {s, evaluate, last}, weights, momenta) back.
+// Both: after the last step each worker sends its weights; when all have (and agree bit for
+// bit), the run succeeded.
 // A worker that dies (down_msg) ends the run at once: the others are told to exit, and the run
 // request is answered with a failed report naming the worker and the cause. Nothing waits.
 #pragma once
@@ -24,8 +29,6 @@ namespace troupe {
 
 struct coordinator_options {
   std::shared_ptr<const replica_setup> setup;
-  int64_t total_steps = 0;
-  int64_t steps_per_epoch = 0;
   /// Receives one JSON record per event; owned by the caller, used only by the coordinator
   /// while the run lasts. May be null.
   jsonl_writer* metrics = nullptr;

@@ -1,5 +1,6 @@
 #include "actors/replica_worker.hpp"
 
+#include "core/policy/local_sgd_schedule.hpp"
 #include "core/train/replica_engine.hpp"
 #include "messages/error_code.hpp"
 
@@ -8,6 +9,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <thread>
 
 namespace troupe {
 
@@ -20,8 +22,16 @@ struct replica_worker_state {
   std::unique_ptr<replica_engine> engine;
   clock_type::time_point sent_at;  ///< when the last gradient left
   double compute_s = 0;            ///< of the step in flight
+  double apply_s = 0;              ///< of the step in flight, before its exchange
+  double loss = 0;                 ///< of the step in flight
+  int64_t samples = 0;             ///< of the step in flight
   static inline const char* name = "replica_worker";
 };
+
+bool replica_setup::averages_after(int64_t step) const {
+  return is_averaging_step(step, job.parallelism.period, total_steps, steps_per_epoch,
+                           job.training.eval_interval);
+}
 
 namespace {
 
@@ -36,18 +46,68 @@ void maybe_inject_fault(const faults_config& faults, int64_t rank, int64_t step)
     at::mm(at::ones({2, 3}), at::ones({4, 5}));
 }
 
+// Sleeps for `faults.slow_ms` on the slowed worker: a straggler for demos and tests.
+void maybe_slow_down(const faults_config& faults, int64_t rank) {
+  if (faults.slow_worker && *faults.slow_worker == rank && faults.slow_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(faults.slow_ms));
+}
+
+// After the step's exchange (if any): report, evaluate if asked, then go on or hand in weights.
+void finish_step(replica_worker_actor::stateful_pointer<replica_worker_state> self,
+                 const update_meta& meta, double comm_s, double apply_s) {
+  auto& st = self->state;
+  self->send(st.coordinator,
+             step_stats{st.rank, meta.step, st.loss, st.samples, st.compute_s, comm_s, apply_s});
+  if (meta.evaluate) {
+    const auto eval_start = clock_type::now();
+    const auto r = st.engine->evaluate();
+    self->send(st.coordinator, eval_report{st.rank, meta.step, r.loss_sum, r.correct, r.count,
+                                           seconds_since(eval_start)});
+  }
+  if (meta.last)
+    self->send(st.coordinator, weights_atom_v, st.rank, st.engine->weights().clone());
+  else
+    // Through the mailbox rather than a direct call, so that an exit request (another worker
+    // failed) is seen between two steps.
+    self->send(self, compute_atom_v, meta.step + 1);
+}
+
 void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> self, int64_t step) {
   auto& st = self->state;
+  const auto& setup = *st.setup;
   const auto start = clock_type::now();
   if (!st.engine)  // built lazily so that its exceptions reach the exception handler
-    st.engine = std::make_unique<replica_engine>(st.setup->job, st.setup->data,
-                                                 st.setup->initial_weights, st.rank);
-  maybe_inject_fault(st.setup->job.faults, st.rank, step);
+    st.engine =
+        std::make_unique<replica_engine>(setup.job, setup.data, setup.initial_weights, st.rank);
+  maybe_inject_fault(setup.job.faults, st.rank, step);
+  maybe_slow_down(setup.job.faults, st.rank);
   const auto result = st.engine->compute_gradient(step);
+  st.loss = result.loss;
+  st.samples = result.samples;
   st.compute_s = seconds_since(start);
   st.sent_at = clock_type::now();
-  self->send(st.coordinator, gradient_atom_v,
-             gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->gradient());
+  if (setup.job.parallelism.policy == policy_kind::sync) {
+    self->send(st.coordinator, gradient_atom_v,
+               gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->gradient());
+    return;
+  }
+  // local_sgd: step alone; exchange weights only at averaging steps.
+  st.engine->apply(st.engine->gradient());
+  const double apply_s = seconds_since(st.sent_at);
+  if (setup.averages_after(step)) {
+    st.sent_at = clock_type::now();
+    at::Tensor momenta;
+    if (setup.job.parallelism.average_momenta)
+      momenta = st.engine->momenta();
+    self->send(st.coordinator, average_atom_v,
+               gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->weights(),
+               momenta);
+    st.apply_s = apply_s;
+    return;
+  }
+  update_meta meta;
+  meta.step = step;
+  finish_step(self, meta, 0.0, apply_s);
 }
 
 replica_worker_actor::behavior_type replica_worker(
@@ -68,18 +128,17 @@ replica_worker_actor::behavior_type replica_worker(
         const double comm_s = seconds_since(st.sent_at);
         const auto apply_start = clock_type::now();
         st.engine->apply(combined);
-        self->send(st.coordinator, step_stats{st.rank, meta.step, st.compute_s, comm_s,
-                                              seconds_since(apply_start)});
-        if (meta.evaluate) {
-          const auto eval_start = clock_type::now();
-          const auto r = st.engine->evaluate();
-          self->send(st.coordinator, eval_report{st.rank, meta.step, r.loss_sum, r.correct, r.count,
-                                                 seconds_since(eval_start)});
-        }
-        if (meta.last)
-          self->send(st.coordinator, weights_atom_v, st.rank, st.engine->weights().clone());
-        else
-          compute_step(self, meta.step + 1);
+        finish_step(self, meta, comm_s, seconds_since(apply_start));
+      },
+      [self](averaged_atom, const update_meta& meta, const at::Tensor& weights,
+             const at::Tensor& momenta) {
+        auto& st = self->state;
+        const double comm_s = seconds_since(st.sent_at);
+        const auto apply_start = clock_type::now();
+        st.engine->set_weights(weights);
+        if (momenta.defined())
+          st.engine->set_momenta(momenta);
+        finish_step(self, meta, comm_s, st.apply_s + seconds_since(apply_start));
       },
   };
 }

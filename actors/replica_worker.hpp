@@ -1,10 +1,12 @@
 // A replica worker actor: owns one model replica (a replica_engine) on its own thread.
 //
-// Protocol (see messages/training_step.hpp): on (compute, s) it computes its gradient for step
-// s and sends it to the coordinator; on (update, meta, combined) it applies the combined
+// Protocol (see messages/training_step.hpp). sync: on (compute, s) it computes its gradient for
+// step s and sends it to the coordinator; on (update, meta, combined) it applies the combined
 // gradient, reports its timings, evaluates if asked, and then either computes step s+1 at once
-// or, after the last step, sends its final weights. Any exception (LibTorch's included) ends the
-// actor with an errc error that carries the message; the coordinator monitors it.
+// or, after the last step, sends its final weights. local_sgd: it steps on its own gradient;
+// at averaging steps it sends its weights and continues once the average comes back. Any exception
+// (LibTorch's included) ends the actor with an errc error that carries the message; the coordinator
+// monitors it.
 #pragma once
 
 #include "core/config/job_config.hpp"
@@ -20,6 +22,11 @@ struct replica_setup {
   job_config job;
   dataset_ptr data;
   at::Tensor initial_weights;  ///< flat; each worker copies it into its own model
+  int64_t total_steps = 0;
+  int64_t steps_per_epoch = 0;
+
+  /// local_sgd: whether replicas average after `step` (see core/policy/local_sgd_schedule).
+  bool averages_after(int64_t step) const;
 };
 
 /// Spawns a worker on a thread of its own (detached: a step blocks it for the whole

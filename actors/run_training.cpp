@@ -34,10 +34,10 @@ run_report run_training(const job_config& job, dataset_ptr data, const run_optio
   setup->data = std::move(data);
 
   const batch_plan plan(setup->data->train.size(), job.training.batch_size, job.seed);
-  coordinator_options copts;
-  copts.steps_per_epoch = plan.steps_per_epoch();
-  copts.total_steps =
+  setup->steps_per_epoch = plan.steps_per_epoch();
+  setup->total_steps =
       job.training.steps > 0 ? job.training.steps : job.training.epochs * plan.steps_per_epoch();
+  coordinator_options copts;
   copts.setup = setup;
   copts.metrics = options.metrics;
   copts.on_progress = options.on_progress;

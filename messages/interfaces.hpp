@@ -10,13 +10,17 @@
 namespace troupe {
 
 /// A data-parallel replica: computes gradients on its shard, applies combined ones.
-using replica_worker_actor = caf::typed_actor<caf::reacts_to<compute_atom, int64_t>,
-                                              caf::reacts_to<update_atom, update_meta, at::Tensor>>;
+using replica_worker_actor =
+    caf::typed_actor<caf::reacts_to<compute_atom, int64_t>,
+                     caf::reacts_to<update_atom, update_meta, at::Tensor>,
+                     caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>>;
 
 /// The coordinator: runs a job to the end and answers the run request with its report.
-using coordinator_actor = caf::typed_actor<caf::replies_to<run_atom>::with<run_report>,
-                                           caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
-                                           caf::reacts_to<step_stats>, caf::reacts_to<eval_report>,
-                                           caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
+using coordinator_actor =
+    caf::typed_actor<caf::replies_to<run_atom>::with<run_report>,
+                     caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
+                     caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
+                     caf::reacts_to<step_stats>, caf::reacts_to<eval_report>,
+                     caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
 
 }  // namespace troupe

@@ -1,9 +1,15 @@
-// The synchronous step protocol between the coordinator and its replica workers.
+// The step protocols between the coordinator and its replica workers.
 //
+// sync, every step:
 //   coordinator -> worker  (compute_atom, step)                  start computing `step`
 //   worker -> coordinator  (gradient_atom, gradient_meta, grad)  my gradient for meta.step
 //   coordinator -> worker  (update_atom, update_meta, combined)  apply; then evaluate and/or go on
-//   worker -> coordinator  (weights_atom, rank, weights)         after the last step
+// local_sgd: workers step alone, reporting step_stats; at each averaging step:
+//   worker -> coordinator  (average_atom, gradient_meta, weights, momenta)
+//   coordinator -> worker  (averaged_atom, update_meta, weights, momenta)
+//   (momenta is an undefined tensor unless parallelism.average_momenta is set)
+// both, after the last step:
+//   worker -> coordinator  (weights_atom, rank, weights)
 //
 // Control fields travel in inspectable structs; tensors travel beside them as separate message
 // elements, by handle inside a process (no copy). A sender never writes to a tensor it has sent

@@ -16,3 +16,19 @@ at::Tensor sum_in_order(const std::vector<at::Tensor>& parts) {
 }
 
 }  // namespace troupe
+
+namespace troupe {
+
+at::Tensor weighted_sum_in_order(const std::vector<at::Tensor>& parts,
+                                 const std::vector<double>& weights) {
+  TORCH_CHECK(!parts.empty() && parts.size() == weights.size(),
+              "weighted_sum_in_order: ", parts.size(), " parts, ", weights.size(), " weights");
+  if (parts.size() == 1 && weights[0] == 1.0)
+    return parts.front();
+  auto total = parts[0] * weights[0];
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    total.add_(parts[i], weights[i]);
+  return total;
+}
+
+}  // namespace troupe

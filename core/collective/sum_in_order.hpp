@@ -14,3 +14,13 @@ namespace troupe {
 at::Tensor sum_in_order(const std::vector<at::Tensor>& parts);
 
 }  // namespace troupe
+
+namespace troupe {
+
+/// Returns weights[0] * parts[0] + weights[1] * parts[1] + ..., left to right (the average of
+/// replicas' weights by their share of the batch). A single part with weight 1 is returned as
+/// is.
+at::Tensor weighted_sum_in_order(const std::vector<at::Tensor>& parts,
+                                 const std::vector<double>& weights);
+
+}  // namespace troupe

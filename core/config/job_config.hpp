@@ -61,12 +61,17 @@ struct training_config {
   int64_t eval_interval = 0;
 };
 
-enum class policy_kind { sync };
+enum class policy_kind { sync, local_sgd };
 
 struct parallelism_config {
   policy_kind policy = policy_kind::sync;
   int64_t replicas = 1;
   int64_t threads_per_replica = 1;  ///< LibTorch intra-op threads of each replica
+  /// local_sgd only: replicas step alone and average their weights every `period` steps (and
+  /// at every evaluation and the last step). period 1 is the same training as sync.
+  int64_t period = 8;
+  /// local_sgd + sgd only: average the momentum buffers too, not only the weights.
+  bool average_momenta = false;
 };
 
 /// Fault injection, for tests and demos of failure handling. Off unless set.
@@ -74,6 +79,9 @@ struct faults_config {
   /// Make this worker raise a LibTorch error (a shape mismatch) in the given step.
   std::optional<int64_t> throw_worker;
   int64_t throw_step = 0;
+  /// Make this worker sleep `slow_ms` milliseconds in every step (a straggler, for demos).
+  std::optional<int64_t> slow_worker;
+  int64_t slow_ms = 0;
 };
 
 struct job_config {

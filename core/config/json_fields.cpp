@@ -1,40 +1,98 @@
+// object_reader: type and range checks of job file values, each failure recorded as one line
+// "<JSON pointer>: must be <expected>, got <compact JSON>".
 #include "core/config/json_fields.hpp"
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <sstream>
 
 namespace troupe {
 namespace {
 
+constexpr int64_t int64_max = std::numeric_limits<int64_t>::max();
+constexpr std::size_t size_max = std::numeric_limits<std::size_t>::max();
+
+// Bounds are round numbers; the default stream format keeps them short (0, 1, 1e-08).
 std::string format_number(double x) {
   std::ostringstream out;
   out << x;
   return out.str();
 }
 
-bool is_integer(const nlohmann::json& v) {
-  return v.is_number_integer() || v.is_number_unsigned();
+// The value when it is a JSON integer that fits int64_t. Booleans and floats (even 2.0) are not
+// integers: "2.5 replicas" is a mistake that rounding would hide.
+std::optional<int64_t> as_int64(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(int64_max))
+      return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer())
+    return v.get<int64_t>();
+  return std::nullopt;
 }
 
-std::string range_text(int64_t min, int64_t max) {
-  if (max == INT64_MAX)
-    return ">= " + std::to_string(min);
-  return "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+// "an integer >= 0" reads better than "in [0, 9223372036854775807]", unless the value was an
+// integer beyond int64_t: then the bound it broke must be visible.
+std::string integer_text(int64_t min, int64_t max, const nlohmann::json& got) {
+  const bool too_large = got.is_number_unsigned() && !as_int64(got);
+  if (max == int64_max && !too_large)
+    return "an integer >= " + std::to_string(min);
+  return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+}
+
+std::string number_text(double min, bool min_exclusive, double max, bool max_exclusive) {
+  if (max == HUGE_VAL)
+    return std::string(min_exclusive ? "> " : ">= ") + format_number(min);
+  return std::string("in ") + (min_exclusive ? "(" : "[") + format_number(min) + ", " +
+         format_number(max) + (max_exclusive ? ")" : "]");
+}
+
+bool in_range(double x, double min, bool min_exclusive, double max, bool max_exclusive) {
+  const bool above_min = min_exclusive ? x > min : x >= min;
+  const bool below_max = max_exclusive ? x < max : x <= max;
+  return above_min && below_max;
+}
+
+std::string array_text(std::size_t min_size, std::size_t max_size, const std::string& what) {
+  if (min_size == max_size)
+    return "an array of exactly " + std::to_string(min_size) + " " + what;
+  if (max_size == size_max) {
+    if (min_size == 0)
+      return "an array of " + what;
+    if (min_size == 1)
+      return "a non-empty array of " + what;
+    return "an array of at least " + std::to_string(min_size) + " " + what;
+  }
+  return "an array of " + std::to_string(min_size) + " to " + std::to_string(max_size) + " " + what;
 }
 
 }  // namespace
 
 std::string render_value(const nlohmann::json& value) {
-  return value.dump();
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+bool reported_at(const std::vector<std::string>& problems, const std::string& path) {
+  auto within = [](const std::string& inner, const std::string& outer) {
+    return inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
+           inner[outer.size()] == '/';
+  };
+  for (const auto& p : problems) {
+    const auto at = p.substr(0, p.find(": "));
+    if (at == path || at == "/" || within(path, at) || within(at, path))
+      return true;
+  }
+  return false;
 }
 
 object_reader::object_reader(const nlohmann::json& object, std::string path,
                              std::vector<std::string>& problems)
     : object_(object), path_(std::move(path)), problems_(problems), valid_(object.is_object()) {
   if (!valid_)
-    problems_.push_back((path_.empty() ? std::string("/") : path_) + ": must be an object, got " +
-                        render_value(object));
+    object_problem("must be an object, got " + render_value(object));
 }
 
 bool object_reader::has(const std::string& key) const {
@@ -55,68 +113,67 @@ void object_reader::problem(const std::string& key, const std::string& what) {
   problems_.push_back(path_of(key) + ": " + what);
 }
 
-void object_reader::mismatch(const std::string& key, const std::string& expected,
+void object_reader::object_problem(const std::string& what) {
+  problems_.push_back((path_.empty() ? std::string("/") : path_) + ": " + what);
+}
+
+void object_reader::skip(const std::string& key) {
+  if (has(key))
+    seen_.insert(key);
+}
+
+bool object_reader::mismatch(const std::string& key, const std::string& expected,
                              const nlohmann::json& got) {
   problem(key, "must be " + expected + ", got " + render_value(got));
+  return false;
 }
 
-void object_reader::integer(const std::string& key, int64_t& out, int64_t min, int64_t max) {
+bool object_reader::integer(const std::string& key, int64_t& out, int64_t min, int64_t max) {
   const auto* v = get(key);
   if (v == nullptr)
-    return;
-  const auto expected = "an integer " + range_text(min, max);
-  if (!is_integer(*v))
-    return mismatch(key, expected, *v);
-  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-    return mismatch(key, expected, *v);
-  const auto x = v->get<int64_t>();
-  if (x < min || x > max)
-    return mismatch(key, expected, *v);
-  out = x;
+    return true;
+  const auto x = as_int64(*v);
+  if (!x || *x < min || *x > max)
+    return mismatch(key, integer_text(min, max, *v), *v);
+  out = *x;
+  return true;
 }
 
-void object_reader::optional_integer(const std::string& key, std::optional<int64_t>& out,
+bool object_reader::optional_integer(const std::string& key, std::optional<int64_t>& out,
                                      int64_t min, int64_t max) {
   if (!has(key))
-    return;
-  int64_t x = min - 1;
-  const auto before = problems_.size();
-  integer(key, x, min, max);
-  if (problems_.size() == before)
-    out = x;
+    return true;
+  int64_t x = 0;
+  if (!integer(key, x, min, max))
+    return false;
+  out = x;
+  return true;
 }
 
-void object_reader::number(const std::string& key, double& out, double min, bool min_exclusive,
+bool object_reader::number(const std::string& key, double& out, double min, bool min_exclusive,
                            double max, bool max_exclusive) {
   const auto* v = get(key);
   if (v == nullptr)
-    return;
+    return true;
+  // is_number() is false for booleans, which nlohmann keeps apart from numbers.
   if (!v->is_number())
     return mismatch(key, "a number", *v);
   const double x = v->get<double>();
-  const bool below = min_exclusive ? !(x > min) : !(x >= min);
-  const bool above = max_exclusive ? !(x < max) : !(x <= max);
-  if (below || above) {
-    std::string expected;
-    if (max == HUGE_VAL) {
-      expected = std::string(min_exclusive ? "> " : ">= ") + format_number(min);
-    } else {
-      expected = std::string("in ") + (min_exclusive ? "(" : "[") + format_number(min) + ", " +
-                 format_number(max) + (max_exclusive ? ")" : "]");
-    }
-    // "must be > 0, got -0.1" rather than "must be a number > 0": the type was right.
-    return problem(key, "must be " + expected + ", got " + render_value(*v));
-  }
+  // "must be > 0, got -0.1" rather than "must be a number > 0": the type was right.
+  if (!in_range(x, min, min_exclusive, max, max_exclusive))
+    return mismatch(key, number_text(min, min_exclusive, max, max_exclusive), *v);
   out = x;
+  return true;
 }
 
-void object_reader::boolean(const std::string& key, bool& out) {
+bool object_reader::boolean(const std::string& key, bool& out) {
   const auto* v = get(key);
   if (v == nullptr)
-    return;
+    return true;
   if (!v->is_boolean())
     return mismatch(key, "true or false", *v);
   out = v->get<bool>();
+  return true;
 }
 
 std::optional<std::size_t> object_reader::choice(const std::string& key,
@@ -124,71 +181,76 @@ std::optional<std::size_t> object_reader::choice(const std::string& key,
   const auto* v = get(key);
   if (v == nullptr)
     return std::nullopt;
-  std::string list;
-  for (const auto& c : choices)
-    list += (list.empty() ? "\"" : ", \"") + c + "\"";
   if (v->is_string()) {
     const auto s = v->get<std::string>();
     for (std::size_t i = 0; i < choices.size(); ++i)
       if (choices[i] == s)
         return i;
   }
-  mismatch(key, "one of " + list, *v);
+  std::string list;
+  for (const auto& c : choices)
+    list += (list.empty() ? "\"" : ", \"") + c + "\"";
+  mismatch(key, choices.size() == 1 ? list : "one of " + list, *v);
   return std::nullopt;
 }
 
-void object_reader::string(const std::string& key, std::string& out,
+bool object_reader::string(const std::string& key, std::string& out,
                            bool (*valid_value)(const std::string&), const char* expected) {
   const auto* v = get(key);
   if (v == nullptr)
-    return;
+    return true;
   if (!v->is_string() || !valid_value(v->get<std::string>()))
     return mismatch(key, expected, *v);
   out = v->get<std::string>();
+  return true;
 }
 
-void object_reader::integer_array(const std::string& key, std::vector<int64_t>& out, int64_t min,
+bool object_reader::integer_array(const std::string& key, std::vector<int64_t>& out, int64_t min,
                                   int64_t max, std::size_t min_size, std::size_t max_size) {
   const auto* v = get(key);
   if (v == nullptr)
-    return;
-  const auto expected = "an array of " + std::to_string(min_size) + " to " +
-                        std::to_string(max_size) + " integers " + range_text(min, max);
+    return true;
+  const auto range = "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
   if (!v->is_array() || v->size() < min_size || v->size() > max_size)
-    return mismatch(key, expected, *v);
+    return mismatch(key, array_text(min_size, max_size, "integers " + range), *v);
   std::vector<int64_t> values;
   bool ok = true;
   for (std::size_t i = 0; i < v->size(); ++i) {
     const auto& e = (*v)[i];
-    if (!is_integer(e) || e.get<int64_t>() < min || e.get<int64_t>() > max) {
-      problem(key + "/" + std::to_string(i),
-              "must be an integer " + range_text(min, max) + ", got " + render_value(e));
-      ok = false;
-    } else {
-      values.push_back(e.get<int64_t>());
-    }
+    const auto x = as_int64(e);
+    if (!x || *x < min || *x > max)
+      ok = mismatch(key + "/" + std::to_string(i), integer_text(min, max, e), e);
+    else
+      values.push_back(*x);
   }
   if (ok)
     out = std::move(values);
+  return ok;
 }
 
-void object_reader::number_array(const std::string& key, std::vector<double>& out, double min,
+bool object_reader::number_array(const std::string& key, std::vector<double>& out, double min,
                                  double max_exclusive, std::size_t size) {
   const auto* v = get(key);
   if (v == nullptr)
-    return;
-  const auto range = "in [" + format_number(min) + ", " + format_number(max_exclusive) + ")";
+    return true;
+  const auto range = number_text(min, false, max_exclusive, true);
   if (!v->is_array() || v->size() != size)
-    return mismatch(key, "an array of " + std::to_string(size) + " numbers " + range, *v);
+    return mismatch(key, array_text(size, size, "numbers " + range), *v);
   std::vector<double> values;
+  bool ok = true;
   for (std::size_t i = 0; i < size; ++i) {
     const auto& e = (*v)[i];
-    if (!e.is_number() || !(e.get<double>() >= min) || !(e.get<double>() < max_exclusive))
-      return problem(key + "/" + std::to_string(i),
-                     "must be a number " + range + ", got " + render_value(e));
-    values.push_back(e.get<double>());
+    const auto at = key + "/" + std::to_string(i);
+    if (!e.is_number())
+      ok = mismatch(at, "a number", e);
+    else if (!in_range(e.get<double>(), min, false, max_exclusive, true))
+      ok = mismatch(at, range, e);
+    else
+      values.push_back(e.get<double>());
   }
-  out = std::move(values);
+  if (ok)
+    out = std::move(values);
+  return ok;
 }
 
 object_reader object_reader::object(const std::string& key) {
@@ -205,7 +267,7 @@ void object_reader::finish(const std::vector<std::string>& known) {
     list += (list.empty() ? "" : ", ") + k;
   for (const auto& item : object_.items())
     if (seen_.count(item.key()) == 0)
-      problem(item.key(), "unknown key (known here: " + list + ")");
+      problem(item.key(), "unknown key (known: " + list + ")");
 }
 
 }  // namespace troupe

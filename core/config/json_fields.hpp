@@ -13,43 +13,57 @@
 
 namespace troupe {
 
+/// Getters do nothing for a missing key (the default already in `out` stays) and return false
+/// exactly when they recorded a problem, so that checks across keys can skip bad values.
 class object_reader {
  public:
-  /// `path` is the object's JSON pointer ("" for the top level). A non-object is reported once
-  /// and every getter then does nothing.
+  /// `path` is the object's JSON pointer ("" for the top level, shown as "/"). A non-object is
+  /// reported once and every getter then does nothing.
   object_reader(const nlohmann::json& object, std::string path, std::vector<std::string>& problems);
 
   bool valid() const { return valid_; }
   bool has(const std::string& key) const;
   std::string path_of(const std::string& key) const { return path_ + "/" + key; }
+  /// Records "<path>/<key>: <what>".
   void problem(const std::string& key, const std::string& what);
+  /// Records "<path>: <what>", about the object as a whole.
+  void object_problem(const std::string& what);
+  /// Marks a key as read without checking it: when a section's type is bad, its type-specific
+  /// keys can be neither checked nor called unknown, and the bad type is problem enough.
+  void skip(const std::string& key);
 
-  void integer(const std::string& key, int64_t& out, int64_t min, int64_t max);
-  void optional_integer(const std::string& key, std::optional<int64_t>& out, int64_t min,
+  /// An integer in [min, max]. A float (even 2.0) or a boolean is not an integer.
+  bool integer(const std::string& key, int64_t& out, int64_t min, int64_t max);
+  bool optional_integer(const std::string& key, std::optional<int64_t>& out, int64_t min,
                         int64_t max);
-  /// `min_exclusive`: the value must be > min rather than >= min.
-  void number(const std::string& key, double& out, double min, bool min_exclusive, double max,
+  /// A number (not a boolean) between min and max; `*_exclusive` makes that end open, e.g. lr
+  /// must be > 0. Use HUGE_VAL for "no upper bound".
+  bool number(const std::string& key, double& out, double min, bool min_exclusive, double max,
               bool max_exclusive);
-  void boolean(const std::string& key, bool& out);
-  /// A string matching one of `choices`; returns its index (or nullopt, keeping the default).
+  bool boolean(const std::string& key, bool& out);
+  /// A string matching one of `choices`; returns its index, or nullopt (default kept) when the
+  /// key is missing or bad. has() tells the two apart.
   std::optional<std::size_t> choice(const std::string& key,
                                     const std::vector<std::string>& choices);
-  void string(const std::string& key, std::string& out, bool (*valid_value)(const std::string&),
+  /// A string that `valid_value` accepts; `expected` describes it after "must be".
+  bool string(const std::string& key, std::string& out, bool (*valid_value)(const std::string&),
               const char* expected);
-  /// An array of integers each in [min, max], with between min_size and max_size elements.
-  void integer_array(const std::string& key, std::vector<int64_t>& out, int64_t min, int64_t max,
+  /// An array of min_size..max_size integers, each in [min, max]. Every bad element is reported
+  /// at its own path ("/model/hidden/1"); `out` changes only when all of them are good.
+  bool integer_array(const std::string& key, std::vector<int64_t>& out, int64_t min, int64_t max,
                      std::size_t min_size, std::size_t max_size);
-  void number_array(const std::string& key, std::vector<double>& out, double min,
+  /// An array of exactly `size` numbers, each in [min, max_exclusive).
+  bool number_array(const std::string& key, std::vector<double>& out, double min,
                     double max_exclusive, std::size_t size);
-  /// A nested object; the returned reader reports into the same problem list.
+  /// A nested object (an empty one when missing); its reader reports into the same list.
   object_reader object(const std::string& key);
 
-  /// Reports every key that was not read, listing the known ones.
+  /// Reports every key that was neither read nor skipped as unknown, listing the known ones.
   void finish(const std::vector<std::string>& known);
 
  private:
   const nlohmann::json* get(const std::string& key);
-  void mismatch(const std::string& key, const std::string& expected, const nlohmann::json& got);
+  bool mismatch(const std::string& key, const std::string& expected, const nlohmann::json& got);
 
   const nlohmann::json& object_;
   std::string path_;
@@ -58,7 +72,12 @@ class object_reader {
   std::set<std::string> seen_;
 };
 
-/// Compact JSON of a value, as shown after "got".
+/// Compact JSON of a value, as shown after "got". Never throws (invalid UTF-8 in a --set
+/// string is replaced), so reporting one problem cannot raise another.
 std::string render_value(const nlohmann::json& value);
+
+/// Whether `problems` has one at `path`, inside it, or at an object that contains it. A check
+/// across sections skips fields already reported: it would compare against a default.
+bool reported_at(const std::vector<std::string>& problems, const std::string& path);
 
 }  // namespace troupe

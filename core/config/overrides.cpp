@@ -1,3 +1,5 @@
+// --set PATH=VALUE: walks (and creates) the dotted path in a job's JSON and stores the value,
+// reporting a bad assignment as one job_error problem that quotes it.
 #include "core/config/overrides.hpp"
 
 #include "core/errors.hpp"
@@ -24,7 +26,7 @@ std::vector<std::string> split_path(const std::string& path) {
 }
 
 bool is_index(const std::string& key) {
-  if (key.empty() || key.size() > 9)
+  if (key.empty())
     return false;
   for (char c : key)
     if (!std::isdigit(static_cast<unsigned char>(c)))
@@ -59,18 +61,20 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
   nlohmann::json result = job;
   nlohmann::json* node = &result;
   std::string pointer;
+  auto where = [&] { return pointer.empty() ? std::string("/") : pointer; };
   for (const auto& key : keys) {
     if (node->is_array()) {
       if (!is_index(key))
-        fail(pointer + " is an array: '" + key + "' is not an index");
-      const auto index = std::stoul(key);
+        fail(where() + " is an array: '" + key + "' is not an index");
+      // More digits than any real array's size would overflow stoul: out of range all the same.
+      const auto index = key.size() > 9 ? node->size() : std::stoul(key);
       if (index >= node->size())
-        fail(pointer + " has " + std::to_string(node->size()) + " elements, no index " + key);
+        fail(where() + " has " + std::to_string(node->size()) + " elements, no index " + key);
       node = &(*node)[index];
     } else if (node->is_object() || node->is_null()) {
       node = &(*node)[key];  // creates the key (and turns null into an object)
     } else {
-      fail((pointer.empty() ? std::string("/") : pointer) + " is not an object");
+      fail(where() + " is not an object");
     }
     pointer += "/" + key;
   }

@@ -1,3 +1,5 @@
+// Job validation: parse_job() checks every key of a job's JSON into a job_config, to_json()
+// writes the resolved job back, read_json_file() reports file and syntax errors by line.
 #include "core/config/parse_job.hpp"
 
 #include "core/config/json_fields.hpp"
@@ -7,8 +9,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace troupe {
 namespace {
@@ -23,13 +27,25 @@ const std::vector<std::string> model_names{"mlp", "cnn"};
 const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
 const std::vector<std::string> data_names{"fashion_mnist", "synthetic"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
-const std::vector<std::string> policy_names{"sync"};
+const std::vector<std::string> policy_names{"sync", "local_sgd"};
 
+// False when the value was bad (and reported); a missing key keeps the default.
 template <class Enum>
-void read_enum(object_reader& r, const std::string& key, const std::vector<std::string>& names,
+bool read_enum(object_reader& r, const std::string& key, const std::vector<std::string>& names,
                Enum& out) {
-  if (auto i = r.choice(key, names))
+  if (!r.has(key))
+    return true;
+  const auto i = r.choice(key, names);
+  if (i)
     out = static_cast<Enum>(*i);
+  return i.has_value();
+}
+
+// With a bad type, the keys that only some types take can be neither checked nor called
+// unknown: the bad type is the one problem worth reporting.
+void skip_all(object_reader& r, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    r.skip(key);
 }
 
 bool valid_name(const std::string& s) {
@@ -46,17 +62,17 @@ bool non_empty(const std::string& s) {
 }
 
 void read_model(object_reader r, model_config& m) {
-  read_enum(r, "type", model_names, m.kind);
+  if (!read_enum(r, "type", model_names, m.kind))
+    skip_all(r, {"channels", "kernel_size"});
   if (m.kind == model_kind::cnn)
     m.hidden = {128};
-  r.integer_array("hidden", m.hidden, 1, max_width, 0, 64);
+  r.integer_array("hidden", m.hidden, 1, max_width, 0, SIZE_MAX);
   read_enum(r, "activation", activation_names, m.activation);
   if (m.kind == model_kind::cnn) {
     r.integer_array("channels", m.channels, 1, max_channels, 1, max_conv_blocks);
     if (r.has("kernel_size")) {
       int64_t k = m.kernel_size;
-      r.integer("kernel_size", k, 1, 9);
-      if (k % 2 == 0)
+      if (r.integer("kernel_size", k, 1, 9) && k % 2 == 0)
         r.problem("kernel_size",
                   "must be odd (so padding keeps the image size), got " + std::to_string(k));
       else
@@ -69,7 +85,8 @@ void read_model(object_reader r, model_config& m) {
 }
 
 void read_data(object_reader r, data_config& d) {
-  read_enum(r, "type", data_names, d.kind);
+  if (!read_enum(r, "type", data_names, d.kind))
+    skip_all(r, {"path", "train_samples", "test_samples", "noise"});
   if (d.kind == data_kind::fashion_mnist) {
     r.string("path", d.path, non_empty, "a non-empty string (a folder)");
     r.finish({"type", "path"});
@@ -82,15 +99,16 @@ void read_data(object_reader r, data_config& d) {
 }
 
 void read_optimizer(object_reader r, optimizer_config& o) {
-  read_enum(r, "type", optimizer_names, o.kind);
+  if (!read_enum(r, "type", optimizer_names, o.kind))
+    skip_all(r, {"momentum", "nesterov", "betas", "eps"});
   if (o.kind == optimizer_kind::adam)
     o.lr = 0.001;
   r.number("lr", o.lr, 0, true, HUGE_VAL, false);
   r.number("weight_decay", o.weight_decay, 0, false, HUGE_VAL, false);
   if (o.kind == optimizer_kind::sgd) {
-    r.number("momentum", o.momentum, 0, false, 1, true);
-    r.boolean("nesterov", o.nesterov);
-    if (o.nesterov && o.momentum == 0)
+    // A bad momentum was not stored: comparing nesterov with the default would mislead.
+    const bool momentum_ok = r.number("momentum", o.momentum, 0, false, 1, true);
+    if (r.boolean("nesterov", o.nesterov) && momentum_ok && o.nesterov && o.momentum == 0)
       r.problem("nesterov", "needs momentum > 0, got true with momentum 0");
     r.finish({"type", "lr", "weight_decay", "momentum", "nesterov"});
   } else {
@@ -104,9 +122,8 @@ void read_optimizer(object_reader r, optimizer_config& o) {
 }
 
 void read_training(object_reader r, training_config& t) {
-  if (r.has("epochs") && r.has("steps")) {
-    r.problem("epochs", "give either epochs or steps, not both");
-  }
+  if (r.has("epochs") && r.has("steps"))
+    r.object_problem("give either epochs or steps, not both");
   if (r.has("steps"))
     t.epochs = 0;
   r.integer("epochs", t.epochs, 1, 1000000);
@@ -118,16 +135,25 @@ void read_training(object_reader r, training_config& t) {
 }
 
 void read_parallelism(object_reader r, parallelism_config& p) {
-  read_enum(r, "policy", policy_names, p.policy);
+  if (!read_enum(r, "policy", policy_names, p.policy))
+    skip_all(r, {"period", "average_momenta"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
-  r.finish({"policy", "replicas", "threads_per_replica"});
+  if (p.policy == policy_kind::local_sgd) {
+    r.integer("period", p.period, 1, 1000000);
+    r.boolean("average_momenta", p.average_momenta);
+    r.finish({"policy", "replicas", "threads_per_replica", "period", "average_momenta"});
+  } else {
+    r.finish({"policy", "replicas", "threads_per_replica"});
+  }
 }
 
 void read_faults(object_reader r, faults_config& f) {
   r.optional_integer("throw_worker", f.throw_worker, 0, INT64_MAX);
   r.integer("throw_step", f.throw_step, 0, INT64_MAX);
-  r.finish({"throw_worker", "throw_step"});
+  r.optional_integer("slow_worker", f.slow_worker, 0, INT64_MAX);
+  r.integer("slow_ms", f.slow_ms, 0, 3600 * 1000);
+  r.finish({"throw_worker", "throw_step", "slow_worker", "slow_ms"});
 }
 
 }  // namespace
@@ -166,17 +192,28 @@ job_config parse_job(const nlohmann::json& json) {
   read_faults(top.object("faults"), job.faults);
   top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "faults"});
 
-  // Checks across sections, made only when the fields involved were valid on their own.
-  if (problems.empty()) {
-    if (job.training.batch_size < job.parallelism.replicas)
+  // Checks across sections, made only when the fields involved were valid on their own: a bad
+  // value was not stored, and comparing the default in its place would report a phantom.
+  {
+    if (!reported_at(problems, "/training/batch_size") &&
+        !reported_at(problems, "/parallelism/replicas") &&
+        job.training.batch_size < job.parallelism.replicas)
       problems.push_back("/training/batch_size: must be at least parallelism.replicas (" +
                          std::to_string(job.parallelism.replicas) +
                          ") so every replica gets a sample each step, got " +
                          std::to_string(job.training.batch_size));
-    if (job.faults.throw_worker && *job.faults.throw_worker >= job.parallelism.replicas)
-      problems.push_back("/faults/throw_worker: must name a worker below parallelism.replicas (" +
-                         std::to_string(job.parallelism.replicas) + "), got " +
-                         std::to_string(*job.faults.throw_worker));
+    for (const auto& [key, worker] : {std::pair{"throw_worker", job.faults.throw_worker},
+                                      std::pair{"slow_worker", job.faults.slow_worker}})
+      if (worker && *worker >= job.parallelism.replicas &&
+          !reported_at(problems, "/parallelism/replicas"))
+        problems.push_back(
+            std::string("/faults/") + key + ": must name a worker below parallelism.replicas (" +
+            std::to_string(job.parallelism.replicas) + "), got " + std::to_string(*worker));
+    if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
+      problems.push_back(
+          "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "
+          "buffers), got true with " +
+          std::string(to_string(job.optimizer.kind)));
   }
   if (!problems.empty())
     throw job_error(std::move(problems));
@@ -217,23 +254,39 @@ nlohmann::ordered_json to_json(const job_config& job) {
     training["epochs"] = job.training.epochs;
   training["batch_size"] = job.training.batch_size;
   training["eval_interval"] = job.training.eval_interval;
+  json parallelism = {{"policy", to_string(job.parallelism.policy)},
+                      {"replicas", job.parallelism.replicas},
+                      {"threads_per_replica", job.parallelism.threads_per_replica}};
+  if (job.parallelism.policy == policy_kind::local_sgd) {
+    parallelism["period"] = job.parallelism.period;
+    parallelism["average_momenta"] = job.parallelism.average_momenta;
+  }
   json out = {{"name", job.name},
               {"seed", job.seed},
               {"model", model},
               {"data", data},
               {"optimizer", optimizer},
               {"training", training},
-              {"parallelism",
-               {{"policy", to_string(job.parallelism.policy)},
-                {"replicas", job.parallelism.replicas},
-                {"threads_per_replica", job.parallelism.threads_per_replica}}}};
-  if (job.faults.throw_worker)
-    out["faults"] = {{"throw_worker", *job.faults.throw_worker},
-                     {"throw_step", job.faults.throw_step}};
+              {"parallelism", parallelism}};
+  json faults = json::object();
+  if (job.faults.throw_worker) {
+    faults["throw_worker"] = *job.faults.throw_worker;
+    faults["throw_step"] = job.faults.throw_step;
+  }
+  if (job.faults.slow_worker) {
+    faults["slow_worker"] = *job.faults.slow_worker;
+    faults["slow_ms"] = job.faults.slow_ms;
+  }
+  if (!faults.empty())
+    out["faults"] = faults;
   return out;
 }
 
 nlohmann::json read_json_file(const std::string& path) {
+  // A folder opens fine as a stream and then reads as nothing: say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw job_error({path + ": cannot open: " + std::strerror(EISDIR)});
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw job_error({path + ": cannot open: " + std::strerror(errno)});

@@ -23,11 +23,18 @@ run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes
   for (int64_t r = 0; r < job.parallelism.replicas; ++r)
     p.rows_per_replica.push_back(
         shard_of(job.training.batch_size, job.parallelism.replicas, r).size());
-  // In-process sync: each worker hands its gradient to the coordinator and gets the combined
-  // one back, both float32 over every parameter (by handle, so no bytes are copied in-process).
-  const int64_t gradient_bytes = p.parameters * 4;
-  p.bytes_sent_per_step = gradient_bytes;
-  p.bytes_received_per_step = gradient_bytes;
+  // sync: each worker hands its gradient to the coordinator and gets the combined one back,
+  // float32 over every parameter, every step. local_sgd: its weights (and momenta when those
+  // are averaged too) every `period` steps, averaged here per step. In-process these travel by
+  // handle; the figures are what a step moves between processes.
+  const int64_t tensor_bytes = p.parameters * 4;
+  if (job.parallelism.policy == policy_kind::local_sgd) {
+    const int64_t per_round = tensor_bytes * (job.parallelism.average_momenta ? 2 : 1);
+    p.bytes_sent_per_step = per_round / job.parallelism.period;
+  } else {
+    p.bytes_sent_per_step = tensor_bytes;
+  }
+  p.bytes_received_per_step = p.bytes_sent_per_step;
   p.threads_total = job.parallelism.replicas * job.parallelism.threads_per_replica;
   p.hardware_threads = std::thread::hardware_concurrency();
   return p;
@@ -36,8 +43,11 @@ run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes
 std::string render_plan(const job_config& job, const run_plan& p) {
   std::ostringstream out;
   out << "job " << job.name << " (seed " << job.seed << ")\n";
-  out << "  policy: " << to_string(job.parallelism.policy) << ", " << job.parallelism.replicas
-      << " replica(s) x " << job.parallelism.threads_per_replica
+  out << "  policy: " << to_string(job.parallelism.policy);
+  if (job.parallelism.policy == policy_kind::local_sgd)
+    out << " (average every " << job.parallelism.period << " steps"
+        << (job.parallelism.average_momenta ? ", momenta too" : "") << ")";
+  out << ", " << job.parallelism.replicas << " replica(s) x " << job.parallelism.threads_per_replica
       << " thread(s) = " << p.threads_total << " thread(s) on " << p.hardware_threads
       << " hardware thread(s)";
   if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
@@ -55,8 +65,10 @@ std::string render_plan(const job_config& job, const run_plan& p) {
       << " per epoch) of global batch " << job.training.batch_size << ", rows per replica:";
   for (auto rows : p.rows_per_replica)
     out << ' ' << rows;
-  out << "\n  per worker and step: sends " << p.bytes_sent_per_step << " bytes, receives "
-      << p.bytes_received_per_step << " bytes (by handle in-process)\n";
+  out << "\n  per worker and step"
+      << (job.parallelism.policy == policy_kind::local_sgd ? " (mean)" : "") << ": sends "
+      << p.bytes_sent_per_step << " bytes, receives " << p.bytes_received_per_step
+      << " bytes (by handle in-process)\n";
   return out.str();
 }
 

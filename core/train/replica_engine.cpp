@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/optim/sgd.h>
 
 #include <cmath>
 #include <string>
@@ -29,7 +30,8 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
       data_(std::move(data)),
       model_(build_model(job.model, data_->classes)),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
-      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)) {
+      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)),
+      scale_to_global_(job.parallelism.policy == policy_kind::sync) {
   flat_ = std::make_unique<flat_parameters>(*model_);
   TORCH_CHECK(initial_weights.numel() == flat_->size(), "initial weights have ",
               initial_weights.numel(), " elements, the model has ", flat_->size());
@@ -52,7 +54,7 @@ gradient_result replica_engine::compute_gradient(int64_t step) {
   if (!std::isfinite(value))
     throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step) +
                          " on replica " + std::to_string(rank_));
-  if (rows_.size() != global_batch_)
+  if (scale_to_global_ && rows_.size() != global_batch_)
     loss = loss * (static_cast<double>(rows_.size()) / static_cast<double>(global_batch_));
   loss.backward();
   return {value, rows_.size()};
@@ -66,6 +68,53 @@ void replica_engine::apply(const at::Tensor& combined) {
       flat_->grads().copy_(combined);
   }
   optimizer_->step();
+}
+
+void replica_engine::set_weights(const at::Tensor& flat) {
+  torch::NoGradGuard no_grad;
+  if (!flat.is_same(flat_->weights()))
+    flat_->weights().copy_(flat);
+}
+
+namespace {
+
+// SGD keeps one momentum buffer per parameter, created at its first step.
+torch::optim::SGDParamState* momentum_state(torch::optim::Optimizer& optimizer,
+                                            const at::Tensor& param) {
+  auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
+  TORCH_CHECK(sgd != nullptr, "momentum averaging needs the sgd optimizer");
+  auto it = sgd->state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  if (it == sgd->state().end())
+    return nullptr;
+  return static_cast<torch::optim::SGDParamState*>(it->second.get());
+}
+
+}  // namespace
+
+at::Tensor replica_engine::momenta() const {
+  std::vector<at::Tensor> parts;
+  for (const auto& p : model_->parameters()) {
+    auto* state = momentum_state(*optimizer_, p);
+    parts.push_back(state != nullptr && state->momentum_buffer().defined()
+                        ? state->momentum_buffer().reshape({-1})
+                        : at::zeros({p.numel()}, p.options()));
+  }
+  return at::cat(parts);
+}
+
+void replica_engine::set_momenta(const at::Tensor& flat) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (const auto& p : model_->parameters()) {
+    const int64_t n = p.numel();
+    auto* state = momentum_state(*optimizer_, p);
+    auto slice = flat.narrow(0, offset, n).view(p.sizes());
+    if (state != nullptr && state->momentum_buffer().defined())
+      state->momentum_buffer().copy_(slice);
+    offset += n;
+  }
+  TORCH_CHECK(offset == flat.numel(), "set_momenta: ", flat.numel(), " values for ", offset,
+              " parameters");
 }
 
 evaluation_result replica_engine::evaluate() {

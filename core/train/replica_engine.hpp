@@ -36,16 +36,26 @@ class replica_engine {
   ~replica_engine();
 
   /// Zeroes the gradient, then runs forward and backward on this rank's rows of `step`'s global
-  /// batch. The gradient left in gradient() is scaled by rows/global batch, so the sum of all
-  /// replicas' gradients is the gradient of the global batch's mean loss.
+  /// batch. Under sync the gradient left in gradient() is scaled by rows/global batch, so the
+  /// sum of all replicas' gradients is the gradient of the global batch's mean loss; under
+  /// local_sgd it is the gradient of this replica's own mean loss (it steps alone).
   /// Throws diverged_error on a non-finite loss.
   gradient_result compute_gradient(int64_t step);
 
   /// The flat gradient buffer. Must not be modified while another actor reads it.
   const at::Tensor& gradient() const { return flat_->grads(); }
 
-  /// Makes `combined` this replica's gradient and takes one optimizer step.
+  /// Makes `combined` this replica's gradient and takes one optimizer step. Passing gradient()
+  /// steps on this replica's own gradient.
   void apply(const at::Tensor& combined);
+
+  /// Overwrites the weights (e.g. with the replicas' average).
+  void set_weights(const at::Tensor& flat);
+
+  /// SGD's momentum buffers, concatenated in parameter order (zeros before the first step).
+  /// Throws for other optimizers.
+  at::Tensor momenta() const;
+  void set_momenta(const at::Tensor& flat);
 
   /// Evaluates this rank's share of the test set.
   evaluation_result evaluate();
@@ -63,6 +73,7 @@ class replica_engine {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;
   row_range rows_;
+  bool scale_to_global_;  ///< see compute_gradient
 };
 
 /// The flat weights a job starts from: the model's default initialization under the job's seed.

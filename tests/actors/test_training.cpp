@@ -118,4 +118,66 @@ TEST_SUITE("training") {
     CHECK(r.error.find("interrupted") != std::string::npos);
     CHECK(r.steps < 1000);
   }
+
+  TEST_CASE("local_sgd with period 1 is sync training (SGD with momentum, even and uneven)") {
+    for (int64_t replicas : {2, 3}) {
+      CAPTURE(replicas);
+      auto sync = test::small_job(replicas, 40);
+      auto local = sync;
+      local.parallelism.policy = policy_kind::local_sgd;
+      local.parallelism.period = 1;
+      auto data = test::small_data(sync);
+      auto a = run_training(sync, data, {});
+      auto b = run_training(local, data, {});
+      REQUIRE(a.status == "succeeded");
+      REQUIRE(b.status == "succeeded");
+      CHECK(b.steps == 40);
+      CHECK(max_abs_diff(a.final_weights, b.final_weights) <= 1e-6);
+    }
+  }
+
+  TEST_CASE("local_sgd with a longer period learns, ends on one model, reports every step") {
+    for (bool momenta : {false, true}) {
+      CAPTURE(momenta);
+      auto job = test::small_job(2, 60);
+      job.parallelism.policy = policy_kind::local_sgd;
+      job.parallelism.period = 7;  // averaging also at evaluations (every 10) and the end
+      job.parallelism.average_momenta = momenta;
+      int steps_seen = 0;
+      run_options options;
+      options.on_progress = [&](const progress_update& p) { steps_seen += !p.evaluation; };
+      auto r = run_training(job, test::small_data(job), options);
+      REQUIRE(r.status == "succeeded");
+      CHECK(r.steps == 60);
+      CHECK(steps_seen == 60);
+      CHECK(*r.test_accuracy > 0.9);
+      CHECK(r.workers[1].steps == 60);
+      // A longer period must differ from sync: replicas really stepped alone in between.
+      auto sync = job;
+      sync.parallelism.policy = policy_kind::sync;
+      auto s = run_training(sync, test::small_data(job), {});
+      CHECK(max_abs_diff(r.final_weights, s.final_weights) > 1e-4);
+    }
+  }
+
+  TEST_CASE("a failure under local_sgd is reported like under sync") {
+    auto job = test::small_job(2, 50);
+    job.parallelism.policy = policy_kind::local_sgd;
+    job.faults.throw_worker = 0;
+    job.faults.throw_step = 12;
+    auto r = run_training(job, test::small_data(job), {});
+    CHECK(r.status == "failed");
+    CHECK(r.error.find("worker 0 failed") != std::string::npos);
+  }
+
+  TEST_CASE("a slowed worker makes the others wait under sync") {
+    auto job = test::small_job(2, 10);
+    job.faults.slow_worker = 1;
+    job.faults.slow_ms = 20;
+    auto r = run_training(job, test::small_data(job), {});
+    REQUIRE(r.status == "succeeded");
+    // Worker 0 waits for worker 1's extra 20 ms in each of the 10 steps.
+    CHECK(r.workers[0].comm_s >= 10 * 0.015);
+    CHECK(r.workers[1].compute_s >= 10 * 0.020);
+  }
 }

@@ -99,6 +99,11 @@ expect 2 "not empty" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out
 expect 0 "succeeded" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" --force \
   --set training.steps=5 --quiet
 
+# --- local SGD through the command line ---------------------------------------------------------
+expect 0 "local_sgd (average every 4 steps" -- "$troupe" run "$root/configs/synthetic_smoke.json" \
+  --out "$tmp/run_local" --set 'parallelism={"policy": "local_sgd", "period": 4, "replicas": 2}'
+[ "$(json_field "$tmp/run_local/summary.json" status)" = succeeded ] && pass || fail "local_sgd run"
+
 # --- failures: exit 1, summary.json says failed and why ----------------------------------------
 out="$tmp/run_fault"
 expect 1 "worker 1 failed" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" \
