@@ -1,8 +1,10 @@
 #include "actors/coordinator.hpp"
 
 #include "core/collective/sum_in_order.hpp"
+#include "core/policy/async_policy.hpp"
 #include "core/policy/local_sgd_schedule.hpp"
 #include "core/policy/sync_policy.hpp"
+#include "core/train/replica_engine.hpp"
 #include "core/train/run_tracker.hpp"
 #include "messages/error_code.hpp"
 
@@ -31,6 +33,11 @@ struct coordinator_state {
   std::map<int64_t, std::vector<step_part>> step_reports;
   std::vector<at::Tensor> final_weights;  ///< by rank, after the last step
   int64_t weights_received = 0;
+  std::optional<async_policy> async;       ///< async: when a worker may go on
+  std::unique_ptr<replica_engine> server;  ///< async: the master weights and optimizer
+  std::vector<std::chrono::steady_clock::time_point> waiting_since;  ///< async: by rank
+  std::vector<step_part> async_parts;  ///< async: pushes since the last completed global step
+  int64_t workers_done = 0;            ///< async: workers that did every step
   caf::typed_response_promise<run_report> promise;
   bool finished = false;
   static inline const char* name = "coordinator";
@@ -151,6 +158,81 @@ void complete_averaging(self_pointer self, const policy_decision& decision, int6
     self->send(w, averaged_atom_v, meta, averaged, averaged_momenta);
 }
 
+// async: hands `rank` the current weights and the step to compute on them.
+void send_params(self_pointer self, std::size_t rank) {
+  auto& st = self->state;
+  // A snapshot: the master weights change with the next push while the worker computes.
+  self->send(st.workers[rank], params_atom_v, st.async->version(), st.async->clock(rank),
+             st.server->weights().clone());
+}
+
+// async: lets `rank` start its next step now, or records that the bound holds it back.
+void async_pull(self_pointer self, std::size_t rank) {
+  auto& st = self->state;
+  const auto d = st.async->on_pull(rank);
+  if (d.what == async_decision::kind::rejected)
+    return fail_protocol(self, d.reason);
+  if (d.what == async_decision::kind::wait)
+    st.waiting_since[rank] = std::chrono::steady_clock::now();
+  else
+    send_params(self, rank);
+}
+
+// async: the server evaluates the master weights on the whole test set.
+void async_evaluate(self_pointer self, int64_t step) {
+  auto& st = self->state;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = st.server->evaluate({0, st.options.setup->data->test.size()});
+  const double eval_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto progress = st.tracker->on_eval_shard(0, step, r.loss_sum, r.correct, r.count, eval_s, 1);
+  if (progress && st.options.on_progress)
+    st.options.on_progress(*progress);
+}
+
+// async, on each push: apply it at once; every `replicas` pushes make one global step (the
+// same samples as a sync step); release workers the push let through; move the pusher on.
+void async_push(self_pointer self, const gradient_meta& meta, const at::Tensor& grad) {
+  auto& st = self->state;
+  const auto& setup = *st.options.setup;
+  const auto rank = static_cast<std::size_t>(meta.worker);
+  const auto d = st.async->on_push(rank);
+  if (d.what == async_decision::kind::rejected)
+    return fail_protocol(self, d.reason);
+  const double lr_scale = setup.job.parallelism.staleness_lr_scaling
+                              ? 1.0 / (1.0 + static_cast<double>(d.staleness))
+                              : 1.0;
+  st.server->apply(grad, lr_scale);
+  st.tracker->on_applied(meta.worker, meta.step, d.version, d.staleness);
+  st.async_parts.push_back({meta.worker, meta.loss, meta.samples});
+  const auto replicas = static_cast<int64_t>(st.workers.size());
+  if (d.version % replicas == 0) {
+    const int64_t step = d.version / replicas - 1;
+    auto parts = std::move(st.async_parts);
+    st.async_parts.clear();
+    std::sort(parts.begin(), parts.end(),
+              [](const step_part& a, const step_part& b) { return a.worker < b.worker; });
+    step_completed(self, step, parts, 0.0);
+    if (st.finished)
+      return;
+    if (should_evaluate(step, setup.total_steps, setup.steps_per_epoch,
+                        setup.job.training.eval_interval))
+      async_evaluate(self, step);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (auto r : d.released) {
+    st.tracker->on_waited(static_cast<int64_t>(r), st.async->clock(r),
+                          std::chrono::duration<double>(now - st.waiting_since[r]).count());
+    send_params(self, r);
+  }
+  if (st.async->clock(rank) < setup.total_steps)
+    return async_pull(self, rank);
+  if (++st.workers_done == replicas) {
+    st.final_weights[0] = st.server->weights().clone();
+    finish(self, "");
+  }
+}
+
 // Keeps a worker's contribution to the round in progress, then acts on the policy's verdict.
 template <class Complete>
 void contribute(self_pointer self, const gradient_meta& meta, at::Tensor tensor, at::Tensor momenta,
@@ -181,6 +263,10 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       next_averaging_step(0, setup.job.parallelism.period, setup.total_steps, setup.steps_per_epoch,
                           setup.job.training.eval_interval);
   st.tracker.emplace(replicas, setup.total_steps, setup.steps_per_epoch, st.options.metrics);
+  if (setup.job.parallelism.policy == policy_kind::async) {
+    st.async.emplace(static_cast<std::size_t>(replicas), setup.job.parallelism.max_staleness);
+    st.waiting_since.resize(static_cast<std::size_t>(replicas));
+  }
 
   // A worker that ends before the run finished has failed: say which one and why.
   self->set_down_handler([self](caf::down_msg& msg) {
@@ -211,6 +297,15 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
           self->monitor(w);
           st.workers.push_back(w);
         }
+        if (st.async) {
+          const auto& setup = *st.options.setup;
+          st.server =
+              std::make_unique<replica_engine>(setup.job, setup.data, setup.initial_weights, 0);
+          st.tracker->start();
+          for (std::size_t rank = 0; rank < st.workers.size(); ++rank)
+            async_pull(self, rank);
+          return st.promise;
+        }
         st.tracker->start();
         for (auto& w : st.workers)
           self->send(w, compute_atom_v, int64_t{0});
@@ -236,6 +331,9 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
         const auto step = meta.step;
         contribute(self, meta, weights, momenta,
                    [self, step](const policy_decision& d) { complete_averaging(self, d, step); });
+      },
+      [self](push_atom, const gradient_meta& meta, int64_t, const at::Tensor& grad) {
+        async_push(self, meta, grad);
       },
       [self](const step_stats& s) {
         auto& st = self->state;

@@ -23,6 +23,8 @@ struct replica_worker_state {
   clock_type::time_point sent_at;  ///< when the last gradient left
   double compute_s = 0;            ///< of the step in flight
   double apply_s = 0;              ///< of the step in flight, before its exchange
+  double comm_s = 0;               ///< async: waited for the weights of the step in flight
+  int64_t version = 0;             ///< async: version of the weights in hand
   double loss = 0;                 ///< of the step in flight
   int64_t samples = 0;             ///< of the step in flight
   static inline const char* name = "replica_worker";
@@ -44,6 +46,13 @@ double seconds_since(clock_type::time_point t) {
 void maybe_inject_fault(const faults_config& faults, int64_t rank, int64_t step) {
   if (faults.throw_worker && *faults.throw_worker == rank && faults.throw_step == step)
     at::mm(at::ones({2, 3}), at::ones({4, 5}));
+}
+
+// Built lazily, in a handler, so that its exceptions reach the exception handler.
+void ensure_engine(replica_worker_state& st) {
+  if (!st.engine)
+    st.engine = std::make_unique<replica_engine>(st.setup->job, st.setup->data,
+                                                 st.setup->initial_weights, st.rank);
 }
 
 // Sleeps for `faults.slow_ms` on the slowed worker: a straggler for demos and tests.
@@ -76,9 +85,7 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
   auto& st = self->state;
   const auto& setup = *st.setup;
   const auto start = clock_type::now();
-  if (!st.engine)  // built lazily so that its exceptions reach the exception handler
-    st.engine =
-        std::make_unique<replica_engine>(setup.job, setup.data, setup.initial_weights, st.rank);
+  ensure_engine(st);
   maybe_inject_fault(setup.job.faults, st.rank, step);
   maybe_slow_down(setup.job.faults, st.rank);
   const auto result = st.engine->compute_gradient(step);
@@ -89,6 +96,15 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
   if (setup.job.parallelism.policy == policy_kind::sync) {
     self->send(st.coordinator, gradient_atom_v,
                gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->gradient());
+    return;
+  }
+  if (setup.job.parallelism.policy == policy_kind::async) {
+    // comm_s: how long this worker waited for the weights it just computed on.
+    self->send(st.coordinator,
+               step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
+    self->send(st.coordinator, push_atom_v,
+               gradient_meta{st.rank, step, result.loss, result.samples}, st.version,
+               st.engine->gradient());
     return;
   }
   // local_sgd: step alone; exchange weights only at averaging steps.
@@ -129,6 +145,14 @@ replica_worker_actor::behavior_type replica_worker(
         const auto apply_start = clock_type::now();
         st.engine->apply(combined);
         finish_step(self, meta, comm_s, seconds_since(apply_start));
+      },
+      [self](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
+        auto& st = self->state;
+        st.comm_s = step > 0 ? seconds_since(st.sent_at) : 0.0;
+        ensure_engine(st);
+        st.engine->set_weights(weights);
+        st.version = version;
+        compute_step(self, step);
       },
       [self](averaged_atom, const update_meta& meta, const at::Tensor& weights,
              const at::Tensor& momenta) {

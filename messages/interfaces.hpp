@@ -9,17 +9,20 @@
 
 namespace troupe {
 
-/// A data-parallel replica: computes gradients on its shard, applies combined ones.
+/// A data-parallel replica: computes gradients on its shard; under sync applies combined ones,
+/// under local_sgd steps alone, under async computes on weights the coordinator sends.
 using replica_worker_actor =
     caf::typed_actor<caf::reacts_to<compute_atom, int64_t>,
                      caf::reacts_to<update_atom, update_meta, at::Tensor>,
-                     caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>>;
+                     caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>,
+                     caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>>;
 
 /// The coordinator: runs a job to the end and answers the run request with its report.
 using coordinator_actor =
     caf::typed_actor<caf::replies_to<run_atom>::with<run_report>,
                      caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
                      caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
+                     caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>,
                      caf::reacts_to<step_stats>, caf::reacts_to<eval_report>,
                      caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
 

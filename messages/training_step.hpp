@@ -8,8 +8,13 @@
 //   worker -> coordinator  (average_atom, gradient_meta, weights, momenta)
 //   coordinator -> worker  (averaged_atom, update_meta, weights, momenta)
 //   (momenta is an undefined tensor unless parallelism.average_momenta is set)
-// both, after the last step:
+// sync and local_sgd, after the last step:
 //   worker -> coordinator  (weights_atom, rank, weights)
+// async (parameter server: the coordinator holds the weights and the optimizer):
+//   coordinator -> worker  (params_atom, version, step, weights)   compute `step` on these
+//   worker -> coordinator  (push_atom, gradient_meta, version, grad)
+//   the coordinator applies each push at once; it sends the next weights when the staleness
+//   bound lets the worker go on, and nothing once the worker has done every step.
 //
 // Control fields travel in inspectable structs; tensors travel beside them as separate message
 // elements, by handle inside a process (no copy). A sender never writes to a tensor it has sent

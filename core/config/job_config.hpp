@@ -61,7 +61,7 @@ struct training_config {
   int64_t eval_interval = 0;
 };
 
-enum class policy_kind { sync, local_sgd };
+enum class policy_kind { sync, local_sgd, async };
 
 struct parallelism_config {
   policy_kind policy = policy_kind::sync;
@@ -72,6 +72,11 @@ struct parallelism_config {
   int64_t period = 8;
   /// local_sgd + sgd only: average the momentum buffers too, not only the weights.
   bool average_momenta = false;
+  /// async only: how many steps a worker may run ahead of the slowest live worker (stale-
+  /// synchronous parallel); unset means unbounded. 0 keeps all workers on the same clock.
+  std::optional<int64_t> max_staleness;
+  /// async only: apply a gradient of staleness k with lr / (1 + k).
+  bool staleness_lr_scaling = false;
 };
 
 /// Fault injection, for tests and demos of failure handling. Off unless set.

@@ -27,7 +27,7 @@ const std::vector<std::string> model_names{"mlp", "cnn"};
 const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
 const std::vector<std::string> data_names{"fashion_mnist", "synthetic"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
-const std::vector<std::string> policy_names{"sync", "local_sgd"};
+const std::vector<std::string> policy_names{"sync", "local_sgd", "async"};
 
 // False when the value was bad (and reported); a missing key keeps the default.
 template <class Enum>
@@ -136,13 +136,18 @@ void read_training(object_reader r, training_config& t) {
 
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
-    skip_all(r, {"period", "average_momenta"});
+    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   if (p.policy == policy_kind::local_sgd) {
     r.integer("period", p.period, 1, 1000000);
     r.boolean("average_momenta", p.average_momenta);
     r.finish({"policy", "replicas", "threads_per_replica", "period", "average_momenta"});
+  } else if (p.policy == policy_kind::async) {
+    r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
+    r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);
+    r.finish(
+        {"policy", "replicas", "threads_per_replica", "max_staleness", "staleness_lr_scaling"});
   } else {
     r.finish({"policy", "replicas", "threads_per_replica"});
   }
@@ -260,6 +265,12 @@ nlohmann::ordered_json to_json(const job_config& job) {
   if (job.parallelism.policy == policy_kind::local_sgd) {
     parallelism["period"] = job.parallelism.period;
     parallelism["average_momenta"] = job.parallelism.average_momenta;
+  }
+  if (job.parallelism.policy == policy_kind::async) {
+    // An unbounded staleness is the key's absence, so the resolved job leaves it out.
+    if (job.parallelism.max_staleness)
+      parallelism["max_staleness"] = *job.parallelism.max_staleness;
+    parallelism["staleness_lr_scaling"] = job.parallelism.staleness_lr_scaling;
   }
   json out = {{"name", job.name},
               {"seed", job.seed},

@@ -28,6 +28,7 @@ run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes
   // are averaged too) every `period` steps, averaged here per step. In-process these travel by
   // handle; the figures are what a step moves between processes.
   const int64_t tensor_bytes = p.parameters * 4;
+  // async: each step a worker pushes its gradient and pulls the weights, every parameter each.
   if (job.parallelism.policy == policy_kind::local_sgd) {
     const int64_t per_round = tensor_bytes * (job.parallelism.average_momenta ? 2 : 1);
     p.bytes_sent_per_step = per_round / job.parallelism.period;
@@ -47,6 +48,11 @@ std::string render_plan(const job_config& job, const run_plan& p) {
   if (job.parallelism.policy == policy_kind::local_sgd)
     out << " (average every " << job.parallelism.period << " steps"
         << (job.parallelism.average_momenta ? ", momenta too" : "") << ")";
+  if (job.parallelism.policy == policy_kind::async)
+    out << " (parameter server, max staleness "
+        << (job.parallelism.max_staleness ? std::to_string(*job.parallelism.max_staleness)
+                                          : std::string("unbounded"))
+        << (job.parallelism.staleness_lr_scaling ? ", lr / (1 + staleness)" : "") << ")";
   out << ", " << job.parallelism.replicas << " replica(s) x " << job.parallelism.threads_per_replica
       << " thread(s) = " << p.threads_total << " thread(s) on " << p.hardware_threads
       << " hardware thread(s)";

@@ -60,14 +60,25 @@ gradient_result replica_engine::compute_gradient(int64_t step) {
   return {value, rows_.size()};
 }
 
-void replica_engine::apply(const at::Tensor& combined) {
+void replica_engine::apply(const at::Tensor& combined, double lr_scale) {
   {
     torch::NoGradGuard no_grad;
     // With one replica the combined gradient is this replica's own buffer: nothing to copy.
     if (!combined.is_same(flat_->grads()))
       flat_->grads().copy_(combined);
   }
+  if (lr_scale == 1.0) {
+    optimizer_->step();
+    return;
+  }
+  std::vector<double> base;
+  for (auto& group : optimizer_->param_groups()) {
+    base.push_back(group.options().get_lr());
+    group.options().set_lr(base.back() * lr_scale);
+  }
   optimizer_->step();
+  for (std::size_t i = 0; i < base.size(); ++i)
+    optimizer_->param_groups()[i].options().set_lr(base[i]);
 }
 
 void replica_engine::set_weights(const at::Tensor& flat) {
@@ -118,8 +129,11 @@ void replica_engine::set_momenta(const at::Tensor& flat) {
 }
 
 evaluation_result replica_engine::evaluate() {
+  return evaluate(shard_of(data_->test.size(), replicas_, rank_));
+}
+
+evaluation_result replica_engine::evaluate(row_range rows) {
   torch::NoGradGuard no_grad;
-  const auto rows = shard_of(data_->test.size(), replicas_, rank_);
   evaluation_result result;
   for (int64_t begin = rows.begin; begin < rows.end; begin += eval_chunk) {
     const int64_t n = std::min(eval_chunk, rows.end - begin);

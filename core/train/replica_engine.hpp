@@ -46,8 +46,9 @@ class replica_engine {
   const at::Tensor& gradient() const { return flat_->grads(); }
 
   /// Makes `combined` this replica's gradient and takes one optimizer step. Passing gradient()
-  /// steps on this replica's own gradient.
-  void apply(const at::Tensor& combined);
+  /// steps on this replica's own gradient. `lr_scale` multiplies the learning rate for this step
+  /// only (the async policy's staleness scaling).
+  void apply(const at::Tensor& combined, double lr_scale = 1.0);
 
   /// Overwrites the weights (e.g. with the replicas' average).
   void set_weights(const at::Tensor& flat);
@@ -57,8 +58,9 @@ class replica_engine {
   at::Tensor momenta() const;
   void set_momenta(const at::Tensor& flat);
 
-  /// Evaluates this rank's share of the test set.
+  /// Evaluates this rank's share of the test set, or the given rows of it.
   evaluation_result evaluate();
+  evaluation_result evaluate(row_range rows);
 
   const at::Tensor& weights() const { return flat_->weights(); }
   const flat_parameters& parameters() const { return *flat_; }

@@ -10,9 +10,11 @@ nlohmann::json optional_json(const std::optional<T>& x) {
 
 }  // namespace
 
-nlohmann::json to_json(const worker_report& w) {
+nlohmann::json to_json(const worker_report& w, double wall_s) {
   const double busy = w.compute_s + w.comm_s + w.apply_s;
   return {{"rank", w.rank},
+          {"wait_s", w.wait_s},
+          {"wait_fraction", wall_s > 0 ? w.wait_s / wall_s : 0.0},
           {"steps", w.steps},
           {"samples", w.samples},
           {"compute_s", w.compute_s},
@@ -25,7 +27,7 @@ nlohmann::json to_json(const worker_report& w) {
 nlohmann::json to_json(const run_report& r) {
   nlohmann::json workers = nlohmann::json::array();
   for (const auto& w : r.workers)
-    workers.push_back(to_json(w));
+    workers.push_back(to_json(w, r.wall_s));
   nlohmann::json j = {{"status", r.status},
                       {"wall_s", r.wall_s},
                       {"train_s", r.train_s},
@@ -37,6 +39,12 @@ nlohmann::json to_json(const run_report& r) {
                       {"test_accuracy", optional_json(r.test_accuracy)},
                       {"replicas", r.replicas},
                       {"workers", workers}};
+  if (!r.staleness_histogram.empty()) {
+    nlohmann::json histogram = nlohmann::json::object();
+    for (const auto& [staleness, count] : r.staleness_histogram)
+      histogram[std::to_string(staleness)] = count;
+    j["staleness_histogram"] = histogram;
+  }
   if (!r.error.empty())
     j["error"] = r.error;
   return j;

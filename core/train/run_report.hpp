@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct worker_report {
   double comm_s = 0;     ///< from sending its gradient to receiving the combined one
   double apply_s = 0;    ///< copying the combined gradient in and the optimizer step
   double eval_s = 0;     ///< evaluating its share of the test set
+  double wait_s = 0;     ///< async: held back by the staleness bound
 };
 
 struct run_report {
@@ -35,12 +37,15 @@ struct run_report {
   std::optional<double> test_loss;         ///< of the last evaluation
   std::optional<double> test_accuracy;     ///< of the last evaluation
   std::vector<worker_report> workers;
+  /// async: how many applied gradients had each staleness (versions between pull and push).
+  std::map<int64_t, int64_t> staleness_histogram;
   at::Tensor final_weights;  ///< flat; undefined if the run failed before collecting them
 
   double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0; }
 };
 
-nlohmann::json to_json(const worker_report& w);
+/// `wall_s` turns the worker's wait into the fraction of the run it spent waiting.
+nlohmann::json to_json(const worker_report& w, double wall_s);
 nlohmann::json to_json(const run_report& r);
 
 }  // namespace troupe

@@ -130,6 +130,23 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker, int64_
   return p;
 }
 
+void run_tracker::on_applied(int64_t worker, int64_t step, int64_t version, int64_t staleness) {
+  staleness_histogram_[staleness] += 1;
+  if (metrics_ != nullptr)
+    metrics_->write({{"event", "applied"},
+                     {"worker", worker},
+                     {"clock", step + 1},
+                     {"version", version},
+                     {"staleness", staleness}});
+}
+
+void run_tracker::on_waited(int64_t worker, int64_t step, double wait_s) {
+  if (worker >= 0 && worker < static_cast<int64_t>(workers_.size()))
+    workers_[static_cast<std::size_t>(worker)].wait_s += wait_s;
+  if (metrics_ != nullptr)
+    metrics_->write({{"event", "waited"}, {"worker", worker}, {"clock", step}, {"wait_s", wait_s}});
+}
+
 void run_tracker::record_event(nlohmann::json record) {
   if (metrics_ == nullptr)
     return;
@@ -155,6 +172,7 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
   r.test_loss = test_loss_;
   r.test_accuracy = test_accuracy_;
   r.workers = workers_;
+  r.staleness_histogram = staleness_histogram_;
   r.final_weights = std::move(final_weights);
   return r;
 }

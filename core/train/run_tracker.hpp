@@ -51,6 +51,11 @@ class run_tracker {
                                                int64_t correct, int64_t count, double eval_s,
                                                int64_t expected);
 
+  /// async: a gradient of `worker`'s step `step` was applied, making `version`.
+  void on_applied(int64_t worker, int64_t step, int64_t version, int64_t staleness);
+  /// async: `worker` was held back `wait_s` by the staleness bound.
+  void on_waited(int64_t worker, int64_t step, double wait_s);
+
   /// A notable event for metrics.jsonl (e.g. a failure), with the time since start added.
   void record_event(nlohmann::json record);
 
@@ -84,6 +89,7 @@ class run_tracker {
   std::optional<double> test_accuracy_;
   std::map<int64_t, eval_round> evals_;
   std::vector<worker_report> workers_;
+  std::map<int64_t, int64_t> staleness_histogram_;
 };
 
 }  // namespace troupe

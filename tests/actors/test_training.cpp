@@ -6,6 +6,9 @@
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 
+#include <map>
+#include <optional>
+
 using namespace troupe;
 
 namespace {
@@ -179,5 +182,65 @@ TEST_SUITE("training") {
     // Worker 0 waits for worker 1's extra 20 ms in each of the 10 steps.
     CHECK(r.workers[0].comm_s >= 10 * 0.015);
     CHECK(r.workers[1].compute_s >= 10 * 0.020);
+  }
+
+  TEST_CASE("async with max_staleness 0 and one replica is plain training") {
+    auto sync = test::small_job(1, 40);
+    auto async = sync;
+    async.parallelism.policy = policy_kind::async;
+    async.parallelism.max_staleness = 0;
+    auto data = test::small_data(sync);
+    auto a = run_training(sync, data, {});
+    auto b = run_training(async, data, {});
+    REQUIRE(b.status == "succeeded");
+    CHECK(b.steps == 40);
+    CHECK(max_abs_diff(a.final_weights, b.final_weights) <= 1e-6);
+    CHECK(b.staleness_histogram == std::map<int64_t, int64_t>{{0, 40}});
+  }
+
+  TEST_CASE("async applies every gradient once and keeps staleness within the bound") {
+    for (std::optional<int64_t> bound :
+         {std::optional<int64_t>{0}, std::optional<int64_t>{2}, std::optional<int64_t>{}}) {
+      CAPTURE(bound.value_or(-1));
+      auto job = test::small_job(3, 30);
+      job.parallelism.policy = policy_kind::async;
+      job.parallelism.max_staleness = bound;
+      job.parallelism.staleness_lr_scaling = true;
+      // Every push is a full optimizer step on a third of a batch: a smaller lr than sync's.
+      job.optimizer.lr = 0.01;
+      auto r = run_training(job, test::small_data(job), {});
+      REQUIRE(r.status == "succeeded");
+      CHECK(r.steps == 30);
+      int64_t applied = 0;
+      for (const auto& [staleness, count] : r.staleness_histogram) {
+        applied += count;
+        // A worker may pull while the others are up to 2s+1 pushes each from its clock.
+        if (bound)
+          CHECK(staleness <= 2 * (2 * *bound + 1));
+      }
+      CHECK(applied == 3 * 30);
+      CHECK(*r.test_accuracy > 0.8);
+      for (const auto& w : r.workers)
+        CHECK(w.steps == 30);
+    }
+  }
+
+  TEST_CASE("async with a slowed worker: the bound makes only the fast ones wait") {
+    auto job = test::small_job(2, 24);
+    job.parallelism.policy = policy_kind::async;
+    job.faults.slow_worker = 1;
+    job.faults.slow_ms = 10;
+    job.parallelism.max_staleness = 2;
+    auto bounded = run_training(job, test::small_data(job), {});
+    REQUIRE(bounded.status == "succeeded");
+    CHECK(bounded.workers[0].wait_s > 0);     // the fast worker hit the bound
+    CHECK(bounded.workers[1].wait_s == 0.0);  // the slowest never waits
+    CHECK(bounded.staleness_histogram.rbegin()->first <= 2 * 2 + 1);
+    job.parallelism.max_staleness.reset();
+    auto free = run_training(job, test::small_data(job), {});
+    REQUIRE(free.status == "succeeded");
+    CHECK(free.workers[0].wait_s == 0.0);  // unbounded: never held back
+    // Running ahead freely, the fast worker's gradients meet more versions in between.
+    CHECK(free.staleness_histogram.rbegin()->first > bounded.staleness_histogram.rbegin()->first);
   }
 }

@@ -384,4 +384,19 @@ TEST_SUITE("job_config") {
                       {"/faults/slow_worker", "got 1"});
     check_one_problem({{"faults", {{"slow_ms", -5}}}}, {"/faults/slow_ms", "got -5"});
   }
+
+  TEST_CASE("async keys belong to async; no max_staleness means unbounded") {
+    check_one_problem({{"parallelism", {{"max_staleness", 2}}}},
+                      {"/parallelism/max_staleness", "unknown key"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"max_staleness", -1}}}},
+                      {"/parallelism/max_staleness", "got -1"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"period", 2}}}},
+                      {"/parallelism/period", "unknown key"});
+    auto unbounded = parse_job({{"parallelism", {{"policy", "async"}}}});
+    CHECK(!unbounded.parallelism.max_staleness);
+    CHECK(!to_json(unbounded)["parallelism"].contains("max_staleness"));
+    auto bounded = parse_job({{"parallelism", {{"policy", "async"}, {"max_staleness", 0}}}});
+    CHECK(bounded.parallelism.max_staleness == 0);
+    CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
+  }
 }

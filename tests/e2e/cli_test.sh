@@ -103,6 +103,17 @@ expect 0 "succeeded" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out
 expect 0 "local_sgd (average every 4 steps" -- "$troupe" run "$root/configs/synthetic_smoke.json" \
   --out "$tmp/run_local" --set 'parallelism={"policy": "local_sgd", "period": 4, "replicas": 2}'
 [ "$(json_field "$tmp/run_local/summary.json" status)" = succeeded ] && pass || fail "local_sgd run"
+expect 0 "parameter server, max staleness 1" -- "$troupe" run "$root/configs/synthetic_smoke.json" \
+  --out "$tmp/run_async" --set 'parallelism={"policy": "async", "max_staleness": 1, "replicas": 2}'
+/usr/bin/python3 - "$tmp/run_async" <<'PY' && pass || fail "async outputs"
+import json, sys
+run = sys.argv[1]
+s = json.load(open(f"{run}/summary.json"))
+assert s["status"] == "succeeded" and sum(s["staleness_histogram"].values()) == 2 * 100, s
+events = [json.loads(line) for line in open(f"{run}/metrics.jsonl")]
+assert sum(e["event"] == "applied" for e in events) == 200
+assert all("wait_fraction" in w for w in s["workers"])
+PY
 
 # --- failures: exit 1, summary.json says failed and why ----------------------------------------
 out="$tmp/run_fault"
