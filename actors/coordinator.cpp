@@ -2,7 +2,6 @@
 
 #include "core/collective/sum_in_order.hpp"
 #include "core/policy/async_policy.hpp"
-#include "core/policy/local_sgd_schedule.hpp"
 #include "core/policy/sync_policy.hpp"
 #include "core/train/replica_engine.hpp"
 #include "core/train/run_tracker.hpp"
@@ -29,6 +28,7 @@ struct coordinator_state {
   std::vector<at::Tensor> pending_momenta;  ///< by rank (local_sgd with average_momenta)
   std::vector<gradient_meta> pending_meta;  ///< by rank
   int64_t next_average_step = 0;            ///< local_sgd: the step the next round follows
+  int64_t next_sync_step = 0;               ///< sync: the step whose gradients come next
   /// local_sgd: each step's reports by worker, until every live worker's is in.
   std::map<int64_t, std::vector<step_part>> step_reports;
   std::vector<at::Tensor> final_weights;  ///< by rank, after the last step
@@ -96,6 +96,11 @@ void step_completed(self_pointer self, int64_t step, const std::vector<step_part
                     double reduce_s) {
   auto& st = self->state;
   auto progress = st.tracker->on_step_complete(step, parts, reduce_s);
+  const auto& schedule = *st.options.setup->schedule;
+  if (schedule.switches_after(step))
+    st.tracker->record_event({{"event", "phase"},
+                              {"step", step + 1},
+                              {"policy", to_string(schedule.policy_at(step + 1))}});
   if (st.options.on_progress)
     st.options.on_progress(progress);
   if (st.options.stop_requested != nullptr && st.options.stop_requested->load() &&
@@ -118,7 +123,7 @@ std::vector<step_part> take_round(coordinator_state& st, const policy_decision& 
 }
 
 // sync, steps (b)-(c): combine the gradients in rank order and release every worker.
-void complete_sync_step(self_pointer self, const policy_decision& decision) {
+void complete_sync_step(self_pointer self, const policy_decision& decision, int64_t step) {
   auto& st = self->state;
   const auto start = std::chrono::steady_clock::now();
   std::vector<at::Tensor> parts, unused;
@@ -127,10 +132,11 @@ void complete_sync_step(self_pointer self, const policy_decision& decision) {
   parts.clear();
   const double reduce_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto meta = make_update(st, decision.step);
+  const auto meta = make_update(st, step);
   for (auto& w : st.workers)
     self->send(w, update_atom_v, meta, combined);
-  step_completed(self, decision.step, shares, reduce_s);
+  st.next_sync_step = st.options.setup->schedule->next_step_under(policy_kind::sync, step + 1);
+  step_completed(self, step, shares, reduce_s);
 }
 
 // local_sgd: average the weights (and momenta) by each replica's share of the batch.
@@ -150,9 +156,7 @@ void complete_averaging(self_pointer self, const policy_decision& decision, int6
     averaged_momenta = weighted_sum_in_order(momenta, weights);
   parts.clear();
   const auto& setup = *st.options.setup;
-  st.next_average_step =
-      next_averaging_step(step + 1, setup.job.parallelism.period, setup.total_steps,
-                          setup.steps_per_epoch, setup.job.training.eval_interval);
+  st.next_average_step = setup.schedule->next_averaging_step(step + 1);
   const auto meta = make_update(st, step);
   for (auto& w : st.workers)
     self->send(w, averaged_atom_v, meta, averaged, averaged_momenta);
@@ -259,9 +263,8 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
   st.pending_meta.resize(static_cast<std::size_t>(replicas));
   st.final_weights.resize(static_cast<std::size_t>(replicas));
   st.policy.emplace(static_cast<std::size_t>(replicas));
-  st.next_average_step =
-      next_averaging_step(0, setup.job.parallelism.period, setup.total_steps, setup.steps_per_epoch,
-                          setup.job.training.eval_interval);
+  st.next_average_step = setup.schedule->next_averaging_step(0);
+  st.next_sync_step = setup.schedule->next_step_under(policy_kind::sync, 0);
   st.tracker.emplace(replicas, setup.total_steps, setup.steps_per_epoch, st.options.metrics);
   if (setup.job.parallelism.policy == policy_kind::async) {
     st.async.emplace(static_cast<std::size_t>(replicas), setup.job.parallelism.max_staleness);
@@ -313,12 +316,13 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       },
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
         auto& st = self->state;
-        if (meta.step != st.policy->step())
+        if (meta.step != st.next_sync_step)
           return fail_protocol(self, "worker " + std::to_string(meta.worker) +
                                          " sent a gradient for step " + std::to_string(meta.step) +
-                                         " during step " + std::to_string(st.policy->step()));
+                                         ", expected step " + std::to_string(st.next_sync_step));
+        const auto step = meta.step;
         contribute(self, meta, grad, at::Tensor(),
-                   [self](const policy_decision& d) { complete_sync_step(self, d); });
+                   [self, step](const policy_decision& d) { complete_sync_step(self, d, step); });
       },
       [self](average_atom, const gradient_meta& meta, const at::Tensor& weights,
              const at::Tensor& momenta) {
@@ -338,8 +342,8 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       [self](const step_stats& s) {
         auto& st = self->state;
         st.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
-        if (st.options.setup->job.parallelism.policy != policy_kind::local_sgd)
-          return;  // sync steps complete at their reduction
+        if (st.options.setup->schedule->policy_at(s.step) != policy_kind::local_sgd)
+          return;  // sync and async steps complete where their gradients are applied
         auto& reports = st.step_reports[s.step];
         reports.push_back({s.worker, s.loss, s.samples});
         if (reports.size() < st.policy->live_workers())

@@ -1,6 +1,5 @@
 #include "actors/replica_worker.hpp"
 
-#include "core/policy/local_sgd_schedule.hpp"
 #include "core/train/replica_engine.hpp"
 #include "messages/error_code.hpp"
 
@@ -29,11 +28,6 @@ struct replica_worker_state {
   int64_t samples = 0;             ///< of the step in flight
   static inline const char* name = "replica_worker";
 };
-
-bool replica_setup::averages_after(int64_t step) const {
-  return is_averaging_step(step, job.parallelism.period, total_steps, steps_per_epoch,
-                           job.training.eval_interval);
-}
 
 namespace {
 
@@ -88,17 +82,18 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
   ensure_engine(st);
   maybe_inject_fault(setup.job.faults, st.rank, step);
   maybe_slow_down(setup.job.faults, st.rank);
-  const auto result = st.engine->compute_gradient(step);
+  const auto policy = setup.schedule->policy_at(step);
+  const auto result = st.engine->compute_gradient(step, policy == policy_kind::sync);
   st.loss = result.loss;
   st.samples = result.samples;
   st.compute_s = seconds_since(start);
   st.sent_at = clock_type::now();
-  if (setup.job.parallelism.policy == policy_kind::sync) {
+  if (policy == policy_kind::sync) {
     self->send(st.coordinator, gradient_atom_v,
                gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->gradient());
     return;
   }
-  if (setup.job.parallelism.policy == policy_kind::async) {
+  if (policy == policy_kind::async) {
     // comm_s: how long this worker waited for the weights it just computed on.
     self->send(st.coordinator,
                step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
@@ -110,10 +105,10 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
   // local_sgd: step alone; exchange weights only at averaging steps.
   st.engine->apply(st.engine->gradient());
   const double apply_s = seconds_since(st.sent_at);
-  if (setup.averages_after(step)) {
+  if (setup.schedule->averages_after(step)) {
     st.sent_at = clock_type::now();
     at::Tensor momenta;
-    if (setup.job.parallelism.average_momenta)
+    if (setup.schedule->averages_momenta_after(step))
       momenta = st.engine->momenta();
     self->send(st.coordinator, average_atom_v,
                gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->weights(),

@@ -11,9 +11,11 @@
 
 #include "core/config/job_config.hpp"
 #include "core/data/dataset.hpp"
+#include "core/policy/policy_schedule.hpp"
 #include "messages/interfaces.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace troupe {
 
@@ -24,9 +26,7 @@ struct replica_setup {
   at::Tensor initial_weights;  ///< flat; each worker copies it into its own model
   int64_t total_steps = 0;
   int64_t steps_per_epoch = 0;
-
-  /// local_sgd: whether replicas average after `step` (see core/policy/local_sgd_schedule).
-  bool averages_after(int64_t step) const;
+  std::optional<policy_schedule> schedule;  ///< the policy of each step
 };
 
 /// Spawns a worker on a thread of its own (detached: a step blocks it for the whole

@@ -37,6 +37,7 @@ run_report run_training(const job_config& job, dataset_ptr data, const run_optio
   setup->steps_per_epoch = plan.steps_per_epoch();
   setup->total_steps =
       job.training.steps > 0 ? job.training.steps : job.training.epochs * plan.steps_per_epoch();
+  setup->schedule.emplace(job, setup->total_steps, setup->steps_per_epoch);
   coordinator_options copts;
   copts.setup = setup;
   copts.metrics = options.metrics;

@@ -87,7 +87,7 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
     if (step == o.warmup)
       start = clock_type::now();
-    engine.compute_gradient(step);
+    engine.compute_gradient(step, true);
     engine.apply(engine.gradient());
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();

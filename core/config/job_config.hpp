@@ -61,7 +61,15 @@ struct training_config {
   int64_t eval_interval = 0;
 };
 
-enum class policy_kind { sync, local_sgd, async };
+enum class policy_kind { sync, local_sgd, async, schedule };
+
+/// One phase of a `schedule`: a policy (sync or local_sgd) for a number of steps.
+struct phase_config {
+  policy_kind policy = policy_kind::sync;
+  int64_t steps = 0;  ///< 0 for the last phase: it runs to the end
+  int64_t period = 8;
+  bool average_momenta = false;
+};
 
 struct parallelism_config {
   policy_kind policy = policy_kind::sync;
@@ -77,6 +85,9 @@ struct parallelism_config {
   std::optional<int64_t> max_staleness;
   /// async only: apply a gradient of staleness k with lr / (1 + k).
   bool staleness_lr_scaling = false;
+  /// schedule only: the phases, in order; the coordinator switches policy at each boundary
+  /// without restarting any actor.
+  std::vector<phase_config> phases;
 };
 
 /// Fault injection, for tests and demos of failure handling. Off unless set.

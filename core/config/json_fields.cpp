@@ -259,6 +259,24 @@ object_reader object_reader::object(const std::string& key) {
   return object_reader(v != nullptr ? *v : empty_object, path_of(key), problems_);
 }
 
+std::vector<object_reader> object_reader::object_array(const std::string& key, std::size_t min_size,
+                                                       std::size_t max_size) {
+  std::vector<object_reader> readers;
+  const auto* v = get(key);
+  if (v == nullptr)
+    return readers;
+  if (!v->is_array() || v->size() < min_size || v->size() > max_size) {
+    mismatch(
+        key,
+        "an array of " + std::to_string(min_size) + " to " + std::to_string(max_size) + " objects",
+        *v);
+    return readers;
+  }
+  for (std::size_t i = 0; i < v->size(); ++i)
+    readers.emplace_back((*v)[i], path_of(key) + "/" + std::to_string(i), problems_);
+  return readers;
+}
+
 void object_reader::finish(const std::vector<std::string>& known) {
   if (!valid_)
     return;

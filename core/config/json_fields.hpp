@@ -57,6 +57,9 @@ class object_reader {
                     double max_exclusive, std::size_t size);
   /// A nested object (an empty one when missing); its reader reports into the same list.
   object_reader object(const std::string& key);
+  /// An array of min_size..max_size objects, a reader for each (none when missing or bad).
+  std::vector<object_reader> object_array(const std::string& key, std::size_t min_size,
+                                          std::size_t max_size);
 
   /// Reports every key that was neither read nor skipped as unknown, listing the known ones.
   void finish(const std::vector<std::string>& known);

@@ -27,7 +27,7 @@ const std::vector<std::string> model_names{"mlp", "cnn"};
 const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
 const std::vector<std::string> data_names{"fashion_mnist", "synthetic"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
-const std::vector<std::string> policy_names{"sync", "local_sgd", "async"};
+const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
 
 // False when the value was bad (and reported); a missing key keeps the default.
 template <class Enum>
@@ -134,9 +134,35 @@ void read_training(object_reader r, training_config& t) {
   r.finish({"epochs", "steps", "batch_size", "eval_interval"});
 }
 
+// A phase of a schedule: sync or local_sgd, for `steps` steps (the last runs to the end).
+void read_phase(object_reader r, phase_config& phase, bool last) {
+  if (read_enum(r, "policy", policy_names, phase.policy) &&
+      (phase.policy == policy_kind::async || phase.policy == policy_kind::schedule))
+    r.problem("policy", std::string("must be \"sync\" or \"local_sgd\" in a schedule, got \"") +
+                            to_string(phase.policy) + "\"");
+  if (!r.has("policy"))
+    r.object_problem("needs a policy");
+  if (last) {
+    if (r.has("steps"))
+      r.problem("steps", "the last phase runs to the end of training: leave steps out");
+    r.skip("steps");
+  } else if (!r.has("steps")) {
+    r.object_problem("needs steps (every phase but the last)");
+  } else {
+    r.integer("steps", phase.steps, 1, INT64_C(1) << 40);
+  }
+  if (phase.policy == policy_kind::local_sgd) {
+    r.integer("period", phase.period, 1, 1000000);
+    r.boolean("average_momenta", phase.average_momenta);
+    r.finish({"policy", "steps", "period", "average_momenta"});
+  } else {
+    r.finish({"policy", "steps"});
+  }
+}
+
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
-    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling"});
+    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling", "phases"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   if (p.policy == policy_kind::local_sgd) {
@@ -148,6 +174,16 @@ void read_parallelism(object_reader r, parallelism_config& p) {
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);
     r.finish(
         {"policy", "replicas", "threads_per_replica", "max_staleness", "staleness_lr_scaling"});
+  } else if (p.policy == policy_kind::schedule) {
+    auto phases = r.object_array("phases", 1, 1000);
+    if (!r.has("phases"))
+      r.problem("phases",
+                "a schedule needs its phases, e.g. [{\"policy\": \"sync\", \"steps\": "
+                "500}, {\"policy\": \"local_sgd\", \"period\": 8}]");
+    p.phases.resize(phases.size());
+    for (std::size_t i = 0; i < phases.size(); ++i)
+      read_phase(phases[i], p.phases[i], i + 1 == phases.size());
+    r.finish({"policy", "replicas", "threads_per_replica", "phases"});
   } else {
     r.finish({"policy", "replicas", "threads_per_replica"});
   }
@@ -214,6 +250,22 @@ job_config parse_job(const nlohmann::json& json) {
         problems.push_back(
             std::string("/faults/") + key + ": must name a worker below parallelism.replicas (" +
             std::to_string(job.parallelism.replicas) + "), got " + std::to_string(*worker));
+    const auto& phases = job.parallelism.phases;
+    for (std::size_t i = 0; i < phases.size(); ++i) {
+      const auto where = "/parallelism/phases/" + std::to_string(i);
+      if (job.optimizer.kind == optimizer_kind::sgd || reported_at(problems, where))
+        continue;
+      if (phases[i].average_momenta)
+        problems.push_back(where + "/average_momenta: supported with optimizer sgd only, got " +
+                           "true with " + to_string(job.optimizer.kind));
+      // Replicas leave local SGD with drifted optimizer states; sync needs them identical, and
+      // only SGD's momentum can be averaged into one.
+      if (i > 0 && phases[i - 1].policy == policy_kind::local_sgd &&
+          phases[i].policy == policy_kind::sync)
+        problems.push_back(where + "/policy: switching from local_sgd to sync needs optimizer " +
+                           "sgd (the replicas' " + to_string(job.optimizer.kind) +
+                           " states cannot be averaged), got sync after local_sgd");
+    }
     if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
       problems.push_back(
           "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "
@@ -265,6 +317,21 @@ nlohmann::ordered_json to_json(const job_config& job) {
   if (job.parallelism.policy == policy_kind::local_sgd) {
     parallelism["period"] = job.parallelism.period;
     parallelism["average_momenta"] = job.parallelism.average_momenta;
+  }
+  if (job.parallelism.policy == policy_kind::schedule) {
+    json phases = json::array();
+    for (std::size_t i = 0; i < job.parallelism.phases.size(); ++i) {
+      const auto& phase = job.parallelism.phases[i];
+      json p = {{"policy", to_string(phase.policy)}};
+      if (i + 1 < job.parallelism.phases.size())
+        p["steps"] = phase.steps;
+      if (phase.policy == policy_kind::local_sgd) {
+        p["period"] = phase.period;
+        p["average_momenta"] = phase.average_momenta;
+      }
+      phases.push_back(p);
+    }
+    parallelism["phases"] = phases;
   }
   if (job.parallelism.policy == policy_kind::async) {
     // An unbounded staleness is the key's absence, so the resolved job leaves it out.

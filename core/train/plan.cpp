@@ -2,6 +2,7 @@
 
 #include "core/data/batch_plan.hpp"
 #include "core/errors.hpp"
+#include "core/policy/policy_schedule.hpp"
 
 #include <sstream>
 #include <thread>
@@ -17,6 +18,15 @@ run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes
                      " training samples, got " + std::to_string(job.training.batch_size)});
   p.total_steps =
       job.training.steps > 0 ? job.training.steps : job.training.epochs * p.steps_per_epoch;
+  // A phase that would start after the last step is almost surely a mistake in the job.
+  int64_t phase_start = 0;
+  for (std::size_t i = 0; i < job.parallelism.phases.size(); ++i) {
+    if (phase_start >= p.total_steps)
+      throw job_error({"/parallelism/phases/" + std::to_string(i) + ": would start at step " +
+                       std::to_string(phase_start) + " but the run has only " +
+                       std::to_string(p.total_steps) + " steps"});
+    phase_start += job.parallelism.phases[i].steps;
+  }
   auto model = build_model(job.model, classes);
   p.layers = summarize_layers(model);
   p.parameters = count_parameters(model);
@@ -24,17 +34,23 @@ run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes
     p.rows_per_replica.push_back(
         shard_of(job.training.batch_size, job.parallelism.replicas, r).size());
   // sync: each worker hands its gradient to the coordinator and gets the combined one back,
-  // float32 over every parameter, every step. local_sgd: its weights (and momenta when those
-  // are averaged too) every `period` steps, averaged here per step. In-process these travel by
-  // handle; the figures are what a step moves between processes.
-  const int64_t tensor_bytes = p.parameters * 4;
-  // async: each step a worker pushes its gradient and pulls the weights, every parameter each.
-  if (job.parallelism.policy == policy_kind::local_sgd) {
-    const int64_t per_round = tensor_bytes * (job.parallelism.average_momenta ? 2 : 1);
-    p.bytes_sent_per_step = per_round / job.parallelism.period;
-  } else {
-    p.bytes_sent_per_step = tensor_bytes;
+  // float32 over every parameter, every step. async: it pushes its gradient and pulls the
+  // weights, every step. local_sgd: its weights (and momenta when those are averaged too) every
+  // `period` steps. A schedule: the mean over its phases. In-process these travel by handle; the
+  // figures are what a step would move between processes.
+  const double tensor_bytes = static_cast<double>(p.parameters) * 4;
+  const policy_schedule schedule(job, p.total_steps, p.steps_per_epoch);
+  double total_bytes = 0;
+  for (const auto& ph : schedule.phases()) {
+    const double steps = static_cast<double>(ph.end_step - ph.first_step);
+    if (ph.config.policy == policy_kind::local_sgd)
+      total_bytes += steps / static_cast<double>(ph.config.period) * tensor_bytes *
+                     (ph.config.average_momenta ? 2 : 1);
+    else
+      total_bytes += steps * tensor_bytes;
   }
+  p.bytes_sent_per_step =
+      static_cast<int64_t>(total_bytes / static_cast<double>(p.total_steps) + 0.5);
   p.bytes_received_per_step = p.bytes_sent_per_step;
   p.threads_total = job.parallelism.replicas * job.parallelism.threads_per_replica;
   p.hardware_threads = std::thread::hardware_concurrency();
@@ -48,6 +64,16 @@ std::string render_plan(const job_config& job, const run_plan& p) {
   if (job.parallelism.policy == policy_kind::local_sgd)
     out << " (average every " << job.parallelism.period << " steps"
         << (job.parallelism.average_momenta ? ", momenta too" : "") << ")";
+  if (job.parallelism.policy == policy_kind::schedule) {
+    const policy_schedule schedule(job, p.total_steps, p.steps_per_epoch);
+    for (const auto& ph : schedule.phases()) {
+      out << (ph.first_step == 0 ? " [" : ", ") << "steps " << ph.first_step << ".."
+          << ph.end_step - 1 << ": " << to_string(ph.config.policy);
+      if (ph.config.policy == policy_kind::local_sgd)
+        out << " every " << ph.config.period;
+    }
+    out << "]";
+  }
   if (job.parallelism.policy == policy_kind::async)
     out << " (parameter server, max staleness "
         << (job.parallelism.max_staleness ? std::to_string(*job.parallelism.max_staleness)
@@ -71,8 +97,9 @@ std::string render_plan(const job_config& job, const run_plan& p) {
       << " per epoch) of global batch " << job.training.batch_size << ", rows per replica:";
   for (auto rows : p.rows_per_replica)
     out << ' ' << rows;
-  out << "\n  per worker and step"
-      << (job.parallelism.policy == policy_kind::local_sgd ? " (mean)" : "") << ": sends "
+  const bool varies = job.parallelism.policy == policy_kind::local_sgd ||
+                      job.parallelism.policy == policy_kind::schedule;
+  out << "\n  per worker and step" << (varies ? " (mean)" : "") << ": sends "
       << p.bytes_sent_per_step << " bytes, receives " << p.bytes_received_per_step
       << " bytes (by handle in-process)\n";
   return out.str();

@@ -30,8 +30,7 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
       data_(std::move(data)),
       model_(build_model(job.model, data_->classes)),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
-      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)),
-      scale_to_global_(job.parallelism.policy == policy_kind::sync) {
+      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)) {
   flat_ = std::make_unique<flat_parameters>(*model_);
   TORCH_CHECK(initial_weights.numel() == flat_->size(), "initial weights have ",
               initial_weights.numel(), " elements, the model has ", flat_->size());
@@ -44,7 +43,7 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
 
 replica_engine::~replica_engine() = default;
 
-gradient_result replica_engine::compute_gradient(int64_t step) {
+gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_global) {
   flat_->grads().zero_();
   auto index = plan_.indices(step, rows_);
   auto images = data_->train.images.index_select(0, index);
@@ -54,7 +53,7 @@ gradient_result replica_engine::compute_gradient(int64_t step) {
   if (!std::isfinite(value))
     throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step) +
                          " on replica " + std::to_string(rank_));
-  if (scale_to_global_ && rows_.size() != global_batch_)
+  if (scale_to_global && rows_.size() != global_batch_)
     loss = loss * (static_cast<double>(rows_.size()) / static_cast<double>(global_batch_));
   loss.backward();
   return {value, rows_.size()};

@@ -36,11 +36,12 @@ class replica_engine {
   ~replica_engine();
 
   /// Zeroes the gradient, then runs forward and backward on this rank's rows of `step`'s global
-  /// batch. Under sync the gradient left in gradient() is scaled by rows/global batch, so the
-  /// sum of all replicas' gradients is the gradient of the global batch's mean loss; under
-  /// local_sgd it is the gradient of this replica's own mean loss (it steps alone).
+  /// batch. With `scale_to_global` (sync) the gradient left in gradient() is scaled by
+  /// rows/global batch, so the sum of all replicas' gradients is the gradient of the global
+  /// batch's mean loss; without (local_sgd, async) it is the gradient of this replica's own mean
+  /// loss, for a step of its own.
   /// Throws diverged_error on a non-finite loss.
-  gradient_result compute_gradient(int64_t step);
+  gradient_result compute_gradient(int64_t step, bool scale_to_global);
 
   /// The flat gradient buffer. Must not be modified while another actor reads it.
   const at::Tensor& gradient() const { return flat_->grads(); }
@@ -75,7 +76,6 @@ class replica_engine {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;
   row_range rows_;
-  bool scale_to_global_;  ///< see compute_gradient
 };
 
 /// The flat weights a job starts from: the model's default initialization under the job's seed.

@@ -5,7 +5,10 @@
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -242,5 +245,58 @@ TEST_SUITE("training") {
     CHECK(free.workers[0].wait_s == 0.0);  // unbounded: never held back
     // Running ahead freely, the fast worker's gradients meet more versions in between.
     CHECK(free.staleness_histogram.rbegin()->first > bounded.staleness_histogram.rbegin()->first);
+  }
+
+  TEST_CASE("a schedule switches policy at its boundaries without restarting the actors") {
+    auto job = test::small_job(2, 30);
+    job.parallelism.policy = policy_kind::schedule;
+    phase_config sync_phase, local_phase, last_phase;
+    sync_phase.steps = 10;
+    local_phase.policy = policy_kind::local_sgd;
+    local_phase.steps = 10;
+    local_phase.period = 1;  // local SGD with period 1 is sync: the schedule must equal sync
+    job.parallelism.phases = {sync_phase, local_phase, last_phase};
+    auto plain = job;
+    plain.parallelism.policy = policy_kind::sync;
+    plain.parallelism.phases.clear();
+    auto data = test::small_data(job);
+    auto scheduled = run_training(job, data, {});
+    auto reference = run_training(plain, data, {});
+    REQUIRE(scheduled.status == "succeeded");
+    CHECK(scheduled.steps == 30);
+    CHECK(max_abs_diff(scheduled.final_weights, reference.final_weights) <= 1e-6);
+  }
+
+  TEST_CASE("a schedule records each switch at its exact step and trains on") {
+    auto job = test::small_job(2, 40);
+    job.parallelism.policy = policy_kind::schedule;
+    phase_config first, second, third;
+    first.steps = 12;
+    second.policy = policy_kind::local_sgd;
+    second.steps = 15;
+    second.period = 4;
+    job.parallelism.phases = {first, second, third};
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("troupe-schedule-" + std::to_string(::getpid()) + ".jsonl");
+    run_report r;
+    {
+      jsonl_writer metrics(path.string());
+      run_options options;
+      options.metrics = &metrics;
+      r = run_training(job, test::small_data(job), options);
+    }
+    REQUIRE(r.status == "succeeded");
+    CHECK(r.steps == 40);
+    CHECK(*r.test_accuracy > 0.9);
+    std::vector<std::pair<int64_t, std::string>> switches;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      auto record = nlohmann::json::parse(line);
+      if (record["event"] == "phase")
+        switches.emplace_back(record["step"].get<int64_t>(), record["policy"].get<std::string>());
+    }
+    std::filesystem::remove(path);
+    CHECK(switches ==
+          std::vector<std::pair<int64_t, std::string>>{{12, "local_sgd"}, {27, "sync"}});
   }
 }

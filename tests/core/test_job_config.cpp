@@ -399,4 +399,32 @@ TEST_SUITE("job_config") {
     CHECK(bounded.parallelism.max_staleness == 0);
     CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
   }
+
+  TEST_CASE("schedule phases: policies, steps, per-phase keys, and adam across local_sgd -> sync") {
+    const json ok = {{"parallelism",
+                      {{"policy", "schedule"},
+                       {"phases",
+                        {{{"policy", "sync"}, {"steps", 5}},
+                         {{"policy", "local_sgd"}, {"steps", 5}, {"period", 2}},
+                         {{"policy", "sync"}}}}}}};
+    const auto job = parse_job(ok);
+    REQUIRE(job.parallelism.phases.size() == 3);
+    CHECK(job.parallelism.phases[1].period == 2);
+    CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.phases.size() == 3);
+    check_one_problem({{"parallelism", {{"policy", "schedule"}}}}, {"/parallelism/phases"});
+    check_one_problem(
+        {{"parallelism", {{"policy", "schedule"}, {"phases", {{{"policy", "async"}}}}}}},
+        {"/parallelism/phases/0/policy", "\"sync\" or \"local_sgd\""});
+    check_one_problem(
+        {{"parallelism",
+          {{"policy", "schedule"}, {"phases", {{{"policy", "sync"}}, {{"policy", "sync"}}}}}}},
+        {"/parallelism/phases/0", "needs steps"});
+    check_one_problem(
+        {{"parallelism",
+          {{"policy", "schedule"}, {"phases", {{{"policy", "sync"}, {"period", 3}}}}}}},
+        {"/parallelism/phases/0/period", "unknown key"});
+    auto adam = ok;
+    adam["optimizer"] = {{"type", "adam"}};
+    check_one_problem(adam, {"/parallelism/phases/2/policy", "needs optimizer sgd"});
+  }
 }

@@ -4,7 +4,6 @@
 #include "core/io/atomic_file.hpp"
 #include "core/io/run_directory.hpp"
 #include "core/io/weights_file.hpp"
-#include "core/policy/local_sgd_schedule.hpp"
 #include "core/train/run_tracker.hpp"
 
 #include <ATen/ATen.h>
@@ -119,18 +118,5 @@ TEST_SUITE("outputs") {
     auto failed = tracker.report("worker 1 failed: boom", at::Tensor());
     CHECK(failed.status == "failed");
     CHECK(to_json(failed)["error"] == "worker 1 failed: boom");
-  }
-
-  TEST_CASE("local_sgd averages every period, at evaluations and after the last step") {
-    // period 4, 20 steps, 10 per epoch, evaluation every epoch.
-    std::vector<int64_t> averaging;
-    for (int64_t s = 0; s < 20; ++s)
-      if (is_averaging_step(s, 4, 20, 10, 0))
-        averaging.push_back(s);
-    CHECK(averaging == std::vector<int64_t>{3, 7, 9, 11, 15, 19});
-    CHECK(next_averaging_step(0, 4, 20, 10, 0) == 3);
-    CHECK(next_averaging_step(8, 4, 20, 10, 0) == 9);
-    CHECK(next_averaging_step(16, 4, 20, 10, 0) == 19);
-    CHECK(next_averaging_step(0, 100, 5, 10, 1000) == 4);
   }
 }

@@ -115,6 +115,15 @@ assert sum(e["event"] == "applied" for e in events) == 200
 assert all("wait_fraction" in w for w in s["workers"])
 PY
 
+expect 0 "steps 0..19: sync, steps 20..49: local_sgd every 5" -- "$troupe" run \
+  "$root/configs/synthetic_smoke.json" --out "$tmp/run_schedule" --set 'parallelism={"policy":
+  "schedule", "replicas": 2, "phases": [{"policy": "sync", "steps": 20},
+  {"policy": "local_sgd", "period": 5, "steps": 30}, {"policy": "sync"}]}'
+grep -q '"event":"phase".*"step":50' "$tmp/run_schedule/metrics.jsonl" && pass || fail "schedule switch"
+expect 2 "/parallelism/phases/1: would start at step 100" -- "$troupe" validate \
+  "$root/configs/synthetic_smoke.json" --set 'parallelism={"policy": "schedule",
+  "phases": [{"policy": "sync", "steps": 100}, {"policy": "local_sgd"}]}'
+
 # --- failures: exit 1, summary.json says failed and why ----------------------------------------
 out="$tmp/run_fault"
 expect 1 "worker 1 failed" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" \

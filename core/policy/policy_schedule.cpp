@@ -1,0 +1,77 @@
+#include "core/policy/policy_schedule.hpp"
+
+#include "core/train/run_tracker.hpp"
+
+#include <c10/util/Exception.h>
+
+namespace troupe {
+
+policy_schedule::policy_schedule(const job_config& job, int64_t total_steps,
+                                 int64_t steps_per_epoch)
+    : total_steps_(total_steps),
+      steps_per_epoch_(steps_per_epoch),
+      eval_interval_(job.training.eval_interval) {
+  const auto& p = job.parallelism;
+  std::vector<phase_config> configs = p.phases;
+  if (p.policy != policy_kind::schedule) {
+    phase_config whole;
+    whole.policy = p.policy;
+    whole.period = p.period;
+    whole.average_momenta = p.average_momenta;
+    configs = {whole};
+  }
+  int64_t first = 0;
+  for (std::size_t i = 0; i < configs.size() && first < total_steps; ++i) {
+    const bool last = i + 1 == configs.size();
+    const int64_t end = last ? total_steps : std::min(total_steps, first + configs[i].steps);
+    phases_.push_back({first, end, configs[i]});
+    first = end;
+  }
+  if (!phases_.empty())
+    phases_.back().end_step = total_steps;  // the last phase to start runs to the end
+  TORCH_CHECK(!phases_.empty(), "policy_schedule: a run needs at least one step");
+}
+
+const policy_schedule::phase& policy_schedule::at(int64_t step) const {
+  for (const auto& ph : phases_)
+    if (step < ph.end_step)
+      return ph;
+  return phases_.back();
+}
+
+bool policy_schedule::averages_after(int64_t step) const {
+  const auto& ph = at(step);
+  if (ph.config.policy != policy_kind::local_sgd)
+    return false;
+  return (step - ph.first_step + 1) % ph.config.period == 0 || step + 1 == ph.end_step ||
+         should_evaluate(step, total_steps_, steps_per_epoch_, eval_interval_);
+}
+
+bool policy_schedule::averages_momenta_after(int64_t step) const {
+  if (!averages_after(step))
+    return false;
+  const auto& ph = at(step);
+  return ph.config.average_momenta ||
+         (switches_after(step) && policy_at(step + 1) == policy_kind::sync);
+}
+
+int64_t policy_schedule::next_averaging_step(int64_t from) const {
+  for (int64_t s = from; s < total_steps_; ++s)
+    if (averages_after(s))
+      return s;
+  return total_steps_;
+}
+
+int64_t policy_schedule::next_step_under(policy_kind policy, int64_t from) const {
+  for (const auto& ph : phases_)
+    if (ph.config.policy == policy && ph.end_step > from)
+      return std::max(from, ph.first_step);
+  return total_steps_;
+}
+
+bool policy_schedule::switches_after(int64_t step) const {
+  const auto& ph = at(step);
+  return step + 1 == ph.end_step && step + 1 < total_steps_;
+}
+
+}  // namespace troupe

@@ -1,0 +1,52 @@
+// Which update policy is in force at each step, and when local SGD replicas average: pure
+// functions of the step, so every worker and the coordinator agree without exchanging a message
+// about it. A plain policy is one phase covering the whole run; a `schedule` job's phases follow
+// each other, and the coordinator switches at each boundary without restarting any actor.
+//
+// Thread safety: immutable after construction; shared read-only by all actors of a run.
+#pragma once
+
+#include "core/config/job_config.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace troupe {
+
+class policy_schedule {
+ public:
+  struct phase {
+    int64_t first_step = 0;
+    int64_t end_step = 0;  ///< exclusive
+    phase_config config;
+  };
+
+  /// Phases that would start at or after total_steps are left out (make_plan refuses them).
+  policy_schedule(const job_config& job, int64_t total_steps, int64_t steps_per_epoch);
+
+  const std::vector<phase>& phases() const { return phases_; }
+  const phase& at(int64_t step) const;
+  policy_kind policy_at(int64_t step) const { return at(step).config.policy; }
+
+  /// In a local_sgd phase: whether replicas average after `step`: every `period` steps into the
+  /// phase, at every evaluation (one model is evaluated, not N drifting ones) and at the end of
+  /// the phase (the run, and whatever phase follows, starts from one model).
+  bool averages_after(int64_t step) const;
+  /// Whether that averaging includes SGD's momenta: when the phase asks for it, or when a sync
+  /// phase follows (sync needs replicas with identical optimizer states).
+  bool averages_momenta_after(int64_t step) const;
+  /// The first averaging step at or after `from`, or total_steps if there is none.
+  int64_t next_averaging_step(int64_t from) const;
+  /// The first step at or after `from` under `policy`, or total_steps if there is none.
+  int64_t next_step_under(policy_kind policy, int64_t from) const;
+  /// Whether `step` ends a phase before the end of the run (the next step switches policy).
+  bool switches_after(int64_t step) const;
+
+ private:
+  std::vector<phase> phases_;
+  int64_t total_steps_;
+  int64_t steps_per_epoch_;
+  int64_t eval_interval_;
+};
+
+}  // namespace troupe

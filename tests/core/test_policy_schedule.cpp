@@ -1,0 +1,95 @@
+// The policy of each step: plain policies, schedules of phases, and when local SGD averages.
+#include "core/policy/policy_schedule.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace troupe;
+
+namespace {
+
+job_config local_job(int64_t period, int64_t eval_interval) {
+  job_config job;
+  job.parallelism.policy = policy_kind::local_sgd;
+  job.parallelism.period = period;
+  job.training.eval_interval = eval_interval;
+  return job;
+}
+
+std::vector<int64_t> averaging_steps(const policy_schedule& s, int64_t total) {
+  std::vector<int64_t> out;
+  for (int64_t step = 0; step < total; ++step)
+    if (s.averages_after(step))
+      out.push_back(step);
+  return out;
+}
+
+phase_config phase(policy_kind policy, int64_t steps, int64_t period = 8) {
+  phase_config p;
+  p.policy = policy;
+  p.steps = steps;
+  p.period = period;
+  return p;
+}
+
+}  // namespace
+
+TEST_SUITE("policy_schedule") {
+  TEST_CASE("a plain policy is one phase over the whole run") {
+    job_config job;
+    policy_schedule s(job, 10, 5);
+    REQUIRE(s.phases().size() == 1);
+    CHECK(s.policy_at(9) == policy_kind::sync);
+    CHECK(!s.switches_after(4));
+    CHECK(averaging_steps(s, 10).empty());
+    CHECK(s.next_step_under(policy_kind::sync, 3) == 3);
+    CHECK(s.next_step_under(policy_kind::local_sgd, 0) == 10);
+  }
+
+  TEST_CASE("local_sgd averages every period, at evaluations and after the last step") {
+    // period 4, 20 steps, 10 per epoch, evaluation every epoch.
+    policy_schedule s(local_job(4, 0), 20, 10);
+    CHECK(averaging_steps(s, 20) == std::vector<int64_t>{3, 7, 9, 11, 15, 19});
+    CHECK(s.next_averaging_step(0) == 3);
+    CHECK(s.next_averaging_step(8) == 9);
+    CHECK(s.next_averaging_step(16) == 19);
+    CHECK(!s.averages_momenta_after(3));
+    auto with_momenta = local_job(4, 0);
+    with_momenta.parallelism.average_momenta = true;
+    CHECK(policy_schedule(with_momenta, 20, 10).averages_momenta_after(3));
+  }
+
+  TEST_CASE("schedule phases follow each other and switch exactly at their boundaries") {
+    job_config job;
+    job.parallelism.policy = policy_kind::schedule;
+    job.parallelism.phases = {phase(policy_kind::sync, 5), phase(policy_kind::local_sgd, 6, 4),
+                              phase(policy_kind::sync, 0)};
+    job.training.eval_interval = 1000;
+    policy_schedule s(job, 20, 100);
+    REQUIRE(s.phases().size() == 3);
+    CHECK(s.policy_at(4) == policy_kind::sync);
+    CHECK(s.policy_at(5) == policy_kind::local_sgd);
+    CHECK(s.policy_at(10) == policy_kind::local_sgd);
+    CHECK(s.policy_at(11) == policy_kind::sync);
+    CHECK(s.switches_after(4));
+    CHECK(s.switches_after(10));
+    CHECK(!s.switches_after(19));
+    // Local steps 5..10: average 4 steps into the phase (8) and at its end (10).
+    CHECK(averaging_steps(s, 20) == std::vector<int64_t>{8, 10});
+    // Leaving local SGD for sync averages the momenta too: sync needs identical replicas.
+    CHECK(!s.averages_momenta_after(8));
+    CHECK(s.averages_momenta_after(10));
+    CHECK(s.next_step_under(policy_kind::sync, 5) == 11);
+    CHECK(s.next_step_under(policy_kind::sync, 12) == 12);
+    CHECK(s.next_averaging_step(11) == 20);
+  }
+
+  TEST_CASE("phases beyond the run's end are left out; the last one started runs to the end") {
+    job_config job;
+    job.parallelism.policy = policy_kind::schedule;
+    job.parallelism.phases = {phase(policy_kind::sync, 8), phase(policy_kind::local_sgd, 0, 2)};
+    policy_schedule s(job, 6, 100);
+    REQUIRE(s.phases().size() == 1);
+    CHECK(s.phases()[0].end_step == 6);
+    CHECK(s.policy_at(5) == policy_kind::sync);
+  }
+}
