@@ -37,7 +37,7 @@ struct coordinator_state {
   std::unique_ptr<replica_engine> server;  ///< async: the master weights and optimizer
   std::vector<std::chrono::steady_clock::time_point> waiting_since;  ///< async: by rank
   std::vector<step_part> async_parts;  ///< async: pushes since the last completed global step
-  int64_t workers_done = 0;            ///< async: workers that did every step
+  int64_t issued = 0;  ///< async: weights handed out, each owed one push (replicas x steps)
   caf::typed_response_promise<run_report> promise;
   bool finished = false;
   static inline const char* name = "coordinator";
@@ -162,9 +162,19 @@ void complete_averaging(self_pointer self, const policy_decision& decision, int6
     self->send(w, averaged_atom_v, meta, averaged, averaged_momenta);
 }
 
-// async: hands `rank` the current weights and the step to compute on them.
+// async: a run is replicas x steps pushes, from whichever workers are quickest (fast workers
+// contribute more: that is the point of not waiting for stragglers).
+int64_t total_pushes(const coordinator_state& st) {
+  return st.options.setup->total_steps * static_cast<int64_t>(st.workers.size());
+}
+
+// async: hands `rank` the current weights and the step to compute on them, unless every push
+// the run needs is already owed, in which case the worker is done.
 void send_params(self_pointer self, std::size_t rank) {
   auto& st = self->state;
+  if (st.issued >= total_pushes(st))
+    return;
+  ++st.issued;
   // A snapshot: the master weights change with the next push while the worker computes.
   self->send(st.workers[rank], params_atom_v, st.async->version(), st.async->clock(rank),
              st.server->weights().clone());
@@ -229,12 +239,11 @@ void async_push(self_pointer self, const gradient_meta& meta, const at::Tensor& 
                           std::chrono::duration<double>(now - st.waiting_since[r]).count());
     send_params(self, r);
   }
-  if (st.async->clock(rank) < setup.total_steps)
-    return async_pull(self, rank);
-  if (++st.workers_done == replicas) {
+  if (d.version == total_pushes(st)) {
     st.final_weights[0] = st.server->weights().clone();
-    finish(self, "");
+    return finish(self, "");
   }
+  async_pull(self, rank);
 }
 
 // Keeps a worker's contribution to the round in progress, then acts on the policy's verdict.
