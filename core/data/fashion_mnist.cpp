@@ -1,3 +1,5 @@
+// Fashion-MNIST from its four IDX files: shape and label checks that name the file, then a
+// whole-tensor conversion of the bytes (no per-pixel work in C++ loops but the label check).
 #include "core/data/fashion_mnist.hpp"
 
 #include "core/data/idx_file.hpp"
@@ -11,26 +13,36 @@ namespace {
 constexpr int64_t classes = 10;
 constexpr int64_t side = 28;
 
+std::string shape_of(const idx_array& a) {
+  std::string s;
+  for (size_t i = 0; i < a.dims.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(a.dims[i]);
+  return s;
+}
+
 labeled_images load_split(const std::string& folder, const std::string& prefix) {
   const auto images_path = folder + "/" + prefix + "-images-idx3-ubyte.gz";
   const auto labels_path = folder + "/" + prefix + "-labels-idx1-ubyte.gz";
   auto images = read_idx_file(images_path);
   if (images.dims.size() != 3 || images.dims[1] != side || images.dims[2] != side)
-    throw data_error(images_path + ": expected images of 28x28 pixels (3 dimensions)");
+    throw data_error(images_path + ": expected images of 28x28 pixels (N x 28 x 28), found " +
+                     shape_of(images));
   auto labels = read_idx_file(labels_path);
   if (labels.dims.size() != 1)
-    throw data_error(labels_path + ": expected 1 dimension of labels");
+    throw data_error(labels_path + ": expected 1 dimension of labels, found " + shape_of(labels));
   if (labels.dims[0] != images.dims[0])
     throw data_error(labels_path + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
                      images_path + " holds " + std::to_string(images.dims[0]) + " images");
   for (size_t i = 0; i < labels.bytes.size(); ++i)
     if (labels.bytes[i] >= classes)
-      throw data_error(labels_path + ": label " + std::to_string(i) + " is " +
+      throw data_error(labels_path + ": label at index " + std::to_string(i) + " is " +
                        std::to_string(labels.bytes[i]) + ", expected 0..9");
 
   const int64_t n = images.dims[0];
   labeled_images out;
-  // from_blob borrows the byte vector; the conversions below allocate tensors that own memory.
+  // from_blob borrows the byte vectors, which die with this function; the dtype conversions
+  // copy, so the returned tensors own their memory. (pixel/255 - mean)/std in exactly that
+  // order, as torchvision-style Python code computes it, so both see bit-identical inputs.
   out.images = at::from_blob(images.bytes.data(), {n, 1, side, side}, at::kByte)
                    .to(at::kFloat)
                    .div_(255.0)

@@ -11,8 +11,11 @@ namespace troupe {
 inline constexpr double fashion_mnist_mean = 0.2860;
 inline constexpr double fashion_mnist_std = 0.3530;
 
-/// Throws data_error naming the offending file: missing or malformed files, images that are not
-/// 28x28, label files whose count differs from their image file's, labels outside 0..9.
+/// Reads <folder>/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz into images float32
+/// [N,1,28,28], (pixel/255 - mean)/std, and labels int64 [N]. Throws data_error whose message
+/// starts with the offending file: any read_idx_file error, images that are not N x 28 x 28,
+/// labels that are not 1-D, a label count that differs from the image count (both files named),
+/// a label outside 0..9 (its index and value named).
 dataset load_fashion_mnist(const std::string& folder);
 
 }  // namespace troupe

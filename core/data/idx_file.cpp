@@ -1,9 +1,13 @@
+// Reads a gzipped IDX file with zlib in fixed-size chunks. Each error message starts with the
+// path; the header is checked in full before any buffer is sized from it, and even then the
+// buffer grows with the data actually read, so a lying header costs no memory.
 #include "core/data/idx_file.hpp"
 
 #include "core/errors.hpp"
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,7 +18,12 @@ namespace {
 
 // No IDX file troupe reads comes near this; anything above is a corrupt or hostile header.
 constexpr uint64_t max_payload_bytes = uint64_t{1} << 31;
-constexpr unsigned char unsigned_byte_type = 0x08;
+constexpr uint8_t unsigned_byte_type = 0x08;
+constexpr int max_rank = 4;
+constexpr size_t chunk_bytes = size_t{1} << 20;
+// Up front we reserve at most this much (Fashion-MNIST's train images fit, 47 MB); a larger
+// promise is only believed as the data arrives.
+constexpr size_t max_reserve_bytes = size_t{64} << 20;
 
 struct gz_closer {
   void operator()(gzFile_s* f) const { gzclose(f); }
@@ -23,29 +32,6 @@ using gz_handle = std::unique_ptr<gzFile_s, gz_closer>;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw data_error(path + ": " + what);
-}
-
-std::string gz_message(gzFile f) {
-  int code = Z_OK;
-  const char* msg = gzerror(f, &code);
-  if (code == Z_ERRNO)
-    return std::strerror(errno);
-  return msg != nullptr && *msg != '\0' ? msg : "read error";
-}
-
-// Reads up to n bytes; returns how many were read (fewer only at the end of the stream).
-size_t read_some(gzFile f, const std::string& path, uint8_t* out, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    const auto chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 20));
-    const int got = gzread(f, out + done, chunk);
-    if (got < 0)
-      fail(path, "corrupt gzip data: " + gz_message(f));
-    if (got == 0)
-      break;
-    done += static_cast<size_t>(got);
-  }
-  return done;
 }
 
 std::string hex(const uint8_t* p, size_t n) {
@@ -58,50 +44,118 @@ std::string hex(const uint8_t* p, size_t n) {
   return out;
 }
 
+// One open IDX file: reads the unpacked stream and turns zlib's errors into data_errors.
+class gz_reader {
+ public:
+  explicit gz_reader(const std::string& path) : path_(path) {
+    errno = 0;
+    file_.reset(gzopen(path.c_str(), "rb"));
+    if (!file_)
+      fail(path, std::string("cannot open: ") + (errno ? std::strerror(errno) : "out of memory"));
+    gzbuffer(file_.get(), 1u << 17);  // fewer, larger reads of the compressed file
+  }
+
+  // Reads up to n bytes; fewer only at the end of a well-formed stream.
+  size_t read(uint8_t* out, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+      const auto want = static_cast<unsigned>(std::min(n - done, chunk_bytes));
+      const int got = gzread(file_.get(), out + done, want);
+      if (got <= 0) {
+        // zlib reports a cut-off gzip stream as a plain end of file, so ask gzerror either way.
+        check_stream(got);
+        break;
+      }
+      done += static_cast<size_t>(got);
+      offset_ += static_cast<uint64_t>(got);
+    }
+    return done;
+  }
+
+  uint64_t offset() const { return offset_; }  ///< unpacked bytes read so far
+
+ private:
+  void check_stream(int got) {
+    int code = Z_OK;
+    const char* raw = gzerror(file_.get(), &code);
+    if (got == 0 && code == Z_OK)
+      return;
+    std::string msg = raw != nullptr ? raw : "";
+    // gzerror prefixes the path, which our message already starts with.
+    if (msg.compare(0, path_.size() + 2, path_ + ": ") == 0)
+      msg.erase(0, path_.size() + 2);
+    const auto where = " (after " + std::to_string(offset_) + " unpacked bytes)";
+    if (code == Z_ERRNO)
+      fail(path_, "read error: " + msg + where);
+    if (code == Z_BUF_ERROR)
+      fail(path_, "gzip stream is cut short: " + msg + where);
+    fail(path_, "corrupt gzip stream: " + msg + where);
+  }
+
+  std::string path_;
+  gz_handle file_;
+  uint64_t offset_ = 0;
+};
+
 }  // namespace
 
 idx_array read_idx_file(const std::string& path) {
-  errno = 0;
-  gz_handle file(gzopen(path.c_str(), "rb"));
-  if (!file)
-    fail(path, std::string("cannot open: ") + (errno ? std::strerror(errno) : "gzopen failed"));
+  gz_reader in(path);
 
   uint8_t magic[4];
-  if (read_some(file.get(), path, magic, 4) < 4)
-    fail(path, "truncated: the file ends inside the 4-byte IDX header");
+  if (in.read(magic, 4) < 4)
+    fail(path, "truncated: the file ends inside the 4-byte IDX magic number (" +
+                   std::to_string(in.offset()) + " bytes)");
   if (magic[0] != 0 || magic[1] != 0)
     fail(path, "not an IDX file: bad magic number " + hex(magic, 4));
   if (magic[2] != unsigned_byte_type)
     fail(path, "unsupported IDX element type " + hex(magic + 2, 1) + " (only 0x08, unsigned byte)");
   const int rank = magic[3];
-  if (rank < 1 || rank > 4)
-    fail(path, "unsupported IDX dimension count " + std::to_string(rank));
+  if (rank < 1 || rank > max_rank)
+    fail(path, "unsupported IDX dimension count " + std::to_string(rank) + " (expected 1 to " +
+                   std::to_string(max_rank) + ")");
 
   idx_array out;
+  std::string shape;  // "60000x28x28", for messages
   uint64_t payload = 1;
   for (int d = 0; d < rank; ++d) {
     uint8_t be[4];
-    if (read_some(file.get(), path, be, 4) < 4)
-      fail(path, "truncated: the file ends inside the dimension sizes");
+    if (in.read(be, 4) < 4)
+      fail(path, "truncated: the header declares " + std::to_string(rank) +
+                     " dimensions but the file ends inside size " + std::to_string(d));
     const uint64_t size = (uint64_t{be[0]} << 24) | (uint64_t{be[1]} << 16) |
                           (uint64_t{be[2]} << 8) | uint64_t{be[3]};
+    shape += (d ? "x" : "") + std::to_string(size);
     if (size == 0)
       fail(path, "dimension " + std::to_string(d) + " has size 0");
+    // Checked after every factor: payload <= 2^31 and size < 2^32, so this cannot overflow.
     payload *= size;
     if (payload > max_payload_bytes)
       fail(path, "header promises more than " + std::to_string(max_payload_bytes) +
-                     " bytes of data; refusing it as corrupt");
+                     " bytes of data (dimensions " + shape + (d + 1 < rank ? "x..." : "") +
+                     "); refusing it as corrupt");
     out.dims.push_back(static_cast<int64_t>(size));
   }
 
-  out.bytes.resize(payload);
-  const size_t got = read_some(file.get(), path, out.bytes.data(), out.bytes.size());
-  if (got < payload)
-    fail(path, "truncated: the header promises " + std::to_string(payload) + " data bytes, found " +
-                   std::to_string(got));
-  uint8_t extra;
-  if (read_some(file.get(), path, &extra, 1) != 0)
-    fail(path, "trailing bytes after the " + std::to_string(payload) + " data bytes");
+  // Grow with the data actually read, not with what the header claims.
+  out.bytes.reserve(std::min<uint64_t>(payload, max_reserve_bytes));
+  while (out.bytes.size() < payload) {
+    const size_t have = out.bytes.size();
+    const size_t want = std::min<uint64_t>(payload - have, chunk_bytes);
+    out.bytes.resize(have + want);
+    const size_t got = in.read(out.bytes.data() + have, want);
+    if (got < want)
+      fail(path, "truncated: the header (dimensions " + shape + ") promises " +
+                     std::to_string(payload) + " data bytes, found " + std::to_string(have + got));
+  }
+
+  uint8_t extra[4096];
+  uint64_t trailing = 0;
+  for (size_t got; (got = in.read(extra, sizeof extra)) > 0;)
+    trailing += got;
+  if (trailing != 0)
+    fail(path, std::to_string(trailing) + " trailing bytes after the " + std::to_string(payload) +
+                   " data bytes the header promises");
   return out;
 }
 

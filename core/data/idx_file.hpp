@@ -1,9 +1,10 @@
 // Reads an IDX file (the MNIST family's format) straight from its gzipped form with zlib; no
-// unpacking step. Layout: two zero bytes, a type byte (0x08: unsigned byte, the only one
-// accepted), a dimension count, the big-endian uint32 size of each dimension, then the data.
+// unpacking step (a file that is not gzipped is read as is). Layout: two zero bytes, a type byte
+// (0x08: unsigned byte, the only one accepted), a dimension count, the big-endian uint32 size of
+// each dimension, then the data.
 //
-// Every size in the header is checked before anything is allocated: a hostile or corrupt header
-// cannot make the reader reserve gigabytes.
+// Sizes from the header are never trusted to allocate: a product over 2^31 bytes is refused
+// outright, and below that the buffer grows with the data actually read.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +14,15 @@
 namespace troupe {
 
 struct idx_array {
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims;   ///< 1 to 4 sizes, each >= 1
   std::vector<uint8_t> bytes;  ///< row-major, product(dims) bytes
 };
 
-/// Throws data_error naming `path` when the file is missing, not a valid gzip stream, has a bad
-/// header, is truncated or has trailing bytes.
+/// Throws data_error whose message starts with "<path>: " and says what is wrong: "cannot open:
+/// <strerror>", "read error: ...", "corrupt gzip stream: <zlib's message>", "gzip stream is cut
+/// short: ...", "truncated: ... promises N data bytes, found M", "K trailing bytes after ...",
+/// "not an IDX file: bad magic number 0x...", "unsupported IDX element type 0x..", "unsupported
+/// IDX dimension count", "dimension D has size 0", "header promises more than 2147483648 bytes".
 idx_array read_idx_file(const std::string& path);
 
 }  // namespace troupe

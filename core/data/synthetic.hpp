@@ -9,6 +9,8 @@
 
 namespace troupe {
 
+/// Train and test share the prototypes but are different draws; labels are drawn uniformly
+/// from 0..9. Requires sample counts >= 0 and a finite noise >= 0 (std::invalid_argument).
 dataset make_synthetic(int64_t train_samples, int64_t test_samples, double noise, uint64_t seed);
 
 }  // namespace troupe
