@@ -15,10 +15,6 @@ at::Tensor sum_in_order(const std::vector<at::Tensor>& parts) {
   return total;
 }
 
-}  // namespace troupe
-
-namespace troupe {
-
 at::Tensor weighted_sum_in_order(const std::vector<at::Tensor>& parts,
                                  const std::vector<double>& weights) {
   TORCH_CHECK(!parts.empty() && parts.size() == weights.size(),
