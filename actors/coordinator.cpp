@@ -108,6 +108,13 @@ void step_completed(self_pointer self, int64_t step, const std::vector<step_part
     finish(self, "interrupted after step " + std::to_string(step));
 }
 
+// Reports arrive in any order; steps are recorded in worker order.
+std::vector<step_part> by_worker(std::vector<step_part> parts) {
+  std::sort(parts.begin(), parts.end(),
+            [](const step_part& a, const step_part& b) { return a.worker < b.worker; });
+  return parts;
+}
+
 // Takes the pending tensors of a completed round, in rank order, with each one's share.
 std::vector<step_part> take_round(coordinator_state& st, const policy_decision& decision,
                                   std::vector<at::Tensor>& parts,
@@ -222,10 +229,8 @@ void async_push(self_pointer self, const gradient_meta& meta, const at::Tensor& 
   const auto replicas = static_cast<int64_t>(st.workers.size());
   if (d.version % replicas == 0) {
     const int64_t step = d.version / replicas - 1;
-    auto parts = std::move(st.async_parts);
+    auto parts = by_worker(std::move(st.async_parts));
     st.async_parts.clear();
-    std::sort(parts.begin(), parts.end(),
-              [](const step_part& a, const step_part& b) { return a.worker < b.worker; });
     step_completed(self, step, parts, 0.0);
     if (st.finished)
       return;
@@ -313,14 +318,14 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
           const auto& setup = *st.options.setup;
           st.server =
               std::make_unique<replica_engine>(setup.job, setup.data, setup.initial_weights, 0);
-          st.tracker->start();
-          for (std::size_t rank = 0; rank < st.workers.size(); ++rank)
-            async_pull(self, rank);
-          return st.promise;
         }
         st.tracker->start();
-        for (auto& w : st.workers)
-          self->send(w, compute_atom_v, int64_t{0});
+        for (std::size_t rank = 0; rank < st.workers.size(); ++rank) {
+          if (st.async)
+            async_pull(self, rank);
+          else
+            self->send(st.workers[rank], compute_atom_v, int64_t{0});
+        }
         return st.promise;
       },
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
@@ -357,10 +362,8 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
         reports.push_back({s.worker, s.loss, s.samples});
         if (reports.size() < st.policy->live_workers())
           return;
-        auto parts = std::move(reports);
+        auto parts = by_worker(std::move(reports));
         st.step_reports.erase(s.step);
-        std::sort(parts.begin(), parts.end(),
-                  [](const step_part& a, const step_part& b) { return a.worker < b.worker; });
         step_completed(self, s.step, parts, 0.0);
       },
       [self](const eval_report& e) {

@@ -88,18 +88,16 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
   st.samples = result.samples;
   st.compute_s = seconds_since(start);
   st.sent_at = clock_type::now();
+  const gradient_meta meta{st.rank, step, result.loss, result.samples};
   if (policy == policy_kind::sync) {
-    self->send(st.coordinator, gradient_atom_v,
-               gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->gradient());
+    self->send(st.coordinator, gradient_atom_v, meta, st.engine->gradient());
     return;
   }
   if (policy == policy_kind::async) {
     // comm_s: how long this worker waited for the weights it just computed on.
     self->send(st.coordinator,
                step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
-    self->send(st.coordinator, push_atom_v,
-               gradient_meta{st.rank, step, result.loss, result.samples}, st.version,
-               st.engine->gradient());
+    self->send(st.coordinator, push_atom_v, meta, st.version, st.engine->gradient());
     return;
   }
   // local_sgd: step alone; exchange weights only at averaging steps.
@@ -110,15 +108,13 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
     at::Tensor momenta;
     if (setup.schedule->averages_momenta_after(step))
       momenta = st.engine->momenta();
-    self->send(st.coordinator, average_atom_v,
-               gradient_meta{st.rank, step, result.loss, result.samples}, st.engine->weights(),
-               momenta);
+    self->send(st.coordinator, average_atom_v, meta, st.engine->weights(), momenta);
     st.apply_s = apply_s;
     return;
   }
-  update_meta meta;
-  meta.step = step;
-  finish_step(self, meta, 0.0, apply_s);
+  update_meta local;  // no exchange, no evaluation, not the last step: those average
+  local.step = step;
+  finish_step(self, local, 0.0, apply_s);
 }
 
 replica_worker_actor::behavior_type replica_worker(
