@@ -11,6 +11,7 @@
 
 #include "core/config/job_config.hpp"
 #include "core/data/dataset.hpp"
+#include "core/pipeline/stage_split.hpp"
 #include "core/policy/policy_schedule.hpp"
 #include "messages/interfaces.hpp"
 
@@ -27,6 +28,7 @@ struct replica_setup {
   int64_t total_steps = 0;
   int64_t steps_per_epoch = 0;
   std::optional<policy_schedule> schedule;  ///< the policy of each step
+  std::vector<stage_slice> stage_slices;    ///< pipelines only: each stage's layers
 };
 
 /// Spawns a worker on a thread of its own (detached: a step blocks it for the whole

@@ -1,8 +1,10 @@
 #include "actors/run_training.hpp"
 
 #include "actors/coordinator.hpp"
+#include "actors/pipeline_coordinator.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/train/replica_engine.hpp"
+#include "core/train/stage_engine.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/Parallel.h>
@@ -38,6 +40,8 @@ run_report run_training(const job_config& job, dataset_ptr data, const run_optio
   setup->total_steps =
       job.training.steps > 0 ? job.training.steps : job.training.epochs * plan.steps_per_epoch();
   setup->schedule.emplace(job, setup->total_steps, setup->steps_per_epoch);
+  if (job.parallelism.pipelined())
+    setup->stage_slices = stage_slices(job, setup->data->classes);
   coordinator_options copts;
   copts.setup = setup;
   copts.metrics = options.metrics;
@@ -49,7 +53,10 @@ run_report run_training(const job_config& job, dataset_ptr data, const run_optio
   run_report report;
   {
     caf::scoped_actor self{system};
-    auto coord = spawn_coordinator(system, std::move(copts));
+    auto coord =
+        job.parallelism.pipelined()
+            ? caf::actor_cast<caf::actor>(spawn_pipeline_coordinator(system, std::move(copts)))
+            : caf::actor_cast<caf::actor>(spawn_coordinator(system, std::move(copts)));
     self->monitor(coord);
     self->send(coord, run_atom_v);
     bool done = false;

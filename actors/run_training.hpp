@@ -23,8 +23,9 @@ struct run_options {
   const std::atomic<bool>* stop_requested = nullptr;
 };
 
-/// Trains `job` on `data`. Never throws for a failure inside the run: a failed worker yields a
-/// report with status "failed" and the cause in `error`.
+/// Trains `job` on `data`. Throws job_error only for a pipeline split the model cannot take
+/// (make_plan reports the same before a run). Never throws for a failure inside the run: a failed
+/// worker yields a report with status "failed" and the cause in `error`.
 run_report run_training(const job_config& job, dataset_ptr data, const run_options& options);
 
 }  // namespace troupe

@@ -4,6 +4,7 @@
 
 #include "messages/type_ids.hpp"
 
+#include <caf/actor.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -24,6 +25,21 @@ using coordinator_actor =
                      caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
                      caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>,
                      caf::reacts_to<step_stats>, caf::reacts_to<eval_report>,
+                     caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
+
+/// A pipeline stage: runs its slice of the layers through the schedule of every step.
+/// Neighbors are dynamically typed handles: a typed interface cannot name itself.
+using stage_worker_actor = caf::typed_actor<
+    caf::reacts_to<link_atom, caf::actor, caf::actor>, caf::reacts_to<compute_atom, int64_t>,
+    caf::reacts_to<forward_atom, micro_meta, at::Tensor>,
+    caf::reacts_to<backward_atom, micro_meta, at::Tensor>,
+    caf::reacts_to<update_atom, update_meta, at::Tensor>, caf::reacts_to<evaluate_atom, int64_t>>;
+
+/// The coordinator of pipelined runs (stages > 1 or micro_batches > 1).
+using pipeline_coordinator_actor =
+    caf::typed_actor<caf::replies_to<run_atom>::with<run_report>,
+                     caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
+                     caf::reacts_to<stage_stats>, caf::reacts_to<eval_report>,
                      caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
 
 }  // namespace troupe

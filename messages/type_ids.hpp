@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/train/run_report.hpp"
+#include "messages/pipeline_step.hpp"
 #include "messages/telemetry.hpp"
 #include "messages/training_step.hpp"
 
@@ -23,6 +24,8 @@ CAF_ADD_TYPE_ID(troupe, (troupe::step_stats))
 CAF_ADD_TYPE_ID(troupe, (troupe::eval_report))
 CAF_ADD_TYPE_ID(troupe, (at::Tensor))
 CAF_ADD_TYPE_ID(troupe, (troupe::run_report))
+CAF_ADD_TYPE_ID(troupe, (troupe::micro_meta))
+CAF_ADD_TYPE_ID(troupe, (troupe::stage_stats))
 CAF_ADD_ATOM(troupe, troupe, compute_atom, "compute")
 CAF_ADD_ATOM(troupe, troupe, gradient_atom, "gradient")
 CAF_ADD_ATOM(troupe, troupe, update_atom, "update")
@@ -32,4 +35,8 @@ CAF_ADD_ATOM(troupe, troupe, average_atom, "average")
 CAF_ADD_ATOM(troupe, troupe, averaged_atom, "averaged")
 CAF_ADD_ATOM(troupe, troupe, params_atom, "params")
 CAF_ADD_ATOM(troupe, troupe, push_atom, "push")
+CAF_ADD_ATOM(troupe, troupe, forward_atom, "forward")
+CAF_ADD_ATOM(troupe, troupe, backward_atom, "backward")
+CAF_ADD_ATOM(troupe, troupe, evaluate_atom, "evaluate")
+CAF_ADD_ATOM(troupe, troupe, link_atom, "link")
 CAF_END_TYPE_ID_BLOCK(troupe)

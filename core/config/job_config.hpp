@@ -3,6 +3,8 @@
 // its resolved job.json. Defaults live here, once; README.md documents each key.
 #pragma once
 
+#include "core/pipeline/pipeline_schedule.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -88,6 +90,16 @@ struct parallelism_config {
   /// schedule only: the phases, in order; the coordinator switches policy at each boundary
   /// without restarting any actor.
   std::vector<phase_config> phases;
+  /// Pipeline parallelism (sync only): each replica is a pipeline of `stages` stage actors, each
+  /// owning a consecutive slice of the layers; a replica's rows of the global batch are cut into
+  /// `micro_batches` as even as possible (the first rows % M get one row more).
+  int64_t stages = 1;
+  int64_t micro_batches = 1;
+  pipeline_schedule_kind schedule = pipeline_schedule_kind::one_f_one_b;
+  /// The first layer of stages 1..P-1; empty means balanced by parameter count.
+  std::vector<std::string> split;
+
+  bool pipelined() const { return stages > 1 || micro_batches > 1; }
 };
 
 /// Fault injection, for tests and demos of failure handling. Off unless set.

@@ -228,6 +228,33 @@ bool object_reader::integer_array(const std::string& key, std::vector<int64_t>& 
   return ok;
 }
 
+bool object_reader::word_or_strings(const std::string& key, const std::string& word,
+                                    std::vector<std::string>& out, std::size_t size) {
+  const auto* v = get(key);
+  if (v == nullptr)
+    return true;
+  const auto expected =
+      "\"" + word + "\" or an array of " + std::to_string(size) + " name" + (size == 1 ? "" : "s");
+  if (v->is_string() && v->get<std::string>() == word) {
+    out.clear();
+    return true;
+  }
+  if (!v->is_array() || v->size() != size)
+    return mismatch(key, expected, *v);
+  std::vector<std::string> values;
+  bool ok = true;
+  for (std::size_t i = 0; i < size; ++i) {
+    const auto& e = (*v)[i];
+    if (!e.is_string() || e.get<std::string>().empty())
+      ok = mismatch(key + "/" + std::to_string(i), "a layer name", e);
+    else
+      values.push_back(e.get<std::string>());
+  }
+  if (ok)
+    out = std::move(values);
+  return ok;
+}
+
 bool object_reader::number_array(const std::string& key, std::vector<double>& out, double min,
                                  double max_exclusive, std::size_t size) {
   const auto* v = get(key);

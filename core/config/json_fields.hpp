@@ -52,6 +52,10 @@ class object_reader {
   /// at its own path ("/model/hidden/1"); `out` changes only when all of them are good.
   bool integer_array(const std::string& key, std::vector<int64_t>& out, int64_t min, int64_t max,
                      std::size_t min_size, std::size_t max_size);
+  /// Either the string `word` (then `out` becomes empty) or an array of exactly `size`
+  /// non-empty strings, e.g. a pipeline split: "balanced" or ["fc2", "out"].
+  bool word_or_strings(const std::string& key, const std::string& word,
+                       std::vector<std::string>& out, std::size_t size);
   /// An array of exactly `size` numbers, each in [min, max_exclusive).
   bool number_array(const std::string& key, std::vector<double>& out, double min,
                     double max_exclusive, std::size_t size);

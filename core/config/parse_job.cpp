@@ -28,6 +28,7 @@ const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
 const std::vector<std::string> data_names{"fashion_mnist", "synthetic"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
 const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
+const std::vector<std::string> schedule_names{"gpipe", "1f1b"};
 
 // False when the value was bad (and reported); a missing key keeps the default.
 template <class Enum>
@@ -160,20 +161,40 @@ void read_phase(object_reader r, phase_config& phase, bool last) {
   }
 }
 
+// Pipeline keys, valid under every policy name so that the policy check below can say what is
+// wrong instead of calling them unknown.
+void read_pipeline(object_reader& r, parallelism_config& p) {
+  const bool stages_ok = r.integer("stages", p.stages, 1, 64);
+  r.integer("micro_batches", p.micro_batches, 1, 1 << 16);
+  read_enum(r, "schedule", schedule_names, p.schedule);
+  if (!stages_ok)
+    r.skip("split");
+  else if (r.has("split") && p.stages == 1)
+    r.problem("split", "needs stages > 1");
+  else
+    r.word_or_strings("split", "balanced", p.split, static_cast<std::size_t>(p.stages - 1));
+}
+
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
     skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling", "phases"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
+  read_pipeline(r, p);
+  if (p.pipelined() && p.policy != policy_kind::sync && r.has("policy"))
+    r.problem("policy", std::string("must be \"sync\" with stages or micro_batches above 1 ") +
+                            "(pipelines flush and step together), got \"" + to_string(p.policy) +
+                            "\"");
   if (p.policy == policy_kind::local_sgd) {
     r.integer("period", p.period, 1, 1000000);
     r.boolean("average_momenta", p.average_momenta);
-    r.finish({"policy", "replicas", "threads_per_replica", "period", "average_momenta"});
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split", "period", "average_momenta"});
   } else if (p.policy == policy_kind::async) {
     r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);
-    r.finish(
-        {"policy", "replicas", "threads_per_replica", "max_staleness", "staleness_lr_scaling"});
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split", "max_staleness", "staleness_lr_scaling"});
   } else if (p.policy == policy_kind::schedule) {
     auto phases = r.object_array("phases", 1, 1000);
     if (!r.has("phases"))
@@ -183,9 +204,11 @@ void read_parallelism(object_reader r, parallelism_config& p) {
     p.phases.resize(phases.size());
     for (std::size_t i = 0; i < phases.size(); ++i)
       read_phase(phases[i], p.phases[i], i + 1 == phases.size());
-    r.finish({"policy", "replicas", "threads_per_replica", "phases"});
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split", "phases"});
   } else {
-    r.finish({"policy", "replicas", "threads_per_replica"});
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split"});
   }
 }
 
@@ -243,13 +266,27 @@ job_config parse_job(const nlohmann::json& json) {
                          std::to_string(job.parallelism.replicas) +
                          ") so every replica gets a sample each step, got " +
                          std::to_string(job.training.batch_size));
+    const auto& par = job.parallelism;
+    // A pipeline replica's rows must fill every micro-batch (the smallest shard is the floor).
+    if (par.micro_batches > 1 && !reported_at(problems, "/training/batch_size") &&
+        !reported_at(problems, "/parallelism/replicas") &&
+        !reported_at(problems, "/parallelism/micro_batches") &&
+        job.training.batch_size / par.replicas < par.micro_batches)
+      problems.push_back(
+          "/parallelism/micro_batches: " + std::to_string(par.micro_batches) +
+          " micro-batches need at least that many rows per replica, but batch_size " +
+          std::to_string(job.training.batch_size) + " over " + std::to_string(par.replicas) +
+          " replica(s) leaves " + std::to_string(job.training.batch_size / par.replicas));
+    // Workers are numbered replica-major: worker r * stages + s is stage s of pipeline r.
+    const int64_t workers = par.replicas * par.stages;
+    const bool workers_ok = !reported_at(problems, "/parallelism/replicas") &&
+                            !reported_at(problems, "/parallelism/stages");
     for (const auto& [key, worker] : {std::pair{"throw_worker", job.faults.throw_worker},
                                       std::pair{"slow_worker", job.faults.slow_worker}})
-      if (worker && *worker >= job.parallelism.replicas &&
-          !reported_at(problems, "/parallelism/replicas"))
-        problems.push_back(
-            std::string("/faults/") + key + ": must name a worker below parallelism.replicas (" +
-            std::to_string(job.parallelism.replicas) + "), got " + std::to_string(*worker));
+      if (worker && *worker >= workers && workers_ok)
+        problems.push_back(std::string("/faults/") + key + ": must name a worker below " +
+                           (par.stages > 1 ? "replicas x stages (" : "parallelism.replicas (") +
+                           std::to_string(workers) + "), got " + std::to_string(*worker));
     const auto& phases = job.parallelism.phases;
     for (std::size_t i = 0; i < phases.size(); ++i) {
       const auto where = "/parallelism/phases/" + std::to_string(i);
@@ -338,6 +375,17 @@ nlohmann::ordered_json to_json(const job_config& job) {
     if (job.parallelism.max_staleness)
       parallelism["max_staleness"] = *job.parallelism.max_staleness;
     parallelism["staleness_lr_scaling"] = job.parallelism.staleness_lr_scaling;
+  }
+  if (job.parallelism.pipelined()) {
+    parallelism["stages"] = job.parallelism.stages;
+    parallelism["micro_batches"] = job.parallelism.micro_batches;
+    parallelism["schedule"] = to_string(job.parallelism.schedule);
+    if (job.parallelism.stages > 1) {
+      if (job.parallelism.split.empty())
+        parallelism["split"] = "balanced";
+      else
+        parallelism["split"] = job.parallelism.split;
+    }
   }
   json out = {{"name", job.name},
               {"seed", job.seed},

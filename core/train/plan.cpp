@@ -4,10 +4,72 @@
 #include "core/errors.hpp"
 #include "core/policy/policy_schedule.hpp"
 
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
 #include <sstream>
 #include <thread>
 
 namespace troupe {
+
+namespace {
+
+// Floats per sample that leave each stage but the last: one row through the model, layer by
+// layer (cheap: no data, no gradients).
+std::vector<int64_t> boundary_floats(torch::nn::Sequential& model,
+                                     const std::vector<stage_slice>& stages) {
+  torch::NoGradGuard no_grad;
+  auto x = at::zeros({1, 1, image_side, image_side});
+  std::vector<int64_t> after_layer;
+  for (auto& layer : *model) {
+    x = layer.forward(x);
+    after_layer.push_back(x.numel());
+  }
+  std::vector<int64_t> floats;
+  for (std::size_t s = 0; s + 1 < stages.size(); ++s)
+    floats.push_back(after_layer[static_cast<std::size_t>(stages[s].end - 1)]);
+  return floats;
+}
+
+void add_pipeline(const job_config& job, torch::nn::Sequential& model, run_plan& p) {
+  const auto& par = job.parallelism;
+  p.stages = split_stages(p.layers, par.stages, par.split);
+  p.boundary_floats_per_row = boundary_floats(model, p.stages);
+  for (int64_t m = 0; m < par.micro_batches; ++m)
+    p.micro_batch_rows.push_back(shard_of(p.rows_per_replica.front(), par.micro_batches, m).size());
+  p.predicted_bubble = predicted_bubble_fraction(par.stages, par.micro_batches);
+}
+
+void render_pipeline(std::ostringstream& out, const job_config& job, const run_plan& p) {
+  const auto& par = job.parallelism;
+  out << "  pipeline: " << par.stages << " stage(s), " << par.micro_batches
+      << " micro-batch(es) of rows";
+  for (auto rows : p.micro_batch_rows)
+    out << ' ' << rows;
+  out << " (replica 0), schedule " << to_string(par.schedule) << ", predicted bubble "
+      << static_cast<int>(p.predicted_bubble * 1000 + 0.5) / 10.0 << "% = (P-1)/(M+P-1)\n";
+  int64_t largest = 0;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& st = p.stages[s];
+    largest = std::max(largest, st.parameters);
+    out << "    stage " << s << ": " << p.layers[static_cast<std::size_t>(st.begin)].name;
+    if (st.end - st.begin > 1)
+      out << ".." << p.layers[static_cast<std::size_t>(st.end - 1)].name;
+    out << " (" << st.end - st.begin << " layers), " << st.parameters << " parameters";
+    if (s < p.boundary_floats_per_row.size())
+      out << ", sends " << p.boundary_floats_per_row[s] * 4 << " bytes per row on";
+    out << '\n';
+  }
+  if (par.stages > 1) {
+    if (par.split.empty())
+      out << "    split balanced by parameter count: largest stage " << largest << " of "
+          << p.parameters << " (ideal " << p.parameters / par.stages << ")\n";
+    else
+      out << "    split as given: stages begin at the listed layers\n";
+  }
+}
+
+}  // namespace
 
 run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes) {
   run_plan p;
@@ -52,7 +114,10 @@ run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes
   p.bytes_sent_per_step =
       static_cast<int64_t>(total_bytes / static_cast<double>(p.total_steps) + 0.5);
   p.bytes_received_per_step = p.bytes_sent_per_step;
-  p.threads_total = job.parallelism.replicas * job.parallelism.threads_per_replica;
+  if (job.parallelism.pipelined())
+    add_pipeline(job, model, p);
+  p.threads_total =
+      job.parallelism.replicas * job.parallelism.stages * job.parallelism.threads_per_replica;
   p.hardware_threads = std::thread::hardware_concurrency();
   return p;
 }
@@ -79,9 +144,11 @@ std::string render_plan(const job_config& job, const run_plan& p) {
         << (job.parallelism.max_staleness ? std::to_string(*job.parallelism.max_staleness)
                                           : std::string("unbounded"))
         << (job.parallelism.staleness_lr_scaling ? ", lr / (1 + staleness)" : "") << ")";
-  out << ", " << job.parallelism.replicas << " replica(s) x " << job.parallelism.threads_per_replica
-      << " thread(s) = " << p.threads_total << " thread(s) on " << p.hardware_threads
-      << " hardware thread(s)";
+  out << ", " << job.parallelism.replicas << " replica(s) x ";
+  if (job.parallelism.stages > 1)
+    out << job.parallelism.stages << " stages x ";
+  out << job.parallelism.threads_per_replica << " thread(s) = " << p.threads_total
+      << " thread(s) on " << p.hardware_threads << " hardware thread(s)";
   if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
     out << "  [warning: oversubscribed, expect contention]";
   out << "\n  model: " << to_string(job.model.kind) << ", " << p.parameters << " parameters\n";
@@ -91,6 +158,8 @@ std::string render_plan(const job_config& job, const run_plan& p) {
       out << ": " << layer.parameters << " parameters";
     out << '\n';
   }
+  if (job.parallelism.pipelined())
+    render_pipeline(out, job, p);
   out << "  data: " << to_string(job.data.kind) << ", " << p.train_samples << " training samples\n";
   out << "  optimizer: " << to_string(job.optimizer.kind) << ", lr " << job.optimizer.lr << '\n';
   out << "  training: " << p.total_steps << " steps (" << p.steps_per_epoch
@@ -99,9 +168,9 @@ std::string render_plan(const job_config& job, const run_plan& p) {
     out << ' ' << rows;
   const bool varies = job.parallelism.policy == policy_kind::local_sgd ||
                       job.parallelism.policy == policy_kind::schedule;
-  out << "\n  per worker and step" << (varies ? " (mean)" : "") << ": sends "
-      << p.bytes_sent_per_step << " bytes, receives " << p.bytes_received_per_step
-      << " bytes (by handle in-process)\n";
+  out << "\n  per " << (job.parallelism.stages > 1 ? "replica (all its stages)" : "worker")
+      << " and step" << (varies ? " (mean)" : "") << ": sends " << p.bytes_sent_per_step
+      << " bytes, receives " << p.bytes_received_per_step << " bytes (by handle in-process)\n";
   return out.str();
 }
 

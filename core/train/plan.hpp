@@ -5,6 +5,7 @@
 
 #include "core/config/job_config.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/pipeline/stage_split.hpp"
 
 #include <cstdint>
 #include <string>
@@ -21,11 +22,18 @@ struct run_plan {
   std::vector<int64_t> rows_per_replica;  ///< rows of each global batch, by rank
   int64_t bytes_sent_per_step = 0;        ///< by each worker: its float32 gradient
   int64_t bytes_received_per_step = 0;    ///< by each worker: the combined gradient
-  int64_t threads_total = 0;              ///< replicas x intra-op threads
+  int64_t threads_total = 0;              ///< replicas x stages x intra-op threads
   unsigned hardware_threads = 0;
+  /// Pipelines only: each stage's layers, the rows of each micro-batch (of replica 0), the
+  /// floats per row crossing each stage boundary, and the ideal bubble fraction.
+  std::vector<stage_slice> stages;
+  std::vector<int64_t> micro_batch_rows;
+  std::vector<int64_t> boundary_floats_per_row;  ///< by boundary: after stage 0, 1, ...
+  double predicted_bubble = 0;
 };
 
-/// Throws job_error if the data cannot fill a single global batch.
+/// Throws job_error if the data cannot fill a single global batch, or if the pipeline split
+/// cannot work (more stages than layers with parameters, an unknown or misplaced boundary).
 run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes);
 
 /// Human-readable, several lines, ending with a newline.

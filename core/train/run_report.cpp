@@ -12,16 +12,24 @@ nlohmann::json optional_json(const std::optional<T>& x) {
 
 nlohmann::json to_json(const worker_report& w, double wall_s) {
   const double busy = w.compute_s + w.comm_s + w.apply_s;
-  return {{"rank", w.rank},
-          {"wait_s", w.wait_s},
-          {"wait_fraction", wall_s > 0 ? w.wait_s / wall_s : 0.0},
-          {"steps", w.steps},
-          {"samples", w.samples},
-          {"compute_s", w.compute_s},
-          {"comm_s", w.comm_s},
-          {"apply_s", w.apply_s},
-          {"eval_s", w.eval_s},
-          {"samples_per_s", busy > 0 ? static_cast<double>(w.samples) / busy : 0.0}};
+  nlohmann::json j = {{"rank", w.rank},
+                      {"wait_s", w.wait_s},
+                      {"wait_fraction", wall_s > 0 ? w.wait_s / wall_s : 0.0},
+                      {"steps", w.steps},
+                      {"samples", w.samples},
+                      {"compute_s", w.compute_s},
+                      {"comm_s", w.comm_s},
+                      {"apply_s", w.apply_s},
+                      {"eval_s", w.eval_s},
+                      {"samples_per_s", busy > 0 ? static_cast<double>(w.samples) / busy : 0.0}};
+  if (w.stage >= 0) {
+    j["pipeline"] = w.pipeline;
+    j["stage"] = w.stage;
+    j["idle_s"] = w.idle_s;
+    j["bubble_fraction"] = w.compute_s + w.idle_s > 0 ? w.idle_s / (w.compute_s + w.idle_s) : 0.0;
+    j["peak_live_activations"] = w.peak_live_activations;
+  }
+  return j;
 }
 
 nlohmann::json to_json(const run_report& r) {
@@ -45,6 +53,10 @@ nlohmann::json to_json(const run_report& r) {
       histogram[std::to_string(staleness)] = count;
     j["staleness_histogram"] = histogram;
   }
+  if (r.bubble_fraction)
+    j["bubble_fraction"] = *r.bubble_fraction;
+  if (r.predicted_bubble_fraction)
+    j["predicted_bubble_fraction"] = *r.predicted_bubble_fraction;
   if (!r.error.empty())
     j["error"] = r.error;
   return j;

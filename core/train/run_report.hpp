@@ -23,6 +23,12 @@ struct worker_report {
   double apply_s = 0;    ///< copying the combined gradient in and the optimizer step
   double eval_s = 0;     ///< evaluating its share of the test set
   double wait_s = 0;     ///< async: held back by the staleness bound
+  /// Pipelines only (stage >= 0): compute_s is the time in forward/backward operations, and
+  /// idle_s the rest of each step's flush window (the bubble plus message latency).
+  int64_t pipeline = -1;
+  int64_t stage = -1;
+  double idle_s = 0;
+  int64_t peak_live_activations = 0;
 };
 
 struct run_report {
@@ -39,6 +45,9 @@ struct run_report {
   std::vector<worker_report> workers;
   /// async: how many applied gradients had each staleness (versions between pull and push).
   std::map<int64_t, int64_t> staleness_histogram;
+  /// Pipelines: idle time over flush windows, summed over all stages, and the ideal figure.
+  std::optional<double> bubble_fraction;
+  std::optional<double> predicted_bubble_fraction;
   at::Tensor final_weights;  ///< flat; undefined if the run failed before collecting them
 
   double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0; }

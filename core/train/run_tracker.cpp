@@ -147,6 +147,26 @@ void run_tracker::on_waited(int64_t worker, int64_t step, double wait_s) {
     metrics_->write({{"event", "waited"}, {"worker", worker}, {"clock", step}, {"wait_s", wait_s}});
 }
 
+void run_tracker::on_stage_step(int64_t worker, int64_t pipeline, int64_t stage, int64_t step,
+                                double busy_s, double idle_s, int64_t peak_live) {
+  if (worker < 0 || worker >= static_cast<int64_t>(workers_.size()))
+    return;
+  auto& w = workers_[static_cast<std::size_t>(worker)];
+  w.pipeline = pipeline;
+  w.stage = stage;
+  w.idle_s += idle_s;
+  w.peak_live_activations = std::max(w.peak_live_activations, peak_live);
+  if (metrics_ != nullptr)
+    metrics_->write({{"event", "stage_step"},
+                     {"step", step},
+                     {"worker", worker},
+                     {"pipeline", pipeline},
+                     {"stage", stage},
+                     {"busy_s", busy_s},
+                     {"idle_s", idle_s},
+                     {"peak_live_activations", peak_live}});
+}
+
 void run_tracker::record_event(nlohmann::json record) {
   if (metrics_ == nullptr)
     return;
@@ -173,6 +193,15 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
   r.test_accuracy = test_accuracy_;
   r.workers = workers_;
   r.staleness_histogram = staleness_histogram_;
+  double busy = 0, idle = 0;
+  for (const auto& w : workers_)
+    if (w.stage >= 0) {
+      busy += w.compute_s;
+      idle += w.idle_s;
+    }
+  if (busy + idle > 0)
+    r.bubble_fraction = idle / (busy + idle);
+  r.predicted_bubble_fraction = predicted_bubble_;
   r.final_weights = std::move(final_weights);
   return r;
 }

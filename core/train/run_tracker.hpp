@@ -56,6 +56,12 @@ class run_tracker {
   /// async: `worker` was held back `wait_s` by the staleness bound.
   void on_waited(int64_t worker, int64_t step, double wait_s);
 
+  /// Pipelines: a stage's figures for a step it applied (after on_worker_step).
+  void on_stage_step(int64_t worker, int64_t pipeline, int64_t stage, int64_t step, double busy_s,
+                     double idle_s, int64_t peak_live);
+  /// Pipelines: the ideal bubble fraction, reported beside the measured one.
+  void set_predicted_bubble(double fraction) { predicted_bubble_ = fraction; }
+
   /// A notable event for metrics.jsonl (e.g. a failure), with the time since start added.
   void record_event(nlohmann::json record);
 
@@ -90,6 +96,7 @@ class run_tracker {
   std::map<int64_t, eval_round> evals_;
   std::vector<worker_report> workers_;
   std::map<int64_t, int64_t> staleness_histogram_;
+  std::optional<double> predicted_bubble_;
 };
 
 }  // namespace troupe

@@ -1,0 +1,178 @@
+#include "core/train/stage_engine.hpp"
+
+#include "core/errors.hpp"
+#include "core/model/model_builder.hpp"
+#include "core/optim/make_optimizer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+#include <string>
+
+namespace troupe {
+namespace {
+
+// As in replica_engine: evaluation chunks bound the live activations of the test set.
+constexpr int64_t eval_chunk = 1000;
+
+// The stage's layers, taken out of a whole model that holds the job's initial weights, so that
+// the stage starts exactly where an unpartitioned replica would.
+torch::nn::Sequential slice_of(const job_config& job, int64_t classes,
+                               const at::Tensor& initial_weights, const stage_slice& slice) {
+  auto whole = build_model(job.model, classes);
+  {
+    flat_parameters flat(*whole);
+    TORCH_CHECK(initial_weights.numel() == flat.size(), "initial weights have ",
+                initial_weights.numel(), " elements, the model has ", flat.size());
+    torch::NoGradGuard no_grad;
+    flat.weights().copy_(initial_weights);
+  }
+  torch::nn::Sequential part;
+  const auto names = whole->named_children();
+  for (auto i = slice.begin; i < slice.end; ++i)
+    part->push_back(names[static_cast<std::size_t>(i)].key(),
+                    *(whole->begin() + static_cast<std::ptrdiff_t>(i)));
+  return part;
+}
+
+}  // namespace
+
+std::vector<stage_slice> stage_slices(const job_config& job, int64_t classes) {
+  return split_stages(summarize_layers(build_model(job.model, classes)), job.parallelism.stages,
+                      job.parallelism.split);
+}
+
+stage_engine::stage_engine(const job_config& job, dataset_ptr data,
+                           const at::Tensor& initial_weights, const stage_slice& slice,
+                           stage_position where)
+    : where_(where),
+      micro_batches_(job.parallelism.micro_batches),
+      global_batch_(job.training.batch_size),
+      data_(std::move(data)),
+      module_(slice_of(job, data_->classes, initial_weights, slice)),
+      plan_(data_->train.size(), job.training.batch_size, job.seed),
+      rows_(shard_of(job.training.batch_size, where.pipelines, where.pipeline)),
+      test_rows_(shard_of(data_->test.size(), where.pipelines, where.pipeline)) {
+  flat_ = std::make_unique<flat_parameters>(*module_);
+  optimizer_ = make_optimizer(job.optimizer, module_->parameters());
+}
+
+stage_engine::~stage_engine() = default;
+
+row_range stage_engine::micro_range(int64_t micro) const {
+  const auto r = shard_of(rows_.size(), micro_batches_, micro);
+  return {rows_.begin + r.begin, rows_.begin + r.end};
+}
+
+int64_t stage_engine::micro_rows(int64_t micro) const {
+  return micro_range(micro).size();
+}
+
+void stage_engine::begin_step(int64_t step) {
+  flat_->grads().zero_();
+  step_ = step;
+  loss_sum_ = 0;
+  saved_.clear();
+}
+
+at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
+  TORCH_CHECK(saved_.count(micro) == 0, "forward of micro-batch ", micro, " twice in step ", step_);
+  const auto rows = micro_range(micro);
+  saved_activation saved;
+  at::Tensor x;
+  if (where_.first()) {
+    x = data_->train.images.index_select(0, plan_.indices(step_, rows));
+  } else {
+    TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for micro-batch ",
+                micro);
+    // A leaf of this stage's graph: its gradient is what the previous stage needs.
+    saved.input = input.detach().requires_grad_(true);
+    x = saved.input;
+  }
+  auto out = module_->forward(x);
+  if (!where_.last()) {
+    saved.output = out;
+    saved_.emplace(micro, std::move(saved));
+    return out;
+  }
+  auto labels = data_->train.labels.index_select(0, plan_.indices(step_, rows));
+  auto loss = torch::nn::functional::cross_entropy(out, labels);
+  const double value = loss.item<double>();
+  if (!std::isfinite(value))
+    throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step_) +
+                         " on pipeline " + std::to_string(where_.pipeline) + ", micro-batch " +
+                         std::to_string(micro));
+  loss_sum_ += value * static_cast<double>(rows.size());
+  saved.output = loss * (static_cast<double>(rows.size()) / static_cast<double>(global_batch_));
+  saved_.emplace(micro, std::move(saved));
+  return {};
+}
+
+at::Tensor stage_engine::backward(int64_t micro, const at::Tensor& grad_output) {
+  auto it = saved_.find(micro);
+  TORCH_CHECK(it != saved_.end(), "backward of micro-batch ", micro,
+              " without its forward in step ", step_);
+  auto saved = std::move(it->second);
+  saved_.erase(it);
+  if (where_.last()) {
+    saved.output.backward();
+  } else {
+    TORCH_CHECK(grad_output.defined(), "stage ", where_.stage, " got no gradient for micro-batch ",
+                micro);
+    saved.output.backward(grad_output);
+  }
+  return where_.first() ? at::Tensor() : saved.input.grad();
+}
+
+double stage_engine::step_loss() const {
+  return loss_sum_ / static_cast<double>(rows_.size());
+}
+
+void stage_engine::apply(const at::Tensor& combined) {
+  {
+    torch::NoGradGuard no_grad;
+    if (!combined.is_same(flat_->grads()))
+      flat_->grads().copy_(combined);
+  }
+  optimizer_->step();
+}
+
+row_range stage_engine::eval_range(int64_t chunk) const {
+  const auto begin = test_rows_.begin + chunk * eval_chunk;
+  return {begin, std::min(begin + eval_chunk, test_rows_.end)};
+}
+
+int64_t stage_engine::eval_chunks() const {
+  return (test_rows_.size() + eval_chunk - 1) / eval_chunk;
+}
+
+at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
+  torch::NoGradGuard no_grad;
+  if (where_.first()) {
+    const auto rows = eval_range(chunk);
+    return module_->forward(data_->test.images.narrow(0, rows.begin, rows.size()));
+  }
+  TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for test chunk ", chunk);
+  return module_->forward(input);
+}
+
+evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logits) const {
+  torch::NoGradGuard no_grad;
+  const auto rows = eval_range(chunk);
+  auto labels = data_->test.labels.narrow(0, rows.begin, rows.size());
+  TORCH_CHECK(logits.size(0) == rows.size(), "test chunk ", chunk, " has ", logits.size(0),
+              " rows of logits for ", rows.size(), " labels");
+  evaluation_result r;
+  r.loss_sum =
+      torch::nn::functional::cross_entropy(
+          logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+          .item<double>();
+  r.correct = logits.argmax(1).eq(labels).sum().item<int64_t>();
+  r.count = rows.size();
+  return r;
+}
+
+}  // namespace troupe

@@ -1,0 +1,109 @@
+// The compute of one pipeline stage, free of any actor code: a consecutive slice of the model's
+// layers (with their PyTorch names), its flat parameters and optimizer, and the activations it
+// holds between a micro-batch's forward and backward. A stage actor (actors/stage_worker)
+// executes its schedule through it; tests and benchmarks can drive it directly.
+//
+// Micro-batch m's loss is scaled by its rows / the global batch before backward, so the
+// gradients accumulated over all micro-batches (and summed over pipelines) are exactly the
+// gradient of the global batch's mean loss: the same mini-batch SGD as unpartitioned training.
+//
+// Thread safety: none. All calls must come from one thread at a time (the owning actor's).
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/batch_plan.hpp"
+#include "core/data/dataset.hpp"
+#include "core/model/flat_parameters.hpp"
+#include "core/pipeline/stage_split.hpp"
+#include "core/train/replica_engine.hpp"
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/optimizer.h>
+
+#include <map>
+#include <memory>
+
+namespace troupe {
+
+/// Where a stage sits: stage `stage` of `stages` in pipeline (replica) `pipeline` of `pipelines`.
+struct stage_position {
+  int64_t stage = 0;
+  int64_t stages = 1;
+  int64_t pipeline = 0;
+  int64_t pipelines = 1;
+  bool first() const { return stage == 0; }
+  bool last() const { return stage + 1 == stages; }
+};
+
+class stage_engine {
+ public:
+  /// `initial_weights` is the whole model's flat weight vector; the stage keeps its slice.
+  stage_engine(const job_config& job, dataset_ptr data, const at::Tensor& initial_weights,
+               const stage_slice& slice, stage_position where);
+  ~stage_engine();
+
+  /// Zeroes the accumulated gradient and the step's loss; call before a step's first operation.
+  void begin_step(int64_t step);
+
+  /// Micro-batch m of the current step. The first stage reads its images (`input` undefined);
+  /// others take the previous stage's activation. Returns the activation for the next stage;
+  /// the last stage computes the loss instead and returns an undefined tensor.
+  /// Throws diverged_error on a non-finite loss.
+  at::Tensor forward(int64_t micro, const at::Tensor& input);
+
+  /// Backward of micro-batch m: the last stage starts from its loss (`grad_output` undefined),
+  /// others from the next stage's gradient. Accumulates into gradient() and returns the
+  /// gradient of the stage's input for the previous stage (undefined on the first stage).
+  at::Tensor backward(int64_t micro, const at::Tensor& grad_output);
+
+  /// Micro-batches whose forward ran and backward has not.
+  int64_t live_activations() const { return static_cast<int64_t>(saved_.size()); }
+
+  /// Last stage, after the step's forwards: the mean loss over this pipeline's rows.
+  double step_loss() const;
+  /// This pipeline's rows in a step.
+  int64_t step_rows() const { return rows_.size(); }
+  int64_t micro_rows(int64_t micro) const;
+
+  const at::Tensor& gradient() const { return flat_->grads(); }
+  /// Makes `combined` the gradient and takes one optimizer step.
+  void apply(const at::Tensor& combined);
+  const at::Tensor& weights() const { return flat_->weights(); }
+  const flat_parameters& parameters() const { return *flat_; }
+
+  /// Evaluation of this pipeline's share of the test set, in chunks that flow through the
+  /// stages like micro-batches (no gradients kept).
+  int64_t eval_chunks() const;
+  /// Forward of chunk c: the first stage reads its images; the result goes to the next stage.
+  at::Tensor eval_forward(int64_t chunk, const at::Tensor& input);
+  /// Last stage: scores the logits of chunk c against its labels.
+  evaluation_result eval_score(int64_t chunk, const at::Tensor& logits) const;
+
+ private:
+  struct saved_activation {
+    at::Tensor input;   ///< the detached input whose gradient goes back (undefined on stage 0)
+    at::Tensor output;  ///< the activation sent on, or the scaled loss on the last stage
+  };
+
+  row_range micro_range(int64_t micro) const;
+  row_range eval_range(int64_t chunk) const;
+
+  stage_position where_;
+  int64_t micro_batches_;
+  int64_t global_batch_;
+  dataset_ptr data_;
+  torch::nn::Sequential module_;
+  std::unique_ptr<flat_parameters> flat_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  batch_plan plan_;
+  row_range rows_;       ///< this pipeline's rows of every global batch
+  row_range test_rows_;  ///< this pipeline's share of the test set
+  int64_t step_ = 0;
+  double loss_sum_ = 0;  ///< sum over micro-batches of mean loss x rows
+  std::map<int64_t, saved_activation> saved_;
+};
+
+/// The stage slices of a job's model (balanced or as the job splits it).
+std::vector<stage_slice> stage_slices(const job_config& job, int64_t classes);
+
+}  // namespace troupe
