@@ -169,9 +169,10 @@ void read_pipeline(object_reader& r, parallelism_config& p) {
   read_enum(r, "schedule", schedule_names, p.schedule);
   if (!stages_ok)
     r.skip("split");
-  else if (r.has("split") && p.stages == 1)
+  else if (r.has("split") && p.stages == 1) {
     r.problem("split", "needs stages > 1");
-  else
+    r.skip("split");
+  } else
     r.word_or_strings("split", "balanced", p.split, static_cast<std::size_t>(p.stages - 1));
 }
 

@@ -46,6 +46,11 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
   auto j = to_json(report);
   j["name"] = job.name;
   j["policy"] = to_string(job.parallelism.policy);
+  if (job.parallelism.pipelined()) {
+    j["stages"] = job.parallelism.stages;
+    j["micro_batches"] = job.parallelism.micro_batches;
+    j["schedule"] = to_string(job.parallelism.schedule);
+  }
   j["outputs"] = {{"job", "job.json"}, {"metrics", "metrics.jsonl"}};
   if (report.final_weights.defined())
     j["outputs"]["weights"] = "final_weights.pt";

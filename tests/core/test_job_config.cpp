@@ -427,4 +427,48 @@ TEST_SUITE("job_config") {
     adam["optimizer"] = {{"type", "adam"}};
     check_one_problem(adam, {"/parallelism/phases/2/policy", "needs optimizer sgd"});
   }
+  TEST_CASE("pipeline keys: ranges, schedule names, split shape, sync only, rows per micro-batch") {
+    const json ok = {
+        {"parallelism",
+         {{"stages", 3}, {"micro_batches", 4}, {"schedule", "gpipe"}, {"split", {"fc2", "out"}}}}};
+    const auto job = parse_job(ok);
+    CHECK(job.parallelism.stages == 3);
+    CHECK(job.parallelism.micro_batches == 4);
+    CHECK(job.parallelism.schedule == pipeline_schedule_kind::gpipe);
+    CHECK(job.parallelism.split == std::vector<std::string>{"fc2", "out"});
+    CHECK(job.parallelism.pipelined());
+    const auto again = parse_job(json::parse(to_json(job).dump()));
+    CHECK(again.parallelism.split == job.parallelism.split);
+    CHECK(again.parallelism.schedule == pipeline_schedule_kind::gpipe);
+    // Defaults: 1F1B, balanced, and no pipeline keys in an unpipelined resolved job.
+    const auto balanced = parse_job({{"parallelism", {{"stages", 2}, {"split", "balanced"}}}});
+    CHECK(balanced.parallelism.split.empty());
+    CHECK(balanced.parallelism.schedule == pipeline_schedule_kind::one_f_one_b);
+    CHECK(to_json(balanced)["parallelism"]["split"] == "balanced");
+    CHECK(!to_json(parse_job(json::object()))["parallelism"].contains("stages"));
+
+    check_one_problem({{"parallelism", {{"stages", 0}}}}, {"/parallelism/stages", "got 0"});
+    check_one_problem({{"parallelism", {{"micro_batches", 0}}}},
+                      {"/parallelism/micro_batches", "got 0"});
+    check_one_problem({{"parallelism", {{"stages", 2}, {"schedule", "zigzag"}}}},
+                      {"/parallelism/schedule", "\"gpipe\"", "zigzag"});
+    check_one_problem({{"parallelism", {{"stages", 3}, {"split", {"out"}}}}},
+                      {"/parallelism/split", "an array of 2 names"});
+    check_one_problem({{"parallelism", {{"stages", 2}, {"split", {7}}}}},
+                      {"/parallelism/split/0", "a layer name", "got 7"});
+    check_one_problem({{"parallelism", {{"stages", 2}, {"split", "even"}}}},
+                      {"/parallelism/split", "\"balanced\""});
+    check_one_problem({{"parallelism", {{"split", "balanced"}}}},
+                      {"/parallelism/split", "needs stages > 1"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"stages", 2}}}},
+                      {"/parallelism/policy", "must be \"sync\"", "got \"async\""});
+    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"micro_batches", 2}}}},
+                      {"/parallelism/policy", "must be \"sync\""});
+    // 20 rows over 2 replicas leave 10 per replica: not enough for 16 micro-batches.
+    check_one_problem({{"training", {{"batch_size", 20}}},
+                       {"parallelism", {{"replicas", 2}, {"micro_batches", 16}}}},
+                      {"/parallelism/micro_batches", "16 micro-batches", "leaves 10"});
+    check_one_problem({{"parallelism", {{"stages", 2}}}, {"faults", {{"throw_worker", 2}}}},
+                      {"/faults/throw_worker", "replicas x stages (2)", "got 2"});
+  }
 }

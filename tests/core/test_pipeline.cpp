@@ -3,6 +3,7 @@
 #include "core/errors.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
 #include "core/pipeline/stage_split.hpp"
+#include "core/train/plan.hpp"
 
 #include <doctest/doctest.h>
 
@@ -176,5 +177,30 @@ TEST_SUITE("pipeline") {
     CHECK(first_problem([&] {
             split_stages(layers, 3, {"out", "fc2"});
           }).find("/parallelism/split/1: \"fc2\" does not come after") == 0);
+  }
+  TEST_CASE("the plan states the split, the micro-batches and the predicted bubble") {
+    job_config job;
+    job.training.batch_size = 30;
+    job.parallelism.replicas = 1;
+    job.parallelism.stages = 2;
+    job.parallelism.micro_batches = 4;
+    const auto plan = make_plan(job, 60000, 10);
+    REQUIRE(plan.stages.size() == 2);
+    CHECK(plan.micro_batch_rows == std::vector<int64_t>{8, 8, 7, 7});
+    CHECK(plan.predicted_bubble == doctest::Approx(0.2));
+    CHECK(plan.boundary_floats_per_row == std::vector<int64_t>{256});  // after act1
+    const auto text = render_plan(job, plan);
+    CHECK(text.find("stage 0: flatten..act1 (3 layers), 200960 parameters") != std::string::npos);
+    CHECK(text.find("stage 1: fc2..out (3 layers), 34186 parameters") != std::string::npos);
+    CHECK(text.find("predicted bubble 20%") != std::string::npos);
+    CHECK(text.find("balanced by parameter count") != std::string::npos);
+
+    job.parallelism.stages = 4;
+    CHECK(first_problem([&] { make_plan(job, 60000, 10); }).find("/parallelism/stages") == 0);
+    job.parallelism.stages = 2;
+    job.parallelism.split = {"pool1"};
+    CHECK(first_problem([&] {
+            make_plan(job, 60000, 10);
+          }).find("/parallelism/split/0: no layer \"pool1\"") == 0);
   }
 }

@@ -124,6 +124,27 @@ expect 2 "/parallelism/phases/1: would start at step 100" -- "$troupe" validate 
   "$root/configs/synthetic_smoke.json" --set 'parallelism={"policy": "schedule",
   "phases": [{"policy": "sync", "steps": 100}, {"policy": "local_sgd"}]}'
 
+# --- pipelines: the plan, per-stage metrics, and splits that cannot work ------------------------
+out="$tmp/run_pipeline"
+expect 0 "predicted bubble 20%" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" \
+  --set 'parallelism={"replicas": 1, "stages": 2, "micro_batches": 4, "schedule": "gpipe"}'
+grep -q '"event":"stage_step".*"peak_live_activations":4' "$out/metrics.jsonl" && pass ||
+  fail "pipeline: no stage_step record with gpipe's 4 live activations"
+[ "$(json_field "$out/summary.json" stages)" = 2 ] && pass || fail "pipeline: summary stages"
+json_field "$out/summary.json" bubble_fraction >/dev/null && pass || fail "pipeline: bubble"
+expect 2 "/parallelism/stages: 3 stages, but the model has only 2 layers with parameters" -- \
+  "$troupe" validate "$root/configs/synthetic_smoke.json" --set parallelism.stages=3
+expect 2 "/parallelism/split/0: no layer \"fc7\"" -- "$troupe" validate \
+  "$root/configs/synthetic_smoke.json" --set 'parallelism.stages=2' --set 'parallelism.split=["fc7"]'
+expect 2 "/parallelism/policy: must be \"sync\"" -- "$troupe" validate \
+  "$root/configs/synthetic_smoke.json" --set 'parallelism={"policy": "async", "stages": 2}'
+expect 1 "stage 1 of replica 1 (worker 3) failed" -- "$troupe" run \
+  "$root/configs/synthetic_smoke.json" --out "$tmp/run_stage_fault" \
+  --set 'parallelism={"replicas": 2, "stages": 2, "micro_batches": 2}' \
+  --set 'faults={"throw_worker": 3, "throw_step": 2}'
+[ "$(json_field "$tmp/run_stage_fault/summary.json" status)" = failed ] && pass ||
+  fail "stage fault: summary status"
+
 # --- failures: exit 1, summary.json says failed and why ----------------------------------------
 out="$tmp/run_fault"
 expect 1 "worker 1 failed" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" \
@@ -154,6 +175,13 @@ if [ -d "$fashion" ]; then
     expect 0 "succeeded" -- "$troupe" run "$root/configs/fashion_cnn_sync.json" --out "$out" \
       --set 'training={"steps": 20, "batch_size": 64}' --quiet
     expect 0 "load strictly" -- /usr/bin/python3 "$here/../python/check_weights.py" "$out"
+    # A pipelined CNN (3 stages, hybrid with 2 replicas) saves the same module tree.
+    out="$tmp/run_cnn_pipeline"
+    expect 0 "succeeded" -- "$troupe" run "$root/configs/fashion_cnn_pipeline.json" --out "$out" \
+      --set 'training={"steps": 20, "batch_size": 64}' --set parallelism.stages=3 \
+      --set parallelism.replicas=2 --quiet
+    expect 0 "load strictly" -- /usr/bin/python3 "$here/../python/check_weights.py" "$out" \
+      --evaluate "$fashion"
   else
     echo "SKIP: /usr/bin/python3 has no torch; weights not checked in PyTorch"
   fi
