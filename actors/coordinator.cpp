@@ -1,11 +1,11 @@
 #include "actors/coordinator.hpp"
 
+#include "actors/run_ending.hpp"
 #include "core/collective/sum_in_order.hpp"
 #include "core/policy/async_policy.hpp"
 #include "core/policy/sync_policy.hpp"
 #include "core/train/replica_engine.hpp"
 #include "core/train/run_tracker.hpp"
-#include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
 #include <caf/all.hpp>
@@ -63,17 +63,8 @@ void finish(self_pointer self, const std::string& error) {
   at::Tensor weights;
   if (error.empty() && !st.final_weights.empty())
     weights = st.final_weights.front();
-  if (!error.empty()) {
-    try {
-      st.tracker->record_event({{"event", "failure"}, {"error", error}});
-    } catch (const std::exception&) {
-      // The run is ending anyway; the caller still gets the error through the report.
-    }
-  }
-  st.promise.deliver(st.tracker->report(error, weights));
-  for (auto& w : st.workers)
-    self->send_exit(w, caf::exit_reason::user_shutdown);
-  self->quit();
+  deliver_and_quit(self, *st.tracker, error, st.tracker->report(error, weights), st.promise,
+                   st.workers);
 }
 
 void fail_protocol(self_pointer self, const std::string& what) {
@@ -285,23 +276,13 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
     st.waiting_since.resize(static_cast<std::size_t>(replicas));
   }
 
-  // A worker that ends before the run finished has failed: say which one and why.
-  self->set_down_handler([self](caf::down_msg& msg) {
-    auto& st = self->state;
-    if (st.finished)
-      return;
-    const auto rank = rank_of(st, msg.source);
-    const auto who = rank >= 0 ? "worker " + std::to_string(rank) : std::string("an actor");
-    const auto why = msg.reason ? self->system().render(msg.reason) : "exited early";
-    finish(self, who + " failed: " + why);
-  });
-  // A bug in the coordinator itself must still answer the run request instead of leaving the
-  // caller waiting forever.
-  self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
-    auto err = make_error_from_exception(ep);
-    finish(self, "coordinator failed: " + self->system().render(err));
-    return err;
-  });
+  end_run_on_failures(
+      self,
+      [self](const caf::actor_addr& addr) {
+        const auto rank = rank_of(self->state, addr);
+        return rank >= 0 ? "worker " + std::to_string(rank) : std::string("an actor");
+      },
+      [self](const std::string& error) { finish(self, error); });
 
   return {
       [self](run_atom) -> caf::result<run_report> {

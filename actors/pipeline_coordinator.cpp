@@ -1,10 +1,10 @@
 #include "actors/pipeline_coordinator.hpp"
 
+#include "actors/run_ending.hpp"
 #include "actors/stage_worker.hpp"
 #include "core/collective/sum_in_order.hpp"
 #include "core/policy/sync_policy.hpp"
 #include "core/train/run_tracker.hpp"
-#include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
 #include <caf/all.hpp>
@@ -51,19 +51,9 @@ void finish(self_pointer self, const std::string& error, at::Tensor weights = {}
   if (st.finished)
     return;
   st.finished = true;
-  if (!error.empty()) {
-    try {
-      st.tracker->record_event({{"event", "failure"}, {"error", error}});
-    } catch (const std::exception&) {
-      // The run is ending anyway; the caller still gets the error through the report.
-    }
-  }
   auto report = st.tracker->report(error, std::move(weights));
   report.replicas = st.pipelines;  // the tracker counts workers: replicas x stages
-  st.promise.deliver(std::move(report));
-  for (auto& w : st.workers)
-    self->send_exit(w, caf::exit_reason::user_shutdown);
-  self->quit();
+  deliver_and_quit(self, *st.tracker, error, std::move(report), st.promise, st.workers);
 }
 
 void fail_protocol(self_pointer self, const std::string& what) {
@@ -180,22 +170,16 @@ pipeline_coordinator_actor::behavior_type pipeline_coordinator(self_pointer self
   st.tracker->set_predicted_bubble(
       predicted_bubble_fraction(st.stages, setup.job.parallelism.micro_batches));
 
-  self->set_down_handler([self](caf::down_msg& msg) {
-    auto& st = self->state;
-    if (st.finished)
-      return;
-    std::string who = "an actor";
-    for (std::size_t i = 0; i < st.workers.size(); ++i)
-      if (st.workers[i].address() == msg.source)
-        who = describe_worker(st, static_cast<int64_t>(i));
-    const auto why = msg.reason ? self->system().render(msg.reason) : "exited early";
-    finish(self, who + " failed: " + why);
-  });
-  self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
-    auto err = make_error_from_exception(ep);
-    finish(self, "coordinator failed: " + self->system().render(err));
-    return err;
-  });
+  end_run_on_failures(
+      self,
+      [self](const caf::actor_addr& addr) {
+        const auto& st = self->state;
+        for (std::size_t i = 0; i < st.workers.size(); ++i)
+          if (st.workers[i].address() == addr)
+            return describe_worker(st, static_cast<int64_t>(i));
+        return std::string("an actor");
+      },
+      [self](const std::string& error) { finish(self, error); });
 
   return {
       [self](run_atom) -> caf::result<run_report> {

@@ -10,15 +10,12 @@
 // samples/s counts the N timed steps after W warm-up steps; data loading, model building and
 // evaluation are outside the timed region in both variants.
 #include "actors/run_training.hpp"
-#include "core/data/batch_plan.hpp"
+#include "bench/plain_loop.hpp"
 #include "core/data/fashion_mnist.hpp"
-#include "core/model/model_builder.hpp"
-#include "core/optim/make_optimizer.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <torch/nn/functional/loss.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -54,29 +51,6 @@ job_config bench_job(const bench_options& o) {
   job.parallelism.replicas = o.replicas;
   job.parallelism.threads_per_replica = o.threads;
   return job;
-}
-
-// The reference: the loop anyone would write with LibTorch alone.
-double plain_loop(const bench_options& o, const job_config& job, const dataset& data) {
-  at::set_num_threads(static_cast<int>(o.threads));
-  at::manual_seed(job.seed);
-  auto model = build_model(job.model, data.classes);
-  auto optimizer = make_optimizer(job.optimizer, model->parameters());
-  batch_plan plan(data.train.size(), o.batch, job.seed);
-  clock_type::time_point start;
-  for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
-    if (step == o.warmup)
-      start = clock_type::now();
-    auto index = plan.indices(step, {0, o.batch});
-    auto images = data.train.images.index_select(0, index);
-    auto labels = data.train.labels.index_select(0, index);
-    optimizer->zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
-    loss.backward();
-    optimizer->step();
-  }
-  const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-  return static_cast<double>(o.steps * o.batch) / seconds;
 }
 
 // troupe's replica compute without actors: separates the engine's cost from messaging's.
@@ -133,7 +107,8 @@ int main(int argc, char** argv) {
   try {
     auto data = std::make_shared<const dataset>(load_fashion_mnist(o.data));
     const auto job = bench_job(o);
-    const double rate = o.variant == "plain"    ? plain_loop(o, job, *data)
+    const double rate = o.variant == "plain"
+                            ? bench::plain_loop(job, *data, o.threads, o.warmup, o.steps)
                         : o.variant == "engine" ? engine_loop(o, job, data)
                                                 : troupe_sync(o, job, data);
     nlohmann::json out = {{"variant", o.variant}, {"replicas", o.replicas},

@@ -1,0 +1,152 @@
+// Benchmark: a 2-stage pipeline (one thread per stage) against the plain single-thread LibTorch
+// loop on the same work, and the measured bubble fraction against (P-1)/(M+P-1), for
+// M = 1, 2, 4, 8 micro-batches. Variants alternate round by round in this one process and the
+// medians are reported, so machine noise hits them alike.
+//
+//   pipeline [--steps 60] [--warmup 10] [--batch 256] [--rounds 3] [--hidden 1024,512]
+//            [--schedule 1f1b|gpipe] [--data DIR]
+//
+// The model is an MLP on Fashion-MNIST; the balanced split puts fc1 on stage 0 and the rest on
+// stage 1. samples/s counts the timed steps only (evaluation and set-up are outside).
+#include "actors/run_training.hpp"
+#include "bench/plain_loop.hpp"
+#include "core/data/fashion_mnist.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+using namespace troupe;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct bench_options {
+  int64_t steps = 60;
+  int64_t warmup = 10;
+  int64_t batch = 256;
+  int64_t rounds = 3;
+  std::vector<int64_t> hidden{1024, 512};
+  std::string schedule = "1f1b";
+  std::string data = "/usr/share/datasets/fashion-mnist";
+};
+
+job_config bench_job(const bench_options& o, int64_t micro_batches) {
+  job_config job;
+  job.name = "bench_pipeline";
+  job.seed = 1;
+  job.model.hidden = o.hidden;
+  job.optimizer.lr = 0.02;
+  job.optimizer.momentum = 0.9;
+  job.training.epochs = 0;
+  job.training.steps = o.warmup + o.steps;
+  job.training.batch_size = o.batch;
+  job.training.eval_interval = 1 << 30;  // only after the last (untimed) step
+  job.parallelism.stages = 2;
+  job.parallelism.micro_batches = micro_batches;
+  job.parallelism.schedule =
+      o.schedule == "gpipe" ? pipeline_schedule_kind::gpipe : pipeline_schedule_kind::one_f_one_b;
+  return job;
+}
+
+struct pipeline_result {
+  double samples_per_s = 0;
+  double bubble = 0;
+  std::vector<double> stage_busy_s;
+};
+
+pipeline_result pipeline_run(const bench_options& o, const job_config& job, dataset_ptr data) {
+  clock_type::time_point start, end;
+  run_options options;
+  options.on_progress = [&](const progress_update& p) {
+    if (p.evaluation)
+      return;
+    if (p.step == o.warmup)
+      start = clock_type::now();
+    if (p.step == o.warmup + o.steps)
+      end = clock_type::now();
+  };
+  auto report = run_training(job, std::move(data), options);
+  if (report.status != "succeeded")
+    throw std::runtime_error(report.error);
+  pipeline_result r;
+  r.samples_per_s =
+      static_cast<double>(o.steps * o.batch) / std::chrono::duration<double>(end - start).count();
+  r.bubble = report.bubble_fraction.value_or(0);
+  for (const auto& w : report.workers)
+    r.stage_busy_s.push_back(w.compute_s);
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench_options o;
+  CLI::App app{"troupe pipeline benchmark: bubble and throughput of 2 stages"};
+  app.add_option("--steps", o.steps, "timed steps per run")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(1, 1000000));
+  app.add_option("--batch", o.batch, "global batch")->check(CLI::Range(8, 100000));
+  app.add_option("--rounds", o.rounds, "rounds of every variant")->check(CLI::Range(1, 100));
+  app.add_option("--hidden", o.hidden, "hidden widths of the MLP")->delimiter(',');
+  app.add_option("--schedule", o.schedule, "1f1b or gpipe")
+      ->check(CLI::IsMember({"1f1b", "gpipe"}));
+  app.add_option("--data", o.data, "Fashion-MNIST folder");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    auto data = std::make_shared<const dataset>(load_fashion_mnist(o.data));
+    const std::vector<int64_t> micro_batches{1, 2, 4, 8};
+    std::vector<double> plain;
+    std::vector<std::vector<pipeline_result>> runs(micro_batches.size());
+    for (int64_t round = 0; round < o.rounds; ++round) {
+      plain.push_back(bench::plain_loop(bench_job(o, 1), *data, 1, o.warmup, o.steps));
+      for (std::size_t i = 0; i < micro_batches.size(); ++i)
+        runs[i].push_back(pipeline_run(o, bench_job(o, micro_batches[i]), data));
+    }
+    const double plain_rate = median(plain);
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t i = 0; i < micro_batches.size(); ++i) {
+      std::vector<double> rates, bubbles, busy0, busy1;
+      for (const auto& r : runs[i]) {
+        rates.push_back(r.samples_per_s);
+        bubbles.push_back(r.bubble);
+        busy0.push_back(r.stage_busy_s.at(0));
+        busy1.push_back(r.stage_busy_s.at(1));
+      }
+      const double predicted = predicted_bubble_fraction(2, micro_batches[i]);
+      const double measured = median(bubbles);
+      rows.push_back({{"micro_batches", micro_batches[i]},
+                      {"predicted_bubble", predicted},
+                      {"measured_bubble", measured},
+                      {"difference_points", (measured - predicted) * 100},
+                      {"within_5_points", std::abs(measured - predicted) <= 0.05},
+                      {"stage_busy_ratio", median(busy1) / median(busy0)},
+                      {"samples_per_s", median(rates)},
+                      {"ratio_to_plain_1_thread", median(rates) / plain_rate}});
+    }
+    nlohmann::json out = {{"benchmark", "pipeline"},
+                          {"model_hidden", o.hidden},
+                          {"batch", o.batch},
+                          {"schedule", o.schedule},
+                          {"stages", 2},
+                          {"threads_per_stage", 1},
+                          {"timed_steps", o.steps},
+                          {"rounds", o.rounds},
+                          {"plain_1_thread_samples_per_s", plain_rate},
+                          {"pipelines", rows}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pipeline: %s\n", e.what());
+    return 1;
+  }
+}
