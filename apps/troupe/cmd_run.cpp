@@ -10,6 +10,7 @@
 #include "core/model/model_builder.hpp"
 #include "core/train/load_dataset.hpp"
 #include "core/train/plan.hpp"
+#include "core/train/run_ensemble.hpp"
 
 #include <fmt/format.h>
 
@@ -41,6 +42,12 @@ void print_result(const run_report& r, const std::string& folder) {
                r.samples_per_s(), r.final_train_loss.value_or(NAN));
     if (r.test_accuracy)
       fmt::print(", test accuracy {:.2f}%", *r.test_accuracy * 100);
+    if (!r.members.empty()) {
+      double best = 0;
+      for (const auto& m : r.members)
+        best = std::max(best, m.test_accuracy.value_or(0));
+      fmt::print(" (ensemble of {}; best member {:.2f}%)", r.members.size(), best * 100);
+    }
     fmt::print("\n");
   } else {
     fmt::print(stderr, "error: run failed: {}\n", r.error);
@@ -79,12 +86,15 @@ int run_job(const run_command& cmd) {
     options.stop_requested = &interrupted;
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
-    report = run_training(job, data, options);
+    report = job.ensemble.enabled() ? run_ensemble(job, data, options)
+                                    : run_training(job, data, options);
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     printer.close();
     if (report.final_weights.defined())
       dir->write_weights(named_weights(job, data->classes, report.final_weights));
+    for (std::size_t k = 0; k < report.member_weights.size(); ++k)
+      dir->write_weights(report.member_weights[k], member_weights_file(static_cast<int64_t>(k)));
   } catch (const std::exception& e) {
     // Bad data files and I/O failures end the run here; it is still summarized below.
     report.status = "failed";

@@ -102,6 +102,18 @@ struct parallelism_config {
   bool pipelined() const { return stages > 1 || micro_batches > 1; }
 };
 
+/// A stacked ensemble (core/ensemble): `members` models of the job's architecture trained as one
+/// stacked model on one worker. 0 members: no ensemble.
+struct ensemble_config {
+  int64_t members = 0;
+  /// One learning rate per member (sgd without weight decay only); empty: all use optimizer.lr.
+  std::vector<double> lrs;
+  /// Member k draws its batches in the order of seed + k instead of the job's order.
+  bool distinct_data_order = false;
+
+  bool enabled() const { return members > 0; }
+};
+
 /// Fault injection, for tests and demos of failure handling. Off unless set.
 struct faults_config {
   /// Make this worker raise a LibTorch error (a shape mismatch) in the given step.
@@ -120,6 +132,7 @@ struct job_config {
   optimizer_config optimizer;
   training_config training;
   parallelism_config parallelism;
+  ensemble_config ensemble;
   faults_config faults;
 };
 

@@ -213,6 +213,22 @@ void read_parallelism(object_reader r, parallelism_config& p) {
   }
 }
 
+void read_ensemble(object_reader r, ensemble_config& e) {
+  if (!r.has("members") && (r.has("lrs") || r.has("distinct_data_order")))
+    r.object_problem("needs members");
+  const bool members_ok = r.integer("members", e.members, 1, 4096);
+  if (members_ok && e.members > 0) {
+    if (r.number_array("lrs", e.lrs, 0, HUGE_VAL, static_cast<std::size_t>(e.members)))
+      for (std::size_t i = 0; i < e.lrs.size(); ++i)
+        if (e.lrs[i] <= 0)
+          r.problem("lrs/" + std::to_string(i), "must be > 0, got " + render_value(e.lrs[i]));
+  } else {
+    r.skip("lrs");
+  }
+  r.boolean("distinct_data_order", e.distinct_data_order);
+  r.finish({"members", "lrs", "distinct_data_order"});
+}
+
 void read_faults(object_reader r, faults_config& f) {
   r.optional_integer("throw_worker", f.throw_worker, 0, INT64_MAX);
   r.integer("throw_step", f.throw_step, 0, INT64_MAX);
@@ -254,8 +270,10 @@ job_config parse_job(const nlohmann::json& json) {
   read_optimizer(top.object("optimizer"), job.optimizer);
   read_training(top.object("training"), job.training);
   read_parallelism(top.object("parallelism"), job.parallelism);
+  read_ensemble(top.object("ensemble"), job.ensemble);
   read_faults(top.object("faults"), job.faults);
-  top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "faults"});
+  top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "ensemble",
+              "faults"});
 
   // Checks across sections, made only when the fields involved were valid on their own: a bad
   // value was not stored, and comparing the default in its place would report a phantom.
@@ -304,6 +322,23 @@ job_config parse_job(const nlohmann::json& json) {
                            "sgd (the replicas' " + to_string(job.optimizer.kind) +
                            " states cannot be averaged), got sync after local_sgd");
     }
+    // An ensemble is one stacked model on one worker; per-member lrs are a gradient scale,
+    // which only plain SGD (momentum included, no weight decay) turns into a learning rate.
+    if (job.ensemble.enabled() && !reported_at(problems, "/parallelism")) {
+      if (par.replicas != 1 || par.pipelined() || par.policy != policy_kind::sync)
+        problems.push_back(
+            "/ensemble: runs as one stacked model on one worker: needs policy "
+            "sync, replicas 1, stages 1 and micro_batches 1");
+      if (job.faults.throw_worker || job.faults.slow_worker)
+        problems.push_back("/faults: not supported with an ensemble");
+    }
+    if (!job.ensemble.lrs.empty() && !reported_at(problems, "/optimizer") &&
+        (job.optimizer.kind != optimizer_kind::sgd || job.optimizer.weight_decay != 0))
+      problems.push_back(
+          "/ensemble/lrs: per-member learning rates need optimizer sgd without "
+          "weight_decay, got " +
+          std::string(to_string(job.optimizer.kind)) +
+          (job.optimizer.weight_decay != 0 ? " with weight_decay" : ""));
     if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
       problems.push_back(
           "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "
@@ -395,6 +430,13 @@ nlohmann::ordered_json to_json(const job_config& job) {
               {"optimizer", optimizer},
               {"training", training},
               {"parallelism", parallelism}};
+  if (job.ensemble.enabled()) {
+    json ensemble = {{"members", job.ensemble.members},
+                     {"distinct_data_order", job.ensemble.distinct_data_order}};
+    if (!job.ensemble.lrs.empty())
+      ensemble["lrs"] = job.ensemble.lrs;
+    out["ensemble"] = ensemble;
+  }
   json faults = json::object();
   if (job.faults.throw_worker) {
     faults["throw_worker"] = *job.faults.throw_worker;

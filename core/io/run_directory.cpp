@@ -38,6 +38,10 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
     throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
 }
 
+std::string member_weights_file(int64_t k) {
+  return "member_" + std::to_string(k) + ".pt";
+}
+
 void run_directory::write_job(const job_config& job) const {
   write_file_atomically(file("job.json"), to_json(job).dump(2) + "\n");
 }
@@ -54,12 +58,18 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
   j["outputs"] = {{"job", "job.json"}, {"metrics", "metrics.jsonl"}};
   if (report.final_weights.defined())
     j["outputs"]["weights"] = "final_weights.pt";
+  if (!report.member_weights.empty()) {
+    auto members = nlohmann::json::array();
+    for (std::size_t k = 0; k < report.member_weights.size(); ++k)
+      members.push_back(member_weights_file(static_cast<int64_t>(k)));
+    j["outputs"]["members"] = members;
+  }
   write_file_atomically(file("summary.json"), j.dump(2) + "\n");
 }
 
-void run_directory::write_weights(
-    const std::vector<std::pair<std::string, at::Tensor>>& named) const {
-  save_weights(file("final_weights.pt"), named);
+void run_directory::write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named,
+                                  const std::string& name) const {
+  save_weights(file(name), named);
 }
 
 }  // namespace troupe

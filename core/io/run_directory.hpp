@@ -14,6 +14,9 @@ namespace troupe {
 /// runs/NAME-YYYYmmdd-HHMMSS (local time), the default output folder.
 std::string default_run_directory(const std::string& job_name);
 
+/// The file of stacked ensemble member k's weights: member_K.pt.
+std::string member_weights_file(int64_t k);
+
 class run_directory {
  public:
   /// Creates `path` (and parents). Refuses, with job_error, a path that is a file or a folder
@@ -25,7 +28,9 @@ class run_directory {
 
   void write_job(const job_config& job) const;
   void write_summary(const run_report& report, const job_config& job) const;
-  void write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named) const;
+  /// A name -> tensor dictionary torch.load reads, as `name` in the folder.
+  void write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named,
+                     const std::string& name = "final_weights.pt") const;
 
  private:
   std::string path_;

@@ -160,12 +160,29 @@ std::string render_plan(const job_config& job, const run_plan& p) {
   }
   if (job.parallelism.pipelined())
     render_pipeline(out, job, p);
+  if (job.ensemble.enabled()) {
+    const auto& e = job.ensemble;
+    out << "  ensemble: " << e.members << " members stacked into one model (weights [" << e.members
+        << ", ...]; Linear as batched matmul, Conv2d as one grouped convolution), member k "
+        << "starts from seed " << job.seed << " + k, "
+        << (e.distinct_data_order ? "each with its own data order" : "all on the same batches");
+    if (!e.lrs.empty()) {
+      out << ", lrs";
+      for (double lr : e.lrs)
+        out << ' ' << lr;
+    }
+    out << "; " << p.parameters * e.members << " parameters in all\n";
+  }
   out << "  data: " << to_string(job.data.kind) << ", " << p.train_samples << " training samples\n";
   out << "  optimizer: " << to_string(job.optimizer.kind) << ", lr " << job.optimizer.lr << '\n';
   out << "  training: " << p.total_steps << " steps (" << p.steps_per_epoch
       << " per epoch) of global batch " << job.training.batch_size << ", rows per replica:";
   for (auto rows : p.rows_per_replica)
     out << ' ' << rows;
+  if (job.ensemble.enabled()) {
+    out << "\n  one worker: nothing is exchanged\n";
+    return out.str();
+  }
   const bool varies = job.parallelism.policy == policy_kind::local_sgd ||
                       job.parallelism.policy == policy_kind::schedule;
   out << "\n  per " << (job.parallelism.stages > 1 ? "replica (all its stages)" : "worker")

@@ -53,6 +53,17 @@ nlohmann::json to_json(const run_report& r) {
       histogram[std::to_string(staleness)] = count;
     j["staleness_histogram"] = histogram;
   }
+  if (!r.members.empty()) {
+    nlohmann::json members = nlohmann::json::array();
+    for (const auto& m : r.members)
+      members.push_back({{"member", m.member},
+                         {"seed", m.seed},
+                         {"lr", m.lr},
+                         {"test_loss", optional_json(m.test_loss)},
+                         {"test_accuracy", optional_json(m.test_accuracy)}});
+    j["members"] = members;
+    j["ensemble_test_accuracy"] = optional_json(r.test_accuracy);
+  }
   if (r.bubble_fraction)
     j["bubble_fraction"] = *r.bubble_fraction;
   if (r.predicted_bubble_fraction)

@@ -31,6 +31,15 @@ struct worker_report {
   int64_t peak_live_activations = 0;
 };
 
+/// A stacked ensemble's member: how it was set up and how it scored at the last evaluation.
+struct member_report {
+  int64_t member = 0;
+  uint64_t seed = 0;  ///< of its initial weights (job seed + member)
+  double lr = 0;
+  std::optional<double> test_loss;
+  std::optional<double> test_accuracy;
+};
+
 struct run_report {
   std::string status = "failed";  ///< "succeeded" or "failed"
   std::string error;              ///< why it failed, naming the worker where one failed
@@ -49,6 +58,10 @@ struct run_report {
   std::optional<double> bubble_fraction;
   std::optional<double> predicted_bubble_fraction;
   at::Tensor final_weights;  ///< flat; undefined if the run failed before collecting them
+  /// Stacked ensembles: each member's figures and its weights as a standard state dict (the
+  /// run's test_* figures are then the ensemble's averaged prediction).
+  std::vector<member_report> members;
+  std::vector<std::vector<std::pair<std::string, at::Tensor>>> member_weights;
 
   double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0; }
 };

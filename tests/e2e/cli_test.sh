@@ -145,6 +145,18 @@ expect 1 "stage 1 of replica 1 (worker 3) failed" -- "$troupe" run \
 [ "$(json_field "$tmp/run_stage_fault/summary.json" status)" = failed ] && pass ||
   fail "stage fault: summary status"
 
+# --- stacked ensembles: members exported, bad keys refused ---------------------------------------
+out="$tmp/run_ensemble_smoke"
+expect 0 "ensemble: 3 members stacked" -- "$troupe" run "$root/configs/synthetic_smoke.json" \
+  --out "$out" --set parallelism.replicas=1 --set 'ensemble={"members": 3, "lrs": [0.01, 0.05, 0.1]}'
+[ -f "$out/member_2.pt" ] && [ ! -e "$out/member_3.pt" ] && pass || fail "ensemble: member files"
+grep -q '"event":"member_eval"' "$out/metrics.jsonl" && pass || fail "ensemble: member_eval"
+expect 2 "/ensemble: runs as one stacked model on one worker" -- "$troupe" validate \
+  "$root/configs/synthetic_smoke.json" --set 'ensemble={"members": 2}'
+expect 2 "/ensemble/lrs: must be an array of exactly 2 numbers" -- "$troupe" validate \
+  "$root/configs/synthetic_smoke.json" --set parallelism.replicas=1 \
+  --set 'ensemble={"members": 2, "lrs": [0.1]}'
+
 # --- failures: exit 1, summary.json says failed and why ----------------------------------------
 out="$tmp/run_fault"
 expect 1 "worker 1 failed" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" \
@@ -182,6 +194,15 @@ if [ -d "$fashion" ]; then
       --set parallelism.replicas=2 --quiet
     expect 0 "load strictly" -- /usr/bin/python3 "$here/../python/check_weights.py" "$out" \
       --evaluate "$fashion"
+    # A stacked ensemble of 3 CNNs: every member is a standard state dict with its own accuracy.
+    out="$tmp/run_ensemble"
+    expect 0 "ensemble of 3" -- "$troupe" run "$root/configs/fashion_cnn_sync.json" --out "$out" \
+      --set 'training={"steps": 30, "batch_size": 64}' --set parallelism.replicas=1 \
+      --set 'ensemble={"members": 3}' --quiet
+    for k in 0 2; do
+      expect 0 "load strictly" -- /usr/bin/python3 "$here/../python/check_weights.py" "$out" \
+        --member $k --evaluate "$fashion"
+    done
   else
     echo "SKIP: /usr/bin/python3 has no torch; weights not checked in PyTorch"
   fi

@@ -53,12 +53,19 @@ def read_idx(path):
 
 
 def main():
-    run = sys.argv[1]
+    args = sys.argv[1:]
+    run = args.pop(0)
+    # --member K checks a stacked ensemble's member_K.pt against that member's figures.
+    member = None
+    if len(args) >= 2 and args[0] == "--member":
+        member = int(args[1])
+        args = args[2:]
+    file = "final_weights.pt" if member is None else f"member_{member}.pt"
     job = json.load(open(f"{run}/job.json"))
     summary = json.load(open(f"{run}/summary.json"))
-    weights = torch.load(f"{run}/final_weights.pt")
+    weights = torch.load(f"{run}/{file}")
     if not isinstance(weights, dict):
-        sys.exit(f"final_weights.pt holds a {type(weights).__name__}, not a dict")
+        sys.exit(f"{file} holds a {type(weights).__name__}, not a dict")
     model = build(job["model"])
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in weights.items()}
@@ -66,15 +73,16 @@ def main():
         sys.exit(f"names/shapes differ:\n expected {expected}\n got      {got}")
     model.load_state_dict(weights, strict=True)
     print(f"{len(weights)} tensors load strictly into the PyTorch module tree")
-    if len(sys.argv) > 3 and sys.argv[2] == "--evaluate":
-        folder = sys.argv[3]
+    if len(args) >= 2 and args[0] == "--evaluate":
+        folder = args[1]
         images = read_idx(f"{folder}/t10k-images-idx3-ubyte.gz").astype(np.float32)
         labels = read_idx(f"{folder}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
         x = (torch.from_numpy(images) / 255.0 - 0.2860) / 0.3530
         with torch.no_grad():
             predictions = model(x.unsqueeze(1)).argmax(1)
         accuracy = (predictions == torch.from_numpy(labels)).float().mean().item()
-        reported = summary["test_accuracy"]
+        reported = (summary["test_accuracy"] if member is None
+                    else summary["members"][member]["test_accuracy"])
         print(f"accuracy in PyTorch {accuracy:.4f}, troupe reported {reported:.4f}")
         if abs(accuracy - reported) > 1e-3:
             sys.exit("accuracies differ")

@@ -1,0 +1,137 @@
+#include "core/ensemble/ensemble_engine.hpp"
+
+#include "core/errors.hpp"
+#include "core/model/model_builder.hpp"
+#include "core/optim/make_optimizer.hpp"
+#include "core/train/replica_engine.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+
+namespace troupe {
+namespace {
+
+constexpr int64_t eval_chunk = 1000;
+
+std::vector<at::Tensor> every_member_initial_weights(const job_config& job, int64_t classes) {
+  std::vector<at::Tensor> initial;
+  for (int64_t k = 0; k < job.ensemble.members; ++k)
+    initial.push_back(member_initial_weights(job, k, classes));
+  return initial;
+}
+
+}  // namespace
+
+at::Tensor member_initial_weights(const job_config& job, int64_t k, int64_t classes) {
+  auto seeded = job;
+  seeded.seed = job.seed + static_cast<uint64_t>(k);
+  return initial_weights(seeded, classes);
+}
+
+job_config member_job(const job_config& job, int64_t k) {
+  auto alone = job;
+  alone.ensemble = {};
+  if (job.ensemble.distinct_data_order)
+    alone.seed = job.seed + static_cast<uint64_t>(k);
+  if (!job.ensemble.lrs.empty())
+    alone.optimizer.lr = job.ensemble.lrs[static_cast<std::size_t>(k)];
+  return alone;
+}
+
+ensemble_engine::ensemble_engine(const job_config& job, dataset_ptr data)
+    : batch_(job.training.batch_size),
+      data_(std::move(data)),
+      model_(build_model(job.model, data_->classes),
+             every_member_initial_weights(job, data_->classes)) {
+  optimizer_ = make_optimizer(job.optimizer, model_.parameters());
+  const auto k = job.ensemble.members;
+  const int64_t plans = job.ensemble.distinct_data_order ? k : 1;
+  for (int64_t p = 0; p < plans; ++p)
+    plans_.emplace_back(data_->train.size(), batch_, job.seed + static_cast<uint64_t>(p));
+  if (!job.ensemble.lrs.empty()) {
+    std::vector<float> scale;
+    for (double lr : job.ensemble.lrs)
+      scale.push_back(static_cast<float>(lr / job.optimizer.lr));
+    lr_scale_ = at::tensor(scale);
+  }
+}
+
+ensemble_engine::~ensemble_engine() = default;
+
+double ensemble_engine::step(int64_t step) {
+  const auto k = model_.members();
+  at::Tensor images, labels;
+  if (plans_.size() == 1) {
+    auto index = plans_[0].indices(step, {0, batch_});
+    images = data_->train.images.index_select(0, index);
+    labels = data_->train.labels.index_select(0, index).unsqueeze(0).expand({k, batch_});
+  } else {
+    std::vector<at::Tensor> indices;
+    for (auto& plan : plans_)
+      indices.push_back(plan.indices(step, {0, batch_}));
+    auto index = at::stack(indices);  // [K, B]
+    images = data_->train.images.index_select(0, index.reshape({-1}))
+                 .reshape({k, batch_, 1, data_->train.images.size(2), data_->train.images.size(3)});
+    labels = data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_});
+  }
+  for (auto& p : model_.parameters())
+    p.mutable_grad() = at::Tensor();
+  auto logits = model_.forward(images);  // [K, B, classes]
+  // Per member: the mean loss over its rows. Their sum's gradient is each member's own.
+  auto per_row = torch::nn::functional::cross_entropy(
+      logits.reshape({k * batch_, -1}), labels.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  auto per_member = per_row.reshape({k, batch_}).mean(1);
+  const auto values = per_member.detach();
+  for (int64_t m = 0; m < k; ++m) {
+    const double v = values[m].item<double>();
+    if (!std::isfinite(v))
+      throw diverged_error("loss is " + std::to_string(v) + " at step " + std::to_string(step) +
+                           " for ensemble member " + std::to_string(m));
+  }
+  per_member.sum().backward();
+  if (lr_scale_.defined()) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_.parameters()) {
+      std::vector<int64_t> shape(static_cast<std::size_t>(p.dim()), 1);
+      shape[0] = k;
+      p.mutable_grad().mul_(lr_scale_.view(shape));
+    }
+  }
+  optimizer_->step();
+  return values.mean().item<double>();
+}
+
+ensemble_evaluation ensemble_engine::evaluate() const {
+  torch::NoGradGuard no_grad;
+  const auto k = model_.members();
+  ensemble_evaluation r;
+  r.loss_sum.assign(static_cast<std::size_t>(k), 0.0);
+  r.correct.assign(static_cast<std::size_t>(k), 0);
+  const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+  for (int64_t begin = 0; begin < data_->test.size(); begin += eval_chunk) {
+    const int64_t n = std::min(eval_chunk, data_->test.size() - begin);
+    auto images = data_->test.images.narrow(0, begin, n);
+    auto labels = data_->test.labels.narrow(0, begin, n);
+    auto logits = model_.forward(images);  // [K, n, classes]
+    for (int64_t m = 0; m < k; ++m) {
+      r.loss_sum[static_cast<std::size_t>(m)] +=
+          torch::nn::functional::cross_entropy(logits[m], labels, sum).item<double>();
+      r.correct[static_cast<std::size_t>(m)] +=
+          logits[m].argmax(1).eq(labels).sum().item<int64_t>();
+    }
+    auto probabilities = logits.softmax(2).mean(0);  // [n, classes]
+    r.ensemble_loss_sum += torch::nn::functional::nll_loss(
+                               probabilities.log(), labels,
+                               torch::nn::functional::NLLLossFuncOptions().reduction(torch::kSum))
+                               .item<double>();
+    r.ensemble_correct += probabilities.argmax(1).eq(labels).sum().item<int64_t>();
+    r.count += n;
+  }
+  return r;
+}
+
+}  // namespace troupe

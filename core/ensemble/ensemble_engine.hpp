@@ -1,0 +1,62 @@
+// The compute of a stacked ensemble, free of actor code: K members of the job's model in one
+// stacked_model with one optimizer. Member k starts from the weights a lone run with seed
+// job.seed + k would start from; it trains on the job's data order, or with
+// `distinct_data_order` on the order of seed job.seed + k; with `lrs` it steps with its own
+// learning rate (SGD, as a per-member gradient scale, which momentum carries over exactly).
+//
+// Thread safety: none; one thread drives it.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/batch_plan.hpp"
+#include "core/data/dataset.hpp"
+#include "core/ensemble/stacked_model.hpp"
+
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+#include <vector>
+
+namespace troupe {
+
+struct ensemble_evaluation {
+  std::vector<double> loss_sum;  ///< by member
+  std::vector<int64_t> correct;  ///< by member
+  double ensemble_loss_sum = 0;  ///< of the averaged probabilities
+  int64_t ensemble_correct = 0;  ///< argmax of the averaged probabilities
+  int64_t count = 0;
+};
+
+class ensemble_engine {
+ public:
+  ensemble_engine(const job_config& job, dataset_ptr data);
+  ~ensemble_engine();
+
+  /// One optimizer step of every member on its batch of `step`. Returns the members' mean
+  /// loss; throws diverged_error naming the member whose loss is not finite.
+  double step(int64_t step);
+
+  /// Every member, and their averaged prediction, on the whole test set.
+  ensemble_evaluation evaluate() const;
+
+  int64_t members() const { return model_.members(); }
+  std::vector<std::pair<std::string, at::Tensor>> member_weights(int64_t k) const {
+    return model_.member_weights(k);
+  }
+
+ private:
+  int64_t batch_;
+  dataset_ptr data_;
+  stacked_model model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<batch_plan> plans_;  ///< one shared plan, or one per member
+  at::Tensor lr_scale_;            ///< [K], or undefined when every member has the job's lr
+};
+
+/// Member k trained alone is a replica_engine on member_job(job, k) (its lr, and with
+/// distinct_data_order its data order: seed + k; no ensemble) starting from
+/// member_initial_weights(job, k): the weights a job of seed job.seed + k starts from.
+job_config member_job(const job_config& job, int64_t k);
+at::Tensor member_initial_weights(const job_config& job, int64_t k, int64_t classes);
+
+}  // namespace troupe

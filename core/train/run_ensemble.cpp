@@ -1,0 +1,89 @@
+#include "core/train/run_ensemble.hpp"
+
+#include "core/data/batch_plan.hpp"
+#include "core/ensemble/ensemble_engine.hpp"
+#include "core/train/run_tracker.hpp"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+
+namespace troupe {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+// Evaluates every member and the ensemble; returns each member's (loss, accuracy).
+void evaluate(ensemble_engine& engine, run_tracker& tracker, int64_t step,
+              std::vector<member_report>& members, const run_options& options) {
+  const auto start = clock_type::now();
+  const auto r = engine.evaluate();
+  const double n = static_cast<double>(std::max<int64_t>(r.count, 1));
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    members[m].test_loss = r.loss_sum[m] / n;
+    members[m].test_accuracy = static_cast<double>(r.correct[m]) / n;
+    tracker.record_event({{"event", "member_eval"},
+                          {"step", step},
+                          {"member", m},
+                          {"test_loss", *members[m].test_loss},
+                          {"test_accuracy", *members[m].test_accuracy}});
+  }
+  auto progress = tracker.on_eval_shard(0, step, r.ensemble_loss_sum, r.ensemble_correct, r.count,
+                                        seconds_since(start), 1);
+  if (progress && options.on_progress)
+    options.on_progress(*progress);
+}
+
+}  // namespace
+
+run_report run_ensemble(const job_config& job, dataset_ptr data, const run_options& options) {
+  at::set_num_threads(static_cast<int>(job.parallelism.threads_per_replica));
+  const batch_plan plan(data->train.size(), job.training.batch_size, job.seed);
+  const int64_t steps_per_epoch = plan.steps_per_epoch();
+  const int64_t total_steps =
+      job.training.steps > 0 ? job.training.steps : job.training.epochs * steps_per_epoch;
+  run_tracker tracker(1, total_steps, steps_per_epoch, options.metrics);
+  std::vector<member_report> members;
+  for (int64_t k = 0; k < job.ensemble.members; ++k) {
+    members.push_back({k, job.seed + static_cast<uint64_t>(k), member_job(job, k).optimizer.lr,
+                       std::nullopt, std::nullopt});
+  }
+  std::string error;
+  std::unique_ptr<ensemble_engine> engine;
+  try {
+    engine = std::make_unique<ensemble_engine>(job, data);
+    tracker.start();
+    for (int64_t step = 0; step < total_steps; ++step) {
+      const auto start = clock_type::now();
+      const double loss = engine->step(step);
+      tracker.on_worker_step(0, step, seconds_since(start), 0, 0);
+      auto progress = tracker.on_step_complete(step, {{0, loss, job.training.batch_size}}, 0);
+      if (options.on_progress)
+        options.on_progress(progress);
+      if (should_evaluate(step, total_steps, steps_per_epoch, job.training.eval_interval))
+        evaluate(*engine, tracker, step, members, options);
+      if (options.stop_requested != nullptr && options.stop_requested->load() &&
+          step + 1 < total_steps) {
+        error = "interrupted after step " + std::to_string(step);
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!error.empty())
+    tracker.record_event({{"event", "failure"}, {"error", error}});
+  auto report = tracker.report(error, at::Tensor());
+  report.replicas = 1;
+  report.members = std::move(members);
+  if (error.empty())
+    for (int64_t k = 0; k < job.ensemble.members; ++k)
+      report.member_weights.push_back(engine->member_weights(k));
+  return report;
+}
+
+}  // namespace troupe
