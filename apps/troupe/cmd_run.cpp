@@ -4,6 +4,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/progress_printer.hpp"
+#include "apps/troupe/suite_commands.hpp"
 #include "core/errors.hpp"
 #include "core/io/run_directory.hpp"
 #include "core/model/flat_parameters.hpp"
@@ -61,7 +62,10 @@ int run_job(const run_command& cmd) {
   job_config job;
   std::optional<run_directory> dir;
   try {
-    job = load_job(cmd.job);
+    const auto json = load_job_json(cmd.job);
+    if (is_suite(json))
+      return run_suite(cmd, json);
+    job = parse_loaded_job(cmd.job, json);
     const auto plan = make_plan(job, expected_train_samples(job.data), 10);
     if (!cmd.quiet)
       fmt::print("{}", render_plan(job, plan));

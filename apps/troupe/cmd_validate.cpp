@@ -1,6 +1,7 @@
 // `troupe validate JOB.json`: checks the job file and prints the plan, running nothing.
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
+#include "apps/troupe/suite_commands.hpp"
 #include "core/errors.hpp"
 #include "core/train/load_dataset.hpp"
 #include "core/train/plan.hpp"
@@ -11,7 +12,10 @@ namespace troupe {
 
 int validate_job(const job_source& source) {
   try {
-    const auto job = load_job(source);
+    const auto json = load_job_json(source);
+    if (is_suite(json))
+      return validate_suite(source, json);
+    const auto job = parse_loaded_job(source, json);
     // Fashion-MNIST and the synthetic set both have 10 classes.
     const auto plan = make_plan(job, expected_train_samples(job.data), 10);
     fmt::print("{}: valid\n{}", source.path, render_plan(job, plan));

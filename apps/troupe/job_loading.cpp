@@ -8,7 +8,7 @@
 
 namespace troupe {
 
-job_config load_job(const job_source& source) {
+nlohmann::json load_job_json(const job_source& source) {
   auto json = read_json_file(source.path);
   std::vector<std::string> problems;
   for (const auto& assignment : source.sets) {
@@ -20,6 +20,14 @@ job_config load_job(const job_source& source) {
   }
   if (!problems.empty())
     throw job_error(std::move(problems));
+  return json;
+}
+
+job_config load_job(const job_source& source) {
+  return parse_loaded_job(source, load_job_json(source));
+}
+
+job_config parse_loaded_job(const job_source& source, const nlohmann::json& json) {
   try {
     return parse_job(json);
   } catch (const job_error& e) {

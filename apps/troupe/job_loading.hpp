@@ -4,11 +4,20 @@
 #include "apps/troupe/commands.hpp"
 #include "core/config/job_config.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 
 namespace troupe {
 
-/// Throws job_error listing every problem, each prefixed with the job file's path.
+/// The job file's JSON with the --set overrides applied; throws job_error.
+nlohmann::json load_job_json(const job_source& source);
+
+/// Validates what load_job_json read; throws job_error listing every problem, each prefixed
+/// with the job file's path.
+job_config parse_loaded_job(const job_source& source, const nlohmann::json& json);
+
+/// Both of the above.
 job_config load_job(const job_source& source);
 
 /// Prints a job_error's problems, one per line, to `out`.

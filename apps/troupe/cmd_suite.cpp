@@ -1,0 +1,303 @@
+// `troupe run SUITE.json` for a file with `jobs` or `sweep`: each expanded job runs as a child
+// `troupe run` process in its own folder, placed on the offered devices by the placement queue
+// (core/suite/placement), as many at once as fit, the rest queued. The runner samples each
+// child's resident memory and wall time against the job's limits, stops a job over them, and
+// gives its slot to the next one; a job that fails for any reason leaves the others running.
+// At the end: summary.json for the suite, leaderboard.json, and the table printed.
+#include "apps/troupe/child_process.hpp"
+#include "apps/troupe/commands.hpp"
+#include "apps/troupe/job_loading.hpp"
+#include "apps/troupe/suite_commands.hpp"
+#include "core/errors.hpp"
+#include "core/io/atomic_file.hpp"
+#include "core/io/run_directory.hpp"
+#include "core/suite/suite_results.hpp"
+#include "core/train/load_dataset.hpp"
+#include "core/train/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+namespace troupe {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// How often the runner looks at its children, and how long a job over its time budget gets to
+// stop after the step in progress (SIGINT) before it is killed.
+constexpr auto poll_interval = std::chrono::milliseconds(50);
+constexpr auto stop_grace = std::chrono::seconds(10);
+
+std::atomic<bool> suite_interrupted{false};
+
+extern "C" void on_suite_interrupt(int) {
+  suite_interrupted.store(true);
+}
+
+std::string render_suite_plan(const suite_config& suite) {
+  std::string out = fmt::format("suite {}: {} job(s)", suite.name, suite.jobs.size());
+  if (suite.combinations > 1)
+    out += fmt::format(" ({} entr{} x {} sweep combinations)", suite.entries,
+                       suite.entries == 1 ? "y" : "ies", suite.combinations);
+  out += ", devices:";
+  for (const auto& d : suite.devices)
+    out += fmt::format(" {} ({} threads)", d.name, d.threads);
+  out += fmt::format(", at most {} at once\n", suite.max_concurrent);
+  for (const auto& j : suite.jobs) {
+    out += fmt::format("  {}: {} thread(s) on {}", j.job.name, j.request.threads, j.request.device);
+    if (j.limits.memory_mb)
+      out += fmt::format(", memory <= {} MiB", *j.limits.memory_mb);
+    if (j.limits.time_s)
+      out += fmt::format(", wall time <= {} s", *j.limits.time_s);
+    out += fmt::format(", {}\n", j.overrides.dump());
+  }
+  return out;
+}
+
+// Checks every job's plan against its data (batch sizes, pipeline splits) before anything runs.
+void check_plans(const suite_config& suite) {
+  std::vector<std::string> problems;
+  for (const auto& j : suite.jobs) {
+    try {
+      make_plan(j.job, expected_train_samples(j.job.data), 10);
+    } catch (const job_error& e) {
+      for (const auto& p : e.problems())
+        problems.push_back("job " + j.job.name + ": " + p);
+    }
+  }
+  if (!problems.empty())
+    throw job_error(std::move(problems));
+}
+
+struct running_job {
+  std::size_t index = 0;
+  std::unique_ptr<child_process> child;
+  clock_type::time_point started;
+  std::optional<clock_type::time_point> kill_at;  ///< after a stop request
+  std::string cause;                              ///< why the runner stopped it
+};
+
+// Folds what the child left (its summary.json) into the result; writes a summary for a child
+// that could not (killed).
+void collect(const std::string& folder, const child_exit& exit, running_job& r,
+             suite_job_result& result) {
+  result.wall_s = std::chrono::duration<double>(clock_type::now() - r.started).count();
+  const auto summary_path = folder + "/summary.json";
+  nlohmann::json summary;
+  try {
+    std::ifstream in(summary_path);
+    if (in)
+      summary = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    summary = nullptr;  // half a file cannot happen (atomic writes); a bad one is ignored
+  }
+  if (summary.is_object()) {
+    result.status = summary.value("status", std::string("failed"));
+    result.error = summary.value("error", std::string());
+    if (summary.contains("test_accuracy") && summary["test_accuracy"].is_number())
+      result.test_accuracy = summary["test_accuracy"].get<double>();
+    if (summary.contains("test_loss") && summary["test_loss"].is_number())
+      result.test_loss = summary["test_loss"].get<double>();
+    if (summary.contains("final_train_loss") && summary["final_train_loss"].is_number())
+      result.final_train_loss = summary["final_train_loss"].get<double>();
+    result.samples_per_s = summary.value("samples_per_s", 0.0);
+  } else {
+    result.status = "failed";
+    result.error = "the job's process ended (" + exit.describe() + ") without a summary";
+  }
+  if (exit.signaled || exit.code != 0)
+    result.status = "failed";
+  if (!r.cause.empty()) {
+    result.status = "failed";
+    result.error =
+        r.cause + (summary.is_object() && !result.error.empty() ? " (" + result.error + ")"
+                                                                : ", " + exit.describe());
+  }
+  if (result.status == "failed" && result.error.empty())
+    result.error = "the job's process ended with " + exit.describe();
+  if (!summary.is_object() || !r.cause.empty()) {
+    // The folder's summary must say what happened even when the job could not say it.
+    if (!summary.is_object())
+      summary = nlohmann::json::object();
+    summary["status"] = "failed";
+    summary["error"] = result.error;
+    std::filesystem::create_directories(folder);
+    write_file_atomically(summary_path, summary.dump(2) + "\n");
+  }
+}
+
+// Samples a running job against its limits; asks it to stop when over one.
+void enforce_limits(const suite_job& job, running_job& r, suite_job_result& result) {
+  const double rss = r.child->rss_mb();
+  result.peak_rss_mb = std::max(result.peak_rss_mb, rss);
+  if (!r.cause.empty())
+    return;
+  if (job.limits.memory_mb && rss > *job.limits.memory_mb) {
+    // Memory is an emergency: it is killed at once rather than let to finish its step.
+    r.cause = fmt::format("over its memory limit: resident {:.0f} MiB > {} MiB", rss,
+                          *job.limits.memory_mb);
+    r.child->send(SIGKILL);
+    return;
+  }
+  const double elapsed = std::chrono::duration<double>(clock_type::now() - r.started).count();
+  if (job.limits.time_s && elapsed > *job.limits.time_s) {
+    r.cause = fmt::format("over its wall-time budget of {} s", *job.limits.time_s);
+    r.child->send(SIGINT);  // stops after its step and still writes its summary
+    r.kill_at = clock_type::now() + stop_grace;
+  }
+}
+
+}  // namespace
+
+int validate_suite(const job_source& source, const nlohmann::json& file) {
+  try {
+    const auto suite = parse_suite(file);
+    check_plans(suite);
+    fmt::print("{}: valid\n{}", source.path, render_suite_plan(suite));
+    return exit_ok;
+  } catch (const job_error& e) {
+    std::vector<std::string> named;
+    for (const auto& p : e.problems())
+      named.push_back(source.path + ": " + p);
+    print_problems(stderr, job_error(named));
+    return exit_usage;
+  }
+}
+
+int run_suite(const run_command& cmd, const nlohmann::json& file) {
+  suite_config suite;
+  std::optional<run_directory> dir;
+  try {
+    suite = parse_suite(file);
+    check_plans(suite);
+    if (!cmd.quiet)
+      fmt::print("{}", render_suite_plan(suite));
+    dir.emplace(cmd.out.empty() ? default_run_directory(suite.name) : cmd.out, cmd.force);
+  } catch (const job_error& e) {
+    std::vector<std::string> named;
+    for (const auto& p : e.problems())
+      named.push_back(cmd.job.path + ": " + p);
+    print_problems(stderr, job_error(named));
+    return exit_usage;
+  }
+
+  std::vector<suite_job_result> results(suite.jobs.size());
+  std::string program;
+  try {
+    program = self_executable();
+    write_file_atomically(dir->file("suite.json"), file.dump(2) + "\n");
+    std::filesystem::create_directories(dir->file("specs"));
+    std::filesystem::create_directories(dir->file("logs"));
+    for (std::size_t i = 0; i < suite.jobs.size(); ++i) {
+      results[i].name = suite.jobs[i].job.name;
+      results[i].overrides = suite.jobs[i].overrides;
+      write_file_atomically(dir->file("specs/" + results[i].name + ".json"),
+                            suite.jobs[i].resolved.dump(2) + "\n");
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return exit_failed;
+  }
+
+  std::vector<placement_request> requests;
+  for (const auto& j : suite.jobs)
+    requests.push_back(j.request);
+  placement_queue queue(suite.devices, requests, suite.max_concurrent);
+  std::vector<running_job> running;
+  std::signal(SIGINT, on_suite_interrupt);
+  std::signal(SIGTERM, on_suite_interrupt);
+  bool stopping = false;
+  while (!queue.all_done()) {
+    if (suite_interrupted.load() && !stopping) {
+      stopping = true;  // no new job starts; the running ones stop after their step
+      for (auto& r : running)
+        r.child->send(SIGINT);
+    }
+    if (!stopping) {
+      for (const auto& p : queue.start_ready()) {
+        auto& result = results[p.job];
+        result.device = suite.devices[p.device].name;
+        running_job r;
+        r.index = p.job;
+        r.started = clock_type::now();
+        try {
+          r.child = std::make_unique<child_process>(
+              std::vector<std::string>{program, "run", dir->file("specs/" + result.name + ".json"),
+                                       "--out", dir->file(result.name), "--quiet"},
+              dir->file("logs/" + result.name + ".log"));
+        } catch (const std::exception& e) {
+          result.status = "failed";
+          result.error = e.what();
+          queue.finished(p.job);
+          continue;
+        }
+        fmt::print("started {} on {} ({} thread(s))\n", result.name, result.device,
+                   suite.jobs[p.job].request.threads);
+        running.push_back(std::move(r));
+      }
+    } else if (queue.running() == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(poll_interval);
+    for (auto it = running.begin(); it != running.end();) {
+      auto& result = results[it->index];
+      enforce_limits(suite.jobs[it->index], *it, result);
+      if (it->kill_at && clock_type::now() > *it->kill_at)
+        it->child->send(SIGKILL);
+      const auto exit = it->child->poll();
+      if (!exit) {
+        ++it;
+        continue;
+      }
+      collect(dir->file(result.name), *exit, *it, result);
+      fmt::print("{} {}{}\n", result.status, result.name,
+                 result.status == "succeeded"
+                     ? (result.test_accuracy
+                            ? fmt::format(": test accuracy {:.2f}%", *result.test_accuracy * 100)
+                            : std::string())
+                     : ": " + result.error);
+      queue.finished(it->index);
+      it = running.erase(it);
+    }
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  for (auto& r : results)
+    if (r.status == "not started")
+      r.error = "the suite was interrupted first";
+
+  bool all_ok = true;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& r : results) {
+    all_ok = all_ok && r.status == "succeeded";
+    jobs.push_back(to_json(r));
+  }
+  try {
+    nlohmann::json summary = {{"name", suite.name},
+                              {"status", all_ok ? "succeeded" : "failed"},
+                              {"jobs", jobs},
+                              {"leaderboard", "leaderboard.json"}};
+    write_file_atomically(dir->file("leaderboard.json"), leaderboard_json(results).dump(2) + "\n");
+    write_file_atomically(dir->file("summary.json"), summary.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return exit_failed;
+  }
+  fmt::print("{}", render_leaderboard(results));
+  int failed = 0;
+  for (const auto& r : results)
+    failed += r.status == "succeeded" ? 0 : 1;
+  if (failed > 0)
+    fmt::print(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
+  fmt::print("outputs in {}\n", dir->path());
+  return all_ok ? exit_ok : exit_failed;
+}
+
+}  // namespace troupe

@@ -1,0 +1,218 @@
+#include "core/suite/suite_config.hpp"
+
+#include "core/config/json_fields.hpp"
+#include "core/config/overrides.hpp"
+#include "core/config/parse_job.hpp"
+#include "core/errors.hpp"
+
+#include <set>
+#include <thread>
+
+namespace troupe {
+namespace {
+
+const std::vector<std::string> suite_keys{"jobs", "sweep", "devices", "max_concurrent"};
+
+bool valid_device_request(const std::string& d) {
+  if (d == "cpu" || d == "cuda")
+    return true;
+  return d.size() > 5 && d.rfind("cuda:", 0) == 0 &&
+         d.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+std::vector<device_offer> read_devices(const nlohmann::json& file,
+                                       std::vector<std::string>& problems) {
+  const auto hardware = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!file.contains("devices"))
+    return {{"cpu", hardware}};
+  const auto& list = file["devices"];
+  if (!list.is_array() || list.empty()) {
+    problems.push_back(
+        "/devices: must be a non-empty array of {\"device\": \"cpu\", "
+        "\"threads\": N}, got " +
+        render_value(list));
+    return {};
+  }
+  std::vector<device_offer> devices;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto where = "/devices/" + std::to_string(i);
+    object_reader r(list[i], where, problems);
+    device_offer d{"cpu", hardware};
+    r.string("device", d.name, valid_device_request, "\"cpu\" or \"cuda:N\"");
+    r.integer("threads", d.threads, 1, 4096);
+    r.finish({"device", "threads"});
+    // This build links the CPU LibTorch: there is no GPU to place anything on.
+    if (d.name.rfind("cuda", 0) == 0)
+      problems.push_back(where + "/device: " + d.name +
+                         " is not available: this build of troupe has no CUDA");
+    devices.push_back(d);
+  }
+  return devices;
+}
+
+// The dotted keys and value lists of `sweep`, in the file's (sorted) key order.
+std::vector<std::pair<std::string, nlohmann::json>> read_sweep(const nlohmann::json& file,
+                                                               std::vector<std::string>& problems) {
+  std::vector<std::pair<std::string, nlohmann::json>> axes;
+  if (!file.contains("sweep"))
+    return axes;
+  const auto& sweep = file["sweep"];
+  if (!sweep.is_object() || sweep.empty()) {
+    problems.push_back("/sweep: must be an object of \"dotted.key\": [values], got " +
+                       render_value(sweep));
+    return axes;
+  }
+  for (const auto& [key, values] : sweep.items()) {
+    if (!values.is_array() || values.empty())
+      problems.push_back("/sweep/" + key + ": must be a non-empty array of values, got " +
+                         render_value(values));
+    else
+      axes.emplace_back(key, values);
+  }
+  return axes;
+}
+
+// The cartesian product of the axes, first axis slowest.
+std::vector<std::vector<std::pair<std::string, nlohmann::json>>> combinations(
+    const std::vector<std::pair<std::string, nlohmann::json>>& axes) {
+  std::vector<std::vector<std::pair<std::string, nlohmann::json>>> out{{}};
+  for (const auto& [key, values] : axes) {
+    std::vector<std::vector<std::pair<std::string, nlohmann::json>>> next;
+    for (const auto& partial : out)
+      for (const auto& v : values) {
+        auto c = partial;
+        c.emplace_back(key, v);
+        next.push_back(std::move(c));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+void read_limits(const nlohmann::json& job, const std::string& where, job_limits& limits,
+                 std::vector<std::string>& problems) {
+  if (!job.contains("limits"))
+    return;
+  object_reader r(job["limits"], where + "/limits", problems);
+  double memory = 0, time = 0;
+  if (r.has("memory_mb") && r.number("memory_mb", memory, 0, true, HUGE_VAL, false))
+    limits.memory_mb = memory;
+  if (r.has("time_s") && r.number("time_s", time, 0, true, HUGE_VAL, false))
+    limits.time_s = time;
+  r.finish({"memory_mb", "time_s"});
+}
+
+}  // namespace
+
+bool is_suite(const nlohmann::json& file) {
+  return file.is_object() && (file.contains("jobs") || file.contains("sweep"));
+}
+
+suite_config parse_suite(const nlohmann::json& file) {
+  std::vector<std::string> problems;
+  suite_config suite;
+  suite.devices = read_devices(file, problems);
+  const auto axes = read_sweep(file, problems);
+
+  nlohmann::json base = file;
+  for (const auto& key : suite_keys)
+    base.erase(key);
+  suite.name = base.value("name", std::string("suite"));
+
+  std::vector<nlohmann::json> entries{nlohmann::json::object()};
+  if (file.contains("jobs")) {
+    const auto& jobs = file["jobs"];
+    if (!jobs.is_array() || jobs.empty()) {
+      problems.push_back("/jobs: must be a non-empty array of job objects, got " +
+                         render_value(jobs));
+    } else {
+      entries.clear();
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!jobs[i].is_object())
+          problems.push_back("/jobs/" + std::to_string(i) + ": must be an object, got " +
+                             render_value(jobs[i]));
+        entries.push_back(jobs[i].is_object() ? jobs[i] : nlohmann::json::object());
+      }
+    }
+  }
+  suite.entries = entries.size();
+  const auto combos = combinations(axes);
+  suite.combinations = combos.size();
+
+  std::set<std::string> names;
+  for (std::size_t e = 0; e < entries.size(); ++e)
+    for (std::size_t c = 0; c < combos.size(); ++c) {
+      const auto index = suite.jobs.size();
+      const auto where = file.contains("jobs") ? "/jobs/" + std::to_string(e) : std::string("");
+      auto json = base;
+      json.merge_patch(entries[e]);
+      auto overrides = entries[e];
+      for (const auto& [key, value] : combos[c]) {
+        try {
+          apply_override(json, key + "=" + value.dump());
+          overrides[key] = value;
+        } catch (const job_error& err) {
+          problems.push_back("/sweep/" + key + ": " + err.problems().front());
+        }
+      }
+      if (!entries[e].contains("name") || combos.size() > 1)
+        json["name"] = (entries[e].contains("name") && entries[e]["name"].is_string()
+                            ? entries[e]["name"].get<std::string>()
+                            : suite.name) +
+                       "-" + std::to_string(entries[e].contains("name") ? c : index);
+      overrides.erase("name");
+      suite_job job;
+      job.overrides = overrides;
+      job.request.device = json.value("device", std::string("cpu"));
+      if (json.contains("device") &&
+          (!json["device"].is_string() || !valid_device_request(job.request.device)))
+        problems.push_back(where + "/device: must be \"cpu\", \"cuda\" or \"cuda:N\", got " +
+                           render_value(json["device"]));
+      read_limits(json, where, job.limits, problems);
+      json.erase("device");
+      json.erase("limits");
+      try {
+        job.job = parse_job(json);
+      } catch (const job_error& err) {
+        const auto label = json.value("name", std::string("?"));
+        for (const auto& p : err.problems())
+          problems.push_back("job " + label + (where.empty() ? "" : " (" + where + ")") + ": " + p);
+        continue;
+      }
+      if (!names.insert(job.job.name).second)
+        problems.push_back(where + "/name: \"" + job.job.name +
+                           "\" names two jobs; every job needs its own (it is its folder)");
+      const auto& par = job.job.parallelism;
+      job.request.threads = par.replicas * par.stages * par.threads_per_replica;
+      job.resolved = to_json(job.job);
+      suite.jobs.push_back(std::move(job));
+    }
+  suite.max_concurrent = static_cast<int64_t>(suite.jobs.size());
+  if (file.contains("max_concurrent")) {
+    const auto& m = file["max_concurrent"];
+    if (!m.is_number_integer() || m.get<int64_t>() < 1)
+      problems.push_back("/max_concurrent: must be an integer >= 1, got " + render_value(m));
+    else
+      suite.max_concurrent = m.get<int64_t>();
+  }
+  if (problems.empty()) {
+    std::vector<placement_request> requests;
+    for (const auto& j : suite.jobs)
+      requests.push_back(j.request);
+    try {
+      placement_queue check(suite.devices, requests, suite.max_concurrent);
+    } catch (const job_error& err) {
+      for (const auto& p : err.problems()) {
+        // "/jobs/i" there counts expanded jobs: name the job instead.
+        const auto colon = p.find(':');
+        const auto i = std::stoul(p.substr(6, colon - 6));
+        problems.push_back("job " + suite.jobs[i].job.name + p.substr(colon));
+      }
+    }
+  }
+  if (!problems.empty())
+    throw job_error(std::move(problems));
+  return suite;
+}
+
+}  // namespace troupe

@@ -1,0 +1,48 @@
+// A suite: many independent jobs from one file. Beside the keys of a job (the shared base), the
+// file holds `jobs` (each entry is merged onto the base as a JSON merge patch: a complete job or
+// a few overrides), and/or `sweep` (dotted key -> list of values; every combination becomes a
+// job), `devices` (what the machine offers), `max_concurrent`, and per job `device` (what it
+// asks for) and `limits` (memory and wall time). Every expanded job is validated like a job file.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/suite/placement.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct job_limits {
+  std::optional<double> memory_mb;  ///< resident memory of the job's process
+  std::optional<double> time_s;     ///< wall time from its start
+};
+
+struct suite_job {
+  job_config job;
+  nlohmann::json resolved;   ///< the job's own JSON (suite keys removed), as a job file
+  nlohmann::json overrides;  ///< what it changes on the base, for the plan and leaderboard
+  placement_request request;
+  job_limits limits;
+};
+
+struct suite_config {
+  std::string name;
+  std::vector<device_offer> devices;
+  int64_t max_concurrent = 0;
+  std::vector<suite_job> jobs;
+  std::size_t entries = 1;       ///< entries of `jobs` (1 without it)
+  std::size_t combinations = 1;  ///< combinations of `sweep` (1 without it)
+};
+
+/// Whether a job file is a suite (has `jobs` or `sweep`).
+bool is_suite(const nlohmann::json& file);
+
+/// Expands and validates; throws job_error with every problem, each naming its place
+/// ("/sweep/optimizer.lr", "job name (/jobs/2): /optimizer/lr: ...").
+suite_config parse_suite(const nlohmann::json& file);
+
+}  // namespace troupe

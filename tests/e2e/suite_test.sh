@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end test of suites: several jobs from one file run as child processes, two at a time on
+# a 2-thread cpu device; a job that throws, one over its memory limit and one over its time
+# budget fail with their cause while the others finish; the leaderboard ranks the survivors;
+# bad suites are refused before anything runs.
+#   suite_test.sh PATH/TO/troupe
+set -uo pipefail
+troupe=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passes=0
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+check() {  # check DESCRIPTION PYTHON-EXPRESSION-ON-s (the suite summary) and b (leaderboard)
+  if /usr/bin/python3 - "$tmp/out" "$2" <<'PY'; then pass; else fail "$1"; fi
+import json, sys
+folder, expression = sys.argv[1], sys.argv[2]
+s = json.load(open(f"{folder}/summary.json"))
+b = json.load(open(f"{folder}/leaderboard.json"))
+jobs = {j["name"]: j for j in s["jobs"]}
+sys.exit(0 if eval(expression) else 1)
+PY
+}
+
+cat >"$tmp/suite.json" <<'JSON'
+{
+  "name": "e2e",
+  "model": {"type": "mlp", "hidden": [32], "activation": "tanh"},
+  "data": {"type": "synthetic", "train_samples": 1024, "test_samples": 256},
+  "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+  "training": {"steps": 60, "batch_size": 32, "eval_interval": 30},
+  "devices": [{"device": "cpu", "threads": 2}],
+  "jobs": [
+    {"name": "plain"},
+    {"name": "broken", "faults": {"throw_worker": 0, "throw_step": 5}},
+    {"name": "hog", "training": {"steps": 1000000}, "limits": {"memory_mb": 40, "time_s": 100}},
+    {"name": "slow", "training": {"steps": 1000000}, "limits": {"time_s": 2}},
+    {"name": "wide", "model": {"hidden": [128]}}
+  ],
+  "sweep": {"seed": [1, 2]}
+}
+JSON
+
+out=$(timeout 300 "$troupe" validate "$tmp/suite.json" 2>&1)
+[ $? -eq 0 ] && grep -qF "10 job(s) (5 entries x 2 sweep combinations)" <<<"$out" && pass ||
+  fail "validate suite: $out"
+
+out=$(timeout 300 "$troupe" run "$tmp/suite.json" --out "$tmp/out" 2>&1)
+status=$?
+[ $status -eq 1 ] && pass || fail "suite with failing jobs should exit 1, got $status: $out"
+grep -qF "6 of 10 jobs did not succeed" <<<"$out" && pass || fail "count of failures: $out"
+check "plain and wide succeed" \
+  'all(jobs[n]["status"] == "succeeded" for n in ["plain-0", "plain-1", "wide-0", "wide-1"])'
+check "broken fails with its cause" \
+  '"mat1 and mat2 shapes" in jobs["broken-0"]["error"] and jobs["broken-1"]["status"] == "failed"'
+check "hog is stopped over its memory limit" '"over its memory limit" in jobs["hog-0"]["error"]'
+check "slow is stopped over its time budget" \
+  '"over its wall-time budget of 2 s" in jobs["slow-1"]["error"]'
+check "leaderboard ranks the four that succeeded first" \
+  '[e["rank"] for e in b[:4]] == [1, 2, 3, 4] and all(e["rank"] is None for e in b[4:])'
+check "suite status failed" 's["status"] == "failed"'
+for job in plain-0 wide-1; do
+  [ -f "$tmp/out/$job/final_weights.pt" ] && [ -f "$tmp/out/$job/metrics.jsonl" ] && pass ||
+    fail "$job: outputs missing"
+done
+/usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["status"]=="failed" and "memory" in s["error"] else 1)' \
+  "$tmp/out/hog-0/summary.json" && pass || fail "hog-0/summary.json does not say why"
+
+# Every job succeeding: exit 0.
+cat >"$tmp/ok.json" <<'JSON'
+{"name": "ok", "data": {"type": "synthetic", "train_samples": 512, "test_samples": 128},
+ "model": {"hidden": [16]}, "training": {"steps": 20, "batch_size": 32},
+ "sweep": {"optimizer.lr": [0.01, 0.1]}, "max_concurrent": 1}
+JSON
+out=$(timeout 300 "$troupe" run "$tmp/ok.json" --out "$tmp/ok" 2>&1)
+[ $? -eq 0 ] && pass || fail "all-succeeding suite: $out"
+
+# Refused before anything runs.
+echo '{"jobs": [{"name": "a", "optimizer": {"lr": -1}}, {"name": "a"}]}' >"$tmp/bad.json"
+out=$(timeout 60 "$troupe" run "$tmp/bad.json" --out "$tmp/bad" 2>&1)
+[ $? -eq 2 ] && grep -qF "job a (/jobs/0): /optimizer/lr" <<<"$out" && [ ! -e "$tmp/bad" ] && pass ||
+  fail "bad suite: $out"
+echo '{"devices": [{"device": "cpu", "threads": 1}], "jobs": [{"name": "big", "parallelism": {"replicas": 2}}]}' >"$tmp/big.json"
+out=$(timeout 60 "$troupe" validate "$tmp/big.json" 2>&1)
+[ $? -eq 2 ] && grep -qF "job big: needs 2 threads on cpu" <<<"$out" && pass ||
+  fail "job that fits nowhere: $out"
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
