@@ -4,8 +4,11 @@
 #   install_deps.sh          what building and running need
 #   install_deps.sh --tests  also python3-torch, which the tests use to load saved weights
 set -euo pipefail
+# libopenblas0-openmp: Debian's libtorch calls the BLAS behind libblas.so.3, which is the netlib
+# reference implementation unless an optimized one is installed; the OpenMP build of OpenBLAS
+# takes over that alternative and honours each actor thread's at::set_num_threads.
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
-  doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3)
+  doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp)
 if [ "${1:-}" = "--tests" ]; then
   packages+=(python3-torch python3-numpy)
 fi

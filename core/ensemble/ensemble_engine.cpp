@@ -86,11 +86,11 @@ double ensemble_engine::step(int64_t step) {
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   auto per_member = per_row.reshape({k, batch_}).mean(1);
   const auto values = per_member.detach();
-  for (int64_t m = 0; m < k; ++m) {
-    const double v = values[m].item<double>();
-    if (!std::isfinite(v))
-      throw diverged_error("loss is " + std::to_string(v) + " at step " + std::to_string(step) +
-                           " for ensemble member " + std::to_string(m));
+  // One check for all members; the culprit is looked up only when there is one.
+  if (!at::isfinite(values).all().item<bool>()) {
+    const auto m = at::logical_not(at::isfinite(values)).nonzero()[0][0].item<int64_t>();
+    throw diverged_error("loss is " + std::to_string(values[m].item<double>()) + " at step " +
+                         std::to_string(step) + " for ensemble member " + std::to_string(m));
   }
   per_member.sum().backward();
   if (lr_scale_.defined()) {
