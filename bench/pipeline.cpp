@@ -10,6 +10,7 @@
 // stage 1. samples/s counts the timed steps only (evaluation and set-up are outside).
 #include "actors/run_training.hpp"
 #include "bench/plain_loop.hpp"
+#include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"
 
 #include <ATen/ATen.h>
@@ -18,11 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 using namespace troupe;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
@@ -61,22 +60,10 @@ struct pipeline_result {
 };
 
 pipeline_result pipeline_run(const bench_options& o, const job_config& job, dataset_ptr data) {
-  clock_type::time_point start, end;
-  run_options options;
-  options.on_progress = [&](const progress_update& p) {
-    if (p.evaluation)
-      return;
-    if (p.step == o.warmup)
-      start = clock_type::now();
-    if (p.step == o.warmup + o.steps)
-      end = clock_type::now();
-  };
-  auto report = run_training(job, std::move(data), options);
-  if (report.status != "succeeded")
-    throw std::runtime_error(report.error);
+  const auto timed = bench::timed_run(job, std::move(data), o.warmup, o.steps);
+  const auto& report = timed.report;
   pipeline_result r;
-  r.samples_per_s =
-      static_cast<double>(o.steps * o.batch) / std::chrono::duration<double>(end - start).count();
+  r.samples_per_s = timed.samples_per_s;
   r.bubble = report.bubble_fraction.value_or(0);
   for (const auto& w : report.workers)
     r.stage_busy_s.push_back(w.compute_s);

@@ -11,6 +11,7 @@
 // evaluation are outside the timed region in both variants.
 #include "actors/run_training.hpp"
 #include "bench/plain_loop.hpp"
+#include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/train/replica_engine.hpp"
 
@@ -69,21 +70,7 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
 }
 
 double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr data) {
-  clock_type::time_point start, end;
-  run_options options;
-  options.on_progress = [&](const progress_update& p) {
-    if (p.evaluation)
-      return;  // the final evaluation is outside the timed region
-    if (p.step == o.warmup)
-      start = clock_type::now();
-    if (p.step == o.warmup + o.steps)
-      end = clock_type::now();
-  };
-  auto report = run_training(job, std::move(data), options);
-  if (report.status != "succeeded")
-    throw std::runtime_error(report.error);
-  const double seconds = std::chrono::duration<double>(end - start).count();
-  return static_cast<double>(o.steps * o.batch) / seconds;
+  return bench::timed_run(job, std::move(data), o.warmup, o.steps).samples_per_s;
 }
 
 }  // namespace
