@@ -3,7 +3,7 @@
 // M = 1, 2, 4, 8 micro-batches. Variants alternate round by round in this one process and the
 // medians are reported, so machine noise hits them alike.
 //
-//   pipeline [--steps 60] [--warmup 10] [--batch 256] [--rounds 3] [--hidden 1024,512]
+//   pipeline [--steps 40] [--warmup 10] [--batch 1024] [--rounds 3] [--hidden 1024,512]
 //            [--schedule 1f1b|gpipe] [--data DIR]
 //
 // The model is an MLP on Fashion-MNIST; the balanced split puts fc1 on stage 0 and the rest on
@@ -26,9 +26,9 @@ using namespace troupe;
 namespace {
 
 struct bench_options {
-  int64_t steps = 60;
+  int64_t steps = 40;
   int64_t warmup = 10;
-  int64_t batch = 256;
+  int64_t batch = 1024;
   int64_t rounds = 3;
   std::vector<int64_t> hidden{1024, 512};
   std::string schedule = "1f1b";
