@@ -99,6 +99,14 @@ void step_completed(self_pointer self, int64_t step, const std::vector<step_part
     finish(self, "interrupted after step " + std::to_string(step));
 }
 
+// A sync step of a single replica needs no combining: the worker applies its own gradient and
+// the step completes from its report, as under local_sgd.
+bool solo_sync(const coordinator_state& st, int64_t step) {
+  const auto& setup = *st.options.setup;
+  return setup.job.parallelism.replicas == 1 &&
+         setup.schedule->policy_at(step) == policy_kind::sync;
+}
+
 // Reports arrive in any order; steps are recorded in worker order.
 std::vector<step_part> by_worker(std::vector<step_part> parts) {
   std::sort(parts.begin(), parts.end(),
@@ -337,7 +345,8 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       [self](const step_stats& s) {
         auto& st = self->state;
         st.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
-        if (st.options.setup->schedule->policy_at(s.step) != policy_kind::local_sgd)
+        if (st.options.setup->schedule->policy_at(s.step) != policy_kind::local_sgd &&
+            !solo_sync(st, s.step))
           return;  // sync and async steps complete where their gradients are applied
         auto& reports = st.step_reports[s.step];
         reports.push_back({s.worker, s.loss, s.samples});

@@ -1,6 +1,7 @@
 #include "actors/replica_worker.hpp"
 
 #include "core/train/replica_engine.hpp"
+#include "core/train/run_tracker.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
@@ -89,6 +90,19 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
   st.compute_s = seconds_since(start);
   st.sent_at = clock_type::now();
   const gradient_meta meta{st.rank, step, result.loss, result.samples};
+  if (policy == policy_kind::sync && setup.job.parallelism.replicas == 1) {
+    // Nothing to combine: apply at once instead of a round trip through the coordinator, which
+    // completes the step from the worker's report (see solo_sync in coordinator.cpp).
+    const auto apply_start = clock_type::now();
+    st.engine->apply(st.engine->gradient());
+    update_meta solo;
+    solo.step = step;
+    solo.last = step + 1 >= setup.total_steps;
+    solo.evaluate = should_evaluate(step, setup.total_steps, setup.steps_per_epoch,
+                                    setup.job.training.eval_interval);
+    finish_step(self, solo, 0.0, seconds_since(apply_start));
+    return;
+  }
   if (policy == policy_kind::sync) {
     self->send(st.coordinator, gradient_atom_v, meta, st.engine->gradient());
     return;
