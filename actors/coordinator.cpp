@@ -71,17 +71,6 @@ void fail_protocol(self_pointer self, const std::string& what) {
   finish(self, "protocol error: " + what);
 }
 
-// The update of a completed step or averaging round: what workers do after applying it.
-update_meta make_update(const coordinator_state& st, int64_t step) {
-  const auto& setup = *st.options.setup;
-  update_meta meta;
-  meta.step = step;
-  meta.last = step + 1 >= setup.total_steps;
-  meta.evaluate = should_evaluate(step, setup.total_steps, setup.steps_per_epoch,
-                                  setup.job.training.eval_interval);
-  return meta;
-}
-
 // Reports a completed step and honors a stop request.
 void step_completed(self_pointer self, int64_t step, const std::vector<step_part>& parts,
                     double reduce_s) {
@@ -138,7 +127,7 @@ void complete_sync_step(self_pointer self, const policy_decision& decision, int6
   parts.clear();
   const double reduce_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto meta = make_update(st, step);
+  const auto meta = update_after(*st.options.setup, step);
   for (auto& w : st.workers)
     self->send(w, update_atom_v, meta, combined);
   st.next_sync_step = st.options.setup->schedule->next_step_under(policy_kind::sync, step + 1);
@@ -163,7 +152,7 @@ void complete_averaging(self_pointer self, const policy_decision& decision, int6
   parts.clear();
   const auto& setup = *st.options.setup;
   st.next_average_step = setup.schedule->next_averaging_step(step + 1);
-  const auto meta = make_update(st, step);
+  const auto meta = update_after(*st.options.setup, step);
   for (auto& w : st.workers)
     self->send(w, averaged_atom_v, meta, averaged, averaged_momenta);
 }

@@ -95,12 +95,7 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
     // completes the step from the worker's report (see solo_sync in coordinator.cpp).
     const auto apply_start = clock_type::now();
     st.engine->apply(st.engine->gradient());
-    update_meta solo;
-    solo.step = step;
-    solo.last = step + 1 >= setup.total_steps;
-    solo.evaluate = should_evaluate(step, setup.total_steps, setup.steps_per_epoch,
-                                    setup.job.training.eval_interval);
-    finish_step(self, solo, 0.0, seconds_since(apply_start));
+    finish_step(self, update_after(setup, step), 0.0, seconds_since(apply_start));
     return;
   }
   if (policy == policy_kind::sync) {
@@ -173,6 +168,15 @@ replica_worker_actor::behavior_type replica_worker(
 }
 
 }  // namespace
+
+update_meta update_after(const replica_setup& setup, int64_t step) {
+  update_meta meta;
+  meta.step = step;
+  meta.last = step + 1 >= setup.total_steps;
+  meta.evaluate = should_evaluate(step, setup.total_steps, setup.steps_per_epoch,
+                                  setup.job.training.eval_interval);
+  return meta;
+}
 
 replica_worker_actor spawn_replica_worker(caf::actor_system& system,
                                           std::shared_ptr<const replica_setup> setup, int64_t rank,

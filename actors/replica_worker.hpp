@@ -31,6 +31,9 @@ struct replica_setup {
   std::vector<stage_slice> stage_slices;    ///< pipelines only: each stage's layers
 };
 
+/// What workers do after applying step `step`'s update: evaluate, and whether it was the last.
+update_meta update_after(const replica_setup& setup, int64_t step);
+
 /// Spawns a worker on a thread of its own (detached: a step blocks it for the whole
 /// forward/backward pass). The caller monitors it.
 replica_worker_actor spawn_replica_worker(caf::actor_system& system,

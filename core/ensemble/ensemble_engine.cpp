@@ -14,8 +14,6 @@
 namespace troupe {
 namespace {
 
-constexpr int64_t eval_chunk = 1000;
-
 std::vector<at::Tensor> every_member_initial_weights(const job_config& job, int64_t classes) {
   std::vector<at::Tensor> initial;
   for (int64_t k = 0; k < job.ensemble.members; ++k)
@@ -77,8 +75,7 @@ double ensemble_engine::step(int64_t step) {
                  .reshape({k, batch_, 1, data_->train.images.size(2), data_->train.images.size(3)});
     labels = data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_});
   }
-  for (auto& p : model_.parameters())
-    p.mutable_grad() = at::Tensor();
+  optimizer_->zero_grad();
   auto logits = model_.forward(images);  // [K, B, classes]
   // Per member: the mean loss over its rows. Their sum's gradient is each member's own.
   auto per_row = torch::nn::functional::cross_entropy(
@@ -112,8 +109,8 @@ ensemble_evaluation ensemble_engine::evaluate() const {
   r.loss_sum.assign(static_cast<std::size_t>(k), 0.0);
   r.correct.assign(static_cast<std::size_t>(k), 0);
   const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
-  for (int64_t begin = 0; begin < data_->test.size(); begin += eval_chunk) {
-    const int64_t n = std::min(eval_chunk, data_->test.size() - begin);
+  for (int64_t begin = 0; begin < data_->test.size(); begin += eval_chunk_rows) {
+    const int64_t n = std::min(eval_chunk_rows, data_->test.size() - begin);
     auto images = data_->test.images.narrow(0, begin, n);
     auto labels = data_->test.labels.narrow(0, begin, n);
     auto logits = model_.forward(images);  // [K, n, classes]

@@ -5,6 +5,29 @@
 #include <stdexcept>
 
 namespace troupe {
+namespace {
+
+bool matches(const placement_request& r, const device_offer& d) {
+  if (r.device == "cuda")
+    return d.name.rfind("cuda:", 0) == 0;
+  return r.device == d.name;
+}
+
+}  // namespace
+
+std::optional<std::string> unplaceable(const std::vector<device_offer>& devices,
+                                       const placement_request& request) {
+  int64_t largest = -1;
+  for (const auto& d : devices)
+    if (matches(request, d))
+      largest = std::max(largest, d.threads);
+  if (largest < 0)
+    return "asks for device \"" + request.device + "\", which no entry of devices offers";
+  if (largest < request.threads)
+    return "needs " + std::to_string(request.threads) + " threads on " + request.device +
+           ", the largest such device offers " + std::to_string(largest);
+  return std::nullopt;
+}
 
 placement_queue::placement_queue(std::vector<device_offer> devices,
                                  std::vector<placement_request> jobs, int64_t max_concurrent)
@@ -16,28 +39,11 @@ placement_queue::placement_queue(std::vector<device_offer> devices,
   for (const auto& d : devices_)
     free_threads_.push_back(d.threads);
   std::vector<std::string> problems;
-  for (std::size_t j = 0; j < jobs_.size(); ++j) {
-    int64_t largest = -1;
-    for (const auto& d : devices_)
-      if (matches(jobs_[j], d))
-        largest = std::max(largest, d.threads);
-    const auto where = "/jobs/" + std::to_string(j);
-    if (largest < 0)
-      problems.push_back(where + ": asks for device \"" + jobs_[j].device +
-                         "\", which no entry of devices offers");
-    else if (largest < jobs_[j].threads)
-      problems.push_back(where + ": needs " + std::to_string(jobs_[j].threads) + " threads on " +
-                         jobs_[j].device + ", the largest such device offers " +
-                         std::to_string(largest));
-  }
+  for (std::size_t j = 0; j < jobs_.size(); ++j)
+    if (auto why = unplaceable(devices_, jobs_[j]))
+      problems.push_back("/jobs/" + std::to_string(j) + ": " + *why);
   if (!problems.empty())
     throw job_error(std::move(problems));
-}
-
-bool placement_queue::matches(const placement_request& r, const device_offer& d) const {
-  if (r.device == "cuda")
-    return d.name.rfind("cuda:", 0) == 0;
-  return r.device == d.name;
 }
 
 std::vector<placement> placement_queue::start_ready() {

@@ -31,6 +31,11 @@ struct placement {
   std::size_t device = 0;
 };
 
+/// Why no offered device could ever hold `request` ("asks for device ... which no entry of
+/// devices offers", "needs N threads on cpu, ..."), or nothing when one can.
+std::optional<std::string> unplaceable(const std::vector<device_offer>& devices,
+                                       const placement_request& request);
+
 class placement_queue {
  public:
   /// Throws job_error naming /jobs/i for a job that no offered device can hold.
@@ -46,8 +51,6 @@ class placement_queue {
   std::size_t running() const { return running_; }
 
  private:
-  bool matches(const placement_request& r, const device_offer& d) const;
-
   std::vector<device_offer> devices_;
   std::vector<placement_request> jobs_;
   int64_t max_concurrent_;

@@ -195,21 +195,10 @@ suite_config parse_suite(const nlohmann::json& file) {
     else
       suite.max_concurrent = m.get<int64_t>();
   }
-  if (problems.empty()) {
-    std::vector<placement_request> requests;
+  if (problems.empty())
     for (const auto& j : suite.jobs)
-      requests.push_back(j.request);
-    try {
-      placement_queue check(suite.devices, requests, suite.max_concurrent);
-    } catch (const job_error& err) {
-      for (const auto& p : err.problems()) {
-        // "/jobs/i" there counts expanded jobs: name the job instead.
-        const auto colon = p.find(':');
-        const auto i = std::stoul(p.substr(6, colon - 6));
-        problems.push_back("job " + suite.jobs[i].job.name + p.substr(colon));
-      }
-    }
-  }
+      if (auto why = unplaceable(suite.devices, j.request))
+        problems.push_back("job " + j.job.name + ": " + *why);
   if (!problems.empty())
     throw job_error(std::move(problems));
   return suite;

@@ -14,14 +14,6 @@
 #include <string>
 
 namespace troupe {
-namespace {
-
-// Evaluation runs in chunks so that the activations of the whole test set are never alive at
-// once (10,000 CNN activations would take ~100 MB).
-constexpr int64_t eval_chunk = 1000;
-
-}  // namespace
-
 replica_engine::replica_engine(const job_config& job, dataset_ptr data,
                                const at::Tensor& initial_weights, int64_t rank)
     : rank_(rank),
@@ -134,8 +126,8 @@ evaluation_result replica_engine::evaluate() {
 evaluation_result replica_engine::evaluate(row_range rows) {
   torch::NoGradGuard no_grad;
   evaluation_result result;
-  for (int64_t begin = rows.begin; begin < rows.end; begin += eval_chunk) {
-    const int64_t n = std::min(eval_chunk, rows.end - begin);
+  for (int64_t begin = rows.begin; begin < rows.end; begin += eval_chunk_rows) {
+    const int64_t n = std::min(eval_chunk_rows, rows.end - begin);
     auto images = data_->test.images.narrow(0, begin, n);
     auto labels = data_->test.labels.narrow(0, begin, n);
     auto logits = model_->forward(images);

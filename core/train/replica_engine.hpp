@@ -22,6 +22,10 @@ struct gradient_result {
   int64_t samples = 0;  ///< rows this replica processed
 };
 
+/// Evaluation runs in chunks of this many test rows, so that the activations of the whole test
+/// set are never alive at once (10,000 CNN activations would take ~100 MB).
+inline constexpr int64_t eval_chunk_rows = 1000;
+
 struct evaluation_result {
   double loss_sum = 0.0;  ///< summed (not averaged) cross-entropy, so shards add up
   int64_t correct = 0;

@@ -17,7 +17,8 @@ double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-// Evaluates every member and the ensemble; returns each member's (loss, accuracy).
+// Evaluates every member (into `members` and member_eval records) and the ensemble (the run's
+// test figures).
 void evaluate(ensemble_engine& engine, run_tracker& tracker, int64_t step,
               std::vector<member_report>& members, const run_options& options) {
   const auto start = clock_type::now();

@@ -15,9 +15,6 @@
 namespace troupe {
 namespace {
 
-// As in replica_engine: evaluation chunks bound the live activations of the test set.
-constexpr int64_t eval_chunk = 1000;
-
 // The stage's layers, taken out of a whole model that holds the job's initial weights, so that
 // the stage starts exactly where an unpartitioned replica would.
 torch::nn::Sequential slice_of(const job_config& job, int64_t classes,
@@ -67,10 +64,6 @@ row_range stage_engine::micro_range(int64_t micro) const {
   return {rows_.begin + r.begin, rows_.begin + r.end};
 }
 
-int64_t stage_engine::micro_rows(int64_t micro) const {
-  return micro_range(micro).size();
-}
-
 void stage_engine::begin_step(int64_t step) {
   flat_->grads().zero_();
   step_ = step;
@@ -81,10 +74,13 @@ void stage_engine::begin_step(int64_t step) {
 at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
   TORCH_CHECK(saved_.count(micro) == 0, "forward of micro-batch ", micro, " twice in step ", step_);
   const auto rows = micro_range(micro);
+  at::Tensor index;
+  if (where_.first() || where_.last())
+    index = plan_.indices(step_, rows);
   saved_activation saved;
   at::Tensor x;
   if (where_.first()) {
-    x = data_->train.images.index_select(0, plan_.indices(step_, rows));
+    x = data_->train.images.index_select(0, index);
   } else {
     TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for micro-batch ",
                 micro);
@@ -98,7 +94,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
     saved_.emplace(micro, std::move(saved));
     return out;
   }
-  auto labels = data_->train.labels.index_select(0, plan_.indices(step_, rows));
+  auto labels = data_->train.labels.index_select(0, index);
   auto loss = torch::nn::functional::cross_entropy(out, labels);
   const double value = loss.item<double>();
   if (!std::isfinite(value))
@@ -141,12 +137,12 @@ void stage_engine::apply(const at::Tensor& combined) {
 }
 
 row_range stage_engine::eval_range(int64_t chunk) const {
-  const auto begin = test_rows_.begin + chunk * eval_chunk;
-  return {begin, std::min(begin + eval_chunk, test_rows_.end)};
+  const auto begin = test_rows_.begin + chunk * eval_chunk_rows;
+  return {begin, std::min(begin + eval_chunk_rows, test_rows_.end)};
 }
 
 int64_t stage_engine::eval_chunks() const {
-  return (test_rows_.size() + eval_chunk - 1) / eval_chunk;
+  return (test_rows_.size() + eval_chunk_rows - 1) / eval_chunk_rows;
 }
 
 at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {

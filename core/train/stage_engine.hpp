@@ -63,7 +63,6 @@ class stage_engine {
   double step_loss() const;
   /// This pipeline's rows in a step.
   int64_t step_rows() const { return rows_.size(); }
-  int64_t micro_rows(int64_t micro) const;
 
   const at::Tensor& gradient() const { return flat_->grads(); }
   /// Makes `combined` the gradient and takes one optimizer step.
