@@ -88,12 +88,31 @@ void step_completed(self_pointer self, int64_t step, const std::vector<step_part
     finish(self, "interrupted after step " + std::to_string(step));
 }
 
-// A sync step of a single replica needs no combining: the worker applies its own gradient and
-// the step completes from its report, as under local_sgd.
-bool solo_sync(const coordinator_state& st, int64_t step) {
+// A sync step the workers combine themselves (a single replica has nothing to combine; a ring
+// sums among the replicas): each applies its gradient and the step completes from their
+// reports, as under local_sgd.
+bool workers_reduce(const coordinator_state& st, int64_t step) {
   const auto& setup = *st.options.setup;
-  return setup.job.parallelism.replicas == 1 &&
+  return (setup.job.parallelism.replicas == 1 || setup.ring) &&
          setup.schedule->policy_at(step) == policy_kind::sync;
+}
+
+// Reports name their worker; one from another process must name a real one.
+bool known_worker(self_pointer self, int64_t rank, const char* what) {
+  const auto n = self->state.options.setup->job.parallelism.replicas;
+  if (rank >= 0 && rank < n)
+    return true;
+  fail_protocol(self, std::string(what) + " from worker " + std::to_string(rank) + ", there are " +
+                          std::to_string(n));
+  return false;
+}
+
+std::string worker_name(const coordinator_state& st, int64_t rank) {
+  auto name = "worker " + std::to_string(rank);
+  const auto& places = st.options.worker_places;
+  if (rank >= 0 && rank < static_cast<int64_t>(places.size()))
+    name += " (" + places[static_cast<std::size_t>(rank)] + ")";
+  return name;
 }
 
 // Reports arrive in any order; steps are recorded in worker order.
@@ -277,7 +296,7 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       self,
       [self](const caf::actor_addr& addr) {
         const auto rank = rank_of(self->state, addr);
-        return rank >= 0 ? "worker " + std::to_string(rank) : std::string("an actor");
+        return rank >= 0 ? worker_name(self->state, rank) : std::string("an actor");
       },
       [self](const std::string& error) { finish(self, error); });
 
@@ -287,11 +306,16 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
         st.promise = self->make_response_promise<run_report>();
         const auto n = st.options.setup->job.parallelism.replicas;
         for (int64_t rank = 0; rank < n; ++rank) {
-          auto w =
-              spawn_replica_worker(self->system(), st.options.setup, rank, coordinator_actor{self});
+          auto w = st.options.spawn_worker ? st.options.spawn_worker(rank, coordinator_actor{self})
+                                           : spawn_replica_worker(self->system(), st.options.setup,
+                                                                  rank, coordinator_actor{self});
           self->monitor(w);
           st.workers.push_back(w);
         }
+        if (st.options.setup->ring)
+          for (std::size_t rank = 0; rank < st.workers.size(); ++rank)
+            self->send(st.workers[rank], link_atom_v,
+                       caf::actor_cast<caf::actor>(st.workers[(rank + 1) % st.workers.size()]));
         if (st.async) {
           const auto& setup = *st.options.setup;
           st.server =
@@ -308,6 +332,9 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       },
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
         auto& st = self->state;
+        if (!sender_trusted(self, st.options.setup->trusted.get()) ||
+            !known_worker(self, meta.worker, "a gradient"))
+          return;
         if (meta.step != st.next_sync_step)
           return fail_protocol(self, "worker " + std::to_string(meta.worker) +
                                          " sent a gradient for step " + std::to_string(meta.step) +
@@ -319,6 +346,9 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       [self](average_atom, const gradient_meta& meta, const at::Tensor& weights,
              const at::Tensor& momenta) {
         auto& st = self->state;
+        if (!sender_trusted(self, st.options.setup->trusted.get()) ||
+            !known_worker(self, meta.worker, "weights"))
+          return;
         if (meta.step != st.next_average_step)
           return fail_protocol(self, "worker " + std::to_string(meta.worker) +
                                          " sent weights to average after step " +
@@ -329,13 +359,19 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
                    [self, step](const policy_decision& d) { complete_averaging(self, d, step); });
       },
       [self](push_atom, const gradient_meta& meta, int64_t, const at::Tensor& grad) {
-        async_push(self, meta, grad);
+        if (sender_trusted(self, self->state.options.setup->trusted.get()) &&
+            known_worker(self, meta.worker, "a gradient"))
+          async_push(self, meta, grad);
       },
       [self](const step_stats& s) {
         auto& st = self->state;
+        if (!sender_trusted(self, st.options.setup->trusted.get()))
+          return;
+        if (!known_worker(self, s.worker, "step stats"))
+          return;
         st.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
         if (st.options.setup->schedule->policy_at(s.step) != policy_kind::local_sgd &&
-            !solo_sync(st, s.step))
+            !workers_reduce(st, s.step))
           return;  // sync and async steps complete where their gradients are applied
         auto& reports = st.step_reports[s.step];
         reports.push_back({s.worker, s.loss, s.samples});
@@ -347,6 +383,9 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       },
       [self](const eval_report& e) {
         auto& st = self->state;
+        if (!sender_trusted(self, st.options.setup->trusted.get()) ||
+            !known_worker(self, e.worker, "an evaluation"))
+          return;
         auto progress =
             st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.correct, e.count, e.eval_s,
                                       static_cast<int64_t>(st.policy->live_workers()));
@@ -355,6 +394,8 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
       },
       [self](weights_atom, int64_t rank, const at::Tensor& weights) {
         auto& st = self->state;
+        if (!sender_trusted(self, st.options.setup->trusted.get()))
+          return;
         if (rank < 0 || rank >= static_cast<int64_t>(st.final_weights.size()) ||
             st.final_weights[static_cast<std::size_t>(rank)].defined())
           return fail_protocol(self,

@@ -10,6 +10,9 @@
 // live worker's is in); at each averaging step they send (average, meta, weights, momenta), and
 // when the same barrier completes, the coordinator averages by rows in rank order and sends
 // (averaged, {s, evaluate, last}, weights, momenta) back.
+// Across processes (setup->ring) sync workers sum their gradients in a ring among themselves
+// and apply the sum; the coordinator links each to its successor and completes each step from
+// the workers' reports, as for a single replica.
 // Both: after the last step each worker sends its weights; when all have (and agree bit for
 // bit), the run succeeded.
 // A worker that dies (down_msg) ends the run at once: the others are told to exit, and the run
@@ -24,6 +27,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -36,6 +41,11 @@ struct coordinator_options {
   std::function<void(const progress_update&)> on_progress;
   /// Checked after every step: when it reads true the run ends as interrupted. May be null.
   const std::atomic<bool>* stop_requested = nullptr;
+  /// Starts replica `rank` (across processes: on its node). Empty: a detached worker here.
+  /// May throw; the run then fails with the message.
+  std::function<replica_worker_actor(int64_t rank, coordinator_actor coordinator)> spawn_worker;
+  /// Where each replica runs, for messages ("node a"); empty inside one process.
+  std::vector<std::string> worker_places;
 };
 
 /// Spawns the coordinator on the cooperative scheduler; send it (run_atom) to start.

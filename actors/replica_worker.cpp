@@ -1,7 +1,10 @@
 #include "actors/replica_worker.hpp"
 
+#include "core/collective/ring_allreduce.hpp"
+#include "core/data/batch_plan.hpp"
 #include "core/train/replica_engine.hpp"
 #include "core/train/run_tracker.hpp"
+#include "core/train/stage_engine.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
@@ -20,13 +23,18 @@ struct replica_worker_state {
   int64_t rank = 0;
   coordinator_actor coordinator;
   std::unique_ptr<replica_engine> engine;
-  clock_type::time_point sent_at;  ///< when the last gradient left
-  double compute_s = 0;            ///< of the step in flight
-  double apply_s = 0;              ///< of the step in flight, before its exchange
-  double comm_s = 0;               ///< async: waited for the weights of the step in flight
-  int64_t version = 0;             ///< async: version of the weights in hand
-  double loss = 0;                 ///< of the step in flight
-  int64_t samples = 0;             ///< of the step in flight
+  clock_type::time_point sent_at;      ///< when the last gradient left
+  double compute_s = 0;                ///< of the step in flight
+  double apply_s = 0;                  ///< of the step in flight, before its exchange
+  double comm_s = 0;                   ///< async: waited for the weights of the step in flight
+  int64_t version = 0;                 ///< async: version of the weights in hand
+  double loss = 0;                     ///< of the step in flight
+  int64_t samples = 0;                 ///< of the step in flight
+  replica_worker_actor successor;      ///< ring: where this replica's chunks go
+  std::optional<ring_allreduce> ring;  ///< ring: the all-reduce of the step in flight
+  int64_t ring_round = -1;             ///< ring: the step being (or last) reduced
+  /// ring: chunks of a later step that arrived while this replica was still computing it.
+  std::vector<std::pair<ring_meta, at::Tensor>> early_chunks;
   static inline const char* name = "replica_worker";
 };
 
@@ -76,7 +84,51 @@ void finish_step(replica_worker_actor::stateful_pointer<replica_worker_state> se
     self->send(self, compute_atom_v, meta.step + 1);
 }
 
-void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> self, int64_t step) {
+using self_pointer = replica_worker_actor::stateful_pointer<replica_worker_state>;
+
+void send_chunk(self_pointer self, ring_message m) {
+  auto& st = self->state;
+  self->send(st.successor, ring_atom_v, ring_meta{st.ring_round, m.bucket, m.step},
+             std::move(m.chunk));
+}
+
+// ring: one chunk from the predecessor. When the last one is in, the gradient is the sum over
+// all replicas: apply it, as the coordinator's update would have.
+void on_chunk(self_pointer self, const ring_meta& meta, const at::Tensor& chunk) {
+  auto& st = self->state;
+  if (meta.round > st.ring_round) {  // the predecessor is a step ahead of this replica
+    st.early_chunks.emplace_back(meta, chunk);
+    return;
+  }
+  if (meta.round != st.ring_round || !st.ring || st.ring->done())
+    throw std::runtime_error("ring all-reduce: a chunk of step " + std::to_string(meta.round) +
+                             " arrived at replica " + std::to_string(st.rank) +
+                             ", which is reducing step " + std::to_string(st.ring_round));
+  if (auto next = st.ring->on_receive({meta.bucket, meta.step, chunk}))
+    send_chunk(self, std::move(*next));
+  if (!st.ring->done())
+    return;
+  const double comm_s = seconds_since(st.sent_at);
+  const auto apply_start = clock_type::now();
+  st.engine->apply(st.engine->gradient());
+  finish_step(self, update_after(*st.setup, meta.round), comm_s, seconds_since(apply_start));
+}
+
+// ring: starts summing this step's gradient with the other replicas'.
+void start_ring(self_pointer self, int64_t step) {
+  auto& st = self->state;
+  if (!st.ring)
+    st.ring.emplace(st.rank, st.setup->job.parallelism.replicas, st.setup->ring_bucket_elements);
+  st.ring_round = step;
+  for (auto& m : st.ring->start(st.engine->gradient()))
+    send_chunk(self, std::move(m));
+  auto early = std::move(st.early_chunks);
+  st.early_chunks.clear();
+  for (auto& [meta, chunk] : early)
+    on_chunk(self, meta, chunk);
+}
+
+void compute_step(self_pointer self, int64_t step) {
   auto& st = self->state;
   const auto& setup = *st.setup;
   const auto start = clock_type::now();
@@ -98,6 +150,8 @@ void compute_step(replica_worker_actor::stateful_pointer<replica_worker_state> s
     finish_step(self, update_after(setup, step), 0.0, seconds_since(apply_start));
     return;
   }
+  if (policy == policy_kind::sync && setup.ring)
+    return start_ring(self, step);
   if (policy == policy_kind::sync) {
     self->send(st.coordinator, gradient_atom_v, meta, st.engine->gradient());
     return;
@@ -137,16 +191,32 @@ replica_worker_actor::behavior_type replica_worker(
   self->state.coordinator = std::move(coordinator);
   self->set_exception_handler(
       [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
+  auto* trusted = self->state.setup->trusted.get();
   return {
-      [self](compute_atom, int64_t step) { compute_step(self, step); },
-      [self](update_atom, const update_meta& meta, const at::Tensor& combined) {
+      [self, trusted](compute_atom, int64_t step) {
+        if (sender_trusted(self, trusted))
+          compute_step(self, step);
+      },
+      [self, trusted](link_atom, const caf::actor& successor) {
+        if (sender_trusted(self, trusted))
+          self->state.successor = caf::actor_cast<replica_worker_actor>(successor);
+      },
+      [self, trusted](ring_atom, const ring_meta& meta, const at::Tensor& chunk) {
+        if (sender_trusted(self, trusted))
+          on_chunk(self, meta, chunk);
+      },
+      [self, trusted](update_atom, const update_meta& meta, const at::Tensor& combined) {
+        if (!sender_trusted(self, trusted))
+          return;
         auto& st = self->state;
         const double comm_s = seconds_since(st.sent_at);
         const auto apply_start = clock_type::now();
         st.engine->apply(combined);
         finish_step(self, meta, comm_s, seconds_since(apply_start));
       },
-      [self](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
+      [self, trusted](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
+        if (!sender_trusted(self, trusted))
+          return;
         auto& st = self->state;
         st.comm_s = step > 0 ? seconds_since(st.sent_at) : 0.0;
         ensure_engine(st);
@@ -154,8 +224,10 @@ replica_worker_actor::behavior_type replica_worker(
         st.version = version;
         compute_step(self, step);
       },
-      [self](averaged_atom, const update_meta& meta, const at::Tensor& weights,
-             const at::Tensor& momenta) {
+      [self, trusted](averaged_atom, const update_meta& meta, const at::Tensor& weights,
+                      const at::Tensor& momenta) {
+        if (!sender_trusted(self, trusted))
+          return;
         auto& st = self->state;
         const double comm_s = seconds_since(st.sent_at);
         const auto apply_start = clock_type::now();
@@ -176,6 +248,24 @@ update_meta update_after(const replica_setup& setup, int64_t step) {
   meta.evaluate = should_evaluate(step, setup.total_steps, setup.steps_per_epoch,
                                   setup.job.training.eval_interval);
   return meta;
+}
+
+std::shared_ptr<replica_setup> make_replica_setup(const job_config& job, dataset_ptr data) {
+  auto setup = std::make_shared<replica_setup>();
+  setup->job = job;
+  setup->initial_weights = initial_weights(job, data->classes);
+  setup->data = std::move(data);
+  const batch_plan plan(setup->data->train.size(), job.training.batch_size, job.seed);
+  setup->steps_per_epoch = plan.steps_per_epoch();
+  setup->total_steps =
+      job.training.steps > 0 ? job.training.steps : job.training.epochs * plan.steps_per_epoch();
+  setup->schedule.emplace(job, setup->total_steps, setup->steps_per_epoch);
+  if (job.parallelism.pipelined())
+    setup->stage_slices = stage_slices(job, setup->data->classes);
+  setup->ring = job.cluster.enabled() && job.parallelism.replicas > 1;
+  setup->ring_bucket_elements =
+      std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));
+  return setup;
 }
 
 replica_worker_actor spawn_replica_worker(caf::actor_system& system,

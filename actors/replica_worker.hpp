@@ -9,6 +9,7 @@
 // monitors it.
 #pragma once
 
+#include "actors/trusted_nodes.hpp"
 #include "core/config/job_config.hpp"
 #include "core/data/dataset.hpp"
 #include "core/pipeline/stage_split.hpp"
@@ -29,7 +30,17 @@ struct replica_setup {
   int64_t steps_per_epoch = 0;
   std::optional<policy_schedule> schedule;  ///< the policy of each step
   std::vector<stage_slice> stage_slices;    ///< pipelines only: each stage's layers
+  /// Sync steps sum gradients in a ring among the replicas (each linked to its successor by
+  /// (link_atom, successor)) instead of through the coordinator: the way across processes.
+  bool ring = false;
+  int64_t ring_bucket_elements = int64_t{1} << 20;
+  /// Nodes whose messages workers accept; null inside one process.
+  std::shared_ptr<trusted_nodes> trusted;
 };
+
+/// Everything a run's workers share, for `job` on `data`: initial weights, steps, schedule and
+/// (pipelines) the stage split. Across processes (job.cluster) sync reduces in a ring.
+std::shared_ptr<replica_setup> make_replica_setup(const job_config& job, dataset_ptr data);
 
 /// What workers do after applying step `step`'s update: evaluate, and whether it was the last.
 update_meta update_after(const replica_setup& setup, int64_t step);

@@ -3,6 +3,8 @@
 add_library(troupe_options INTERFACE)
 target_compile_options(troupe_options INTERFACE -Wall -Wextra)
 target_include_directories(troupe_options INTERFACE ${PROJECT_SOURCE_DIR})
+# Nodes and coordinators of different versions refuse each other (core/cluster/join_check).
+target_compile_definitions(troupe_options INTERFACE TROUPE_VERSION="${PROJECT_VERSION}")
 if(TROUPE_SANITIZE STREQUAL "address")
   target_compile_options(troupe_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
   target_link_options(troupe_options INTERFACE -fsanitize=address,undefined)

@@ -10,10 +10,12 @@
 
 namespace troupe {
 
-/// A data-parallel replica: computes gradients on its shard; under sync applies combined ones,
-/// under local_sgd steps alone, under async computes on weights the coordinator sends.
+/// A data-parallel replica: computes gradients on its shard; under sync applies combined ones
+/// (or, across processes, sums them in a ring with its successor), under local_sgd steps alone,
+/// under async computes on weights the coordinator sends.
 using replica_worker_actor =
-    caf::typed_actor<caf::reacts_to<compute_atom, int64_t>,
+    caf::typed_actor<caf::reacts_to<compute_atom, int64_t>, caf::reacts_to<link_atom, caf::actor>,
+                     caf::reacts_to<ring_atom, ring_meta, at::Tensor>,
                      caf::reacts_to<update_atom, update_meta, at::Tensor>,
                      caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>,
                      caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>>;

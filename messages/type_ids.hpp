@@ -3,8 +3,10 @@
 #pragma once
 
 #include "core/train/run_report.hpp"
+#include "messages/cluster.hpp"
 #include "messages/pipeline_step.hpp"
 #include "messages/telemetry.hpp"
+#include "messages/tensor_wire.hpp"
 #include "messages/training_step.hpp"
 
 #include <ATen/core/Tensor.h>
@@ -12,9 +14,9 @@
 #include <caf/atom.hpp>
 #include <caf/type_id.hpp>
 
-// Tensors and run reports (which hold one) travel only inside one process, by handle. Marking
-// them unsafe keeps CAF from trying to serialize them: a remote send fails loudly instead.
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(at::Tensor)
+// Tensors travel by handle inside a process and as checked bytes between processes
+// (messages/tensor_wire.hpp). A run report only ever goes to the local caller of a run: marking
+// it unsafe keeps CAF from trying to serialize it, so a remote send would fail loudly.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::run_report)
 
 CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
@@ -26,6 +28,9 @@ CAF_ADD_TYPE_ID(troupe, (at::Tensor))
 CAF_ADD_TYPE_ID(troupe, (troupe::run_report))
 CAF_ADD_TYPE_ID(troupe, (troupe::micro_meta))
 CAF_ADD_TYPE_ID(troupe, (troupe::stage_stats))
+CAF_ADD_TYPE_ID(troupe, (troupe::join_request))
+CAF_ADD_TYPE_ID(troupe, (troupe::join_reply))
+CAF_ADD_TYPE_ID(troupe, (troupe::ring_meta))
 CAF_ADD_ATOM(troupe, troupe, compute_atom, "compute")
 CAF_ADD_ATOM(troupe, troupe, gradient_atom, "gradient")
 CAF_ADD_ATOM(troupe, troupe, update_atom, "update")
@@ -39,4 +44,7 @@ CAF_ADD_ATOM(troupe, troupe, forward_atom, "forward")
 CAF_ADD_ATOM(troupe, troupe, backward_atom, "backward")
 CAF_ADD_ATOM(troupe, troupe, evaluate_atom, "evaluate")
 CAF_ADD_ATOM(troupe, troupe, link_atom, "link")
+CAF_ADD_ATOM(troupe, troupe, ring_atom, "ring")
+CAF_ADD_ATOM(troupe, troupe, trust_atom, "trust")
+CAF_ADD_ATOM(troupe, troupe, done_atom, "done")
 CAF_END_TYPE_ID_BLOCK(troupe)

@@ -1,6 +1,8 @@
 // `troupe run JOB.json`: validates the job, prepares the run folder, loads the data, trains with
 // the embedded actor system and writes what the run leaves (see core/io/run_directory.hpp).
+#include "actors/run_cluster.hpp"
 #include "actors/run_training.hpp"
+#include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/progress_printer.hpp"
@@ -61,11 +63,29 @@ void print_result(const run_report& r, const std::string& folder) {
 int run_job(const run_command& cmd) {
   job_config job;
   std::optional<run_directory> dir;
+  std::optional<cluster_options> cluster;
   try {
-    const auto json = load_job_json(cmd.job);
-    if (is_suite(json))
+    auto source = cmd.job;
+    if (cmd.local_nodes > 0)  // validated like any other key, e.g. against replicas
+      source.sets.push_back("cluster.nodes=" + std::to_string(cmd.local_nodes));
+    const auto json = load_job_json(source);
+    if (is_suite(json)) {
+      if (cmd.local_nodes > 0 || !cmd.listen.empty())
+        throw job_error({cmd.job.path + ": a suite runs its jobs as processes of this machine; "
+                                        "--local-nodes and troupe coordinator take a single job"});
       return run_suite(cmd, json);
-    job = parse_loaded_job(cmd.job, json);
+    }
+    job = parse_loaded_job(source, json);
+    if (!cmd.listen.empty() && !job.cluster.enabled())
+      throw job_error(
+          {"/cluster/nodes: troupe coordinator needs the number of nodes to wait "
+           "for (e.g. --set cluster.nodes=2)"});
+    if (job.cluster.enabled() && cmd.listen.empty() && cmd.local_nodes == 0)
+      throw job_error({"/cluster/nodes: a job for " + std::to_string(job.cluster.nodes) +
+                       " node(s) runs with troupe coordinator --listen HOST:PORT or troupe run "
+                       "--local-nodes K"});
+    if (job.cluster.enabled())
+      cluster = make_cluster_options(cmd);
     const auto plan = make_plan(job, expected_train_samples(job.data), 10);
     if (!cmd.quiet)
       fmt::print("{}", render_plan(job, plan));
@@ -90,8 +110,18 @@ int run_job(const run_command& cmd) {
     options.stop_requested = &interrupted;
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
-    report = job.ensemble.enabled() ? run_ensemble(job, data, options)
-                                    : run_training(job, data, options);
+    if (cluster) {
+      std::optional<local_nodes> nodes;
+      if (cmd.local_nodes > 0) {
+        nodes.emplace(cmd.local_nodes, dir->path() + "/nodes");
+        cluster->token = nodes->token();
+        cluster->on_listening = [&nodes](uint16_t port) { nodes->start(port); };
+      }
+      report = run_cluster(job, data, options, *cluster);
+    } else {
+      report = job.ensemble.enabled() ? run_ensemble(job, data, options)
+                                      : run_training(job, data, options);
+    }
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     printer.close();

@@ -23,9 +23,25 @@ struct run_command {
   std::string out;  ///< empty: runs/NAME-TIMESTAMP
   bool force = false;
   bool quiet = false;
+  /// `troupe coordinator`: HOST:PORT to wait for nodes on (empty: not a coordinator).
+  std::string listen;
+  /// `troupe run --local-nodes K`: start K node processes here and coordinate them.
+  int64_t local_nodes = 0;
+  std::string token_file;  ///< empty: the token comes from TROUPE_TOKEN, if set
+};
+
+struct node_command {
+  std::string join;                  ///< HOST:PORT of the coordinator
+  std::string name;                  ///< empty: HOSTNAME-PID
+  int64_t threads = 0;               ///< 0: the hardware threads
+  std::string listen = "127.0.0.1";  ///< where peers reach this node
+  std::string token_file;
+  double connect_timeout_s = 30;
+  std::string claim_version;  ///< tests only: claim another troupe version
 };
 
 int run_job(const run_command& cmd);
+int run_node_command(const node_command& cmd);
 int validate_job(const job_source& job);
 
 }  // namespace troupe

@@ -2,6 +2,8 @@
 //
 //   troupe run JOB.json [--out DIR] [--set PATH=VALUE ...] [--force] [--quiet]
 //   troupe validate JOB.json [--set PATH=VALUE ...]
+//   troupe coordinator JOB.json --listen HOST:PORT [--token-file F] [run's options]
+//   troupe node --join HOST:PORT [--name NAME] [--threads N] [--token-file F]
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "apps/troupe/commands.hpp"
@@ -24,7 +26,7 @@ void add_job_options(CLI::App& sub, troupe::job_source& job) {
 
 int main(int argc, char** argv) {
   CLI::App app{"troupe: train neural networks with actors, from one JSON job file"};
-  app.set_version_flag("--version", "troupe 0.1.0");
+  app.set_version_flag("--version", "troupe " TROUPE_VERSION);
   app.require_subcommand(1);
 
   troupe::run_command run;
@@ -33,6 +35,40 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--out", run.out, "Output folder (default: runs/NAME-TIMESTAMP)");
   run_cmd->add_flag("--force", run.force, "Reuse a non-empty output folder");
   run_cmd->add_flag("--quiet", run.quiet, "Print only the result, not the plan and progress");
+
+  run_cmd
+      ->add_option("--local-nodes", run.local_nodes,
+                   "Run across K node processes started on this machine (sets cluster.nodes)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+
+  troupe::run_command coord;
+  auto* coord_cmd =
+      app.add_subcommand("coordinator", "Wait for the job's nodes to join, then train across them");
+  add_job_options(*coord_cmd, coord.job);
+  coord_cmd->add_option("--listen", coord.listen, "HOST:PORT to listen on (default host 127.0.0.1)")
+      ->required();
+  coord_cmd->add_option("--out", coord.out, "Output folder (default: runs/NAME-TIMESTAMP)");
+  coord_cmd->add_flag("--force", coord.force, "Reuse a non-empty output folder");
+  coord_cmd->add_flag("--quiet", coord.quiet, "Print only the result, not the plan and progress");
+
+  troupe::node_command node;
+  auto* node_cmd =
+      app.add_subcommand("node", "Join a coordinator and train the replicas it places here");
+  node_cmd->add_option("--join", node.join, "HOST:PORT of the coordinator")->required();
+  node_cmd->add_option("--name", node.name, "This node's name (default: HOSTNAME-PID)");
+  node_cmd->add_option("--threads", node.threads, "Compute threads offered (default: all)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  node_cmd->add_option("--listen", node.listen,
+                       "Address other nodes reach this one at (default 127.0.0.1)");
+  node_cmd
+      ->add_option("--connect-timeout", node.connect_timeout_s,
+                   "Seconds to keep trying to reach the coordinator (default 30)")
+      ->check(CLI::Range(0.0, 86400.0));
+  // For tests of the version check only.
+  node_cmd->add_option("--claim-version", node.claim_version)->group("");
+  const auto token_help = "File whose first line is the shared token (else $TROUPE_TOKEN)";
+  coord_cmd->add_option("--token-file", coord.token_file, token_help);
+  node_cmd->add_option("--token-file", node.token_file, token_help);
 
   troupe::job_source validate;
   auto* validate_cmd = app.add_subcommand("validate", "Check the job file and print the plan");
@@ -48,5 +84,9 @@ int main(int argc, char** argv) {
   }
   if (run_cmd->parsed())
     return troupe::run_job(run);
+  if (coord_cmd->parsed())
+    return troupe::run_job(coord);
+  if (node_cmd->parsed())
+    return troupe::run_node_command(node);
   return troupe::validate_job(validate);
 }

@@ -114,6 +114,20 @@ struct ensemble_config {
   bool enabled() const { return members > 0; }
 };
 
+/// Training across processes (`troupe coordinator` and `troupe node`). 0 nodes: one process.
+struct cluster_config {
+  /// Nodes that must join before the run starts; replicas are placed on them in rank order.
+  int64_t nodes = 0;
+  /// How long the coordinator waits for them.
+  double join_timeout_s = 60;
+  /// A node silent for this long is declared dead (heartbeats go out every timeout / 5).
+  double node_timeout_s = 5;
+  /// Gradients cross processes in ring all-reduce buckets of at most this many MiB.
+  double bucket_mb = 4;
+
+  bool enabled() const { return nodes > 0; }
+};
+
 /// Fault injection, for tests and demos of failure handling. Off unless set.
 struct faults_config {
   /// Make this worker raise a LibTorch error (a shape mismatch) in the given step.
@@ -133,6 +147,7 @@ struct job_config {
   training_config training;
   parallelism_config parallelism;
   ensemble_config ensemble;
+  cluster_config cluster;
   faults_config faults;
 };
 

@@ -229,6 +229,14 @@ void read_ensemble(object_reader r, ensemble_config& e) {
   r.finish({"members", "lrs", "distinct_data_order"});
 }
 
+void read_cluster(object_reader r, cluster_config& c) {
+  r.integer("nodes", c.nodes, 1, 1024);
+  r.number("join_timeout_s", c.join_timeout_s, 0, true, 24 * 3600, false);
+  r.number("node_timeout_s", c.node_timeout_s, 0.1, false, 3600, false);
+  r.number("bucket_mb", c.bucket_mb, 0, true, 1024, false);
+  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb"});
+}
+
 void read_faults(object_reader r, faults_config& f) {
   r.optional_integer("throw_worker", f.throw_worker, 0, INT64_MAX);
   r.integer("throw_step", f.throw_step, 0, INT64_MAX);
@@ -271,9 +279,10 @@ job_config parse_job(const nlohmann::json& json) {
   read_training(top.object("training"), job.training);
   read_parallelism(top.object("parallelism"), job.parallelism);
   read_ensemble(top.object("ensemble"), job.ensemble);
+  read_cluster(top.object("cluster"), job.cluster);
   read_faults(top.object("faults"), job.faults);
   top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "ensemble",
-              "faults"});
+              "cluster", "faults"});
 
   // Checks across sections, made only when the fields involved were valid on their own: a bad
   // value was not stored, and comparing the default in its place would report a phantom.
@@ -339,6 +348,18 @@ job_config parse_job(const nlohmann::json& json) {
           "weight_decay, got " +
           std::string(to_string(job.optimizer.kind)) +
           (job.optimizer.weight_decay != 0 ? " with weight_decay" : ""));
+    // Across processes, replicas are the unit of placement: pipelines and stacked ensembles run
+    // in one process for now.
+    if (job.cluster.enabled() && !reported_at(problems, "/cluster")) {
+      if (par.pipelined() || job.ensemble.enabled())
+        problems.push_back(
+            "/cluster: pipelines and ensembles run in one process; across nodes troupe places "
+            "data-parallel replicas (stages 1, micro_batches 1, no ensemble)");
+      else if (!reported_at(problems, "/parallelism/replicas") && par.replicas < job.cluster.nodes)
+        problems.push_back("/cluster/nodes: every node hosts at least one replica, but " +
+                           std::to_string(job.cluster.nodes) + " nodes were asked for " +
+                           std::to_string(par.replicas) + " replica(s)");
+    }
     if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
       problems.push_back(
           "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "
@@ -437,6 +458,11 @@ nlohmann::ordered_json to_json(const job_config& job) {
       ensemble["lrs"] = job.ensemble.lrs;
     out["ensemble"] = ensemble;
   }
+  if (job.cluster.enabled())
+    out["cluster"] = {{"nodes", job.cluster.nodes},
+                      {"join_timeout_s", job.cluster.join_timeout_s},
+                      {"node_timeout_s", job.cluster.node_timeout_s},
+                      {"bucket_mb", job.cluster.bucket_mb}};
   json faults = json::object();
   if (job.faults.throw_worker) {
     faults["throw_worker"] = *job.faults.throw_worker;

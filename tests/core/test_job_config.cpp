@@ -471,4 +471,31 @@ TEST_SUITE("job_config") {
     check_one_problem({{"parallelism", {{"stages", 2}}}, {"faults", {{"throw_worker", 2}}}},
                       {"/faults/throw_worker", "replicas x stages (2)", "got 2"});
   }
+
+  TEST_CASE("cluster keys: ranges, replicas per node, data-parallel only, round trip") {
+    const json ok = {{"parallelism", {{"replicas", 3}}},
+                     {"cluster", {{"nodes", 2}, {"join_timeout_s", 5}, {"bucket_mb", 0.5}}}};
+    const auto job = parse_job(ok);
+    CHECK(job.cluster.enabled());
+    CHECK(job.cluster.nodes == 2);
+    CHECK(job.cluster.join_timeout_s == 5);
+    CHECK(job.cluster.node_timeout_s == 5);
+    CHECK(job.cluster.bucket_mb == 0.5);
+    const auto again = parse_job(json::parse(to_json(job).dump()));
+    CHECK(again.cluster.nodes == 2);
+    CHECK(again.cluster.bucket_mb == 0.5);
+    CHECK_FALSE(parse_job(json::object()).cluster.enabled());
+    CHECK_FALSE(to_json(parse_job(json::object())).contains("cluster"));
+    check_one_problem({{"cluster", {{"nodes", 0}}}}, {"/cluster/nodes", "got 0"});
+    check_one_problem({{"cluster", {{"nodes", 2}}}}, {"/cluster/nodes", "2 nodes", "1 replica"});
+    check_one_problem({{"cluster", {{"nodes", 1}, {"join_timeout_s", 0}}}},
+                      {"/cluster/join_timeout_s", "got 0"});
+    check_one_problem({{"cluster", {{"nodes", 1}, {"node_timeout_s", 0.01}}}},
+                      {"/cluster/node_timeout_s"});
+    check_one_problem({{"cluster", {{"nodes", 1}, {"port", 5}}}}, {"/cluster/port"});
+    check_one_problem({{"cluster", {{"nodes", 1}}}, {"parallelism", {{"stages", 2}}}},
+                      {"/cluster", "pipelines and ensembles"});
+    check_one_problem({{"cluster", {{"nodes", 1}}}, {"ensemble", {{"members", 2}}}},
+                      {"/cluster", "pipelines and ensembles"});
+  }
 }

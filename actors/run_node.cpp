@@ -1,0 +1,217 @@
+#include "actors/run_node.hpp"
+
+#include "actors/replica_worker.hpp"
+#include "actors/system_config.hpp"
+#include "core/config/parse_job.hpp"
+#include "core/train/load_dataset.hpp"
+#include "messages/error_code.hpp"
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace troupe {
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+/// How the node's part of the run ended, written by the agent before it quits.
+struct node_outcome {
+  std::string status;  ///< the run's status from the coordinator; "" if it never said
+  std::string error;   ///< why the node stopped early
+};
+
+struct agent_state {
+  std::string node_name;
+  std::shared_ptr<trusted_nodes> trusted;
+  std::shared_ptr<node_outcome> outcome;
+  std::function<void(const std::string&)> log;
+  std::shared_ptr<replica_setup> setup;  ///< once joined
+  caf::actor coordinator_gate;
+  std::vector<replica_worker_actor> workers;
+  static inline const char* name = "node_agent";
+};
+
+using agent_actor = caf::stateful_actor<agent_state>;
+
+void stop(agent_actor* self, const std::string& error) {
+  auto& st = self->state;
+  if (!error.empty() && st.outcome->error.empty())
+    st.outcome->error = error;
+  for (const auto& w : st.workers)
+    self->send_exit(w, caf::exit_reason::user_shutdown);
+  self->quit();
+}
+
+// Builds what the replicas share from the job the coordinator sent; the data comes from this
+// node's own disk.
+void take_job(agent_actor* self, const std::string& job_json) {
+  auto& st = self->state;
+  const auto job = parse_job(nlohmann::json::parse(job_json));
+  auto data = load_dataset(job.data, job.seed);
+  st.setup = make_replica_setup(job, std::move(data));
+  st.setup->trusted = st.trusted;
+  st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {})", st.node_name, job.name,
+                     job.parallelism.replicas, to_string(job.parallelism.policy)));
+}
+
+caf::behavior node_agent(agent_actor* self, agent_state init) {
+  self->state = std::move(init);
+  self->set_down_handler([self](caf::down_msg& msg) {
+    if (msg.source == self->state.coordinator_gate.address())
+      stop(self, "lost the coordinator (" + self->system().render(msg.reason) + ")");
+  });
+  self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
+    auto err = make_error_from_exception(ep);
+    stop(self, self->system().render(err));
+    return err;
+  });
+  auto trusted = self->state.trusted.get();
+  return {
+      // From this process's main thread: join the coordinator behind `gate`. `await` holds back
+      // every other message (a spawn request) until the job is in hand.
+      [self, trusted](caf::join_atom, const caf::actor& gate, join_request& req) {
+        if (!sender_trusted(self, trusted) || self->current_sender()->node() != self->node())
+          return;
+        self->state.coordinator_gate = gate;
+        self->monitor(gate);
+        req.agent = caf::actor_cast<caf::actor>(self);
+        self->request(gate, 30s, caf::join_atom_v, std::move(req))
+            .await(
+                [self](join_reply& reply) {
+                  if (!reply.refusal.empty())
+                    return stop(self, "refused: " + reply.refusal);
+                  take_job(self, reply.job_json);
+                },
+                [self](caf::error& e) {
+                  stop(self, "no answer to the join: " + self->system().render(e));
+                });
+      },
+      [self, trusted](trust_atom, const caf::node_id& peer) -> caf::result<caf::ok_atom> {
+        if (!sender_trusted(self, trusted))
+          return caf::sec::invalid_argument;
+        trusted->allow(peer);
+        return caf::ok_atom_v;
+      },
+      // Opens a direct connection to a peer's agent, so ring chunks to its replicas go there
+      // without a detour through the coordinator.
+      [self, trusted](caf::connect_atom, const std::string& host, uint16_t port) {
+        // Checked first: a response promise takes the sender out of the current message.
+        const bool refused = !sender_trusted(self, trusted);
+        auto promise = self->make_response_promise();
+        if (refused) {
+          promise.deliver(caf::make_error(caf::sec::invalid_argument));
+          return promise;
+        }
+        self->request(self->system().middleman().actor_handle(), 20s, caf::connect_atom_v, host,
+                      port)
+            .then([promise](const caf::node_id&, caf::strong_actor_ptr&,
+                            std::set<std::string>&) mutable { promise.deliver(caf::ok_atom_v); },
+                  [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+        return promise;
+      },
+      [self, trusted](caf::spawn_atom, int64_t rank,
+                      const caf::actor& coordinator) -> caf::result<caf::actor> {
+        auto& st = self->state;
+        if (!sender_trusted(self, trusted))
+          return caf::sec::invalid_argument;
+        if (!st.setup || rank < 0 || rank >= st.setup->job.parallelism.replicas)
+          return caf::make_error(caf::sec::invalid_argument,
+                                 "cannot start replica " + std::to_string(rank));
+        auto w = spawn_replica_worker(self->system(), st.setup, rank,
+                                      caf::actor_cast<coordinator_actor>(coordinator));
+        st.workers.push_back(w);
+        return caf::actor_cast<caf::actor>(w);
+      },
+      [self, trusted](done_atom, const std::string& status) {
+        const bool refused = !sender_trusted(self, trusted);
+        auto promise = self->make_response_promise();
+        if (refused) {
+          promise.deliver(caf::make_error(caf::sec::invalid_argument));
+          return promise;
+        }
+        self->state.outcome->status = status;
+        promise.deliver(caf::ok_atom_v);
+        stop(self, "");
+        return promise;
+      },
+  };
+}
+
+// Connects to the coordinator's gatekeeper, retrying while the coordinator starts up.
+caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& system,
+                                                           const node_options& o) {
+  caf::scoped_actor self{system};
+  const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                std::chrono::duration<double>(o.connect_timeout_s));
+  caf::error last;
+  for (bool first = true;; first = false) {
+    std::optional<std::pair<caf::node_id, caf::actor>> result;
+    self->request(system.middleman().actor_handle(), 10s, caf::connect_atom_v, o.coordinator.host,
+                  o.coordinator.port)
+        .receive(
+            [&](caf::node_id& node, caf::strong_actor_ptr& handle, std::set<std::string>&) {
+              result.emplace(node, caf::actor_cast<caf::actor>(handle));
+            },
+            [&](caf::error& e) { last = std::move(e); });
+    if (result && result->second)
+      return *result;
+    if (result)
+      return caf::make_error(caf::sec::no_actor_published_at_port, "nothing troupe listens there");
+    if (clock_type::now() >= deadline)
+      return last;
+    if (first && o.log)
+      o.log(fmt::format("node {}: waiting for the coordinator at {}:{}", o.name, o.coordinator.host,
+                        o.coordinator.port));
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
+}  // namespace
+
+int run_node(const node_options& o) {
+  at::set_num_threads(1);
+  const auto log = o.log ? o.log : [](const std::string&) {};
+  caf::actor_system_config cfg;
+  caf::actor_system system{configure_networked(cfg, o.coordinator_timeout_s)};
+  auto trusted = std::make_shared<trusted_nodes>();
+  auto outcome = std::make_shared<node_outcome>();
+  agent_state init;
+  init.node_name = o.name;
+  init.trusted = trusted;
+  init.outcome = outcome;
+  init.log = log;
+  auto agent = system.spawn(node_agent, std::move(init));
+  caf::scoped_actor self{system};
+  self->monitor(agent);
+  const auto give_up = [&](const std::string& why) {
+    log("node " + o.name + ": " + why);
+    self->send_exit(agent, caf::exit_reason::user_shutdown);
+    return 1;
+  };
+  auto peer_port = system.middleman().publish(agent, 0, o.peer_host.c_str());
+  if (!peer_port)
+    return give_up("cannot listen for peers on " + o.peer_host + ": " +
+                   system.render(peer_port.error()));
+  const auto gate = connect(system, o);
+  if (!gate)
+    return give_up(fmt::format("cannot reach the coordinator at {}:{}: {}", o.coordinator.host,
+                               o.coordinator.port, system.render(gate.error())));
+  trusted->allow(gate->first);
+  join_request req{o.version, o.token, o.name, o.threads, o.peer_host, *peer_port, {}};
+  self->send(agent, caf::join_atom_v, gate->second, std::move(req));
+  self->receive([](caf::down_msg&) {});
+  if (!outcome->error.empty()) {
+    log("node " + o.name + ": " + outcome->error);
+    return 1;
+  }
+  log("node " + o.name + ": the run " + outcome->status);
+  return outcome->status == "succeeded" ? 0 : 1;
+}
+
+}  // namespace troupe

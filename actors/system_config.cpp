@@ -1,0 +1,46 @@
+#include "actors/system_config.hpp"
+
+#include "messages/error_code.hpp"
+#include "messages/type_ids.hpp"
+
+#include <caf/atom.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/timespan.hpp>
+
+#include <chrono>
+
+namespace troupe {
+namespace {
+
+caf::timespan seconds(double s) {
+  return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+caf::actor_system_config& configure_system(caf::actor_system_config& cfg) {
+  // One cooperative thread is plenty: the replicas have their own threads. "sharing" sleeps on a
+  // condition variable instead of busy-polling, which would take CPU from the replicas on a
+  // machine with as many cores as replicas.
+  cfg.set("scheduler.max-threads", 1);
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  cfg.add_message_types<caf::id_block::troupe>();
+  add_error_category(cfg);
+  return cfg;
+}
+
+caf::actor_system_config& configure_networked(caf::actor_system_config& cfg,
+                                              double peer_timeout_s) {
+  configure_system(cfg);
+  // Two cooperative threads: the coordinator blocks one while a node starts a replica (once per
+  // replica, before the first step), and the middleman's own actors need the other meanwhile.
+  cfg.set("scheduler.max-threads", 2);
+  cfg.load<caf::io::middleman>();
+  // Both ends send heartbeats, so each notices a silent peer; without them a hung process would
+  // never be detected (CAF's default).
+  cfg.set("middleman.heartbeat-interval", seconds(heartbeat_interval_s));
+  cfg.set("middleman.connection-timeout", seconds(peer_timeout_s));
+  return cfg;
+}
+
+}  // namespace troupe

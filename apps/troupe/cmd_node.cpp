@@ -1,0 +1,41 @@
+// `troupe node --join HOST:PORT`: joins a coordinator and trains the replicas it places here.
+#include "actors/run_node.hpp"
+#include "apps/troupe/commands.hpp"
+#include "apps/troupe/job_loading.hpp"
+#include "core/cluster/token.hpp"
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace troupe {
+
+int run_node_command(const node_command& cmd) {
+  node_options o;
+  try {
+    o.coordinator = parse_host_port(cmd.join, "127.0.0.1", "--join");
+    o.token = load_token(cmd.token_file);
+  } catch (const job_error& e) {
+    print_problems(stderr, e);
+    return exit_usage;
+  }
+  if (cmd.name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    o.name = fmt::format("{}-{}", host, ::getpid());
+  } else {
+    o.name = cmd.name;
+  }
+  o.threads =
+      cmd.threads > 0 ? cmd.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  o.peer_host = cmd.listen;
+  o.connect_timeout_s = cmd.connect_timeout_s;
+  if (!cmd.claim_version.empty())
+    o.version = cmd.claim_version;
+  o.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  return run_node(o) == 0 ? exit_ok : exit_failed;
+}
+
+}  // namespace troupe

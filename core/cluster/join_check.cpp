@@ -1,0 +1,48 @@
+#include "core/cluster/join_check.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace troupe {
+
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size())
+    return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string join_refusal(const join_claim& claim, const join_terms& terms) {
+  const auto who = "node \"" + claim.name + "\"";
+  // The token first: a stranger learns nothing else about the run.
+  if (!terms.token.empty() && !same_secret(claim.token, terms.token))
+    return who + ": " + (claim.token.empty() ? "no token" : "wrong token");
+  if (claim.version != terms.version)
+    return who + " runs troupe " + claim.version + ", this coordinator runs troupe " +
+           terms.version + ": both must run the same version";
+  if (claim.name.empty())
+    return "a node without a name";
+  if (std::find(terms.joined.begin(), terms.joined.end(), claim.name) != terms.joined.end())
+    return who + ": a node of that name has already joined";
+  if (claim.threads < 1)
+    return who + ": offers " + std::to_string(claim.threads) + " threads, needs at least 1";
+  if (static_cast<int64_t>(terms.joined.size()) >= terms.wanted)
+    return who + ": the run already has its " + std::to_string(terms.wanted) + " node(s)";
+  return "";
+}
+
+std::vector<int64_t> place_replicas(int64_t replicas, int64_t nodes) {
+  if (nodes < 1 || replicas < nodes)
+    throw std::invalid_argument("place_replicas: " + std::to_string(replicas) + " replicas on " +
+                                std::to_string(nodes) + " nodes");
+  std::vector<int64_t> node_of;
+  for (int64_t n = 0; n < nodes; ++n) {
+    const int64_t count = replicas / nodes + (n < replicas % nodes ? 1 : 0);
+    node_of.insert(node_of.end(), static_cast<std::size_t>(count), n);
+  }
+  return node_of;
+}
+
+}  // namespace troupe

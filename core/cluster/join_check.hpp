@@ -1,0 +1,38 @@
+// Whether a node may join a run: the rules the coordinator's gatekeeper applies, as a pure
+// function so that every refusal can be tested without a network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// What a joining node claims.
+struct join_claim {
+  std::string version;
+  std::string token;
+  std::string name;
+  int64_t threads = 0;
+};
+
+/// What the coordinator expects.
+struct join_terms {
+  std::string version;
+  std::string token;                ///< "" when the coordinator has none: any token is fine
+  std::vector<std::string> joined;  ///< names of the nodes already in
+  int64_t wanted = 0;               ///< nodes the job needs
+};
+
+/// Returns why `claim` is refused, or "" when it may join. The token is compared in time
+/// independent of where it differs, so a stranger cannot guess it byte by byte.
+std::string join_refusal(const join_claim& claim, const join_terms& terms);
+
+/// Compares two secrets in time that depends only on their lengths.
+bool same_secret(const std::string& a, const std::string& b);
+
+/// Which node hosts each replica: contiguous blocks in rank order (neighbors in the ring share
+/// a node where they can), as even as possible, the first replicas % nodes get one more.
+std::vector<int64_t> place_replicas(int64_t replicas, int64_t nodes);
+
+}  // namespace troupe

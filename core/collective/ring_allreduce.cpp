@@ -1,0 +1,86 @@
+#include "core/collective/ring_allreduce.hpp"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace troupe {
+
+ring_allreduce::ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements)
+    : rank_(rank), ranks_(ranks), bucket_elements_(bucket_elements) {
+  if (ranks < 1 || rank < 0 || rank >= ranks || bucket_elements < 1)
+    throw std::invalid_argument("ring_allreduce: rank " + std::to_string(rank) + " of " +
+                                std::to_string(ranks) + " with buckets of " +
+                                std::to_string(bucket_elements) + " elements");
+}
+
+at::Tensor ring_allreduce::chunk_of(const bucket& b, int64_t chunk) const {
+  const auto& c = b.chunks[static_cast<std::size_t>(chunk)];
+  return buffer_.narrow(0, b.range.offset + c.offset, c.count);
+}
+
+ring_message ring_allreduce::message_for(int64_t index, int64_t step) const {
+  const auto& b = buckets_[static_cast<std::size_t>(index)];
+  const auto plan = ring_step_of(rank_, ranks_, step);
+  return {index, step, chunk_of(b, plan.send_chunk).clone()};
+}
+
+std::vector<ring_message> ring_allreduce::start(at::Tensor buffer) {
+  if (active_ && remaining_ > 0)
+    throw std::logic_error("ring_allreduce: start while an all-reduce is unfinished");
+  if (!buffer.defined() || buffer.dim() != 1 || !buffer.is_contiguous() ||
+      buffer.scalar_type() != at::kFloat)
+    throw std::invalid_argument("ring_allreduce: needs a contiguous 1-d float tensor");
+  buffer_ = std::move(buffer);
+  buckets_.clear();
+  active_ = true;
+  if (ranks_ == 1) {
+    remaining_ = 0;
+    return {};
+  }
+  const int64_t numel = buffer_.numel();
+  for (int64_t offset = 0; offset < numel || (numel == 0 && buckets_.empty());
+       offset += bucket_elements_) {
+    const int64_t count = std::min(bucket_elements_, numel - offset);
+    buckets_.push_back({{offset, count}, ring_chunks(count, ranks_), 0});
+  }
+  remaining_ = static_cast<int64_t>(buckets_.size());
+  std::vector<ring_message> first;
+  for (std::size_t i = 0; i < buckets_.size(); ++i)
+    first.push_back(message_for(static_cast<int64_t>(i), 0));
+  return first;
+}
+
+std::optional<ring_message> ring_allreduce::on_receive(const ring_message& m) {
+  const auto fail = [&](const std::string& what) {
+    throw std::runtime_error("ring all-reduce, rank " + std::to_string(rank_) + ": " + what);
+  };
+  if (!active_ || remaining_ == 0)
+    fail("a chunk arrived while no all-reduce is in progress");
+  if (m.bucket < 0 || m.bucket >= static_cast<int64_t>(buckets_.size()))
+    fail("a chunk for bucket " + std::to_string(m.bucket) + ", there are " +
+         std::to_string(buckets_.size()));
+  auto& b = buckets_[static_cast<std::size_t>(m.bucket)];
+  if (m.step != b.next_step)
+    fail("bucket " + std::to_string(m.bucket) + " got step " + std::to_string(m.step) +
+         ", expected step " + std::to_string(b.next_step));
+  const auto plan = ring_step_of(rank_, ranks_, m.step);
+  auto target = chunk_of(b, plan.recv_chunk);
+  if (!m.chunk.defined() || m.chunk.scalar_type() != at::kFloat || m.chunk.dim() != 1 ||
+      m.chunk.numel() != target.numel())
+    fail("bucket " + std::to_string(m.bucket) + " step " + std::to_string(m.step) + " expected " +
+         std::to_string(target.numel()) + " float elements");
+  if (plan.reduce)
+    target.add_(m.chunk);
+  else
+    target.copy_(m.chunk);
+  ++b.next_step;
+  if (b.next_step == ring_step_count(ranks_)) {
+    --remaining_;
+    return std::nullopt;
+  }
+  return message_for(m.bucket, b.next_step);
+}
+
+}  // namespace troupe

@@ -1,0 +1,66 @@
+// One rank's side of a ring all-reduce (core/collective/ring_plan.hpp) over a flat float buffer,
+// as a state machine with no transport: the caller sends what it returns to the rank's
+// successor and feeds it what the predecessor sent. Actors (actors/ring_member) and tests drive
+// it the same way.
+//
+// Large buffers are cut into buckets that reduce independently, each with its own ring: a rank
+// adds bucket b's chunk while bucket b + 1's is still on the wire, so transfers and additions
+// overlap instead of alternating.
+#pragma once
+
+#include "core/collective/ring_plan.hpp"
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <vector>
+
+namespace troupe {
+
+/// A chunk for the successor: bucket, ring step, and the elements (a copy the caller owns: the
+/// state machine keeps writing its buffer, and a transport may serialize the chunk later).
+struct ring_message {
+  int64_t bucket = 0;
+  int64_t step = 0;
+  at::Tensor chunk;
+};
+
+class ring_allreduce {
+ public:
+  /// `bucket_elements` bounds each bucket (>= 1).
+  ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements);
+
+  /// Starts summing `buffer` (a contiguous 1-d float tensor, the same numel on every rank) in
+  /// place. Returns the first message of every bucket. Throws std::logic_error while a
+  /// previous all-reduce is unfinished and std::invalid_argument for a bad buffer.
+  std::vector<ring_message> start(at::Tensor buffer);
+
+  /// Takes the predecessor's message. Returns the next message of that bucket, if any. Throws
+  /// std::runtime_error when the message is not the one the plan expects next (bucket, step,
+  /// element count or dtype): a peer that breaks the protocol must not corrupt the sum.
+  std::optional<ring_message> on_receive(const ring_message& message);
+
+  /// True when every bucket has finished: the buffer holds the sum over all ranks.
+  bool done() const { return active_ && remaining_ == 0; }
+  bool active() const { return active_; }
+  int64_t ranks() const { return ranks_; }
+
+ private:
+  struct bucket {
+    chunk_range range;                // in the whole buffer
+    std::vector<chunk_range> chunks;  // of this bucket, relative to range.offset
+    int64_t next_step = 0;            // the step whose message is expected next
+  };
+  at::Tensor chunk_of(const bucket& b, int64_t chunk) const;
+  ring_message message_for(int64_t index, int64_t step) const;
+
+  int64_t rank_;
+  int64_t ranks_;
+  int64_t bucket_elements_;
+  at::Tensor buffer_;
+  std::vector<bucket> buckets_;
+  int64_t remaining_ = 0;  // buckets not finished
+  bool active_ = false;
+};
+
+}  // namespace troupe

@@ -1,0 +1,64 @@
+// The messages between a coordinator and the nodes that join it over the network, and between
+// the replicas of a ring all-reduce.
+//
+// joining (the coordinator publishes only its gatekeeper):
+//   node -> gatekeeper   (join_atom, join_request)  -> join_reply
+//   a refusal (bad token, other version, duplicate name, run already placed) carries the reason;
+//   an acceptance carries the job, so that every node trains what the coordinator planned.
+// placing (coordinator -> node agent):
+//   (trust_atom, node_id)                   messages from this node (a peer) are accepted
+//   (connect_atom, host, port)  -> ok       open a direct connection to a peer node's agent, so
+//                                           that ring traffic does not relay through the hub
+//   (spawn_atom, rank, coordinator) -> actor   start replica `rank` here
+//   (done_atom, status)                     the run is over: the node exits
+// the ring (replica -> its successor): (ring_atom, ring_meta, chunk)
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace troupe {
+
+struct join_request {
+  std::string version;     ///< the node's troupe version: it must equal the coordinator's
+  std::string token;       ///< the shared secret ("" when the node has none)
+  std::string name;        ///< unique among the nodes of a run
+  int64_t threads = 0;     ///< compute threads the node offers
+  std::string peer_host;   ///< where the node's agent listens for peers
+  uint16_t peer_port = 0;  ///< 0: the node takes no peer connections
+  caf::actor agent;        ///< the node's agent: spawns replicas there
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_request& x) {
+  return f(caf::meta::type_name("join_request"), x.version, x.token, x.name, x.threads, x.peer_host,
+           x.peer_port, x.agent);
+}
+
+struct join_reply {
+  std::string refusal;   ///< empty: accepted
+  std::string job_json;  ///< the resolved job, when accepted
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_reply& x) {
+  return f(caf::meta::type_name("join_reply"), x.refusal, x.job_json);
+}
+
+/// Which part of which all-reduce a chunk belongs to: the training step (`round`), the bucket
+/// and the ring step (core/collective/ring_allreduce.hpp).
+struct ring_meta {
+  int64_t round = 0;
+  int64_t bucket = 0;
+  int64_t step = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ring_meta& x) {
+  return f(caf::meta::type_name("ring_meta"), x.round, x.bucket, x.step);
+}
+
+}  // namespace troupe

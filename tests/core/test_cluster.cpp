@@ -1,0 +1,82 @@
+// The rules of joining a run across processes: addresses, tokens, versions, names, placement.
+#include "core/cluster/address.hpp"
+#include "core/cluster/join_check.hpp"
+#include "core/cluster/token.hpp"
+#include "core/errors.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+using namespace troupe;
+
+TEST_SUITE("cluster") {
+  TEST_CASE("HOST:PORT, :PORT and PORT; bad ones are named") {
+    auto a = parse_host_port("10.0.0.5:7000", "127.0.0.1", "--listen");
+    CHECK(a.host == "10.0.0.5");
+    CHECK(a.port == 7000);
+    a = parse_host_port(":0", "127.0.0.1", "--listen");
+    CHECK(a.host == "127.0.0.1");
+    CHECK(a.port == 0);
+    CHECK(parse_host_port("4242", "localhost", "--join").host == "localhost");
+    CHECK(parse_host_port("[::1]:5", "x", "--join").host == "::1");
+    for (const char* bad : {"host:", "host:99999", "host:12a", "", "h:-1", ":"})
+      CHECK_THROWS_WITH_AS(parse_host_port(bad, "127.0.0.1", "--join"),
+                           doctest::Contains("--join: expected HOST:PORT"), job_error);
+    CHECK(is_loopback("127.0.0.1"));
+    CHECK(is_loopback("127.1.2.3"));
+    CHECK(is_loopback("localhost"));
+    CHECK(is_loopback("::1"));
+    CHECK_FALSE(is_loopback("0.0.0.0"));
+    CHECK_FALSE(is_loopback("10.1.1.1"));
+  }
+
+  TEST_CASE("a join is refused for the token first, then the version, the name, the count") {
+    join_terms terms{"0.2.0", "s3cret", {"a"}, 2};
+    CHECK(join_refusal({"0.2.0", "s3cret", "b", 2}, terms).empty());
+    CHECK(join_refusal({"0.2.0", "nope", "b", 2}, terms) == "node \"b\": wrong token");
+    CHECK(join_refusal({"0.2.0", "", "b", 2}, terms) == "node \"b\": no token");
+    // A stranger with another version learns about the token, not the version.
+    CHECK(join_refusal({"0.1.0", "nope", "b", 2}, terms) == "node \"b\": wrong token");
+    const auto version = join_refusal({"0.1.0", "s3cret", "b", 2}, terms);
+    CHECK(version.find("runs troupe 0.1.0") != std::string::npos);
+    CHECK(version.find("this coordinator runs troupe 0.2.0") != std::string::npos);
+    CHECK(join_refusal({"0.2.0", "s3cret", "a", 2}, terms).find("already joined") !=
+          std::string::npos);
+    CHECK(join_refusal({"0.2.0", "s3cret", "b", 0}, terms).find("0 threads") != std::string::npos);
+    terms.joined.push_back("b");
+    CHECK(join_refusal({"0.2.0", "s3cret", "c", 1}, terms).find("already has its 2") !=
+          std::string::npos);
+    // Without a coordinator token any token is accepted (loopback only; the CLI enforces it).
+    CHECK(join_refusal({"0.2.0", "whatever", "x", 1}, {"0.2.0", "", {}, 1}).empty());
+    CHECK(same_secret("abc", "abc"));
+    CHECK_FALSE(same_secret("abc", "abd"));
+    CHECK_FALSE(same_secret("abc", "abcd"));
+  }
+
+  TEST_CASE("replicas go to nodes in contiguous, even blocks") {
+    CHECK(place_replicas(4, 2) == std::vector<int64_t>{0, 0, 1, 1});
+    CHECK(place_replicas(5, 3) == std::vector<int64_t>{0, 0, 1, 1, 2});
+    CHECK(place_replicas(3, 3) == std::vector<int64_t>{0, 1, 2});
+    CHECK_THROWS_AS(place_replicas(1, 2), std::invalid_argument);
+  }
+
+  TEST_CASE("the token comes from a file or TROUPE_TOKEN; an unusable file is named") {
+    const auto dir = std::filesystem::temp_directory_path() / "troupe_token_test";
+    std::filesystem::create_directories(dir);
+    const auto file = (dir / "token").string();
+    std::ofstream(file) << "  s3cret \nsecond line\n";
+    CHECK(load_token(file) == "s3cret");
+    std::ofstream(file) << "\n";
+    CHECK_THROWS_WITH_AS(load_token(file), doctest::Contains("holds no token"), job_error);
+    CHECK_THROWS_WITH_AS(load_token((dir / "missing").string()), doctest::Contains("cannot open"),
+                         job_error);
+    ::setenv(token_variable, "from-env", 1);
+    CHECK(load_token("") == "from-env");
+    ::unsetenv(token_variable);
+    CHECK(load_token("").empty());
+    std::filesystem::remove_all(dir);
+  }
+}
