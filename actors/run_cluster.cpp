@@ -11,6 +11,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <set>
 
@@ -60,7 +62,7 @@ void close_when_complete(gatekeeper_actor* self) {
       st.roster->size() < static_cast<std::size_t>(st.terms.wanted))
     return;
   st.closed = true;
-  st.waiting.deliver(caf::ok_atom_v);
+  st.waiting.deliver(std::string());
 }
 
 // The published actor: answers joins, and tells the session when the roster is complete (or
@@ -122,10 +124,9 @@ caf::behavior gatekeeper(gatekeeper_actor* self, gatekeeper_state init) {
         if (st.closed || self->current_sender() != self->ctrl())
           return;
         st.closed = true;
-        st.waiting.deliver(caf::make_error(
-            caf::sec::runtime_error,
-            fmt::format("{} of {} node(s) joined within {} s (joined: {})", st.roster->size(),
-                        st.terms.wanted, st.join_timeout_s, names_of(*st.roster))));
+        st.waiting.deliver(fmt::format("{} of {} node(s) joined within {} s (joined: {})",
+                                       st.roster->size(), st.terms.wanted, st.join_timeout_s,
+                                       names_of(*st.roster)));
       },
   };
 }
@@ -136,6 +137,27 @@ std::string ask(caf::scoped_actor& self, const caf::actor& to, Timeout timeout, 
   std::string error;
   self->request(to, timeout, std::forward<Ts>(xs)...)
       .receive([](caf::ok_atom) {}, [&](caf::error& e) { error = self->system().render(e); });
+  return error;
+}
+
+// Waits until the gatekeeper has every node (""), or says why not, or the user interrupts.
+std::string await_nodes(caf::scoped_actor& self, const caf::actor& gate,
+                        const std::atomic<bool>* stop_requested) {
+  // Answered, as an ordinary message, with "" once every node is in, or why they are not.
+  self->send(gate, caf::get_atom_v);
+  std::string error;
+  for (bool ready = false; !ready && error.empty();)
+    self->receive(
+        [&](std::string& why) {
+          ready = why.empty();
+          error = why;
+        },
+        [&](caf::error& e) { error = self->system().render(e); },
+        caf::after(std::chrono::milliseconds(200)) >>
+            [&] {
+              if (stop_requested != nullptr && stop_requested->load())
+                error = "interrupted while waiting for nodes";
+            });
   return error;
 }
 
@@ -169,6 +191,27 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
     log(fmt::format("ring link {} -> {} ({}:{})", a.name, b.name, b.peer_host, b.peer_port));
   }
   return "";
+}
+
+// Nodes exit when told the run is over. Waiting for their answers (all at once, for at most a
+// few seconds) makes sure the word got out before this process and its connections go away. A
+// node already lost counts as answered: monitoring its agent reports it down at once.
+void tell_nodes_done(caf::actor_system& system, const std::vector<joined_node>& nodes,
+                     const std::string& status) {
+  caf::scoped_actor self{system};
+  for (const auto& n : nodes) {
+    self->monitor(n.agent);
+    self->send(n.agent, done_atom_v, status);  // answered with ok, as an ordinary message
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  for (std::size_t answered = 0; answered < nodes.size();) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= left.zero())
+      return;
+    self->receive([&](caf::ok_atom) { ++answered; }, [&](caf::error&) { ++answered; },
+                  [&](caf::down_msg&) { ++answered; },
+                  caf::after(std::chrono::duration_cast<caf::timespan>(left)) >> [] {});
+  }
 }
 
 run_report failed_report(const job_config& job, const std::string& error) {
@@ -212,7 +255,10 @@ run_report run_cluster(const job_config& job, dataset_ptr data, const run_option
     cluster.on_listening(*port);
 
   caf::scoped_actor self{system};
-  auto error = ask(self, gate, caf::infinite, caf::get_atom_v);
+  auto error = await_nodes(self, gate, options.stop_requested);
+  // Placement by name, not by who came first: the same nodes give the same ranks every time.
+  std::sort(roster->begin(), roster->end(),
+            [](const joined_node& a, const joined_node& b) { return a.name < b.name; });
   const auto node_of = place_replicas(job.parallelism.replicas, job.cluster.nodes);
   if (error.empty())
     error = prepare_nodes(self, *roster, node_of, setup->ring, log);
@@ -248,10 +294,7 @@ run_report run_cluster(const job_config& job, dataset_ptr data, const run_option
     report = run_coordinator(
         system, caf::actor_cast<caf::actor>(spawn_coordinator(system, std::move(copts))));
   }
-  // Nodes exit when told the run is over; waiting for each answer makes sure the word got out
-  // before this process (and its connections) goes away. A dead node simply does not answer.
-  for (const auto& n : *roster)
-    ask(self, n.agent, 5s, done_atom_v, report.status);
+  tell_nodes_done(system, *roster, report.status);
   system.middleman().unpublish(gate, *port);
   self->send_exit(gate, caf::exit_reason::user_shutdown);
   return report;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace troupe::wire {
 
@@ -39,8 +40,12 @@ namespace at {
 caf::error inspect(caf::serializer& f, at::Tensor& x);
 caf::error inspect(caf::deserializer& f, at::Tensor& x);
 
-/// Every other inspector (to_string, deep_to_string): the description, never the data.
-template <class Inspector>
+/// Every other inspector (to_string, deep_to_string): the description, never the data. Kept
+/// away from serializers explicitly: for a class derived from caf::serializer this template
+/// would otherwise be a better match than the overloads above.
+template <class Inspector,
+          class = std::enable_if_t<!std::is_base_of<caf::serializer, Inspector>::value &&
+                                   !std::is_base_of<caf::deserializer, Inspector>::value>>
 typename Inspector::result_type inspect(Inspector& f, at::Tensor& x) {
   auto d = troupe::wire::describe(x);
   return f(caf::meta::type_name("tensor"), d);

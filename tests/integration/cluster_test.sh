@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Integration tests of runs across processes: real `troupe coordinator` and `troupe node`
+# processes on 127.0.0.1 with free ports. Sync with 2 and 3 nodes must give the in-process
+# run's weights (<= 1e-6); async and local_sgd finish; wrong, missing and old-version nodes and
+# garbage bytes on the port are refused without disturbing the run; a killed node and a hung
+# one end the run with a message naming them; nodes that do not come, bad addresses and a
+# token-less public listener are refused. Every process is bounded by `timeout` and killed on
+# exit, pass or fail.
+#   cluster_test.sh PATH/TO/troupe
+set -uo pipefail
+troupe=$1
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+failures=0
+passes=0
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+  echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
+  exit 77
+fi
+have_torch=1
+/usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start NAME COMMAND...: runs COMMAND in the background, output in $tmp/NAME.log. No `timeout`
+# wrapper: signals in the tests must reach troupe itself; `finish` bounds every wait instead.
+start() {
+  local name=$1
+  shift
+  "$@" >"$tmp/$name.log" 2>&1 &
+  pids+=($!)
+  last_pid=$!
+}
+
+# finish PID SECONDS: waits for PID at most SECONDS; sets `status` (124 when it had to be killed).
+finish() {
+  local pid=$1 deadline=$((SECONDS + $2))
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt "$deadline" ]; do sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    status=124
+  else
+    wait "$pid"
+    status=$?
+  fi
+}
+
+# check WHAT STATUS EXPECTED_STATUS LOG PATTERN: the status and a fixed string in the log.
+check() {
+  local what=$1 got=$2 want=$3 log=$4 pattern=$5
+  if [ "$got" -ne "$want" ]; then
+    fail "$what: exit $got, expected $want"$'\n'"$(tail -20 "$log")"
+  elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$log"; then
+    fail "$what: $log lacks '$pattern'"$'\n'"$(tail -20 "$log")"
+  else
+    pass
+  fi
+}
+
+summary_field() {  # summary_field RUN_DIR KEY
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + "/summary.json")).get(sys.argv[2]))' "$1" "$2"
+}
+
+same_weights() {  # same_weights WHAT RUN_A RUN_B
+  [ $have_torch = 1 ] || return 0
+  if out=$(/usr/bin/python3 "$here/../python/compare_weights.py" "$2" "$3" 1e-6 2>&1); then
+    pass
+  else
+    fail "$1: weights differ from the in-process run: $out"
+  fi
+}
+
+cat >"$tmp/job.json" <<'JSON'
+{"name": "cluster", "seed": 3,
+ "model": {"type": "mlp", "hidden": [64]},
+ "data": {"type": "fashion_mnist", "path": "/usr/share/datasets/fashion-mnist"},
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+ "training": {"steps": 30, "batch_size": 60},
+ "parallelism": {"policy": "sync", "replicas": 2},
+ "cluster": {"nodes": 2, "join_timeout_s": 30, "bucket_mb": 0.05}}
+JSON
+echo "s3cret-token" >"$tmp/token"
+/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); del j["cluster"]; json.dump(j, open(sys.argv[2], "w"))' \
+  "$tmp/job.json" "$tmp/local.json"
+
+# --- sync, coordinator + 2 nodes started by hand, against the in-process run ------------------
+"$troupe" run "$tmp/local.json" --out "$tmp/local2" --quiet >/dev/null 2>&1 ||
+  fail "in-process reference run"
+port=$(free_port)
+start coord2 "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --token-file "$tmp/token" --out "$tmp/dist2" --quiet
+coord=$last_pid
+start node_a "$troupe" node --join "127.0.0.1:$port" --name a --threads 1 --token-file "$tmp/token"
+node_a=$last_pid
+start node_b "$troupe" node --join "127.0.0.1:$port" --name b --threads 1 --token-file "$tmp/token"
+node_b=$last_pid
+finish $coord 90
+check "sync 2 nodes" $status 0 "$tmp/coord2.log" "node a joined"
+grep -qF "ring link a -> b" "$tmp/coord2.log" && pass || fail "no direct ring link a -> b"
+finish $node_a 15
+check "node a" $status 0 "$tmp/node_a.log" "the run succeeded"
+finish $node_b 15
+check "node b" $status 0 "$tmp/node_b.log" "the run succeeded"
+same_weights "sync 2 nodes" "$tmp/local2" "$tmp/dist2"
+
+# --- sync, 3 local nodes; local_sgd and async across 2 ---------------------------------------
+"$troupe" run "$tmp/local.json" --set parallelism.replicas=3 \
+  --out "$tmp/local3" --quiet >/dev/null 2>&1 || fail "in-process reference run, 3 replicas"
+start local3 "$troupe" run "$tmp/job.json" --set parallelism.replicas=3 --local-nodes 3 \
+  --out "$tmp/dist3" --quiet
+finish $last_pid 90
+check "sync --local-nodes 3" $status 0 "$tmp/local3.log" "succeeded"
+same_weights "sync 3 nodes" "$tmp/local3" "$tmp/dist3"
+[ -f "$tmp/dist3/nodes/local-2.log" ] && pass || fail "no log of local node 2"
+
+"$troupe" run "$tmp/local.json" --set parallelism.policy=local_sgd \
+  --set parallelism.period=4 --out "$tmp/local_lsgd" --quiet >/dev/null 2>&1 ||
+  fail "in-process local_sgd run"
+start lsgd "$troupe" run "$tmp/job.json" --set parallelism.policy=local_sgd \
+  --set parallelism.period=4 --local-nodes 2 --out "$tmp/dist_lsgd" --quiet
+finish $last_pid 90
+check "local_sgd --local-nodes 2" $status 0 "$tmp/lsgd.log" "succeeded"
+same_weights "local_sgd 2 nodes" "$tmp/local_lsgd" "$tmp/dist_lsgd"
+
+start async "$troupe" run "$tmp/job.json" --set parallelism.policy=async \
+  --set parallelism.max_staleness=2 --local-nodes 2 --out "$tmp/dist_async" --quiet
+finish $last_pid 90
+check "async --local-nodes 2" $status 0 "$tmp/async.log" "succeeded"
+[ "$(summary_field "$tmp/dist_async" steps)" = 30 ] && pass || fail "async: not 30 steps"
+
+# --- intruders: wrong token, no token, another version, garbage bytes; the run goes on -------
+port=$(free_port)
+start coord_t "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --token-file "$tmp/token" --out "$tmp/dist_t" --quiet
+coord=$last_pid
+echo "wrong" >"$tmp/wrong"
+start wrong "$troupe" node --join "127.0.0.1:$port" --name w --token-file "$tmp/wrong"
+finish $last_pid 30
+check "wrong token" $status 1 "$tmp/wrong.log" 'refused: node "w": wrong token'
+start none env -u TROUPE_TOKEN "$troupe" node --join "127.0.0.1:$port" --name n
+finish $last_pid 30
+check "no token" $status 1 "$tmp/none.log" 'refused: node "n": no token'
+start old "$troupe" node --join "127.0.0.1:$port" --name o --token-file "$tmp/token" \
+  --claim-version 0.0.9
+finish $last_pid 30
+check "other version" $status 1 "$tmp/old.log" "runs troupe 0.0.9, this coordinator runs troupe"
+/usr/bin/python3 - "$port" <<'PY' || fail "could not send garbage"
+import os, socket, sys
+for payload in (os.urandom(65536), b"\x00" * 7, b"\x01" + b"\xff" * 40):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(payload)
+    s.close()
+PY
+start good_a "$troupe" node --join "127.0.0.1:$port" --name a --token-file "$tmp/token"
+start good_b "$troupe" node --join "127.0.0.1:$port" --name b --token-file "$tmp/token"
+finish $coord 90
+check "run beside intruders" $status 0 "$tmp/coord_t.log" "refused a join"
+same_weights "run beside intruders" "$tmp/local2" "$tmp/dist_t"
+
+# --- a node killed mid-run: the run ends, naming it ------------------------------------------
+port=$(free_port)
+start coord_k "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 \
+  --out "$tmp/dist_k" --quiet
+coord=$last_pid
+start kill_a "$troupe" node --join "127.0.0.1:$port" --name a
+node_a=$last_pid
+start kill_b "$troupe" node --join "127.0.0.1:$port" --name b
+node_b=$last_pid
+for _ in $(seq 300); do
+  grep -q '"step"' "$tmp/dist_k/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+kill -9 $node_b
+killed_at=$SECONDS
+finish $coord 20
+check "killed node" $status 1 "$tmp/coord_k.log" "(node b) failed"
+[ $((SECONDS - killed_at)) -le 5 ] && pass || fail "killed node noticed after $((SECONDS - killed_at)) s"
+[ "$(summary_field "$tmp/dist_k" status)" = failed ] && pass || fail "killed node: summary status"
+summary_field "$tmp/dist_k" error | grep -qF "node b" && pass || fail "killed node: summary error"
+finish $node_a 15
+check "survivor of a killed node" $status 1 "$tmp/kill_a.log" "the run failed"
+
+# --- a hung node (stopped): found by heartbeats within cluster.node_timeout_s -----------------
+port=$(free_port)
+start coord_h "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 \
+  --set cluster.node_timeout_s=1 --out "$tmp/dist_h" --quiet
+coord=$last_pid
+start hang_a "$troupe" node --join "127.0.0.1:$port" --name a
+start hang_b "$troupe" node --join "127.0.0.1:$port" --name b
+node_b=$last_pid
+for _ in $(seq 300); do
+  grep -q '"step"' "$tmp/dist_h/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+kill -STOP $node_b
+stopped_at=$SECONDS
+finish $coord 20
+kill -9 $node_b 2>/dev/null
+check "hung node" $status 1 "$tmp/coord_h.log" "(node b) failed"
+[ $((SECONDS - stopped_at)) -le 4 ] && pass || fail "hung node noticed after $((SECONDS - stopped_at)) s"
+
+# --- nodes that do not come; bad addresses; a public listener without a token ----------------
+port=$(free_port)
+start coord_j "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set cluster.join_timeout_s=2 --out "$tmp/dist_j" --quiet
+coord=$last_pid
+start lonely "$troupe" node --join "127.0.0.1:$port" --name a
+finish $coord 20
+check "join timeout" $status 1 "$tmp/coord_j.log" "1 of 2 node(s) joined within 2 s (joined: a)"
+finish $last_pid 15
+check "node of a run that never started" $status 1 "$tmp/lonely.log" "the run failed"
+
+start nobody "$troupe" node --join "127.0.0.1:$(free_port)" --name x --connect-timeout 1
+finish $last_pid 20
+check "nothing listens" $status 1 "$tmp/nobody.log" "cannot reach the coordinator"
+start badjoin "$troupe" node --join "127.0.0.1:99999"
+finish $last_pid 10
+check "bad --join" $status 2 "$tmp/badjoin.log" "--join: expected HOST:PORT"
+start public env -u TROUPE_TOKEN "$troupe" coordinator "$tmp/job.json" --listen 0.0.0.0:0 \
+  --out "$tmp/dist_p"
+finish $last_pid 10
+check "public without token" $status 2 "$tmp/public.log" "needs a token"
+start nocluster "$troupe" coordinator "$tmp/local.json" --listen 127.0.0.1:0 \
+  --out "$tmp/dist_n"
+finish $last_pid 10
+check "coordinator without cluster.nodes" $status 2 "$tmp/nocluster.log" "/cluster/nodes"
+start plainrun "$troupe" run "$tmp/job.json" --out "$tmp/dist_r"
+finish $last_pid 10
+check "cluster job without nodes" $status 2 "$tmp/plainrun.log" "--local-nodes"
+
+echo "cluster_test: $passes passed, $failures failed"
+[ "$failures" -eq 0 ]
