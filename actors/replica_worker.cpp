@@ -1,6 +1,7 @@
 #include "actors/replica_worker.hpp"
 
-#include "core/collective/ring_allreduce.hpp"
+#include "actors/ring_exchange.hpp"
+
 #include "core/data/batch_plan.hpp"
 #include "core/train/replica_engine.hpp"
 #include "core/train/run_tracker.hpp"
@@ -23,18 +24,15 @@ struct replica_worker_state {
   int64_t rank = 0;
   coordinator_actor coordinator;
   std::unique_ptr<replica_engine> engine;
-  clock_type::time_point sent_at;      ///< when the last gradient left
-  double compute_s = 0;                ///< of the step in flight
-  double apply_s = 0;                  ///< of the step in flight, before its exchange
-  double comm_s = 0;                   ///< async: waited for the weights of the step in flight
-  int64_t version = 0;                 ///< async: version of the weights in hand
-  double loss = 0;                     ///< of the step in flight
-  int64_t samples = 0;                 ///< of the step in flight
-  replica_worker_actor successor;      ///< ring: where this replica's chunks go
-  std::optional<ring_allreduce> ring;  ///< ring: the all-reduce of the step in flight
-  int64_t ring_round = -1;             ///< ring: the step being (or last) reduced
-  /// ring: chunks of a later step that arrived while this replica was still computing it.
-  std::vector<std::pair<ring_meta, at::Tensor>> early_chunks;
+  clock_type::time_point sent_at;  ///< when the last gradient left
+  double compute_s = 0;            ///< of the step in flight
+  double apply_s = 0;              ///< of the step in flight, before its exchange
+  double comm_s = 0;               ///< async: waited for the weights of the step in flight
+  int64_t version = 0;             ///< async: version of the weights in hand
+  double loss = 0;                 ///< of the step in flight
+  int64_t samples = 0;             ///< of the step in flight
+  /// Sync across processes: this replica's side of the ring all-reduce.
+  std::optional<ring_exchange<replica_worker_actor>> ring;
   static inline const char* name = "replica_worker";
 };
 
@@ -86,46 +84,20 @@ void finish_step(replica_worker_actor::stateful_pointer<replica_worker_state> se
 
 using self_pointer = replica_worker_actor::stateful_pointer<replica_worker_state>;
 
-void send_chunk(self_pointer self, ring_message m) {
+// ring: the replica's gradient now holds the sum over all replicas; apply it, as the
+// coordinator's update would have.
+void finish_ring_step(self_pointer self, int64_t step) {
   auto& st = self->state;
-  self->send(st.successor, ring_atom_v, ring_meta{st.ring_round, m.bucket, m.step},
-             std::move(m.chunk));
-}
-
-// ring: one chunk from the predecessor. When the last one is in, the gradient is the sum over
-// all replicas: apply it, as the coordinator's update would have.
-void on_chunk(self_pointer self, const ring_meta& meta, const at::Tensor& chunk) {
-  auto& st = self->state;
-  if (meta.round > st.ring_round) {  // the predecessor is a step ahead of this replica
-    st.early_chunks.emplace_back(meta, chunk);
-    return;
-  }
-  if (meta.round != st.ring_round || !st.ring || st.ring->done())
-    throw std::runtime_error("ring all-reduce: a chunk of step " + std::to_string(meta.round) +
-                             " arrived at replica " + std::to_string(st.rank) +
-                             ", which is reducing step " + std::to_string(st.ring_round));
-  if (auto next = st.ring->on_receive({meta.bucket, meta.step, chunk}))
-    send_chunk(self, std::move(*next));
-  if (!st.ring->done())
-    return;
   const double comm_s = seconds_since(st.sent_at);
   const auto apply_start = clock_type::now();
   st.engine->apply(st.engine->gradient());
-  finish_step(self, update_after(*st.setup, meta.round), comm_s, seconds_since(apply_start));
+  finish_step(self, update_after(*st.setup, step), comm_s, seconds_since(apply_start));
 }
 
-// ring: starts summing this step's gradient with the other replicas'.
-void start_ring(self_pointer self, int64_t step) {
-  auto& st = self->state;
+ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
   if (!st.ring)
     st.ring.emplace(st.rank, st.setup->job.parallelism.replicas, st.setup->ring_bucket_elements);
-  st.ring_round = step;
-  for (auto& m : st.ring->start(st.engine->gradient()))
-    send_chunk(self, std::move(m));
-  auto early = std::move(st.early_chunks);
-  st.early_chunks.clear();
-  for (auto& [meta, chunk] : early)
-    on_chunk(self, meta, chunk);
+  return *st.ring;
 }
 
 void compute_step(self_pointer self, int64_t step) {
@@ -150,8 +122,11 @@ void compute_step(self_pointer self, int64_t step) {
     finish_step(self, update_after(setup, step), 0.0, seconds_since(apply_start));
     return;
   }
-  if (policy == policy_kind::sync && setup.ring)
-    return start_ring(self, step);
+  if (policy == policy_kind::sync && setup.ring) {
+    if (ring_of(st).start(self, step, st.engine->gradient()))
+      finish_ring_step(self, step);
+    return;
+  }
   if (policy == policy_kind::sync) {
     self->send(st.coordinator, gradient_atom_v, meta, st.engine->gradient());
     return;
@@ -199,11 +174,11 @@ replica_worker_actor::behavior_type replica_worker(
       },
       [self, trusted](link_atom, const caf::actor& successor) {
         if (sender_trusted(self, trusted))
-          self->state.successor = caf::actor_cast<replica_worker_actor>(successor);
+          ring_of(self->state).link(caf::actor_cast<replica_worker_actor>(successor));
       },
       [self, trusted](ring_atom, const ring_meta& meta, const at::Tensor& chunk) {
-        if (sender_trusted(self, trusted))
-          on_chunk(self, meta, chunk);
+        if (sender_trusted(self, trusted) && ring_of(self->state).on_chunk(self, meta, chunk))
+          finish_ring_step(self, meta.round);
       },
       [self, trusted](update_atom, const update_meta& meta, const at::Tensor& combined) {
         if (!sender_trusted(self, trusted))

@@ -180,7 +180,7 @@ caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& sy
 // not shut down a few seconds after this call, the process ends with `code` anyway.
 void exit_if_shutdown_hangs(int code) {
   std::thread([code] {
-    std::this_thread::sleep_for(5s);
+    std::this_thread::sleep_for(2s);
     std::fflush(nullptr);
     std::_Exit(code);
   }).detach();
@@ -228,6 +228,7 @@ int run_node(const node_options& o) {
     log("node " + o.name + ": the run " + outcome->status);
     code = outcome->status == "succeeded" ? 0 : 1;
   }
+  system.middleman().unpublish(agent, *peer_port);
   exit_if_shutdown_hangs(code);
   return code;
 }

@@ -7,9 +7,9 @@
 
 namespace troupe {
 
-ring_allreduce::ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements)
-    : rank_(rank), ranks_(ranks), bucket_elements_(bucket_elements) {
-  if (ranks < 1 || rank < 0 || rank >= ranks || bucket_elements < 1)
+ring_allreduce::ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window)
+    : rank_(rank), ranks_(ranks), bucket_elements_(bucket_elements), window_(window) {
+  if (ranks < 1 || rank < 0 || rank >= ranks || bucket_elements < 1 || window < 1)
     throw std::invalid_argument("ring_allreduce: rank " + std::to_string(rank) + " of " +
                                 std::to_string(ranks) + " with buckets of " +
                                 std::to_string(bucket_elements) + " elements");
@@ -46,13 +46,19 @@ std::vector<ring_message> ring_allreduce::start(at::Tensor buffer) {
     buckets_.push_back({{offset, count}, ring_chunks(count, ranks_), 0});
   }
   remaining_ = static_cast<int64_t>(buckets_.size());
+  started_ = 0;
   std::vector<ring_message> first;
-  for (std::size_t i = 0; i < buckets_.size(); ++i)
-    first.push_back(message_for(static_cast<int64_t>(i), 0));
+  start_up_to(window_ - 1, first);
   return first;
 }
 
-std::optional<ring_message> ring_allreduce::on_receive(const ring_message& m) {
+void ring_allreduce::start_up_to(int64_t last, std::vector<ring_message>& out) {
+  last = std::min(last, static_cast<int64_t>(buckets_.size()) - 1);
+  for (; started_ <= last; ++started_)
+    out.push_back(message_for(started_, 0));
+}
+
+std::vector<ring_message> ring_allreduce::on_receive(const ring_message& m) {
   const auto fail = [&](const std::string& what) {
     throw std::runtime_error("ring all-reduce, rank " + std::to_string(rank_) + ": " + what);
   };
@@ -61,6 +67,10 @@ std::optional<ring_message> ring_allreduce::on_receive(const ring_message& m) {
   if (m.bucket < 0 || m.bucket >= static_cast<int64_t>(buckets_.size()))
     fail("a chunk for bucket " + std::to_string(m.bucket) + ", there are " +
          std::to_string(buckets_.size()));
+  std::vector<ring_message> out;
+  // A predecessor may be ahead by a bucket or two: this rank's first chunk of that bucket must
+  // leave before the one the predecessor's chunk makes, so the bucket starts here now.
+  start_up_to(m.bucket, out);
   auto& b = buckets_[static_cast<std::size_t>(m.bucket)];
   if (m.step != b.next_step)
     fail("bucket " + std::to_string(m.bucket) + " got step " + std::to_string(m.step) +
@@ -71,16 +81,23 @@ std::optional<ring_message> ring_allreduce::on_receive(const ring_message& m) {
       m.chunk.numel() != target.numel())
     fail("bucket " + std::to_string(m.bucket) + " step " + std::to_string(m.step) + " expected " +
          std::to_string(target.numel()) + " float elements");
+  // The incoming chunk is this rank's to reuse (nobody touches a chunk once sent), so it
+  // travels on as the next message: after the first step no chunk is copied for sending, and
+  // the buffer is written only where it must hold a result.
+  at::Tensor chunk = m.chunk;
+  const bool owner = m.step == ranks_ - 2;  // the last reduce-scatter step finishes this chunk
   if (plan.reduce)
-    target.add_(m.chunk);
-  else
-    target.copy_(m.chunk);
+    chunk.add_(target);  // partial sum on its way; a + b == b + a, so every rank's bits agree
+  if (!plan.reduce || owner)
+    target.copy_(chunk);
   ++b.next_step;
-  if (b.next_step == ring_step_count(ranks_)) {
+  if (b.next_step < ring_step_count(ranks_)) {
+    out.push_back({m.bucket, b.next_step, std::move(chunk)});
+  } else {
     --remaining_;
-    return std::nullopt;
+    start_up_to(started_, out);  // a bucket finished: the next one may go
   }
-  return message_for(m.bucket, b.next_step);
+  return out;
 }
 
 }  // namespace troupe

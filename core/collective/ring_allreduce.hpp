@@ -5,7 +5,8 @@
 //
 // Large buffers are cut into buckets that reduce independently, each with its own ring: a rank
 // adds bucket b's chunk while bucket b + 1's is still on the wire, so transfers and additions
-// overlap instead of alternating.
+// overlap instead of alternating. At most `window` buckets are in flight at once: that bounds
+// the bytes queued for the network (a transport without flow control would buffer them all).
 #pragma once
 
 #include "core/collective/ring_plan.hpp"
@@ -27,18 +28,20 @@ struct ring_message {
 
 class ring_allreduce {
  public:
-  /// `bucket_elements` bounds each bucket (>= 1).
-  ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements);
+  /// `bucket_elements` bounds each bucket, `window` the buckets in flight (both >= 1).
+  ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window = 8);
 
   /// Starts summing `buffer` (a contiguous 1-d float tensor, the same numel on every rank) in
-  /// place. Returns the first message of every bucket. Throws std::logic_error while a
-  /// previous all-reduce is unfinished and std::invalid_argument for a bad buffer.
+  /// place. Returns the first message of each bucket in the first window. Throws std::logic_error
+  /// while a previous all-reduce is unfinished and std::invalid_argument for a bad buffer.
   std::vector<ring_message> start(at::Tensor buffer);
 
-  /// Takes the predecessor's message. Returns the next message of that bucket, if any. Throws
+  /// Takes the predecessor's message; its chunk is reused (added to, sent on), so the caller
+  /// must not share it. Returns the messages to send now: the bucket's next one, and the first
+  /// of a bucket that starts because this one finished or the predecessor began it. Throws
   /// std::runtime_error when the message is not the one the plan expects next (bucket, step,
   /// element count or dtype): a peer that breaks the protocol must not corrupt the sum.
-  std::optional<ring_message> on_receive(const ring_message& message);
+  std::vector<ring_message> on_receive(const ring_message& message);
 
   /// True when every bucket has finished: the buffer holds the sum over all ranks.
   bool done() const { return active_ && remaining_ == 0; }
@@ -53,10 +56,13 @@ class ring_allreduce {
   };
   at::Tensor chunk_of(const bucket& b, int64_t chunk) const;
   ring_message message_for(int64_t index, int64_t step) const;
+  void start_up_to(int64_t last, std::vector<ring_message>& out);
 
   int64_t rank_;
   int64_t ranks_;
   int64_t bucket_elements_;
+  int64_t window_;
+  int64_t started_ = 0;  // buckets whose first chunk has left
   at::Tensor buffer_;
   std::vector<bucket> buckets_;
   int64_t remaining_ = 0;  // buckets not finished

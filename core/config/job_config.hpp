@@ -123,7 +123,7 @@ struct cluster_config {
   /// A node silent for this long is declared dead (heartbeats go out every timeout / 5).
   double node_timeout_s = 5;
   /// Gradients cross processes in ring all-reduce buckets of at most this many MiB.
-  double bucket_mb = 4;
+  double bucket_mb = 1;
 
   bool enabled() const { return nodes > 0; }
 };

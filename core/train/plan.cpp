@@ -183,6 +183,19 @@ std::string render_plan(const job_config& job, const run_plan& p) {
     out << "\n  one worker: nothing is exchanged\n";
     return out.str();
   }
+  if (job.cluster.enabled()) {
+    out << "\n  across " << job.cluster.nodes << " node process(es)";
+    if (job.parallelism.policy == policy_kind::sync && job.parallelism.replicas > 1) {
+      const auto grad_bytes = static_cast<int64_t>(p.parameters) * 4;
+      out << ": each replica sends "
+          << grad_bytes * 2 * (job.parallelism.replicas - 1) / job.parallelism.replicas
+          << " bytes per step in the ring all-reduce (buckets of " << job.cluster.bucket_mb
+          << " MiB)\n";
+    } else {
+      out << ": exchanges go through the coordinator as serialized tensors\n";
+    }
+    return out.str();
+  }
   const bool varies = job.parallelism.policy == policy_kind::local_sgd ||
                       job.parallelism.policy == policy_kind::schedule;
   out << "\n  per " << (job.parallelism.stages > 1 ? "replica (all its stages)" : "worker")

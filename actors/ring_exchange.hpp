@@ -1,0 +1,75 @@
+// The actor side of one rank's ring all-reduce: the state machine of
+// core/collective/ring_allreduce.hpp plus what a transport needs, namely the successor's
+// handle, the step (round) being reduced, and chunks that arrive for a later round while this
+// rank is still computing it. Replica workers use it for sync steps across processes; the
+// all-reduce benchmark uses it alone.
+#pragma once
+
+#include "core/collective/ring_allreduce.hpp"
+#include "messages/type_ids.hpp"
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+template <class Handle>
+class ring_exchange {
+ public:
+  ring_exchange(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window = 8)
+      : ring_(rank, ranks, bucket_elements, window), rank_(rank) {}
+
+  void link(Handle successor) { successor_ = std::move(successor); }
+  /// Drops the successor's handle (across processes, handles kept after a run keep peers alive).
+  void unlink() { successor_ = nullptr; }
+
+  /// Starts summing `buffer` in place for `round`; then takes any chunks that came early.
+  /// Returns true when the sum is already complete (one rank, or every chunk was early).
+  template <class Self>
+  bool start(Self* self, int64_t round, at::Tensor buffer) {
+    round_ = round;
+    for (auto& m : ring_.start(std::move(buffer)))
+      send(self, std::move(m));
+    auto early = std::move(early_);
+    early_.clear();
+    for (auto& [meta, chunk] : early)
+      on_chunk(self, meta, chunk);
+    return ring_.done();
+  }
+
+  /// One chunk from the predecessor. Returns true when it completed the round's sum. Throws
+  /// std::runtime_error for a chunk of a round that is over or a chunk the plan does not expect.
+  template <class Self>
+  bool on_chunk(Self* self, const ring_meta& meta, const at::Tensor& chunk) {
+    if (meta.round > round_) {  // the predecessor is a round ahead of this rank
+      early_.emplace_back(meta, chunk);
+      return false;
+    }
+    if (meta.round != round_ || !ring_.active() || ring_.done())
+      throw std::runtime_error("ring all-reduce: a chunk of round " + std::to_string(meta.round) +
+                               " arrived at rank " + std::to_string(rank_) +
+                               ", which is reducing round " + std::to_string(round_));
+    for (auto& next : ring_.on_receive({meta.bucket, meta.step, chunk}))
+      send(self, std::move(next));
+    return ring_.done();
+  }
+
+ private:
+  template <class Self>
+  void send(Self* self, ring_message m) {
+    self->send(successor_, ring_atom_v, ring_meta{round_, m.bucket, m.step}, std::move(m.chunk));
+  }
+
+  ring_allreduce ring_;
+  int64_t rank_;
+  Handle successor_;
+  int64_t round_ = -1;
+  std::vector<std::pair<ring_meta, at::Tensor>> early_;
+};
+
+}  // namespace troupe

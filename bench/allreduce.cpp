@@ -1,0 +1,212 @@
+// All-reduce between processes on loopback: troupe's ring (actors/ring_exchange.hpp over CAF's
+// middleman, the path sync training takes across nodes) on float32 buffers.
+//
+//   allreduce_bench --ranks 3 [--sizes-mb 1,16,128] [--iters 10] [--warmup 2] [--bucket-mb 1]
+//                   [--window 8]
+//
+// Forks `ranks` processes (before any actor system or LibTorch thread exists). Each publishes a
+// ring member on 127.0.0.1, connects to its successor's, and then, per size: a barrier (an
+// all-reduce of one element), then one timed all-reduce; warm-up rounds first. Every rank
+// checks the sum of the first round. Prints one JSON object: per size the median time of rank
+// 0, the algorithm bandwidth bytes / time and the bus bandwidth 2(N - 1)/N x bytes / time
+// (what each link carries, comparable across N), in GB/s (1e9 bytes).
+#include "actors/ring_exchange.hpp"
+#include "actors/system_config.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct member_state {
+  std::optional<ring_exchange<caf::actor>> ring;
+  caf::response_promise done;
+  static inline const char* name = "ring_member";
+};
+
+// One rank: (link, successor) once; then per round (run, round, buffer) answered with ok when
+// the buffer holds the sum.
+caf::behavior ring_member(caf::stateful_actor<member_state>* self, int64_t rank, int64_t ranks,
+                          int64_t bucket_elements, int64_t window) {
+  at::set_num_threads(1);
+  self->state.ring.emplace(rank, ranks, bucket_elements, window);
+  return {
+      [self](link_atom, const caf::actor& successor) { self->state.ring->link(successor); },
+      [self](run_atom, int64_t round, at::Tensor& buffer) {
+        auto& st = self->state;
+        st.done = self->make_response_promise();
+        if (st.ring->start(self, round, buffer))
+          st.done.deliver(caf::ok_atom_v);
+        return st.done;
+      },
+      [self](ring_atom, const ring_meta& meta, const at::Tensor& chunk) {
+        if (self->state.ring->on_chunk(self, meta, chunk))
+          self->state.done.deliver(caf::ok_atom_v);
+      },
+  };
+}
+
+std::string read_line(int fd) {
+  std::string line;
+  char c = 0;
+  while (::read(fd, &c, 1) == 1 && c != '\n')
+    line += c;
+  return line;
+}
+
+void write_line(int fd, const std::string& line) {
+  const auto text = line + "\n";
+  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    std::perror("allreduce_bench: write");
+}
+
+// The body of rank `rank`: writes its JSON report (rank 0's carries the timings) and exits.
+[[noreturn]] void run_rank(int64_t rank, int64_t ranks, const std::vector<double>& sizes_mb,
+                           int iters, int warmup, double bucket_mb, int64_t window, int to_parent,
+                           int from_parent) {
+  caf::actor_system_config cfg;
+  caf::actor_system system{configure_networked(cfg, 30)};
+  const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / 4));
+  auto member = system.spawn<caf::detached>(ring_member, rank, ranks, bucket, window);
+  auto port = system.middleman().publish(member, 0, "127.0.0.1");
+  if (!port)
+    throw std::runtime_error("publish: " + system.render(port.error()));
+  write_line(to_parent, std::to_string(*port));
+  std::vector<uint16_t> ports;
+  std::istringstream in(read_line(from_parent));
+  for (unsigned p; in >> p;)
+    ports.push_back(static_cast<uint16_t>(p));
+  auto successor = system.middleman().remote_actor(
+      "127.0.0.1", ports[static_cast<std::size_t>((rank + 1) % ranks)]);
+  if (!successor)
+    throw std::runtime_error("connect: " + system.render(successor.error()));
+  caf::scoped_actor self{system};
+  self->send(member, link_atom_v, *successor);
+  int64_t round = 0;
+  const auto all_reduce = [&](at::Tensor buffer) {
+    self->request(member, 120s, run_atom_v, round++, buffer)
+        .receive([](caf::ok_atom) {},
+                 [&](caf::error& e) { throw std::runtime_error(system.render(e)); });
+  };
+  nlohmann::json report = {{"ranks", ranks},
+                           {"bucket_mb", bucket_mb},
+                           {"window", window},
+                           {"results", nlohmann::json::array()}};
+  for (double mb : sizes_mb) {
+    const auto numel = static_cast<int64_t>(mb * (1 << 20) / 4);
+    auto buffer = at::empty({numel});
+    std::vector<double> times;
+    for (int i = 0; i < warmup + iters; ++i) {
+      buffer.fill_(static_cast<float>(rank + 1));
+      all_reduce(at::zeros({1}));  // barrier: nobody starts before everyone is ready
+      const auto start = std::chrono::steady_clock::now();
+      all_reduce(buffer);
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (i == 0) {
+        const float want = static_cast<float>(ranks * (ranks + 1) / 2);
+        if (!at::all(buffer == want).item<bool>())
+          throw std::runtime_error("wrong sum at " + std::to_string(mb) + " MB");
+      }
+      if (i >= warmup)
+        times.push_back(s);
+    }
+    std::sort(times.begin(), times.end());
+    const double median = times[times.size() / 2];
+    const double bytes = static_cast<double>(numel) * 4;
+    report["results"].push_back(
+        {{"size_mb", mb},
+         {"median_s", median},
+         {"times_s", times},
+         {"algbw_gbs", bytes / median / 1e9},
+         {"busbw_gbs", 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * bytes /
+                           median / 1e9}});
+  }
+  all_reduce(at::zeros({1}));  // nobody leaves while a peer still needs its chunks
+  // Report and leave without the actor system's shutdown: in CAF 0.17 it waits for every
+  // detached actor's thread, and a member that a peer's connection still references was seen
+  // to keep that wait going forever (actors/run_node.cpp has the same guard).
+  write_line(to_parent, report.dump());
+  std::fflush(nullptr);
+  ::_exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"troupe ring all-reduce between processes on loopback"};
+  int64_t ranks = 2;
+  std::vector<double> sizes_mb{1, 16, 128};
+  int iters = 10, warmup = 2;
+  double bucket_mb = 1;
+  int64_t window = 8;
+  app.add_option("--window", window, "Buckets in flight at once")->check(CLI::Range(1, 1024));
+  app.add_option("--ranks", ranks)->check(CLI::Range(1, 64));
+  app.add_option("--sizes-mb", sizes_mb)->delimiter(',');
+  app.add_option("--iters", iters)->check(CLI::Range(1, 10000));
+  app.add_option("--warmup", warmup)->check(CLI::Range(0, 10000));
+  app.add_option("--bucket-mb", bucket_mb)->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<pid_t> children;
+  std::vector<int> from_child, to_child;
+  for (int64_t r = 0; r < ranks; ++r) {
+    int up[2], down[2];
+    if (::pipe(up) != 0 || ::pipe(down) != 0)
+      return 1;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(up[0]);
+      ::close(down[1]);
+      int code = 0;
+      try {
+        run_rank(r, ranks, sizes_mb, iters, warmup, bucket_mb, window, up[1], down[0]);
+      } catch (const std::exception& e) {
+        std::cerr << "rank " << r << ": " << e.what() << "\n";
+        code = 1;
+      }
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+    ::close(up[1]);
+    ::close(down[0]);
+    children.push_back(pid);
+    from_child.push_back(up[0]);
+    to_child.push_back(down[1]);
+  }
+  std::string ports;
+  for (auto fd : from_child)
+    ports += read_line(fd) + " ";
+  for (auto fd : to_child)
+    write_line(fd, ports);
+  const auto report = read_line(from_child[0]);
+  int failed = 0;
+  for (auto pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  if (failed > 0 || report.empty()) {
+    std::cerr << "allreduce_bench: " << failed << " rank(s) failed\n";
+    return 1;
+  }
+  std::cout << report << std::endl;
+  return 0;
+}
