@@ -139,11 +139,13 @@ void write_line(int fd, const std::string& line) {
          {"busbw_gbs", 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * bytes /
                            median / 1e9}});
   }
-  all_reduce(at::zeros({1}));  // nobody leaves while a peer still needs its chunks
-  // Report and leave without the actor system's shutdown: in CAF 0.17 it waits for every
-  // detached actor's thread, and a member that a peer's connection still references was seen
-  // to keep that wait going forever (actors/run_node.cpp has the same guard).
+  // Report, then leave once the parent has every rank's report: a rank that is done may still
+  // have chunks queued for its successor, and every rank reporting means none is waiting. The
+  // actor system's shutdown is skipped: in CAF 0.17 it waits for every detached actor's thread,
+  // and a member that a peer's connection still references was seen to keep that wait going
+  // forever (actors/run_node.cpp has the same guard).
   write_line(to_parent, report.dump());
+  read_line(from_parent);
   std::fflush(nullptr);
   ::_exit(0);
 }
@@ -196,7 +198,14 @@ int main(int argc, char** argv) {
     ports += read_line(fd) + " ";
   for (auto fd : to_child)
     write_line(fd, ports);
-  const auto report = read_line(from_child[0]);
+  std::string report;
+  for (std::size_t r = 0; r < from_child.size(); ++r) {
+    const auto line = read_line(from_child[r]);
+    if (r == 0)
+      report = line;
+  }
+  for (auto fd : to_child)
+    write_line(fd, "bye");
   int failed = 0;
   for (auto pid : children) {
     int status = 0;

@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1200).stdout
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, timeout=600).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

@@ -70,6 +70,13 @@ check() {
   fi
 }
 
+wait_for_steps() {  # wait_for_steps RUN_DIR: until training has begun (at most 30 s)
+  for _ in $(seq 300); do
+    grep -q '"step"' "$1/metrics.jsonl" 2>/dev/null && return
+    sleep 0.1
+  done
+}
+
 summary_field() {  # summary_field RUN_DIR KEY
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + "/summary.json")).get(sys.argv[2]))' "$1" "$2"
 }
@@ -180,10 +187,7 @@ start kill_a "$troupe" node --join "127.0.0.1:$port" --name a
 node_a=$last_pid
 start kill_b "$troupe" node --join "127.0.0.1:$port" --name b
 node_b=$last_pid
-for _ in $(seq 300); do
-  grep -q '"step"' "$tmp/dist_k/metrics.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
+wait_for_steps "$tmp/dist_k"
 kill -9 $node_b
 killed_at=$SECONDS
 finish $coord 20
@@ -203,10 +207,7 @@ coord=$last_pid
 start hang_a "$troupe" node --join "127.0.0.1:$port" --name a
 start hang_b "$troupe" node --join "127.0.0.1:$port" --name b
 node_b=$last_pid
-for _ in $(seq 300); do
-  grep -q '"step"' "$tmp/dist_h/metrics.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
+wait_for_steps "$tmp/dist_h"
 kill -STOP $node_b
 stopped_at=$SECONDS
 finish $coord 20
