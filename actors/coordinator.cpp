@@ -6,6 +6,7 @@
 #include "core/policy/sync_policy.hpp"
 #include "core/train/replica_engine.hpp"
 #include "core/train/run_tracker.hpp"
+#include "gpu/worker_device.hpp"
 
 #include <ATen/ATen.h>
 #include <caf/all.hpp>
@@ -89,11 +90,12 @@ void step_completed(self_pointer self, int64_t step, const std::vector<step_part
 }
 
 // A sync step the workers combine themselves (a single replica has nothing to combine; a ring
-// sums among the replicas): each applies its gradient and the step completes from their
+// or NCCL sums among the replicas): each applies its gradient and the step completes from their
 // reports, as under local_sgd.
 bool workers_reduce(const coordinator_state& st, int64_t step) {
   const auto& setup = *st.options.setup;
-  return (setup.job.parallelism.replicas == 1 || setup.ring) &&
+  return (setup.job.parallelism.replicas == 1 || setup.ring ||
+          setup.devices.gradients == gradient_path::nccl) &&
          setup.schedule->policy_at(step) == policy_kind::sync;
 }
 
@@ -311,6 +313,12 @@ coordinator_actor::behavior_type coordinator(self_pointer self, coordinator_opti
                                                                   rank, coordinator_actor{self});
           self->monitor(w);
           st.workers.push_back(w);
+        }
+        if (st.options.setup->devices.gradients == gradient_path::nccl) {
+          // One id for the group; NCCL's set-up blocks each worker until all have it.
+          const auto id = gpu::new_nccl_id();
+          for (auto& w : st.workers)
+            self->send(w, nccl_atom_v, id);
         }
         if (st.options.setup->ring)
           for (std::size_t rank = 0; rank < st.workers.size(); ++rank)

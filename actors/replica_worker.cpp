@@ -6,6 +6,7 @@
 #include "core/train/replica_engine.hpp"
 #include "core/train/run_tracker.hpp"
 #include "core/train/stage_engine.hpp"
+#include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
@@ -23,6 +24,7 @@ struct replica_worker_state {
   std::shared_ptr<const replica_setup> setup;
   int64_t rank = 0;
   coordinator_actor coordinator;
+  std::unique_ptr<gpu::worker_device> device;  ///< before engine: the engine uploads through it
   std::unique_ptr<replica_engine> engine;
   clock_type::time_point sent_at;  ///< when the last gradient left
   double compute_s = 0;            ///< of the step in flight
@@ -49,11 +51,17 @@ void maybe_inject_fault(const faults_config& faults, int64_t rank, int64_t step)
     at::mm(at::ones({2, 3}), at::ones({4, 5}));
 }
 
-// Built lazily, in a handler, so that its exceptions reach the exception handler.
+// Built lazily, in a handler, so that its exceptions reach the exception handler, and on the
+// worker's own thread, where the device's stream is made current.
 void ensure_engine(replica_worker_state& st) {
-  if (!st.engine)
-    st.engine = std::make_unique<replica_engine>(st.setup->job, st.setup->data,
-                                                 st.setup->initial_weights, st.rank);
+  if (st.engine)
+    return;
+  const auto& devices = st.setup->devices.workers;
+  const auto device =
+      devices.empty() ? device_spec{} : devices.at(static_cast<std::size_t>(st.rank));
+  st.device = std::make_unique<gpu::worker_device>(device, "worker " + std::to_string(st.rank));
+  st.engine = std::make_unique<replica_engine>(st.setup->job, st.setup->data,
+                                               st.setup->initial_weights, st.rank, st.device.get());
 }
 
 // Sleeps for `faults.slow_ms` on the slowed worker: a straggler for demos and tests.
@@ -75,7 +83,8 @@ void finish_step(replica_worker_actor::stateful_pointer<replica_worker_state> se
                                            seconds_since(eval_start)});
   }
   if (meta.last)
-    self->send(st.coordinator, weights_atom_v, st.rank, st.engine->weights().clone());
+    self->send(st.coordinator, weights_atom_v, st.rank,
+               st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true));
   else
     // Through the mailbox rather than a direct call, so that an exit request (another worker
     // failed) is seen between two steps.
@@ -122,12 +131,21 @@ void compute_step(self_pointer self, int64_t step) {
     finish_step(self, update_after(setup, step), 0.0, seconds_since(apply_start));
     return;
   }
+  if (policy == policy_kind::sync && setup.devices.gradients == gradient_path::nccl) {
+    // A GPU each: the replicas sum among themselves on their streams, as a ring would.
+    auto grads = st.engine->gradient();
+    st.device->all_reduce_sum(grads);
+    finish_ring_step(self, step);
+    return;
+  }
   if (policy == policy_kind::sync && setup.ring) {
     if (ring_of(st).start(self, step, st.engine->gradient()))
       finish_ring_step(self, step);
     return;
   }
   if (policy == policy_kind::sync) {
+    // The coordinator reads the gradient on another thread: it must be complete when it leaves.
+    st.device->finish_work();
     self->send(st.coordinator, gradient_atom_v, meta, st.engine->gradient());
     return;
   }
@@ -180,12 +198,21 @@ replica_worker_actor::behavior_type replica_worker(
         if (sender_trusted(self, trusted) && ring_of(self->state).on_chunk(self, meta, chunk))
           finish_ring_step(self, meta.round);
       },
+      [self, trusted](nccl_atom, const std::string& nccl_id) {
+        if (!sender_trusted(self, trusted))
+          return;
+        auto& st = self->state;
+        ensure_engine(st);
+        st.device->join_nccl(nccl_id, static_cast<int>(st.rank),
+                             static_cast<int>(st.setup->job.parallelism.replicas));
+      },
       [self, trusted](update_atom, const update_meta& meta, const at::Tensor& combined) {
         if (!sender_trusted(self, trusted))
           return;
         auto& st = self->state;
         const double comm_s = seconds_since(st.sent_at);
         const auto apply_start = clock_type::now();
+        st.device->follow_shared_work(combined);  // the coordinator summed on the device
         st.engine->apply(combined);
         finish_step(self, meta, comm_s, seconds_since(apply_start));
       },
@@ -238,6 +265,7 @@ std::shared_ptr<replica_setup> make_replica_setup(const job_config& job, dataset
   if (job.parallelism.pipelined())
     setup->stage_slices = stage_slices(job, setup->data->classes);
   setup->ring = job.cluster.enabled() && job.parallelism.replicas > 1;
+  setup->devices = make_device_plan(job, local_inventory());
   setup->ring_bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));
   return setup;

@@ -12,6 +12,7 @@
 #include "actors/trusted_nodes.hpp"
 #include "core/config/job_config.hpp"
 #include "core/data/dataset.hpp"
+#include "core/device/device_plan.hpp"
 #include "core/pipeline/stage_split.hpp"
 #include "core/policy/policy_schedule.hpp"
 #include "messages/interfaces.hpp"
@@ -34,12 +35,16 @@ struct replica_setup {
   /// (link_atom, successor)) instead of through the coordinator: the way across processes.
   bool ring = false;
   int64_t ring_bucket_elements = int64_t{1} << 20;
+  /// Each worker's device, and whether sync replicas sum gradients with NCCL among themselves
+  /// (a GPU each) or through the coordinator.
+  device_plan devices;
   /// Nodes whose messages workers accept; null inside one process.
   std::shared_ptr<trusted_nodes> trusted;
 };
 
 /// Everything a run's workers share, for `job` on `data`: initial weights, steps, schedule and
-/// (pipelines) the stage split. Across processes (job.cluster) sync reduces in a ring.
+/// (pipelines) the stage split. Across processes (job.cluster) sync reduces in a ring. Throws
+/// job_error when this process lacks the devices the job asks for.
 std::shared_ptr<replica_setup> make_replica_setup(const job_config& job, dataset_ptr data);
 
 /// What workers do after applying step `step`'s update: evaluate, and whether it was the last.

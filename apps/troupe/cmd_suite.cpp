@@ -229,8 +229,10 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
         r.started = clock_type::now();
         try {
           r.child = std::make_unique<child_process>(
+              // The job runs on the device the queue placed it on ("cuda" becomes one GPU).
               std::vector<std::string>{program, "run", dir->file("specs/" + result.name + ".json"),
-                                       "--out", dir->file(result.name), "--quiet"},
+                                       "--set", "device=" + result.device, "--out",
+                                       dir->file(result.name), "--quiet"},
               dir->file("logs/" + result.name + ".log"));
         } catch (const std::exception& e) {
           result.status = "failed";

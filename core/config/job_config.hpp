@@ -3,6 +3,7 @@
 // its resolved job.json. Defaults live here, once; README.md documents each key.
 #pragma once
 
+#include "core/device/device_spec.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
 
 #include <cstdint>
@@ -149,6 +150,11 @@ struct job_config {
   ensemble_config ensemble;
   cluster_config cluster;
   faults_config faults;
+  /// Where the workers compute: one device for all of them, or one per worker (replica-major:
+  /// worker r * stages + s). make_device_plan (core/device) resolves "cuda" to a GPU.
+  std::vector<device_spec> device{device_spec{}};
+
+  bool on_cuda() const;
 };
 
 const char* to_string(model_kind x);

@@ -255,6 +255,37 @@ bool object_reader::word_or_strings(const std::string& key, const std::string& w
   return ok;
 }
 
+bool object_reader::string_or_strings(const std::string& key, std::vector<std::string>& out,
+                                      bool (*valid_value)(const std::string&), const char* expected,
+                                      std::size_t max_size) {
+  const auto* v = get(key);
+  if (v == nullptr)
+    return true;
+  if (v->is_string()) {
+    if (!valid_value(v->get<std::string>()))
+      return mismatch(key, expected, *v);
+    out = {v->get<std::string>()};
+    return true;
+  }
+  if (!v->is_array() || v->empty() || v->size() > max_size)
+    return mismatch(
+        key,
+        std::string(expected) + " or an array of 1 to " + std::to_string(max_size) + " of them",
+        *v);
+  std::vector<std::string> values;
+  bool ok = true;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const auto& e = (*v)[i];
+    if (!e.is_string() || !valid_value(e.get<std::string>()))
+      ok = mismatch(key + "/" + std::to_string(i), expected, e);
+    else
+      values.push_back(e.get<std::string>());
+  }
+  if (ok)
+    out = std::move(values);
+  return ok;
+}
+
 bool object_reader::number_array(const std::string& key, std::vector<double>& out, double min,
                                  double max_exclusive, std::size_t size) {
   const auto* v = get(key);

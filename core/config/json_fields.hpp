@@ -56,6 +56,11 @@ class object_reader {
   /// non-empty strings, e.g. a pipeline split: "balanced" or ["fc2", "out"].
   bool word_or_strings(const std::string& key, const std::string& word,
                        std::vector<std::string>& out, std::size_t size);
+  /// One string or an array of 1..max_size strings, each accepted by `valid_value`; `out`
+  /// becomes the list (one element for a lone string) only when every element is good.
+  bool string_or_strings(const std::string& key, std::vector<std::string>& out,
+                         bool (*valid_value)(const std::string&), const char* expected,
+                         std::size_t max_size);
   /// An array of exactly `size` numbers, each in [min, max_exclusive).
   bool number_array(const std::string& key, std::vector<double>& out, double min,
                     double max_exclusive, std::size_t size);

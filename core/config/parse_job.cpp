@@ -5,6 +5,7 @@
 #include "core/config/json_fields.hpp"
 #include "core/errors.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -237,6 +238,45 @@ void read_cluster(object_reader r, cluster_config& c) {
   r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb"});
 }
 
+bool valid_device_text(const std::string& text) {
+  return parse_device(text).has_value();
+}
+
+void read_device(object_reader& top, std::vector<device_spec>& device) {
+  std::vector<std::string> texts;
+  if (!top.string_or_strings("device", texts, valid_device_text, device_expected, 4096) ||
+      texts.empty())
+    return;
+  device.clear();
+  for (const auto& t : texts)
+    device.push_back(*parse_device(t));
+}
+
+// What CUDA workers support so far: sync data-parallel replicas inside one process, all on one
+// kind of device. Checked before any machine is asked what it has (make_device_plan).
+void check_devices(const job_config& job, std::vector<std::string>& problems) {
+  if (reported_at(problems, "/device"))
+    return;
+  const auto& par = job.parallelism;
+  const auto workers = static_cast<std::size_t>(par.replicas * par.stages);
+  if (job.device.size() > 1 && job.device.size() != workers &&
+      !reported_at(problems, "/parallelism"))
+    problems.push_back("/device: one device for all workers or one per worker, but the job has " +
+                       std::to_string(workers) + " worker(s) and " +
+                       std::to_string(job.device.size()) + " devices were given");
+  if (!job.on_cuda())
+    return;
+  for (const auto& d : job.device)
+    if (!d.is_cuda())
+      return problems.push_back(
+          "/device: the workers of a job run on one kind of device, got both cpu and cuda");
+  if (par.policy != policy_kind::sync || par.pipelined() || job.ensemble.enabled() ||
+      job.cluster.enabled())
+    problems.push_back(
+        "/device: CUDA workers run sync data-parallel replicas in one process for now (policy "
+        "sync, stages 1, micro_batches 1, no ensemble, no cluster); use \"cpu\" for the rest");
+}
+
 void read_faults(object_reader r, faults_config& f) {
   r.optional_integer("throw_worker", f.throw_worker, 0, INT64_MAX);
   r.integer("throw_step", f.throw_step, 0, INT64_MAX);
@@ -263,6 +303,10 @@ const char* to_string(policy_kind x) {
   return policy_names[static_cast<std::size_t>(x)].c_str();
 }
 
+bool job_config::on_cuda() const {
+  return std::any_of(device.begin(), device.end(), [](const auto& d) { return d.is_cuda(); });
+}
+
 job_config parse_job(const nlohmann::json& json) {
   std::vector<std::string> problems;
   job_config job;
@@ -281,8 +325,9 @@ job_config parse_job(const nlohmann::json& json) {
   read_ensemble(top.object("ensemble"), job.ensemble);
   read_cluster(top.object("cluster"), job.cluster);
   read_faults(top.object("faults"), job.faults);
+  read_device(top, job.device);
   top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "ensemble",
-              "cluster", "faults"});
+              "cluster", "faults", "device"});
 
   // Checks across sections, made only when the fields involved were valid on their own: a bad
   // value was not stored, and comparing the default in its place would report a phantom.
@@ -360,6 +405,7 @@ job_config parse_job(const nlohmann::json& json) {
                            std::to_string(job.cluster.nodes) + " nodes were asked for " +
                            std::to_string(par.replicas) + " replica(s)");
     }
+    check_devices(job, problems);
     if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
       problems.push_back(
           "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "
@@ -463,6 +509,13 @@ nlohmann::ordered_json to_json(const job_config& job) {
                       {"join_timeout_s", job.cluster.join_timeout_s},
                       {"node_timeout_s", job.cluster.node_timeout_s},
                       {"bucket_mb", job.cluster.bucket_mb}};
+  if (job.device.size() == 1) {
+    out["device"] = job.device.front().str();
+  } else {
+    out["device"] = json::array();
+    for (const auto& d : job.device)
+      out["device"].push_back(d.str());
+  }
   json faults = json::object();
   if (job.faults.throw_worker) {
     faults["throw_worker"] = *job.faults.throw_worker;

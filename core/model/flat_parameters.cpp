@@ -11,8 +11,12 @@ flat_parameters::flat_parameters(torch::nn::Module& module) {
   int64_t total = 0;
   for (const auto& p : params)
     total += p.value().numel();
-  weights_ = at::empty({total}, at::kFloat);
-  grads_ = at::zeros({total}, at::kFloat);
+  // The buffers live where the module does (a GPU worker moves its model before flattening).
+  const auto options =
+      at::TensorOptions(at::kFloat)
+          .device(params.is_empty() ? at::Device(at::kCPU) : params[0].value().device());
+  weights_ = at::empty({total}, options);
+  grads_ = at::zeros({total}, options);
 
   torch::NoGradGuard no_grad;
   int64_t offset = 0;

@@ -3,6 +3,7 @@
 #include "core/config/json_fields.hpp"
 #include "core/config/overrides.hpp"
 #include "core/config/parse_job.hpp"
+#include "core/device/device_plan.hpp"
 #include "core/errors.hpp"
 
 #include <set>
@@ -14,10 +15,12 @@ namespace {
 const std::vector<std::string> suite_keys{"jobs", "sweep", "devices", "max_concurrent"};
 
 bool valid_device_request(const std::string& d) {
-  if (d == "cpu" || d == "cuda")
-    return true;
-  return d.size() > 5 && d.rfind("cuda:", 0) == 0 &&
-         d.find_first_not_of("0123456789", 5) == std::string::npos;
+  return parse_device(d).has_value();
+}
+
+bool valid_device_offer(const std::string& d) {
+  const auto spec = parse_device(d);
+  return spec && (!spec->is_cuda() || spec->index);
 }
 
 std::vector<device_offer> read_devices(const nlohmann::json& file,
@@ -38,11 +41,10 @@ std::vector<device_offer> read_devices(const nlohmann::json& file,
     const auto where = "/devices/" + std::to_string(i);
     object_reader r(list[i], where, problems);
     device_offer d{"cpu", hardware};
-    r.string("device", d.name, valid_device_request, "\"cpu\" or \"cuda:N\"");
+    r.string("device", d.name, valid_device_offer, "\"cpu\" or \"cuda:N\"");
     r.integer("threads", d.threads, 1, 4096);
     r.finish({"device", "threads"});
-    // This build links the CPU LibTorch: there is no GPU to place anything on.
-    if (d.name.rfind("cuda", 0) == 0)
+    if (d.name.rfind("cuda", 0) == 0 && !local_inventory().cuda_built)
       problems.push_back(where + "/device: " + d.name +
                          " is not available: this build of troupe has no CUDA");
     devices.push_back(d);

@@ -71,8 +71,10 @@ void render_pipeline(std::ostringstream& out, const job_config& job, const run_p
 
 }  // namespace
 
-run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes) {
+run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes,
+                   const device_inventory& inventory) {
   run_plan p;
+  p.devices = make_device_plan(job, inventory);
   p.train_samples = train_samples;
   p.steps_per_epoch = train_samples / job.training.batch_size;
   if (p.steps_per_epoch == 0)
@@ -151,6 +153,10 @@ std::string render_plan(const job_config& job, const run_plan& p) {
       << " thread(s) on " << p.hardware_threads << " hardware thread(s)";
   if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
     out << "  [warning: oversubscribed, expect contention]";
+  out << "\n  devices: " << render_device_plan(p.devices);
+  if (job.on_cuda() && p.devices.gradients == gradient_path::coordinator &&
+      job.parallelism.replicas > 1)
+    out << "; gradients summed on the shared GPU";
   out << "\n  model: " << to_string(job.model.kind) << ", " << p.parameters << " parameters\n";
   for (const auto& layer : p.layers) {
     out << "    " << layer.name << " (" << layer.kind << ")";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/config/job_config.hpp"
+#include "core/device/device_plan.hpp"
 #include "core/model/model_builder.hpp"
 #include "core/pipeline/stage_split.hpp"
 
@@ -30,11 +31,14 @@ struct run_plan {
   std::vector<int64_t> micro_batch_rows;
   std::vector<int64_t> boundary_floats_per_row;  ///< by boundary: after stage 0, 1, ...
   double predicted_bubble = 0;
+  device_plan devices;  ///< which device each worker computes on
 };
 
 /// Throws job_error if the data cannot fill a single global batch, or if the pipeline split
-/// cannot work (more stages than layers with parameters, an unknown or misplaced boundary).
-run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes);
+/// cannot work (more stages than layers with parameters, an unknown or misplaced boundary), or
+/// if the job asks for devices `inventory` does not have.
+run_plan make_plan(const job_config& job, int64_t train_samples, int64_t classes,
+                   const device_inventory& inventory = local_inventory());
 
 /// Human-readable, several lines, ending with a newline.
 std::string render_plan(const job_config& job, const run_plan& plan);

@@ -11,18 +11,25 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
+#include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace troupe {
 replica_engine::replica_engine(const job_config& job, dataset_ptr data,
-                               const at::Tensor& initial_weights, int64_t rank)
+                               const at::Tensor& initial_weights, int64_t rank,
+                               device_transfer* transfer)
     : rank_(rank),
       replicas_(job.parallelism.replicas),
       global_batch_(job.training.batch_size),
       data_(std::move(data)),
       model_(build_model(job.model, data_->classes)),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
-      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)) {
+      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)),
+      transfer_(transfer != nullptr && !transfer->device().is_cpu() ? transfer : nullptr) {
+  if (transfer_ != nullptr)
+    model_->to(transfer_->device());
   flat_ = std::make_unique<flat_parameters>(*model_);
   TORCH_CHECK(initial_weights.numel() == flat_->size(), "initial weights have ",
               initial_weights.numel(), " elements, the model has ", flat_->size());
@@ -35,19 +42,35 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
 
 replica_engine::~replica_engine() = default;
 
+replica_engine::batch replica_engine::fetch(int64_t step) {
+  if (prefetched_.step == step)
+    return std::exchange(prefetched_, batch{});
+  const auto index = plan_.indices(step, rows_);
+  batch b{step, data_->train.images.index_select(0, index),
+          data_->train.labels.index_select(0, index)};
+  if (transfer_ != nullptr) {
+    b.images = transfer_->upload(b.images);
+    b.labels = transfer_->upload(b.labels);
+  }
+  return b;
+}
+
 gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_global) {
+  const auto b = fetch(step);
+  // On a GPU the next batch's copy overlaps this step's kernels (a CPU has nothing to overlap).
+  if (transfer_ != nullptr)
+    prefetched_ = fetch(step + 1);
   flat_->grads().zero_();
-  auto index = plan_.indices(step, rows_);
-  auto images = data_->train.images.index_select(0, index);
-  auto labels = data_->train.labels.index_select(0, index);
-  auto loss = torch::nn::functional::cross_entropy(model_->forward(images), labels);
-  const double value = loss.item<double>();
-  if (!std::isfinite(value))
-    throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step) +
-                         " on replica " + std::to_string(rank_));
+  auto loss = torch::nn::functional::cross_entropy(model_->forward(b.images), b.labels);
+  const auto unscaled = loss.detach();
   if (scale_to_global && rows_.size() != global_batch_)
     loss = loss * (static_cast<double>(rows_.size()) / static_cast<double>(global_batch_));
   loss.backward();
+  // Read after backward is queued, so that a GPU is not left idle while the host waits.
+  const double value = unscaled.item<double>();
+  if (!std::isfinite(value))
+    throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step) +
+                         " on replica " + std::to_string(rank_));
   return {value, rows_.size()};
 }
 
@@ -80,12 +103,26 @@ void replica_engine::set_weights(const at::Tensor& flat) {
 
 namespace {
 
+// The key of a parameter's optimizer state: LibTorch 1.x keys by the TensorImpl's address
+// printed as a string, 2.x by the address itself (GPU builds use a 2.x LibTorch).
+template <class Key>
+Key state_key(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream out;
+    out << param.unsafeGetTensorImpl();
+    return out.str();
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
+}
+
 // SGD keeps one momentum buffer per parameter, created at its first step.
 torch::optim::SGDParamState* momentum_state(torch::optim::Optimizer& optimizer,
                                             const at::Tensor& param) {
   auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
   TORCH_CHECK(sgd != nullptr, "momentum averaging needs the sgd optimizer");
-  auto it = sgd->state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  using state_map = std::decay_t<decltype(sgd->state())>;
+  auto it = sgd->state().find(state_key<typename state_map::key_type>(param));
   if (it == sgd->state().end())
     return nullptr;
   return static_cast<torch::optim::SGDParamState*>(it->second.get());
@@ -130,6 +167,10 @@ evaluation_result replica_engine::evaluate(row_range rows) {
     const int64_t n = std::min(eval_chunk_rows, rows.end - begin);
     auto images = data_->test.images.narrow(0, begin, n);
     auto labels = data_->test.labels.narrow(0, begin, n);
+    if (transfer_ != nullptr) {
+      images = transfer_->upload(images);
+      labels = transfer_->upload(labels);
+    }
     auto logits = model_->forward(images);
     result.loss_sum +=
         torch::nn::functional::cross_entropy(

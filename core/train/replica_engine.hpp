@@ -8,6 +8,7 @@
 #include "core/config/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
+#include "core/device/device_transfer.hpp"
 #include "core/model/flat_parameters.hpp"
 
 #include <torch/nn/modules/container/sequential.h>
@@ -35,8 +36,10 @@ struct evaluation_result {
 class replica_engine {
  public:
   /// `initial_weights` is the flat weight vector every replica starts from (same on all ranks).
+  /// With a `transfer` the model, its optimizer and its batches live on transfer->device(), and
+  /// the next step's batch is uploaded while this one computes; the data stays on the host.
   replica_engine(const job_config& job, dataset_ptr data, const at::Tensor& initial_weights,
-                 int64_t rank);
+                 int64_t rank, device_transfer* transfer = nullptr);
   ~replica_engine();
 
   /// Zeroes the gradient, then runs forward and backward on this rank's rows of `step`'s global
@@ -67,10 +70,18 @@ class replica_engine {
   evaluation_result evaluate();
   evaluation_result evaluate(row_range rows);
 
+  /// On the engine's device.
   const at::Tensor& weights() const { return flat_->weights(); }
   const flat_parameters& parameters() const { return *flat_; }
 
  private:
+  struct batch {
+    int64_t step = -1;
+    at::Tensor images, labels;
+  };
+  /// This rank's rows of `step`'s batch on the engine's device.
+  batch fetch(int64_t step);
+
   int64_t rank_;
   int64_t replicas_;
   int64_t global_batch_;
@@ -80,6 +91,8 @@ class replica_engine {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;
   row_range rows_;
+  device_transfer* transfer_;
+  batch prefetched_;  ///< GPU only: the next step's batch, on its way to the device
 };
 
 /// The flat weights a job starts from: the model's default initialization under the job's seed.

@@ -3,6 +3,7 @@
 #include "core/config/overrides.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
+#include "job_problems.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -17,12 +18,7 @@ namespace {
 
 // The problems parse_job reports for `j` (empty if it is valid).
 std::vector<std::string> problems_of(const json& j) {
-  try {
-    parse_job(j);
-  } catch (const job_error& e) {
-    return e.problems();
-  }
-  return {};
+  return test::problems_of([](const json& x) { return parse_job(x); }, j);
 }
 
 // Exactly one problem, containing every fragment.

@@ -4,6 +4,7 @@
 #include "core/suite/placement.hpp"
 #include "core/suite/suite_config.hpp"
 #include "core/suite/suite_results.hpp"
+#include "job_problems.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,20 +14,10 @@ using nlohmann::json;
 namespace {
 
 std::vector<std::string> problems_of(const json& j) {
-  try {
-    parse_suite(j);
-  } catch (const job_error& e) {
-    return e.problems();
-  }
-  return {};
+  return test::problems_of([](const json& x) { return parse_suite(x); }, j);
 }
 
-bool any_contains(const std::vector<std::string>& problems, const std::string& fragment) {
-  for (const auto& p : problems)
-    if (p.find(fragment) != std::string::npos)
-      return true;
-  return false;
-}
+using test::any_contains;
 
 std::vector<std::size_t> jobs_of(const std::vector<placement>& started) {
   std::vector<std::size_t> jobs;

@@ -68,6 +68,14 @@ expect 2 "/parallelism/replicas" -- "$troupe" validate "$root/configs/synthetic_
   --set parallelism.replicas=0
 expect 2 "--set seed.x=1" -- "$troupe" validate "$root/configs/synthetic_smoke.json" --set seed.x=1
 expect 2 "PATH=VALUE" -- "$troupe" validate "$root/configs/synthetic_smoke.json" --set nonsense
+# A CPU build (this test's build) refuses a GPU job at plan time, before any output exists.
+expect 2 "/device: asks for cuda:0, but this build of troupe has no CUDA" -- "$troupe" validate \
+  "$root/configs/synthetic_smoke.json" --set device=cuda:0
+expect 2 "/device: asks for cuda, but this build" -- "$troupe" run \
+  "$root/configs/synthetic_smoke.json" --set device=cuda --out "$tmp/no_gpu"
+[ ! -e "$tmp/no_gpu" ] && pass || fail "a GPU job on a CPU build created its output folder"
+expect 2 '/device: must be "cpu", "cuda" or "cuda:N"' -- "$troupe" validate \
+  "$root/configs/synthetic_smoke.json" --set device=gpu
 
 # --- a short run leaves every output file -----------------------------------------------------
 out="$tmp/run1"

@@ -1,0 +1,102 @@
+// Benchmark (CUDA builds): troupe's sync replicas sharing one GPU against a plain LibTorch loop
+// on the same GPU, Fashion-MNIST CNN, same global batch; then the weights of 50 sync steps on
+// the GPU against the same 50 on the CPU. Prints one JSON object:
+//   {"plain": samples/s, "troupe": [{"replicas": R, "samples_per_s": x, "ratio": x / plain}],
+//    "gpu_vs_cpu_max_abs_diff": d}
+// Each figure is the best of `rounds` alternated runs (plain, then each R), so that a GPU
+// warming up or a neighbour's burst does not decide the ratio.
+#include "actors/run_training.hpp"
+#include "bench/plain_loop.hpp"
+#include "bench/timed_run.hpp"
+#include "core/data/fashion_mnist.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+using namespace troupe;
+
+namespace {
+
+job_config cnn_job(int64_t replicas, int64_t steps, int64_t batch) {
+  job_config job;
+  job.name = "gpu_bench";
+  job.seed = 1;
+  job.model.kind = model_kind::cnn;
+  job.model.hidden = {128};
+  job.optimizer.lr = 0.05;
+  job.optimizer.momentum = 0.9;
+  job.training.epochs = 0;
+  job.training.steps = steps;
+  job.training.batch_size = batch;
+  job.training.eval_interval = 1 << 30;  // only after the last, untimed, step
+  job.parallelism.replicas = replicas;
+  job.device = {*parse_device("cuda:0")};
+  return job;
+}
+
+void synchronize_cuda() {
+  torch::cuda::synchronize();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int64_t steps = 300, warmup = 30, batch = 128, rounds = 3;
+  CLI::App app{"troupe GPU training benchmark against a plain LibTorch loop"};
+  app.add_option("--data", data_dir, "Fashion-MNIST folder");
+  app.add_option("--steps", steps, "timed steps")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::Range(1, 1000000));
+  app.add_option("--batch", batch, "global batch")->check(CLI::Range(4, 100000));
+  app.add_option("--rounds", rounds, "alternated rounds; the best of each is kept")
+      ->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (!torch::cuda::is_available())
+      throw std::runtime_error("no CUDA device is visible");
+    auto data = std::make_shared<const dataset>(load_fashion_mnist(data_dir));
+    const std::vector<int64_t> replica_counts{1, 2, 4};
+    double plain = 0;
+    std::vector<double> best(replica_counts.size(), 0);
+    for (int64_t round = 0; round < rounds; ++round) {
+      plain = std::max(plain, bench::plain_loop(cnn_job(1, warmup + steps, batch), *data, 1, warmup,
+                                                steps, at::Device(at::kCUDA, 0), synchronize_cuda));
+      for (std::size_t i = 0; i < replica_counts.size(); ++i)
+        best[i] = std::max(
+            best[i],
+            bench::timed_run(cnn_job(replica_counts[i], warmup + steps, batch), data, warmup, steps)
+                .samples_per_s);
+    }
+    nlohmann::json troupe_runs = nlohmann::json::array();
+    for (std::size_t i = 0; i < replica_counts.size(); ++i)
+      troupe_runs.push_back({{"replicas", replica_counts[i]},
+                             {"samples_per_s", best[i]},
+                             {"ratio", best[i] / plain}});
+    // The same 50 sync steps (2 replicas) on the GPU and on the CPU.
+    auto gpu_job = cnn_job(2, 50, batch);
+    auto cpu_job = gpu_job;
+    cpu_job.device = {device_spec{}};
+    const auto on_gpu = run_training(gpu_job, data, {});
+    const auto on_cpu = run_training(cpu_job, data, {});
+    if (on_gpu.status != "succeeded" || on_cpu.status != "succeeded")
+      throw std::runtime_error("equivalence runs failed: " + on_gpu.error + on_cpu.error);
+    const double diff = (on_gpu.final_weights - on_cpu.final_weights).abs().max().item<double>();
+    nlohmann::json out = {{"benchmark", "gpu_train"},
+                          {"model", "cnn"},
+                          {"batch", batch},
+                          {"steps", steps},
+                          {"plain", plain},
+                          {"troupe", troupe_runs},
+                          {"gpu_vs_cpu_max_abs_diff", diff}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_train_bench: %s\n", e.what());
+    return 1;
+  }
+}

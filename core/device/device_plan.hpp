@@ -1,0 +1,41 @@
+// Which GPU each worker of a job gets, decided before the run starts: a job that asks for CUDA on
+// a build or a machine without it fails here, at plan time, with a message that says which.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/device/device_spec.hpp"
+
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// What this process can compute on.
+struct device_inventory {
+  /// Built against a CUDA LibTorch, with NCCL (CMake option TROUPE_CUDA).
+  bool cuda_built = false;
+  int cuda_devices = 0;  ///< GPUs visible to this process
+};
+
+/// This process's inventory: the build, and the GPUs LibTorch sees (CUDA_VISIBLE_DEVICES applies).
+device_inventory local_inventory();
+
+/// How sync replicas on GPUs sum their gradients: through the coordinator, in device memory,
+/// when they share one GPU (NCCL refuses two ranks on one device); with NCCL all-reduce when
+/// each has a GPU of its own.
+enum class gradient_path { coordinator, nccl };
+
+struct device_plan {
+  std::vector<device_spec> workers;  ///< one concrete device per worker, replica-major
+  gradient_path gradients = gradient_path::coordinator;
+};
+
+/// Resolves `job.device` (parse_job has checked its shape) against `inventory`: "cuda" becomes
+/// cuda:(w mod visible GPUs). Throws job_error naming /device when the build has no CUDA, no GPU
+/// is visible, an index is out of range, or replicas share some GPUs but not all.
+device_plan make_device_plan(const job_config& job, const device_inventory& inventory);
+
+/// "cpu", "cuda:0 (all 4 workers)" or "cuda:0 cuda:1 ...; gradients by NCCL all-reduce".
+std::string render_device_plan(const device_plan& plan);
+
+}  // namespace troupe

@@ -1,0 +1,19 @@
+// How a compute engine gets its input batches onto its device. The engines in core/ know only
+// this interface; gpu/worker_device implements it with a copy stream and pinned memory.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+namespace troupe {
+
+class device_transfer {
+ public:
+  virtual ~device_transfer() = default;
+  virtual c10::Device device() const = 0;
+  /// A copy of `host` on device(); may return before the copy is done, but every later kernel
+  /// of the caller's thread on that device sees the finished copy.
+  virtual at::Tensor upload(const at::Tensor& host) = 0;
+};
+
+}  // namespace troupe

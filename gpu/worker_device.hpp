@@ -1,0 +1,58 @@
+// A worker's hold on the device it computes on, the same interface on every build.
+//
+// CPU: nothing to do; every call is free. CUDA (builds with TROUPE_CUDA): the worker gets a
+// compute stream of its own, made current on the worker's thread, so that several workers can
+// share one GPU without serializing on its default stream; input batches go host -> device from
+// pinned memory on a second stream, so that the next batch's copy overlaps this batch's compute.
+// A CPU build throws gpu_unavailable for a CUDA device; plan time (core/device) refuses such jobs
+// first, so this is a last line.
+//
+// Thread safety: construct and use on the worker's own thread (streams are per thread).
+#pragma once
+
+#include "core/device/device_spec.hpp"
+#include "core/device/device_transfer.hpp"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace troupe::gpu {
+
+class gpu_unavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class worker_device final : public device_transfer {
+ public:
+  /// `who` names the worker in error messages ("worker 2").
+  worker_device(const device_spec& device, std::string who);
+  ~worker_device() override;
+
+  c10::Device device() const override;
+  at::Tensor upload(const at::Tensor& host) override;
+
+  /// Blocks until the worker's stream has run everything queued on it: before a tensor the
+  /// stream writes leaves the actor.
+  void finish_work();
+  /// Makes the worker's next work wait for what other threads have queued on the device's
+  /// default stream (the coordinator sums gradients there) without blocking this thread, and
+  /// keeps `shared` (their result) from being reallocated before the worker's stream is done
+  /// reading it.
+  void follow_shared_work(const at::Tensor& shared);
+
+  /// Sync replicas with a GPU each: joins the NCCL group (blocks until all `ranks` have joined).
+  void join_nccl(const std::string& nccl_id, int rank, int ranks);
+  /// Sums `flat` (float32, on this device) in place over the NCCL group, on the worker's stream.
+  void all_reduce_sum(at::Tensor& flat);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// A new NCCL unique id, as bytes for a message; throws gpu_unavailable on CPU builds.
+std::string new_nccl_id();
+
+}  // namespace troupe::gpu

@@ -1,0 +1,136 @@
+// Devices in the job file: parsing "cpu" / "cuda" / "cuda:N", the job key's shapes and the
+// limits of CUDA jobs, and the plan-time decision against an inventory (any inventory: the
+// rules do not need a GPU to be tested).
+#include "core/config/parse_job.hpp"
+#include "core/device/device_plan.hpp"
+#include "core/errors.hpp"
+#include "core/train/plan.hpp"
+#include "job_problems.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace troupe;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> problems_of(const json& j) {
+  return test::problems_of([](const json& x) { return parse_job(x); }, j);
+}
+
+using test::any_contains;
+
+json replicas_job(int replicas, json device) {
+  return {{"parallelism", {{"replicas", replicas}}}, {"device", std::move(device)}};
+}
+
+// The message make_device_plan throws, or "" when it plans.
+std::string plan_error(const json& j, device_inventory inventory) {
+  try {
+    make_device_plan(parse_job(j), inventory);
+  } catch (const job_error& e) {
+    return e.problems().at(0);
+  }
+  return "";
+}
+
+constexpr device_inventory cpu_build{false, 0};
+constexpr device_inventory no_gpu{true, 0};
+constexpr device_inventory two_gpus{true, 2};
+
+}  // namespace
+
+TEST_SUITE("device") {
+  TEST_CASE("device names") {
+    CHECK(parse_device("cpu")->str() == "cpu");
+    CHECK(parse_device("cuda")->str() == "cuda");
+    CHECK_FALSE(parse_device("cuda")->index.has_value());
+    CHECK(parse_device("cuda:0")->index == 0);
+    CHECK(parse_device("cuda:17")->str() == "cuda:17");
+    for (const char* bad : {"", "gpu", "CPU", "cuda:", "cuda:-1", "cuda:+1", "cuda:01", "cuda: 1",
+                            "cuda:1x", "cuda:1024", "cuda:99999999999", "cuda:0:1"})
+      CHECK_MESSAGE(!parse_device(bad).has_value(), bad);
+  }
+
+  TEST_CASE("the device key: one for all workers or one per worker") {
+    CHECK(parse_job(json::object()).device == std::vector<device_spec>{device_spec{}});
+    CHECK(parse_job(replicas_job(2, "cuda:1")).device.front().index == 1);
+    CHECK(parse_job(replicas_job(2, {"cuda:0", "cuda:1"})).device.size() == 2);
+    CHECK(any_contains(problems_of(replicas_job(1, "gpu0")),
+                       R"(/device: must be "cpu", "cuda" or "cuda:N", got "gpu0")"));
+    CHECK(any_contains(problems_of(replicas_job(2, {"cuda:0", 3})),
+                       R"(/device/1: must be "cpu", "cuda" or "cuda:N", got 3)"));
+    CHECK(any_contains(problems_of(replicas_job(2, json::array())), "/device: must be"));
+    CHECK(any_contains(problems_of(replicas_job(3, {"cuda:0", "cuda:1"})),
+                       "/device: one device for all workers or one per worker, but the job has "
+                       "3 worker(s) and 2 devices were given"));
+    CHECK(any_contains(problems_of(replicas_job(2, {"cpu", "cuda:0"})),
+                       "/device: the workers of a job run on one kind of device"));
+  }
+
+  TEST_CASE("CUDA jobs are sync data-parallel replicas in one process, for now") {
+    json async = replicas_job(2, "cuda:0");
+    async["parallelism"]["policy"] = "async";
+    CHECK(any_contains(problems_of(async), "/device: CUDA workers run sync data-parallel"));
+    json pipeline = replicas_job(1, "cuda:0");
+    pipeline["parallelism"]["stages"] = 2;
+    CHECK(any_contains(problems_of(pipeline), "/device: CUDA workers run sync data-parallel"));
+    json cluster = replicas_job(2, "cuda");
+    cluster["cluster"] = {{"nodes", 2}};
+    CHECK(any_contains(problems_of(cluster), "/device: CUDA workers run sync data-parallel"));
+    // The CPU runs everything, as before.
+    async["device"] = "cpu";
+    CHECK(problems_of(async).empty());
+  }
+
+  TEST_CASE("the resolved job names its devices") {
+    CHECK(to_json(parse_job(json::object()))["device"] == "cpu");
+    CHECK(to_json(parse_job(replicas_job(2, {"cuda:1", "cuda:0"})))["device"] ==
+          json{"cuda:1", "cuda:0"});
+  }
+
+  TEST_CASE("a CPU build refuses CUDA at plan time, saying why") {
+    CHECK(plan_error(replicas_job(1, "cuda:0"), cpu_build) ==
+          "/device: asks for cuda:0, but this build of troupe has no CUDA: it was built against "
+          "a CPU-only LibTorch or without NCCL (README: GPUs)");
+    CHECK(plan_error(replicas_job(1, "cuda"), no_gpu).find("no CUDA device is visible") !=
+          std::string::npos);
+    CHECK(plan_error(replicas_job(1, "cpu"), cpu_build).empty());
+  }
+
+  TEST_CASE("indices are checked against the visible GPUs") {
+    CHECK(plan_error(replicas_job(1, "cuda:2"), two_gpus) ==
+          "/device: cuda:2 is not visible: this process sees 2 CUDA devices (cuda:0 to cuda:1)");
+    CHECK(plan_error(replicas_job(2, {"cuda:0", "cuda:5"}), two_gpus)
+              .rfind("/device/1: cuda:5 is not visible", 0) == 0);
+  }
+
+  TEST_CASE("replicas share one GPU through the coordinator, or have one each with NCCL") {
+    const auto shared = make_device_plan(parse_job(replicas_job(4, "cuda:1")), two_gpus);
+    CHECK(shared.workers == std::vector<device_spec>(4, *parse_device("cuda:1")));
+    CHECK(shared.gradients == gradient_path::coordinator);
+    CHECK(render_device_plan(shared) == "cuda:1 (all 4 workers)");
+
+    const auto each = make_device_plan(parse_job(replicas_job(2, "cuda")), two_gpus);
+    CHECK(each.workers[0].str() == "cuda:0");
+    CHECK(each.workers[1].str() == "cuda:1");
+    CHECK(each.gradients == gradient_path::nccl);
+    CHECK(render_device_plan(each) == "cuda:0 cuda:1; gradients by NCCL all-reduce");
+
+    // "cuda" spreads 3 replicas over 2 GPUs: some share, some do not, which neither path does.
+    CHECK(plan_error(replicas_job(3, "cuda"), two_gpus)
+              .find("sync replicas sum gradients either on one shared GPU or with NCCL") !=
+          std::string::npos);
+    CHECK(make_device_plan(parse_job(replicas_job(1, "cuda")), two_gpus).gradients ==
+          gradient_path::coordinator);
+  }
+
+  TEST_CASE("the run plan shows the devices and refuses what this build lacks") {
+    auto job = parse_job({{"data", {{"type", "synthetic"}}}});
+    CHECK(render_plan(job, make_plan(job, 4096, 10)).find("  devices: cpu\n") != std::string::npos);
+    job.device = {*parse_device("cuda:0")};
+    CHECK_THROWS_AS(make_plan(job, 4096, 10, cpu_build), job_error);
+    const auto on_gpu = make_plan(job, 4096, 10, two_gpus);
+    CHECK(render_plan(job, on_gpu).find("  devices: cuda:0\n") != std::string::npos);
+  }
+}

@@ -1,0 +1,67 @@
+// GPU workers through the actors (CUDA builds, on a GPU): batches reach the device intact, and
+// sync training on one GPU, shared by 1, 2 or 4 replicas, or with a GPU per replica (NCCL),
+// ends at the CPU run's weights within float tolerance.
+#include "../actors/training_fixtures.hpp"
+#include "actors/run_training.hpp"
+#include "core/device/device_plan.hpp"
+#include "gpu/worker_device.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+
+using namespace troupe;
+
+namespace {
+
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+// GPU kernels sum in another order than the CPU's: 50 steps of SGD with momentum drift by about
+// 1e-6 per weight; 1e-4 still catches a missed or doubled update.
+constexpr double gpu_tolerance = 1e-4;
+
+}  // namespace
+
+TEST_SUITE("gpu_training") {
+  TEST_CASE("a batch uploads to the worker's device intact") {
+    gpu::worker_device device(*parse_device("cuda:0"), "test");
+    CHECK(device.device() == c10::Device(c10::kCUDA, 0));
+    const auto host = at::randn({64, 1, 28, 28});
+    const auto on_device = device.upload(host);
+    CHECK(on_device.is_cuda());
+    CHECK(at::equal(on_device.to(at::kCPU), host));
+  }
+
+  TEST_CASE("sync replicas sharing one GPU end at the CPU run's weights") {
+    auto cpu_job = test::small_job(1, 50);
+    const auto data = test::small_data(cpu_job);
+    const auto on_cpu = run_training(cpu_job, data, {});
+    REQUIRE(on_cpu.status == "succeeded");
+    for (int64_t replicas : {1, 2, 4}) {
+      CAPTURE(replicas);
+      auto job = test::small_job(replicas, 50);
+      job.device = {*parse_device("cuda:0")};
+      const auto on_gpu = run_training(job, data, {});
+      REQUIRE_MESSAGE(on_gpu.status == "succeeded", on_gpu.error);
+      CHECK(on_gpu.final_weights.is_cpu());
+      CHECK(max_abs_diff(on_gpu.final_weights, on_cpu.final_weights) <= gpu_tolerance);
+    }
+  }
+
+  TEST_CASE("a GPU per replica sums with NCCL and ends at the CPU run's weights") {
+    const int gpus = local_inventory().cuda_devices;
+    if (gpus < 2) {
+      MESSAGE("one GPU visible: NCCL needs a GPU per replica, nothing to test");
+      return;
+    }
+    auto cpu_job = test::small_job(1, 50);
+    const auto data = test::small_data(cpu_job);
+    const auto on_cpu = run_training(cpu_job, data, {});
+    auto job = test::small_job(gpus, 50);
+    job.device = {*parse_device("cuda")};
+    const auto on_gpus = run_training(job, data, {});
+    REQUIRE_MESSAGE(on_gpus.status == "succeeded", on_gpus.error);
+    CHECK(max_abs_diff(on_gpus.final_weights, on_cpu.final_weights) <= gpu_tolerance);
+  }
+}
