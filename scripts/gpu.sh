@@ -60,7 +60,7 @@ run() {
   } 2>&1 | tee "$out/gpu_build.log"
   local data=$deps/root/usr/share/datasets/fashion-mnist
   local status=0
-  TROUPE_FASHION_MNIST=$data ctest --test-dir "$build" -R 'troupe_gpu_tests' --output-on-failure \
+  ctest --test-dir "$build" -R 'troupe_gpu_tests' --output-on-failure \
     2>&1 | tee "$out/gpu_tests.log" || status=1
   "$build/bench/gpu_train_bench" --data "$data" | tee "$out/gpu_train.json" || status=1
   "$build/bench/nccl_allreduce_bench" | tee "$out/nccl_allreduce.json" || status=1
