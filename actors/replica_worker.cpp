@@ -60,8 +60,10 @@ void ensure_engine(replica_worker_state& st) {
   const auto device =
       devices.empty() ? device_spec{} : devices.at(static_cast<std::size_t>(st.rank));
   st.device = std::make_unique<gpu::worker_device>(device, "worker " + std::to_string(st.rank));
-  st.engine = std::make_unique<replica_engine>(st.setup->job, st.setup->data,
-                                               st.setup->initial_weights, st.rank, st.device.get());
+  // A CPU worker's batches are already where they are used: no transfer, no prefetch.
+  st.engine =
+      std::make_unique<replica_engine>(st.setup->job, st.setup->data, st.setup->initial_weights,
+                                       st.rank, device.is_cuda() ? st.device.get() : nullptr);
 }
 
 // Sleeps for `faults.slow_ms` on the slowed worker: a straggler for demos and tests.

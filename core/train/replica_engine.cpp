@@ -27,8 +27,8 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
       model_(build_model(job.model, data_->classes)),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
       rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)),
-      transfer_(transfer != nullptr && !transfer->device().is_cpu() ? transfer : nullptr) {
-  if (transfer_ != nullptr)
+      transfer_(transfer) {
+  if (transfer_ != nullptr && !transfer_->device().is_cpu())
     model_->to(transfer_->device());
   flat_ = std::make_unique<flat_parameters>(*model_);
   TORCH_CHECK(initial_weights.numel() == flat_->size(), "initial weights have ",
@@ -57,7 +57,7 @@ replica_engine::batch replica_engine::fetch(int64_t step) {
 
 gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_global) {
   const auto b = fetch(step);
-  // On a GPU the next batch's copy overlaps this step's kernels (a CPU has nothing to overlap).
+  // On a GPU the next batch's copy overlaps this step's kernels.
   if (transfer_ != nullptr)
     prefetched_ = fetch(step + 1);
   flat_->grads().zero_();

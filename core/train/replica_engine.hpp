@@ -38,6 +38,7 @@ class replica_engine {
   /// `initial_weights` is the flat weight vector every replica starts from (same on all ranks).
   /// With a `transfer` the model, its optimizer and its batches live on transfer->device(), and
   /// the next step's batch is uploaded while this one computes; the data stays on the host.
+  /// Without one (CPU workers) batches are used where they are.
   replica_engine(const job_config& job, dataset_ptr data, const at::Tensor& initial_weights,
                  int64_t rank, device_transfer* transfer = nullptr);
   ~replica_engine();
@@ -92,7 +93,7 @@ class replica_engine {
   batch_plan plan_;
   row_range rows_;
   device_transfer* transfer_;
-  batch prefetched_;  ///< GPU only: the next step's batch, on its way to the device
+  batch prefetched_;  ///< with a transfer: the next step's batch, on its way to the device
 };
 
 /// The flat weights a job starts from: the model's default initialization under the job's seed.

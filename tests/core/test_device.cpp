@@ -1,10 +1,12 @@
 // Devices in the job file: parsing "cpu" / "cuda" / "cuda:N", the job key's shapes and the
-// limits of CUDA jobs, and the plan-time decision against an inventory (any inventory: the
-// rules do not need a GPU to be tested).
+// limits of CUDA jobs, the plan-time decision against an inventory (any inventory: the rules
+// do not need a GPU to be tested), and the engine's upload-and-prefetch path on the CPU.
 #include "core/config/parse_job.hpp"
+#include "core/data/synthetic.hpp"
 #include "core/device/device_plan.hpp"
 #include "core/errors.hpp"
 #include "core/train/plan.hpp"
+#include "core/train/replica_engine.hpp"
 #include "job_problems.hpp"
 
 #include <doctest/doctest.h>
@@ -132,5 +134,50 @@ TEST_SUITE("device") {
     CHECK_THROWS_AS(make_plan(job, 4096, 10, cpu_build), job_error);
     const auto on_gpu = make_plan(job, 4096, 10, two_gpus);
     CHECK(render_plan(job, on_gpu).find("  devices: cuda:0\n") != std::string::npos);
+  }
+}
+
+namespace {
+
+// A transfer that stays on the CPU and counts: the GPU path's bookkeeping (upload, prefetch of
+// the next batch, uploads for evaluation), testable without a GPU.
+struct counting_transfer final : device_transfer {
+  int64_t uploads = 0;
+  c10::Device device() const override { return c10::Device(c10::kCPU); }
+  at::Tensor upload(const at::Tensor& host) override {
+    ++uploads;
+    return host.clone();
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("device") {
+  TEST_CASE("an engine with a transfer trains exactly as one without, prefetching each batch") {
+    auto job =
+        parse_job({{"seed", 4},
+                   {"data", {{"type", "synthetic"}, {"train_samples", 256}, {"test_samples", 64}}},
+                   {"model", {{"hidden", {16}}}},
+                   {"training", {{"steps", 6}, {"batch_size", 32}}},
+                   {"optimizer", {{"momentum", 0.9}}}});
+    const auto data = std::make_shared<const dataset>(make_synthetic(256, 64, 1.0, 4));
+    const auto start = initial_weights(job, data->classes);
+    replica_engine plain(job, data, start, 0);
+    counting_transfer transfer;
+    replica_engine uploaded(job, data, start, 0, &transfer);
+    for (int64_t step = 0; step < 6; ++step) {
+      const auto a = plain.compute_gradient(step, true);
+      const auto b = uploaded.compute_gradient(step, true);
+      CHECK(a.loss == b.loss);
+      plain.apply(plain.gradient());
+      uploaded.apply(uploaded.gradient());
+    }
+    CHECK(at::equal(plain.weights(), uploaded.weights()));
+    // Images and labels of steps 0..6: step s uses the batch prefetched during step s - 1.
+    CHECK(transfer.uploads == 2 * 7);
+    const auto e = uploaded.evaluate();
+    CHECK(e.count == 64);
+    CHECK(transfer.uploads == 2 * 7 + 2);  // one chunk of 64 test rows
+    CHECK(plain.evaluate().correct == e.correct);
   }
 }
