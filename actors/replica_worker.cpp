@@ -56,9 +56,7 @@ void maybe_inject_fault(const faults_config& faults, int64_t rank, int64_t step)
 void ensure_engine(replica_worker_state& st) {
   if (st.engine)
     return;
-  const auto& devices = st.setup->devices.workers;
-  const auto device =
-      devices.empty() ? device_spec{} : devices.at(static_cast<std::size_t>(st.rank));
+  const auto device = st.setup->devices.workers.at(static_cast<std::size_t>(st.rank));
   st.device = std::make_unique<gpu::worker_device>(device, "worker " + std::to_string(st.rank));
   // A CPU worker's batches are already where they are used: no transfer, no prefetch.
   st.engine =
@@ -135,8 +133,7 @@ void compute_step(self_pointer self, int64_t step) {
   }
   if (policy == policy_kind::sync && setup.devices.gradients == gradient_path::nccl) {
     // A GPU each: the replicas sum among themselves on their streams, as a ring would.
-    auto grads = st.engine->gradient();
-    st.device->all_reduce_sum(grads);
+    st.device->all_reduce_sum(st.engine->gradient());
     finish_ring_step(self, step);
     return;
   }

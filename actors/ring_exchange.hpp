@@ -25,8 +25,6 @@ class ring_exchange {
       : ring_(rank, ranks, bucket_elements, window), rank_(rank) {}
 
   void link(Handle successor) { successor_ = std::move(successor); }
-  /// Drops the successor's handle (across processes, handles kept after a run keep peers alive).
-  void unlink() { successor_ = nullptr; }
 
   /// Starts summing `buffer` in place for `round`; then takes any chunks that came early.
   /// Returns true when the sum is already complete (one rank, or every chunk was early).

@@ -45,7 +45,7 @@ class worker_device final : public device_transfer {
   /// Sync replicas with a GPU each: joins the NCCL group (blocks until all `ranks` have joined).
   void join_nccl(const std::string& nccl_id, int rank, int ranks);
   /// Sums `flat` (float32, on this device) in place over the NCCL group, on the worker's stream.
-  void all_reduce_sum(at::Tensor& flat);
+  void all_reduce_sum(const at::Tensor& flat);
 
  private:
   struct impl;

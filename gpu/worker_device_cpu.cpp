@@ -36,7 +36,7 @@ void worker_device::join_nccl(const std::string&, int rank, int) {
   unavailable("worker " + std::to_string(rank), "NCCL");
 }
 
-void worker_device::all_reduce_sum(at::Tensor&) {
+void worker_device::all_reduce_sum(const at::Tensor&) {
   unavailable("a worker", "NCCL");
 }
 

@@ -96,7 +96,7 @@ void worker_device::join_nccl(const std::string& nccl_id, int rank, int ranks) {
       std::make_unique<nccl_comm>(nccl_id, rank, ranks, impl_->device.index(), impl_->who);
 }
 
-void worker_device::all_reduce_sum(at::Tensor& flat) {
+void worker_device::all_reduce_sum(const at::Tensor& flat) {
   if (!impl_->nccl)
     throw gpu_error(impl_->who + ": all-reduce before joining the NCCL group");
   TORCH_CHECK(flat.is_cuda() && flat.scalar_type() == at::kFloat && flat.is_contiguous(),

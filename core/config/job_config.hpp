@@ -154,7 +154,12 @@ struct job_config {
   /// worker r * stages + s). make_device_plan (core/device) resolves "cuda" to a GPU.
   std::vector<device_spec> device{device_spec{}};
 
-  bool on_cuda() const;
+  bool on_cuda() const {
+    for (const auto& d : device)
+      if (d.is_cuda())
+        return true;
+    return false;
+  }
 };
 
 const char* to_string(model_kind x);

@@ -1,11 +1,10 @@
-// Job validation: parse_job() checks every key of a job's JSON into a job_config, to_json()
-// writes the resolved job back, read_json_file() reports file and syntax errors by line.
+// Job validation: parse_job() checks every key of a job's JSON into a job_config,
+// read_json_file() reports file and syntax errors by line (to_json() is in job_json.cpp).
 #include "core/config/parse_job.hpp"
 
 #include "core/config/json_fields.hpp"
 #include "core/errors.hpp"
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -238,13 +237,9 @@ void read_cluster(object_reader r, cluster_config& c) {
   r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb"});
 }
 
-bool valid_device_text(const std::string& text) {
-  return parse_device(text).has_value();
-}
-
 void read_device(object_reader& top, std::vector<device_spec>& device) {
   std::vector<std::string> texts;
-  if (!top.string_or_strings("device", texts, valid_device_text, device_expected, 4096) ||
+  if (!top.string_or_strings("device", texts, is_device_name, device_expected, 4096) ||
       texts.empty())
     return;
   device.clear();
@@ -301,10 +296,6 @@ const char* to_string(optimizer_kind x) {
 }
 const char* to_string(policy_kind x) {
   return policy_names[static_cast<std::size_t>(x)].c_str();
-}
-
-bool job_config::on_cuda() const {
-  return std::any_of(device.begin(), device.end(), [](const auto& d) { return d.is_cuda(); });
 }
 
 job_config parse_job(const nlohmann::json& json) {
@@ -415,119 +406,6 @@ job_config parse_job(const nlohmann::json& json) {
   if (!problems.empty())
     throw job_error(std::move(problems));
   return job;
-}
-
-nlohmann::ordered_json to_json(const job_config& job) {
-  using json = nlohmann::ordered_json;
-  json model = {{"type", to_string(job.model.kind)},
-                {"hidden", job.model.hidden},
-                {"activation", to_string(job.model.activation)}};
-  if (job.model.kind == model_kind::cnn) {
-    model["channels"] = job.model.channels;
-    model["kernel_size"] = job.model.kernel_size;
-  }
-  json data = {{"type", to_string(job.data.kind)}};
-  if (job.data.kind == data_kind::fashion_mnist) {
-    data["path"] = job.data.path;
-  } else {
-    data["train_samples"] = job.data.train_samples;
-    data["test_samples"] = job.data.test_samples;
-    data["noise"] = job.data.noise;
-  }
-  json optimizer = {{"type", to_string(job.optimizer.kind)},
-                    {"lr", job.optimizer.lr},
-                    {"weight_decay", job.optimizer.weight_decay}};
-  if (job.optimizer.kind == optimizer_kind::sgd) {
-    optimizer["momentum"] = job.optimizer.momentum;
-    optimizer["nesterov"] = job.optimizer.nesterov;
-  } else {
-    optimizer["betas"] = {job.optimizer.beta1, job.optimizer.beta2};
-    optimizer["eps"] = job.optimizer.eps;
-  }
-  json training = json::object();
-  if (job.training.steps > 0)
-    training["steps"] = job.training.steps;
-  else
-    training["epochs"] = job.training.epochs;
-  training["batch_size"] = job.training.batch_size;
-  training["eval_interval"] = job.training.eval_interval;
-  json parallelism = {{"policy", to_string(job.parallelism.policy)},
-                      {"replicas", job.parallelism.replicas},
-                      {"threads_per_replica", job.parallelism.threads_per_replica}};
-  if (job.parallelism.policy == policy_kind::local_sgd) {
-    parallelism["period"] = job.parallelism.period;
-    parallelism["average_momenta"] = job.parallelism.average_momenta;
-  }
-  if (job.parallelism.policy == policy_kind::schedule) {
-    json phases = json::array();
-    for (std::size_t i = 0; i < job.parallelism.phases.size(); ++i) {
-      const auto& phase = job.parallelism.phases[i];
-      json p = {{"policy", to_string(phase.policy)}};
-      if (i + 1 < job.parallelism.phases.size())
-        p["steps"] = phase.steps;
-      if (phase.policy == policy_kind::local_sgd) {
-        p["period"] = phase.period;
-        p["average_momenta"] = phase.average_momenta;
-      }
-      phases.push_back(p);
-    }
-    parallelism["phases"] = phases;
-  }
-  if (job.parallelism.policy == policy_kind::async) {
-    // An unbounded staleness is the key's absence, so the resolved job leaves it out.
-    if (job.parallelism.max_staleness)
-      parallelism["max_staleness"] = *job.parallelism.max_staleness;
-    parallelism["staleness_lr_scaling"] = job.parallelism.staleness_lr_scaling;
-  }
-  if (job.parallelism.pipelined()) {
-    parallelism["stages"] = job.parallelism.stages;
-    parallelism["micro_batches"] = job.parallelism.micro_batches;
-    parallelism["schedule"] = to_string(job.parallelism.schedule);
-    if (job.parallelism.stages > 1) {
-      if (job.parallelism.split.empty())
-        parallelism["split"] = "balanced";
-      else
-        parallelism["split"] = job.parallelism.split;
-    }
-  }
-  json out = {{"name", job.name},
-              {"seed", job.seed},
-              {"model", model},
-              {"data", data},
-              {"optimizer", optimizer},
-              {"training", training},
-              {"parallelism", parallelism}};
-  if (job.ensemble.enabled()) {
-    json ensemble = {{"members", job.ensemble.members},
-                     {"distinct_data_order", job.ensemble.distinct_data_order}};
-    if (!job.ensemble.lrs.empty())
-      ensemble["lrs"] = job.ensemble.lrs;
-    out["ensemble"] = ensemble;
-  }
-  if (job.cluster.enabled())
-    out["cluster"] = {{"nodes", job.cluster.nodes},
-                      {"join_timeout_s", job.cluster.join_timeout_s},
-                      {"node_timeout_s", job.cluster.node_timeout_s},
-                      {"bucket_mb", job.cluster.bucket_mb}};
-  if (job.device.size() == 1) {
-    out["device"] = job.device.front().str();
-  } else {
-    out["device"] = json::array();
-    for (const auto& d : job.device)
-      out["device"].push_back(d.str());
-  }
-  json faults = json::object();
-  if (job.faults.throw_worker) {
-    faults["throw_worker"] = *job.faults.throw_worker;
-    faults["throw_step"] = job.faults.throw_step;
-  }
-  if (job.faults.slow_worker) {
-    faults["slow_worker"] = *job.faults.slow_worker;
-    faults["slow_ms"] = job.faults.slow_ms;
-  }
-  if (!faults.empty())
-    out["faults"] = faults;
-  return out;
 }
 
 nlohmann::json read_json_file(const std::string& path) {

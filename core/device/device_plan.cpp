@@ -49,12 +49,9 @@ device_plan make_device_plan(const job_config& job, const device_inventory& inve
   }
   if (!problems.empty())
     throw job_error(std::move(problems));
-  const std::set<int> distinct = [&] {
-    std::set<int> s;
-    for (const auto& d : plan.workers)
-      s.insert(*d.index);
-    return s;
-  }();
+  std::set<int> distinct;
+  for (const auto& d : plan.workers)
+    distinct.insert(*d.index);
   if (distinct.size() == workers && workers > 1)
     plan.gradients = gradient_path::nccl;
   else if (distinct.size() > 1)
@@ -73,9 +70,11 @@ std::string render_device_plan(const device_plan& plan) {
   bool same = true;
   for (const auto& d : w)
     same = same && d == w.front();
+  if (same && w.size() == 1)
+    return w.front().str();
   if (same)
-    return w.size() == 1 ? w.front().str()
-                         : w.front().str() + " (all " + std::to_string(w.size()) + " workers)";
+    return w.front().str() + " (all " + std::to_string(w.size()) + " workers)" +
+           (w.front().is_cuda() ? "; gradients summed on the shared GPU" : "");
   std::string out;
   for (const auto& d : w)
     out += (out.empty() ? "" : " ") + d.str();

@@ -35,7 +35,8 @@ struct device_plan {
 /// is visible, an index is out of range, or replicas share some GPUs but not all.
 device_plan make_device_plan(const job_config& job, const device_inventory& inventory);
 
-/// "cpu", "cuda:0 (all 4 workers)" or "cuda:0 cuda:1 ...; gradients by NCCL all-reduce".
+/// "cpu", "cuda:0 (all 4 workers); gradients summed on the shared GPU" or
+/// "cuda:0 cuda:1 ...; gradients by NCCL all-reduce".
 std::string render_device_plan(const device_plan& plan);
 
 }  // namespace troupe

@@ -28,6 +28,11 @@ std::ostream& operator<<(std::ostream& out, const device_spec& d);
 /// "cpu", "cuda" or "cuda:N" (N a decimal below 1024, no sign, no spaces); nullopt otherwise.
 std::optional<device_spec> parse_device(const std::string& text);
 
+/// parse_device(text) succeeds: the predicate the JSON readers take.
+inline bool is_device_name(const std::string& text) {
+  return parse_device(text).has_value();
+}
+
 /// What a job file may say where a device is expected, after "must be".
 inline constexpr const char* device_expected = "\"cpu\", \"cuda\" or \"cuda:N\"";
 

@@ -14,10 +14,6 @@ namespace {
 
 const std::vector<std::string> suite_keys{"jobs", "sweep", "devices", "max_concurrent"};
 
-bool valid_device_request(const std::string& d) {
-  return parse_device(d).has_value();
-}
-
 bool valid_device_offer(const std::string& d) {
   const auto spec = parse_device(d);
   return spec && (!spec->is_cuda() || spec->index);
@@ -167,7 +163,7 @@ suite_config parse_suite(const nlohmann::json& file) {
       job.overrides = overrides;
       job.request.device = json.value("device", std::string("cpu"));
       if (json.contains("device") &&
-          (!json["device"].is_string() || !valid_device_request(job.request.device)))
+          (!json["device"].is_string() || !is_device_name(job.request.device)))
         problems.push_back(where + "/device: must be \"cpu\", \"cuda\" or \"cuda:N\", got " +
                            render_value(json["device"]));
       read_limits(json, where, job.limits, problems);

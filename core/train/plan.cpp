@@ -154,9 +154,6 @@ std::string render_plan(const job_config& job, const run_plan& p) {
   if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
     out << "  [warning: oversubscribed, expect contention]";
   out << "\n  devices: " << render_device_plan(p.devices);
-  if (job.on_cuda() && p.devices.gradients == gradient_path::coordinator &&
-      job.parallelism.replicas > 1)
-    out << "; gradients summed on the shared GPU";
   out << "\n  model: " << to_string(job.model.kind) << ", " << p.parameters << " parameters\n";
   for (const auto& layer : p.layers) {
     out << "    " << layer.name << " (" << layer.kind << ")";

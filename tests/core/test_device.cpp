@@ -111,7 +111,8 @@ TEST_SUITE("device") {
     const auto shared = make_device_plan(parse_job(replicas_job(4, "cuda:1")), two_gpus);
     CHECK(shared.workers == std::vector<device_spec>(4, *parse_device("cuda:1")));
     CHECK(shared.gradients == gradient_path::coordinator);
-    CHECK(render_device_plan(shared) == "cuda:1 (all 4 workers)");
+    CHECK(render_device_plan(shared) ==
+          "cuda:1 (all 4 workers); gradients summed on the shared GPU");
 
     const auto each = make_device_plan(parse_job(replicas_job(2, "cuda")), two_gpus);
     CHECK(each.workers[0].str() == "cuda:0");

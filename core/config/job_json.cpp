@@ -1,0 +1,121 @@
+// to_json(): a job_config written back as JSON with every default filled in, which is what a
+// run records as its resolved job.json. Keys that do not apply (a cnn's channels on an mlp, an
+// optimizer's other settings) are left out, so the file reads as the job that ran.
+#include "core/config/parse_job.hpp"
+
+namespace troupe {
+
+nlohmann::ordered_json to_json(const job_config& job) {
+  using json = nlohmann::ordered_json;
+  json model = {{"type", to_string(job.model.kind)},
+                {"hidden", job.model.hidden},
+                {"activation", to_string(job.model.activation)}};
+  if (job.model.kind == model_kind::cnn) {
+    model["channels"] = job.model.channels;
+    model["kernel_size"] = job.model.kernel_size;
+  }
+  json data = {{"type", to_string(job.data.kind)}};
+  if (job.data.kind == data_kind::fashion_mnist) {
+    data["path"] = job.data.path;
+  } else {
+    data["train_samples"] = job.data.train_samples;
+    data["test_samples"] = job.data.test_samples;
+    data["noise"] = job.data.noise;
+  }
+  json optimizer = {{"type", to_string(job.optimizer.kind)},
+                    {"lr", job.optimizer.lr},
+                    {"weight_decay", job.optimizer.weight_decay}};
+  if (job.optimizer.kind == optimizer_kind::sgd) {
+    optimizer["momentum"] = job.optimizer.momentum;
+    optimizer["nesterov"] = job.optimizer.nesterov;
+  } else {
+    optimizer["betas"] = {job.optimizer.beta1, job.optimizer.beta2};
+    optimizer["eps"] = job.optimizer.eps;
+  }
+  json training = json::object();
+  if (job.training.steps > 0)
+    training["steps"] = job.training.steps;
+  else
+    training["epochs"] = job.training.epochs;
+  training["batch_size"] = job.training.batch_size;
+  training["eval_interval"] = job.training.eval_interval;
+  json parallelism = {{"policy", to_string(job.parallelism.policy)},
+                      {"replicas", job.parallelism.replicas},
+                      {"threads_per_replica", job.parallelism.threads_per_replica}};
+  if (job.parallelism.policy == policy_kind::local_sgd) {
+    parallelism["period"] = job.parallelism.period;
+    parallelism["average_momenta"] = job.parallelism.average_momenta;
+  }
+  if (job.parallelism.policy == policy_kind::schedule) {
+    json phases = json::array();
+    for (std::size_t i = 0; i < job.parallelism.phases.size(); ++i) {
+      const auto& phase = job.parallelism.phases[i];
+      json p = {{"policy", to_string(phase.policy)}};
+      if (i + 1 < job.parallelism.phases.size())
+        p["steps"] = phase.steps;
+      if (phase.policy == policy_kind::local_sgd) {
+        p["period"] = phase.period;
+        p["average_momenta"] = phase.average_momenta;
+      }
+      phases.push_back(p);
+    }
+    parallelism["phases"] = phases;
+  }
+  if (job.parallelism.policy == policy_kind::async) {
+    // An unbounded staleness is the key's absence, so the resolved job leaves it out.
+    if (job.parallelism.max_staleness)
+      parallelism["max_staleness"] = *job.parallelism.max_staleness;
+    parallelism["staleness_lr_scaling"] = job.parallelism.staleness_lr_scaling;
+  }
+  if (job.parallelism.pipelined()) {
+    parallelism["stages"] = job.parallelism.stages;
+    parallelism["micro_batches"] = job.parallelism.micro_batches;
+    parallelism["schedule"] = to_string(job.parallelism.schedule);
+    if (job.parallelism.stages > 1) {
+      if (job.parallelism.split.empty())
+        parallelism["split"] = "balanced";
+      else
+        parallelism["split"] = job.parallelism.split;
+    }
+  }
+  json out = {{"name", job.name},
+              {"seed", job.seed},
+              {"model", model},
+              {"data", data},
+              {"optimizer", optimizer},
+              {"training", training},
+              {"parallelism", parallelism}};
+  if (job.ensemble.enabled()) {
+    json ensemble = {{"members", job.ensemble.members},
+                     {"distinct_data_order", job.ensemble.distinct_data_order}};
+    if (!job.ensemble.lrs.empty())
+      ensemble["lrs"] = job.ensemble.lrs;
+    out["ensemble"] = ensemble;
+  }
+  if (job.cluster.enabled())
+    out["cluster"] = {{"nodes", job.cluster.nodes},
+                      {"join_timeout_s", job.cluster.join_timeout_s},
+                      {"node_timeout_s", job.cluster.node_timeout_s},
+                      {"bucket_mb", job.cluster.bucket_mb}};
+  if (job.device.size() == 1) {
+    out["device"] = job.device.front().str();
+  } else {
+    out["device"] = json::array();
+    for (const auto& d : job.device)
+      out["device"].push_back(d.str());
+  }
+  json faults = json::object();
+  if (job.faults.throw_worker) {
+    faults["throw_worker"] = *job.faults.throw_worker;
+    faults["throw_step"] = job.faults.throw_step;
+  }
+  if (job.faults.slow_worker) {
+    faults["slow_worker"] = *job.faults.slow_worker;
+    faults["slow_ms"] = job.faults.slow_ms;
+  }
+  if (!faults.empty())
+    out["faults"] = faults;
+  return out;
+}
+
+}  // namespace troupe
