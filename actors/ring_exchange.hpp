@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/collective/ring_allreduce.hpp"
+#include "core/errors.hpp"
 #include "messages/type_ids.hpp"
 
 #include <ATen/core/Tensor.h>
@@ -41,7 +42,7 @@ class ring_exchange {
   }
 
   /// One chunk from the predecessor. Returns true when it completed the round's sum. Throws
-  /// std::runtime_error for a chunk of a round that is over or a chunk the plan does not expect.
+  /// protocol_error for a chunk of a round that is over or a chunk the plan does not expect.
   template <class Self>
   bool on_chunk(Self* self, const ring_meta& meta, const at::Tensor& chunk) {
     if (meta.round > round_) {  // the predecessor is a round ahead of this rank
@@ -49,9 +50,9 @@ class ring_exchange {
       return false;
     }
     if (meta.round != round_ || !ring_.active() || ring_.done())
-      throw std::runtime_error("ring all-reduce: a chunk of round " + std::to_string(meta.round) +
-                               " arrived at rank " + std::to_string(rank_) +
-                               ", which is reducing round " + std::to_string(round_));
+      throw protocol_error("ring all-reduce: a chunk of round " + std::to_string(meta.round) +
+                           " arrived at rank " + std::to_string(rank_) +
+                           ", which is reducing round " + std::to_string(round_));
     for (auto& next : ring_.on_receive({meta.bucket, meta.step, chunk}))
       send(self, std::move(next));
     return ring_.done();

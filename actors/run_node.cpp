@@ -3,7 +3,7 @@
 #include "actors/replica_worker.hpp"
 #include "actors/system_config.hpp"
 #include "core/config/parse_job.hpp"
-#include "core/train/load_dataset.hpp"
+#include "core/data/data_source.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/Parallel.h>
@@ -33,7 +33,7 @@ struct agent_state {
   std::shared_ptr<trusted_nodes> trusted;
   std::shared_ptr<node_outcome> outcome;
   std::function<void(const std::string&)> log;
-  std::shared_ptr<replica_setup> setup;  ///< once joined
+  context_ptr context;  ///< once joined
   caf::actor coordinator_gate;
   std::vector<replica_worker_actor> workers;
   static inline const char* name = "node_agent";
@@ -50,14 +50,16 @@ void stop(agent_actor* self, const std::string& error) {
   self->quit();
 }
 
-// Builds what the replicas share from the job the coordinator sent; the data comes from this
-// node's own disk.
+// Builds what the replicas share from the job the coordinator sent: the same plan the
+// coordinator made (the same function of the same job and data facts), and the data from this
+// node's own disk, which must match it.
 void take_job(agent_actor* self, const std::string& job_json) {
   auto& st = self->state;
   const auto job = parse_job(nlohmann::json::parse(job_json));
+  auto plan = make_run_plan(job, describe_data(job.data));
   auto data = load_dataset(job.data, job.seed);
-  st.setup = make_replica_setup(job, std::move(data));
-  st.setup->trusted = st.trusted;
+  check_data_matches(plan.data, *data, job.data);
+  st.context = make_worker_context(std::move(plan), std::move(data), st.trusted);
   st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {})", st.node_name, job.name,
                      job.parallelism.replicas, to_string(job.parallelism.policy)));
 }
@@ -122,11 +124,11 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
         auto& st = self->state;
         if (!sender_trusted(self, trusted))
           return caf::sec::invalid_argument;
-        if (!st.setup || rank < 0 || rank >= st.setup->job.parallelism.replicas)
+        if (!st.context || rank < 0 || rank >= st.context->plan->job.parallelism.replicas)
           return caf::make_error(caf::sec::invalid_argument,
                                  "cannot start replica " + std::to_string(rank));
-        auto w = spawn_replica_worker(self->system(), st.setup, rank,
-                                      caf::actor_cast<coordinator_actor>(coordinator));
+        auto w = spawn_replica_worker(self->system(), st.context, rank,
+                                      caf::actor_cast<run_driver_actor>(coordinator));
         st.workers.push_back(w);
         return caf::actor_cast<caf::actor>(w);
       },
@@ -226,7 +228,7 @@ int run_node(const node_options& o) {
     code = 1;
   } else {
     log("node " + o.name + ": the run " + outcome->status);
-    code = outcome->status == "succeeded" ? 0 : 1;
+    code = outcome->status == to_string(run_status::succeeded) ? 0 : 1;
   }
   system.middleman().unpublish(agent, *peer_port);
   exit_if_shutdown_hangs(code);

@@ -1,5 +1,7 @@
 #include "actors/stage_worker.hpp"
 
+#include "actors/worker_faults.hpp"
+#include "core/errors.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
 #include "messages/error_code.hpp"
 
@@ -10,17 +12,16 @@
 #include <chrono>
 #include <map>
 #include <stdexcept>
-#include <thread>
 
 namespace troupe {
 
 using clock_type = std::chrono::steady_clock;
 
 struct stage_worker_state {
-  std::shared_ptr<const replica_setup> setup;
+  context_ptr context;
   stage_position where;
   int64_t worker = 0;
-  pipeline_coordinator_actor coordinator;
+  run_driver_actor driver;
   caf::actor previous;  ///< invalid on the first stage
   caf::actor next;      ///< invalid on the last stage
   std::unique_ptr<stage_engine> engine;
@@ -52,19 +53,19 @@ int64_t nanoseconds(clock_type::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-[[noreturn]] void protocol_error(const stage_worker_state& st, const std::string& what) {
-  throw std::runtime_error("protocol error on stage " + std::to_string(st.where.stage) + ": " +
-                           what);
+// Ends the stage with errc::protocol_error (the exception handler converts it).
+[[noreturn]] void violated(const stage_worker_state& st, const std::string& what) {
+  throw protocol_error("stage " + std::to_string(st.where.stage) + ": " + what);
 }
 
-// The step's work is done: hand the accumulated stage gradient to the coordinator.
+// The step's work is done: hand the accumulated stage gradient to the driver.
 void send_gradient(self_pointer self) {
   auto& st = self->state;
   st.running = false;
   const gradient_meta meta{st.worker, st.step, st.where.last() ? st.engine->step_loss() : 0.0,
                            st.engine->step_rows()};
   st.sent_at = clock_type::now();
-  self->send(st.coordinator, gradient_atom_v, meta, st.engine->gradient());
+  self->send(st.driver, gradient_atom_v, meta, st.engine->gradient());
 }
 
 // Runs operations in schedule order while their inputs are at hand.
@@ -116,12 +117,12 @@ void receive_input(self_pointer self, std::map<int64_t, at::Tensor>& inbox, cons
                    const micro_meta& meta, at::Tensor tensor) {
   auto& st = self->state;
   if (meta.step != st.step)
-    protocol_error(st, std::string(what) + " of step " + std::to_string(meta.step) +
-                           " while at step " + std::to_string(st.step));
-  if (meta.micro < 0 || meta.micro >= st.setup->job.parallelism.micro_batches ||
+    violated(st, std::string(what) + " of step " + std::to_string(meta.step) + " while at step " +
+                     std::to_string(st.step));
+  if (meta.micro < 0 || meta.micro >= st.context->plan->job.parallelism.micro_batches ||
       inbox.count(meta.micro) > 0)
-    protocol_error(
-        st, std::string("unexpected ") + what + " of micro-batch " + std::to_string(meta.micro));
+    violated(st,
+             std::string("unexpected ") + what + " of micro-batch " + std::to_string(meta.micro));
   inbox.emplace(meta.micro, std::move(tensor));
   advance(self);
 }
@@ -143,35 +144,24 @@ void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Te
   st.eval.count += r.count;
   if (++st.eval_chunks_seen < st.engine->eval_chunks())
     return;
-  self->send(st.coordinator, eval_report{st.where.pipeline, step, st.eval.loss_sum, st.eval.correct,
-                                         st.eval.count, seconds_since(st.eval_began)});
+  self->send(st.driver, eval_report{st.worker, step, st.eval.loss_sum, st.eval.correct,
+                                    st.eval.count, seconds_since(st.eval_began)});
   st.eval = {};
   st.eval_chunks_seen = 0;
 }
 
-// The test hooks of `faults`: a real LibTorch error, or a straggling stage.
-void apply_faults(const stage_worker_state& st) {
-  const auto& faults = st.setup->job.faults;
-  if (faults.throw_worker && *faults.throw_worker == st.worker && faults.throw_step == st.step)
-    at::mm(at::ones({2, 3}), at::ones({4, 5}));
-  if (faults.slow_worker && *faults.slow_worker == st.worker && faults.slow_ms > 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(faults.slow_ms));
-}
-
-stage_worker_actor::behavior_type stage_worker(self_pointer self,
-                                               std::shared_ptr<const replica_setup> setup,
-                                               stage_position where,
-                                               pipeline_coordinator_actor coordinator) {
+stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr context,
+                                               stage_position where, run_driver_actor driver) {
   // On the stage's own (detached) thread: bounds this stage's intra-op threads only.
-  at::set_num_threads(static_cast<int>(setup->job.parallelism.threads_per_replica));
+  const auto& par = context->plan->job.parallelism;
+  at::set_num_threads(static_cast<int>(par.threads_per_replica));
   auto& st = self->state;
-  const auto& par = setup->job.parallelism;
   st.ops = make_pipeline_schedule(par.stages, par.micro_batches,
                                   par.schedule)[static_cast<std::size_t>(where.stage)];
-  st.setup = std::move(setup);
+  st.context = std::move(context);
   st.where = where;
   st.worker = where.pipeline * where.stages + where.stage;
-  st.coordinator = std::move(coordinator);
+  st.driver = std::move(driver);
   self->set_exception_handler(
       [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
   return {
@@ -180,22 +170,22 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self,
         st.previous = std::move(previous);
         st.next = std::move(next);
         // Built here rather than at spawn, so that its exceptions reach the exception handler.
-        const auto& setup = *st.setup;
+        const auto& context = *st.context;
         st.engine = std::make_unique<stage_engine>(
-            setup.job, setup.data, setup.initial_weights,
-            setup.stage_slices[static_cast<std::size_t>(st.where.stage)], st.where);
+            context.plan->job, context.data, context.initial_weights,
+            context.plan->stages[static_cast<std::size_t>(st.where.stage)], st.where);
       },
       [self](compute_atom, int64_t step) {
         auto& st = self->state;
         if (step != st.step || st.running || !st.engine)
-          protocol_error(st, "asked to run step " + std::to_string(step) + " at step " +
-                                 std::to_string(st.step));
+          violated(st, "asked to run step " + std::to_string(step) + " at step " +
+                           std::to_string(st.step));
         st.step_began = clock_type::now();
         st.busy_s = 0;
         st.peak_live = 0;
         st.next_op = 0;
         st.running = true;
-        apply_faults(st);
+        apply_worker_faults(st.context->plan->job.faults, st.worker, st.step);
         st.engine->begin_step(step);
         advance(self);
       },
@@ -211,8 +201,8 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self,
       [self](update_atom, const update_meta& meta, const at::Tensor& combined) {
         auto& st = self->state;
         if (meta.step != st.step || st.running)
-          protocol_error(st, "update for step " + std::to_string(meta.step) + " at step " +
-                                 std::to_string(st.step));
+          violated(st, "update for step " + std::to_string(meta.step) + " at step " +
+                           std::to_string(st.step));
         const double comm_s = seconds_since(st.sent_at);
         const auto apply_start = clock_type::now();
         st.engine->apply(combined);
@@ -225,18 +215,18 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self,
         stats.peak_live = st.peak_live;
         stats.comm_s = comm_s;
         stats.apply_s = seconds_since(apply_start);
-        self->send(st.coordinator, stats);
+        self->send(st.driver, stats);
         if (meta.last)
-          self->send(st.coordinator, weights_atom_v, st.worker, st.engine->weights().clone());
+          self->send(st.driver, weights_atom_v, st.worker, st.engine->weights().clone());
         st.step = meta.step + 1;
       },
       [self](evaluate_atom, int64_t step) {
         auto& st = self->state;
         if (!st.where.first() || step + 1 != st.step)
-          protocol_error(st, "asked to evaluate after step " + std::to_string(step));
+          violated(st, "asked to evaluate after step " + std::to_string(step));
         const auto chunks = st.engine->eval_chunks();
         if (chunks == 0)  // an empty test shard: nothing flows, report at once
-          self->send(st.coordinator, eval_report{st.where.pipeline, step, 0.0, 0, 0, 0.0});
+          self->send(st.driver, eval_report{st.worker, step, 0.0, 0, 0, 0.0});
         for (int64_t c = 0; c < chunks; ++c)
           evaluate_chunk(self, step, c, at::Tensor());
       },
@@ -245,11 +235,9 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self,
 
 }  // namespace
 
-stage_worker_actor spawn_stage_worker(caf::actor_system& system,
-                                      std::shared_ptr<const replica_setup> setup,
-                                      stage_position where,
-                                      pipeline_coordinator_actor coordinator) {
-  return system.spawn<caf::detached>(stage_worker, std::move(setup), where, std::move(coordinator));
+stage_worker_actor spawn_stage_worker(caf::actor_system& system, context_ptr context,
+                                      stage_position where, run_driver_actor driver) {
+  return system.spawn<caf::detached>(stage_worker, std::move(context), where, std::move(driver));
 }
 
 }  // namespace troupe

@@ -32,9 +32,6 @@ caf::actor_system_config& configure_system(caf::actor_system_config& cfg) {
 caf::actor_system_config& configure_networked(caf::actor_system_config& cfg,
                                               double peer_timeout_s) {
   configure_system(cfg);
-  // Two cooperative threads: the coordinator blocks one while a node starts a replica (once per
-  // replica, before the first step), and the middleman's own actors need the other meanwhile.
-  cfg.set("scheduler.max-threads", 2);
   cfg.load<caf::io::middleman>();
   // Both ends send heartbeats, so each notices a silent peer; without them a hung process would
   // never be detected (CAF's default).

@@ -5,7 +5,7 @@
 //    "gpu_vs_cpu_max_abs_diff": d}
 // Each figure is the best of `rounds` alternated runs (plain, then each R), so that a GPU
 // warming up or a neighbour's burst does not decide the ratio.
-#include "actors/run_training.hpp"
+#include "actors/run_job.hpp"
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"
@@ -81,9 +81,9 @@ int main(int argc, char** argv) {
     auto gpu_job = cnn_job(2, 50, batch);
     auto cpu_job = gpu_job;
     cpu_job.device = {device_spec{}};
-    const auto on_gpu = run_training(gpu_job, data, {});
-    const auto on_cpu = run_training(cpu_job, data, {});
-    if (on_gpu.status != "succeeded" || on_cpu.status != "succeeded")
+    const auto on_gpu = plan_and_run(gpu_job, data, {});
+    const auto on_cpu = plan_and_run(cpu_job, data, {});
+    if (!on_gpu.succeeded() || !on_cpu.succeeded())
       throw std::runtime_error("equivalence runs failed: " + on_gpu.error + on_cpu.error);
     const double diff = (on_gpu.final_weights - on_cpu.final_weights).abs().max().item<double>();
     nlohmann::json out = {{"benchmark", "gpu_train"},

@@ -8,7 +8,7 @@
 //
 // The model is an MLP on Fashion-MNIST; the balanced split puts fc1 on stage 0 and the rest on
 // stage 1. samples/s counts the timed steps only (evaluation and set-up are outside).
-#include "actors/run_training.hpp"
+#include "actors/run_job.hpp"
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"

@@ -5,7 +5,7 @@
 // accuracy reached, side by side in one JSON document.
 //
 //   policies [--steps 400] [--data DIR] [--delay-ms D]   (default D: measured step time)
-#include "actors/run_training.hpp"
+#include "actors/run_job.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/train/replica_engine.hpp"
 
@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
     for (const auto& v : variants) {
       auto job = base_job(steps, delay_ms);
       v.set(job.parallelism);
-      const auto r = run_training(job, data, {});
-      if (r.status != "succeeded")
+      const auto r = plan_and_run(job, data, {});
+      if (!r.succeeded())
         throw std::runtime_error(v.name + ": " + r.error);
       nlohmann::ordered_json row = {
           {"samples_per_s", r.samples_per_s()},

@@ -9,7 +9,7 @@
 //
 // samples/s counts the N timed steps after W warm-up steps; data loading, model building and
 // evaluation are outside the timed region in both variants.
-#include "actors/run_training.hpp"
+#include "actors/run_job.hpp"
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"

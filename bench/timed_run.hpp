@@ -2,7 +2,7 @@
 // completed ones, up to `warmup + steps` (set-up and evaluations outside), with the run's report.
 #pragma once
 
-#include "actors/run_training.hpp"
+#include "actors/run_job.hpp"
 
 #include <chrono>
 #include <stdexcept>
@@ -30,8 +30,8 @@ inline timed_report timed_run(const job_config& job, dataset_ptr data, int64_t w
       end = clock_type::now();
   };
   timed_report r;
-  r.report = run_training(job, std::move(data), options);
-  if (r.report.status != "succeeded")
+  r.report = plan_and_run(job, std::move(data), options);
+  if (!r.report.succeeded())
     throw std::runtime_error(r.report.error);
   r.samples_per_s = static_cast<double>(steps * job.training.batch_size) /
                     std::chrono::duration<double>(end - start).count();

@@ -26,6 +26,13 @@ class data_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A message or event that breaks a protocol (a chunk for a round that is over, a gradient for
+/// the wrong step). Actors turn it into errc::protocol_error at their boundary.
+class protocol_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Training produced a non-finite loss: continuing would only spread NaNs into every replica.
 class diverged_error : public std::runtime_error {
  public:

@@ -1,12 +1,12 @@
 // Shows how to use troupe as a library: build a job in code, train it with the embedded actor
-// system (one coordinator, two synchronous replica actors), and read the report.
+// system (one run driver, two synchronous replica actors), and read the report.
 //
 //   ./build/examples/embed_run
 //
 // Expected output (figures vary a little with the machine):
 //   step 50/200 loss 0.35 ...
 //   succeeded: 200 steps, test accuracy 0.99, 2 replicas, weights of 25450 floats
-#include "actors/run_training.hpp"
+#include "actors/run_job.hpp"
 #include "core/data/synthetic.hpp"
 
 #include <cstdio>
@@ -33,8 +33,8 @@ int main() {
       std::printf("step %ld/%ld loss %.3f\n", static_cast<long>(p.step),
                   static_cast<long>(p.total_steps), p.loss);
   };
-  const auto report = troupe::run_training(job, data, options);
-  if (report.status != "succeeded") {
+  const auto report = troupe::plan_and_run(job, data, options);
+  if (!report.succeeded()) {
     std::fprintf(stderr, "failed: %s\n", report.error.c_str());
     return 1;
   }

@@ -22,11 +22,17 @@ std::string to_string(errc x) {
   return "unknown";
 }
 
+caf::error protocol_violation(std::string what) {
+  return caf::make_error(errc::protocol_error, std::move(what));
+}
+
 caf::error make_error_from_exception(const std::exception_ptr& ep) {
   try {
     std::rethrow_exception(ep);
   } catch (const c10::Error& e) {
     return caf::make_error(errc::torch_error, std::string(e.what_without_backtrace()));
+  } catch (const protocol_error& e) {
+    return protocol_violation(e.what());
   } catch (const diverged_error& e) {
     return caf::make_error(errc::diverged, std::string(e.what()));
   } catch (const std::exception& e) {

@@ -26,6 +26,10 @@ enum class errc : unsigned char {
 
 std::string to_string(errc x);
 
+/// The one way to say that a message broke a protocol: every actor that checks a message it did
+/// not expect ends (or ends the run) with this error, naming what it got and what it expected.
+caf::error protocol_violation(std::string what);
+
 /// Converts the exception in flight into an error value carrying its message.
 caf::error make_error_from_exception(const std::exception_ptr& ep);
 

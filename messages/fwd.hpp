@@ -5,9 +5,14 @@
 namespace troupe {
 
 struct gradient_meta;
-struct update_meta;
+struct step_outcome;  ///< sent as update_meta
 struct step_stats;
+struct stage_timing;  ///< sent as stage_stats
 struct eval_report;
+struct micro_meta;
+struct join_request;
+struct join_reply;
+struct ring_meta;
 struct run_report;
 enum class errc : unsigned char;
 

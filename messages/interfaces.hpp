@@ -1,5 +1,5 @@
 // The typed interfaces of troupe's actors: what each one accepts. Kept together because the
-// coordinator and its workers name each other's handles.
+// run driver and its workers name each other's handles.
 #pragma once
 
 #include "messages/type_ids.hpp"
@@ -11,8 +11,8 @@
 namespace troupe {
 
 /// A data-parallel replica: computes gradients on its shard; under sync applies combined ones
-/// (or, across processes, sums them in a ring with its successor), under local_sgd steps alone,
-/// under async computes on weights the coordinator sends.
+/// (or sums them with the other replicas in a ring or with NCCL), under local_sgd steps alone,
+/// under async computes on weights the parameter server sends.
 using replica_worker_actor =
     caf::typed_actor<caf::reacts_to<compute_atom, int64_t>, caf::reacts_to<link_atom, caf::actor>,
                      caf::reacts_to<ring_atom, ring_meta, at::Tensor>,
@@ -20,15 +20,6 @@ using replica_worker_actor =
                      caf::reacts_to<update_atom, update_meta, at::Tensor>,
                      caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>,
                      caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>>;
-
-/// The coordinator: runs a job to the end and answers the run request with its report.
-using coordinator_actor =
-    caf::typed_actor<caf::replies_to<run_atom>::with<run_report>,
-                     caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
-                     caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
-                     caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>,
-                     caf::reacts_to<step_stats>, caf::reacts_to<eval_report>,
-                     caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
 
 /// A pipeline stage: runs its slice of the layers through the schedule of every step.
 /// Neighbors are dynamically typed handles: a typed interface cannot name itself.
@@ -38,11 +29,24 @@ using stage_worker_actor = caf::typed_actor<
     caf::reacts_to<backward_atom, micro_meta, at::Tensor>,
     caf::reacts_to<update_atom, update_meta, at::Tensor>, caf::reacts_to<evaluate_atom, int64_t>>;
 
-/// The coordinator of pipelined runs (stages > 1 or micro_batches > 1).
-using pipeline_coordinator_actor =
+/// async: the parameter server holds the master weights and the optimizer. It applies pushed
+/// gradients, hands its weights to workers, evaluates, and answers with its final weights, all
+/// in the order the driver asked.
+using parameter_server_actor =
+    caf::typed_actor<caf::reacts_to<apply_atom, double, at::Tensor>,
+                     caf::reacts_to<hand_out_atom, caf::actor, int64_t, int64_t>,
+                     caf::reacts_to<evaluate_atom, int64_t>,
+                     caf::replies_to<weights_atom>::with<at::Tensor>>;
+
+/// The run driver: starts and monitors the workers, runs the policy's strategy, and answers the
+/// run request with the report.
+using run_driver_actor =
     caf::typed_actor<caf::replies_to<run_atom>::with<run_report>,
                      caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
-                     caf::reacts_to<stage_stats>, caf::reacts_to<eval_report>,
+                     caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
+                     caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>,
+                     caf::reacts_to<step_stats>, caf::reacts_to<stage_stats>,
+                     caf::reacts_to<eval_report>,
                      caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
 
 }  // namespace troupe

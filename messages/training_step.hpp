@@ -1,25 +1,33 @@
-// The step protocols between the coordinator and its replica workers.
+// The step protocols between the run driver and its replica workers (the strategies of
+// core/policy decide when each message is due).
 //
 // sync, every step:
-//   coordinator -> worker  (compute_atom, step)                  start computing `step`
-//   worker -> coordinator  (gradient_atom, gradient_meta, grad)  my gradient for meta.step
-//   coordinator -> worker  (update_atom, update_meta, combined)  apply; then evaluate and/or go on
+//   driver -> worker  (compute_atom, step)                    start computing `step`
+//   worker -> driver  (gradient_atom, gradient_meta, grad)    my gradient for meta.step
+//   driver -> worker  (update_atom, update_meta, combined)    apply; then evaluate and/or go on
+//   (where the replicas sum among themselves, gradient_meeting in the plan, the middle two are
+//   replaced by that sum, and the worker goes on at once)
 // local_sgd: workers step alone, reporting step_stats; at each averaging step:
-//   worker -> coordinator  (average_atom, gradient_meta, weights, momenta)
-//   coordinator -> worker  (averaged_atom, update_meta, weights, momenta)
+//   worker -> driver  (average_atom, gradient_meta, weights, momenta)
+//   driver -> worker  (averaged_atom, update_meta, weights, momenta)
 //   (momenta is an undefined tensor unless parallelism.average_momenta is set)
 // sync and local_sgd, after the last step:
-//   worker -> coordinator  (weights_atom, rank, weights)
-// async (parameter server: the coordinator holds the weights and the optimizer):
-//   coordinator -> worker  (params_atom, version, step, weights)   compute `step` on these
-//   worker -> coordinator  (push_atom, gradient_meta, version, grad)
-//   the coordinator applies each push at once; it sends the next weights when the staleness
-//   bound lets the worker go on, and nothing once the worker has done every step.
+//   worker -> driver  (weights_atom, rank, weights)
+// async (parameter server: an actor of its own holds the weights and the optimizer):
+//   server -> worker  (params_atom, version, step, weights)    compute `step` on these
+//   worker -> driver  (push_atom, gradient_meta, version, grad)
+//   driver -> server  (apply_atom, lr_scale, grad)             apply it at once
+//   driver -> server  (hand_out_atom, worker, version, step)   send the worker the weights
+//   the driver hands out the next weights when the staleness bound lets the worker go on,
+//   and nothing once the worker has done every step; the server evaluates when told
+//   (evaluate_atom, step) and answers a weights request with its final weights.
 //
 // Control fields travel in inspectable structs; tensors travel beside them as separate message
 // elements, by handle inside a process (no copy). A sender never writes to a tensor it has sent
 // until the receiver's answer shows that the receiver is done with it.
 #pragma once
+
+#include "core/policy/step_rules.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -39,14 +47,12 @@ typename Inspector::result_type inspect(Inspector& f, gradient_meta& x) {
   return f(caf::meta::type_name("gradient_meta"), x.worker, x.step, x.loss, x.samples);
 }
 
-struct update_meta {
-  int64_t step = 0;       ///< the step this combined gradient completes
-  bool evaluate = false;  ///< evaluate the test shard after applying it
-  bool last = false;      ///< no further step: send the final weights instead
-};
+/// What follows the update: evaluate the test shard after applying it, or (the last step) send
+/// the final weights instead of going on. The plan's step_rules decide it.
+using update_meta = step_outcome;
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, update_meta& x) {
+typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
   return f(caf::meta::type_name("update_meta"), x.step, x.evaluate, x.last);
 }
 

@@ -1,7 +1,7 @@
-// `troupe run JOB.json`: validates the job, prepares the run folder, loads the data, trains with
-// the embedded actor system and writes what the run leaves (see core/io/run_directory.hpp).
-#include "actors/run_cluster.hpp"
-#include "actors/run_training.hpp"
+// `troupe run JOB.json` and `troupe coordinator`: validates the job and plans it (nothing is
+// written when either fails: exit 2), prepares the run folder, loads the data, runs the plan
+// through run_job and writes what the run leaves (see core/io/run_directory.hpp).
+#include "actors/run_job.hpp"
 #include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
@@ -9,15 +9,11 @@
 #include "apps/troupe/suite_commands.hpp"
 #include "core/errors.hpp"
 #include "core/io/run_directory.hpp"
-#include "core/model/flat_parameters.hpp"
-#include "core/model/model_builder.hpp"
-#include "core/train/load_dataset.hpp"
-#include "core/train/plan.hpp"
-#include "core/train/run_ensemble.hpp"
 
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <optional>
 
@@ -30,17 +26,8 @@ extern "C" void on_interrupt(int) {
   interrupted.store(true);
 }
 
-// Names the flat weights like the model's parameters (PyTorch state_dict keys).
-std::vector<std::pair<std::string, at::Tensor>> named_weights(const job_config& job,
-                                                              int64_t classes,
-                                                              const at::Tensor& flat) {
-  auto model = build_model(job.model, classes);
-  flat_parameters layout(*model);
-  return unflatten(flat, layout.layout());
-}
-
 void print_result(const run_report& r, const std::string& folder) {
-  if (r.status == "succeeded") {
+  if (r.succeeded()) {
     fmt::print("succeeded: {} steps, {:.0f} samples/s, final train loss {:.4f}", r.steps,
                r.samples_per_s(), r.final_train_loss.value_or(NAN));
     if (r.test_accuracy)
@@ -58,12 +45,59 @@ void print_result(const run_report& r, const std::string& folder) {
   fmt::print("outputs in {}\n", folder);
 }
 
+// A single job, checked and planned; throws job_error for anything that stops it from running.
+run_plan plan_job(const run_command& cmd, const job_source& source, const nlohmann::json& json,
+                  run_options& options) {
+  const auto job = parse_loaded_job(source, json);
+  if (!cmd.listen.empty() && !job.cluster.enabled())
+    throw job_error(
+        {"/cluster/nodes: troupe coordinator needs the number of nodes to wait "
+         "for (e.g. --set cluster.nodes=2)"});
+  if (job.cluster.enabled() && cmd.listen.empty() && cmd.local_nodes == 0)
+    throw job_error({"/cluster/nodes: a job for " + std::to_string(job.cluster.nodes) +
+                     " node(s) runs with troupe coordinator --listen HOST:PORT or troupe run "
+                     "--local-nodes K"});
+  if (job.cluster.enabled())
+    options.cluster = make_cluster_options(cmd);
+  return make_run_plan(job, describe_data(job.data));
+}
+
+// Loads the data and runs the plan, with progress on the terminal and Ctrl-C as a stop request;
+// writes the weights of a run that succeeded.
+run_report train(const run_command& cmd, const run_plan& plan, const run_directory& dir,
+                 run_options options) {
+  dir.write_job(plan.job);
+  jsonl_writer metrics(dir.file("metrics.jsonl"));
+  const auto data = load_dataset(plan.job.data, plan.job.seed);
+  progress_printer printer(stderr, cmd.quiet);
+  options.metrics = &metrics;
+  options.on_progress = [&printer](const progress_update& p) { printer.update(p); };
+  options.stop_requested = &interrupted;
+  std::optional<local_nodes> nodes;
+  if (cmd.local_nodes > 0) {
+    nodes.emplace(cmd.local_nodes, dir.path() + "/nodes");
+    options.cluster->token = nodes->token();
+    options.cluster->on_listening = [&nodes](uint16_t port) { nodes->start(port); };
+  }
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  auto report = run_job(plan, data, options);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  printer.close();
+  if (report.final_weights.defined())
+    dir.write_weights(named_weights(plan, report.final_weights));
+  for (std::size_t k = 0; k < report.member_weights.size(); ++k)
+    dir.write_weights(report.member_weights[k], member_weights_file(static_cast<int64_t>(k)));
+  return report;
+}
+
 }  // namespace
 
-int run_job(const run_command& cmd) {
-  job_config job;
+int run_job_command(const run_command& cmd) {
+  std::optional<run_plan> plan;
   std::optional<run_directory> dir;
-  std::optional<cluster_options> cluster;
+  run_options options;
   try {
     auto source = cmd.job;
     if (cmd.local_nodes > 0)  // validated like any other key, e.g. against replicas
@@ -75,74 +109,31 @@ int run_job(const run_command& cmd) {
                                         "--local-nodes and troupe coordinator take a single job"});
       return run_suite(cmd, json);
     }
-    job = parse_loaded_job(source, json);
-    if (!cmd.listen.empty() && !job.cluster.enabled())
-      throw job_error(
-          {"/cluster/nodes: troupe coordinator needs the number of nodes to wait "
-           "for (e.g. --set cluster.nodes=2)"});
-    if (job.cluster.enabled() && cmd.listen.empty() && cmd.local_nodes == 0)
-      throw job_error({"/cluster/nodes: a job for " + std::to_string(job.cluster.nodes) +
-                       " node(s) runs with troupe coordinator --listen HOST:PORT or troupe run "
-                       "--local-nodes K"});
-    if (job.cluster.enabled())
-      cluster = make_cluster_options(cmd);
-    const auto plan = make_plan(job, expected_train_samples(job.data), 10);
+    plan = plan_job(cmd, source, json, options);
     if (!cmd.quiet)
-      fmt::print("{}", render_plan(job, plan));
-    dir.emplace(cmd.out.empty() ? default_run_directory(job.name) : cmd.out, cmd.force);
+      fmt::print("{}", render_plan(*plan));
+    dir.emplace(cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out, cmd.force);
   } catch (const job_error& e) {
     print_problems(stderr, e);
     return exit_usage;
   }
-
   run_report report;
   try {
-    dir->write_job(job);
-    jsonl_writer metrics(dir->file("metrics.jsonl"));
-    const auto data = load_dataset(job.data, job.seed);
-    // The data set may be smaller than the plan assumed (a synthetic set, a trimmed file).
-    make_plan(job, data->train.size(), data->classes);
-
-    progress_printer printer(stderr, cmd.quiet);
-    run_options options;
-    options.metrics = &metrics;
-    options.on_progress = [&printer](const progress_update& p) { printer.update(p); };
-    options.stop_requested = &interrupted;
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
-    if (cluster) {
-      std::optional<local_nodes> nodes;
-      if (cmd.local_nodes > 0) {
-        nodes.emplace(cmd.local_nodes, dir->path() + "/nodes");
-        cluster->token = nodes->token();
-        cluster->on_listening = [&nodes](uint16_t port) { nodes->start(port); };
-      }
-      report = run_cluster(job, data, options, *cluster);
-    } else {
-      report = job.ensemble.enabled() ? run_ensemble(job, data, options)
-                                      : run_training(job, data, options);
-    }
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    printer.close();
-    if (report.final_weights.defined())
-      dir->write_weights(named_weights(job, data->classes, report.final_weights));
-    for (std::size_t k = 0; k < report.member_weights.size(); ++k)
-      dir->write_weights(report.member_weights[k], member_weights_file(static_cast<int64_t>(k)));
+    report = train(cmd, *plan, *dir, options);
   } catch (const std::exception& e) {
     // Bad data files and I/O failures end the run here; it is still summarized below.
-    report.status = "failed";
+    report.status = run_status::failed;
     report.error = e.what();
-    report.replicas = job.parallelism.replicas;
+    report.replicas = plan->job.parallelism.replicas;
   }
   try {
-    dir->write_summary(report, job);
+    dir->write_summary(report, plan->job);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
   print_result(report, dir->path());
-  return report.status == "succeeded" ? exit_ok : exit_failed;
+  return report.succeeded() ? exit_ok : exit_failed;
 }
 
 }  // namespace troupe

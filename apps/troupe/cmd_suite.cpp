@@ -8,12 +8,12 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/suite_commands.hpp"
+#include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/run_directory.hpp"
+#include "core/run/run_plan.hpp"
 #include "core/suite/suite_results.hpp"
-#include "core/train/load_dataset.hpp"
-#include "core/train/plan.hpp"
 
 #include <fmt/format.h>
 
@@ -66,7 +66,7 @@ void check_plans(const suite_config& suite) {
   std::vector<std::string> problems;
   for (const auto& j : suite.jobs) {
     try {
-      make_plan(j.job, expected_train_samples(j.job.data), 10);
+      make_run_plan(j.job, describe_data(j.job.data));
     } catch (const job_error& e) {
       for (const auto& p : e.problems())
         problems.push_back("job " + j.job.name + ": " + p);
@@ -99,7 +99,8 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
     summary = nullptr;  // half a file cannot happen (atomic writes); a bad one is ignored
   }
   if (summary.is_object()) {
-    result.status = summary.value("status", std::string("failed"));
+    result.status =
+        parse_run_status(summary.value("status", std::string())).value_or(run_status::failed);
     result.error = summary.value("error", std::string());
     if (summary.contains("test_accuracy") && summary["test_accuracy"].is_number())
       result.test_accuracy = summary["test_accuracy"].get<double>();
@@ -109,24 +110,24 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
       result.final_train_loss = summary["final_train_loss"].get<double>();
     result.samples_per_s = summary.value("samples_per_s", 0.0);
   } else {
-    result.status = "failed";
+    result.status = run_status::failed;
     result.error = "the job's process ended (" + exit.describe() + ") without a summary";
   }
   if (exit.signaled || exit.code != 0)
-    result.status = "failed";
+    result.status = run_status::failed;
   if (!r.cause.empty()) {
-    result.status = "failed";
+    result.status = run_status::failed;
     result.error =
         r.cause + (summary.is_object() && !result.error.empty() ? " (" + result.error + ")"
                                                                 : ", " + exit.describe());
   }
-  if (result.status == "failed" && result.error.empty())
+  if (result.status == run_status::failed && result.error.empty())
     result.error = "the job's process ended with " + exit.describe();
   if (!summary.is_object() || !r.cause.empty()) {
     // The folder's summary must say what happened even when the job could not say it.
     if (!summary.is_object())
       summary = nlohmann::json::object();
-    summary["status"] = "failed";
+    summary["status"] = to_string(run_status::failed);
     summary["error"] = result.error;
     std::filesystem::create_directories(folder);
     write_file_atomically(summary_path, summary.dump(2) + "\n");
@@ -235,7 +236,7 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
                                        dir->file(result.name), "--quiet"},
               dir->file("logs/" + result.name + ".log"));
         } catch (const std::exception& e) {
-          result.status = "failed";
+          result.status = run_status::failed;
           result.error = e.what();
           queue.finished(p.job);
           continue;
@@ -259,8 +260,8 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
         continue;
       }
       collect(dir->file(result.name), *exit, *it, result);
-      fmt::print("{} {}{}\n", result.status, result.name,
-                 result.status == "succeeded"
+      fmt::print("{} {}{}\n", to_string(result.status), result.name,
+                 result.status == run_status::succeeded
                      ? (result.test_accuracy
                             ? fmt::format(": test accuracy {:.2f}%", *result.test_accuracy * 100)
                             : std::string())
@@ -272,20 +273,21 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   for (auto& r : results)
-    if (r.status == "not started")
+    if (r.status == run_status::not_started)
       r.error = "the suite was interrupted first";
 
   bool all_ok = true;
   nlohmann::json jobs = nlohmann::json::array();
   for (const auto& r : results) {
-    all_ok = all_ok && r.status == "succeeded";
+    all_ok = all_ok && r.status == run_status::succeeded;
     jobs.push_back(to_json(r));
   }
   try {
-    nlohmann::json summary = {{"name", suite.name},
-                              {"status", all_ok ? "succeeded" : "failed"},
-                              {"jobs", jobs},
-                              {"leaderboard", "leaderboard.json"}};
+    nlohmann::json summary = {
+        {"name", suite.name},
+        {"status", to_string(all_ok ? run_status::succeeded : run_status::failed)},
+        {"jobs", jobs},
+        {"leaderboard", "leaderboard.json"}};
     write_file_atomically(dir->file("leaderboard.json"), leaderboard_json(results).dump(2) + "\n");
     write_file_atomically(dir->file("summary.json"), summary.dump(2) + "\n");
   } catch (const std::exception& e) {
@@ -295,7 +297,7 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
   fmt::print("{}", render_leaderboard(results));
   int failed = 0;
   for (const auto& r : results)
-    failed += r.status == "succeeded" ? 0 : 1;
+    failed += r.status == run_status::succeeded ? 0 : 1;
   if (failed > 0)
     fmt::print(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
   fmt::print("outputs in {}\n", dir->path());

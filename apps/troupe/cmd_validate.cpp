@@ -1,10 +1,9 @@
-// `troupe validate JOB.json`: checks the job file and prints the plan, running nothing.
+// `troupe validate JOB.json`: checks the job file, plans it and prints the plan, running nothing.
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/suite_commands.hpp"
 #include "core/errors.hpp"
-#include "core/train/load_dataset.hpp"
-#include "core/train/plan.hpp"
+#include "core/run/run_plan.hpp"
 
 #include <fmt/format.h>
 
@@ -16,9 +15,8 @@ int validate_job(const job_source& source) {
     if (is_suite(json))
       return validate_suite(source, json);
     const auto job = parse_loaded_job(source, json);
-    // Fashion-MNIST and the synthetic set both have 10 classes.
-    const auto plan = make_plan(job, expected_train_samples(job.data), 10);
-    fmt::print("{}: valid\n{}", source.path, render_plan(job, plan));
+    const auto plan = make_run_plan(job, describe_data(job.data));
+    fmt::print("{}: valid\n{}", source.path, render_plan(plan));
     return exit_ok;
   } catch (const job_error& e) {
     print_problems(stderr, e);

@@ -40,7 +40,7 @@ struct node_command {
   std::string claim_version;  ///< tests only: claim another troupe version
 };
 
-int run_job(const run_command& cmd);
+int run_job_command(const run_command& cmd);
 int run_node_command(const node_command& cmd);
 int validate_job(const job_source& job);
 

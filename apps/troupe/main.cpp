@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
     return troupe::exit_usage;
   }
   if (run_cmd->parsed())
-    return troupe::run_job(run);
+    return troupe::run_job_command(run);
   if (coord_cmd->parsed())
-    return troupe::run_job(coord);
+    return troupe::run_job_command(coord);
   if (node_cmd->parsed())
     return troupe::run_node_command(node);
   return troupe::validate_job(validate);

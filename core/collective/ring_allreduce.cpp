@@ -1,5 +1,7 @@
 #include "core/collective/ring_allreduce.hpp"
 
+#include "core/errors.hpp"
+
 #include <ATen/ATen.h>
 
 #include <stdexcept>
@@ -60,7 +62,7 @@ void ring_allreduce::start_up_to(int64_t last, std::vector<ring_message>& out) {
 
 std::vector<ring_message> ring_allreduce::on_receive(const ring_message& m) {
   const auto fail = [&](const std::string& what) {
-    throw std::runtime_error("ring all-reduce, rank " + std::to_string(rank_) + ": " + what);
+    throw protocol_error("ring all-reduce, rank " + std::to_string(rank_) + ": " + what);
   };
   if (!active_ || remaining_ == 0)
     fail("a chunk arrived while no all-reduce is in progress");

@@ -39,8 +39,9 @@ class ring_allreduce {
   /// Takes the predecessor's message; its chunk is reused (added to, sent on), so the caller
   /// must not share it. Returns the messages to send now: the bucket's next one, and the first
   /// of a bucket that starts because this one finished or the predecessor began it. Throws
-  /// std::runtime_error when the message is not the one the plan expects next (bucket, step,
-  /// element count or dtype): a peer that breaks the protocol must not corrupt the sum.
+  /// protocol_error (core/errors.hpp) when the message is not the one the plan expects next
+  /// (bucket, step, element count or dtype): a peer that breaks the protocol must not corrupt the
+  /// sum.
   std::vector<ring_message> on_receive(const ring_message& message);
 
   /// True when every bucket has finished: the buffer holds the sum over all ranks.

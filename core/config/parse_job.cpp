@@ -2,6 +2,7 @@
 // read_json_file() reports file and syntax errors by line (to_json() is in job_json.cpp).
 #include "core/config/parse_job.hpp"
 
+#include "core/config/feature_rules.hpp"
 #include "core/config/json_fields.hpp"
 #include "core/errors.hpp"
 
@@ -247,31 +248,6 @@ void read_device(object_reader& top, std::vector<device_spec>& device) {
     device.push_back(*parse_device(t));
 }
 
-// What CUDA workers support so far: sync data-parallel replicas inside one process, all on one
-// kind of device. Checked before any machine is asked what it has (make_device_plan).
-void check_devices(const job_config& job, std::vector<std::string>& problems) {
-  if (reported_at(problems, "/device"))
-    return;
-  const auto& par = job.parallelism;
-  const auto workers = static_cast<std::size_t>(par.replicas * par.stages);
-  if (job.device.size() > 1 && job.device.size() != workers &&
-      !reported_at(problems, "/parallelism"))
-    problems.push_back("/device: one device for all workers or one per worker, but the job has " +
-                       std::to_string(workers) + " worker(s) and " +
-                       std::to_string(job.device.size()) + " devices were given");
-  if (!job.on_cuda())
-    return;
-  for (const auto& d : job.device)
-    if (!d.is_cuda())
-      return problems.push_back(
-          "/device: the workers of a job run on one kind of device, got both cpu and cuda");
-  if (par.policy != policy_kind::sync || par.pipelined() || job.ensemble.enabled() ||
-      job.cluster.enabled())
-    problems.push_back(
-        "/device: CUDA workers run sync data-parallel replicas in one process for now (policy "
-        "sync, stages 1, micro_batches 1, no ensemble, no cluster); use \"cpu\" for the rest");
-}
-
 void read_faults(object_reader r, faults_config& f) {
   r.optional_integer("throw_worker", f.throw_worker, 0, INT64_MAX);
   r.integer("throw_step", f.throw_step, 0, INT64_MAX);
@@ -320,89 +296,7 @@ job_config parse_job(const nlohmann::json& json) {
   top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "ensemble",
               "cluster", "faults", "device"});
 
-  // Checks across sections, made only when the fields involved were valid on their own: a bad
-  // value was not stored, and comparing the default in its place would report a phantom.
-  {
-    if (!reported_at(problems, "/training/batch_size") &&
-        !reported_at(problems, "/parallelism/replicas") &&
-        job.training.batch_size < job.parallelism.replicas)
-      problems.push_back("/training/batch_size: must be at least parallelism.replicas (" +
-                         std::to_string(job.parallelism.replicas) +
-                         ") so every replica gets a sample each step, got " +
-                         std::to_string(job.training.batch_size));
-    const auto& par = job.parallelism;
-    // A pipeline replica's rows must fill every micro-batch (the smallest shard is the floor).
-    if (par.micro_batches > 1 && !reported_at(problems, "/training/batch_size") &&
-        !reported_at(problems, "/parallelism/replicas") &&
-        !reported_at(problems, "/parallelism/micro_batches") &&
-        job.training.batch_size / par.replicas < par.micro_batches)
-      problems.push_back(
-          "/parallelism/micro_batches: " + std::to_string(par.micro_batches) +
-          " micro-batches need at least that many rows per replica, but batch_size " +
-          std::to_string(job.training.batch_size) + " over " + std::to_string(par.replicas) +
-          " replica(s) leaves " + std::to_string(job.training.batch_size / par.replicas));
-    // Workers are numbered replica-major: worker r * stages + s is stage s of pipeline r.
-    const int64_t workers = par.replicas * par.stages;
-    const bool workers_ok = !reported_at(problems, "/parallelism/replicas") &&
-                            !reported_at(problems, "/parallelism/stages");
-    for (const auto& [key, worker] : {std::pair{"throw_worker", job.faults.throw_worker},
-                                      std::pair{"slow_worker", job.faults.slow_worker}})
-      if (worker && *worker >= workers && workers_ok)
-        problems.push_back(std::string("/faults/") + key + ": must name a worker below " +
-                           (par.stages > 1 ? "replicas x stages (" : "parallelism.replicas (") +
-                           std::to_string(workers) + "), got " + std::to_string(*worker));
-    const auto& phases = job.parallelism.phases;
-    for (std::size_t i = 0; i < phases.size(); ++i) {
-      const auto where = "/parallelism/phases/" + std::to_string(i);
-      if (job.optimizer.kind == optimizer_kind::sgd || reported_at(problems, where))
-        continue;
-      if (phases[i].average_momenta)
-        problems.push_back(where + "/average_momenta: supported with optimizer sgd only, got " +
-                           "true with " + to_string(job.optimizer.kind));
-      // Replicas leave local SGD with drifted optimizer states; sync needs them identical, and
-      // only SGD's momentum can be averaged into one.
-      if (i > 0 && phases[i - 1].policy == policy_kind::local_sgd &&
-          phases[i].policy == policy_kind::sync)
-        problems.push_back(where + "/policy: switching from local_sgd to sync needs optimizer " +
-                           "sgd (the replicas' " + to_string(job.optimizer.kind) +
-                           " states cannot be averaged), got sync after local_sgd");
-    }
-    // An ensemble is one stacked model on one worker; per-member lrs are a gradient scale,
-    // which only plain SGD (momentum included, no weight decay) turns into a learning rate.
-    if (job.ensemble.enabled() && !reported_at(problems, "/parallelism")) {
-      if (par.replicas != 1 || par.pipelined() || par.policy != policy_kind::sync)
-        problems.push_back(
-            "/ensemble: runs as one stacked model on one worker: needs policy "
-            "sync, replicas 1, stages 1 and micro_batches 1");
-      if (job.faults.throw_worker || job.faults.slow_worker)
-        problems.push_back("/faults: not supported with an ensemble");
-    }
-    if (!job.ensemble.lrs.empty() && !reported_at(problems, "/optimizer") &&
-        (job.optimizer.kind != optimizer_kind::sgd || job.optimizer.weight_decay != 0))
-      problems.push_back(
-          "/ensemble/lrs: per-member learning rates need optimizer sgd without "
-          "weight_decay, got " +
-          std::string(to_string(job.optimizer.kind)) +
-          (job.optimizer.weight_decay != 0 ? " with weight_decay" : ""));
-    // Across processes, replicas are the unit of placement: pipelines and stacked ensembles run
-    // in one process for now.
-    if (job.cluster.enabled() && !reported_at(problems, "/cluster")) {
-      if (par.pipelined() || job.ensemble.enabled())
-        problems.push_back(
-            "/cluster: pipelines and ensembles run in one process; across nodes troupe places "
-            "data-parallel replicas (stages 1, micro_batches 1, no ensemble)");
-      else if (!reported_at(problems, "/parallelism/replicas") && par.replicas < job.cluster.nodes)
-        problems.push_back("/cluster/nodes: every node hosts at least one replica, but " +
-                           std::to_string(job.cluster.nodes) + " nodes were asked for " +
-                           std::to_string(par.replicas) + " replica(s)");
-    }
-    check_devices(job, problems);
-    if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
-      problems.push_back(
-          "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "
-          "buffers), got true with " +
-          std::string(to_string(job.optimizer.kind)));
-  }
+  check_feature_combinations(job, problems);
   if (!problems.empty())
     throw job_error(std::move(problems));
   return job;

@@ -18,7 +18,7 @@ struct labeled_images {
 
 struct dataset {
   std::string description;  ///< for the plan, e.g. "fashion_mnist (60000 train, 10000 test)"
-  int64_t classes = 10;
+  int64_t classes = 0;
   labeled_images train;
   labeled_images test;
 };

@@ -10,7 +10,6 @@
 namespace troupe {
 namespace {
 
-constexpr int64_t classes = 10;
 constexpr int64_t side = 28;
 
 std::string shape_of(const idx_array& a) {
@@ -34,7 +33,7 @@ labeled_images load_split(const std::string& folder, const std::string& prefix) 
     throw data_error(labels_path + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
                      images_path + " holds " + std::to_string(images.dims[0]) + " images");
   for (size_t i = 0; i < labels.bytes.size(); ++i)
-    if (labels.bytes[i] >= classes)
+    if (labels.bytes[i] >= fashion_mnist_classes)
       throw data_error(labels_path + ": label at index " + std::to_string(i) + " is " +
                        std::to_string(labels.bytes[i]) + ", expected 0..9");
 
@@ -56,7 +55,7 @@ labeled_images load_split(const std::string& folder, const std::string& prefix) 
 
 dataset load_fashion_mnist(const std::string& folder) {
   dataset d;
-  d.classes = classes;
+  d.classes = fashion_mnist_classes;
   d.train = load_split(folder, "train");
   d.test = load_split(folder, "t10k");
   d.description = "fashion_mnist (" + std::to_string(d.train.size()) + " train, " +

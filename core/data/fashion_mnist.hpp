@@ -7,6 +7,11 @@
 
 namespace troupe {
 
+/// Fashion-MNIST's published splits and its ten classes (t-shirt ... ankle boot).
+inline constexpr int64_t fashion_mnist_train_rows = 60000;
+inline constexpr int64_t fashion_mnist_test_rows = 10000;
+inline constexpr int64_t fashion_mnist_classes = 10;
+
 /// Fashion-MNIST train-set statistics, used to normalize every image (train and test).
 inline constexpr double fashion_mnist_mean = 0.2860;
 inline constexpr double fashion_mnist_std = 0.3530;

@@ -12,11 +12,9 @@
 namespace troupe {
 namespace {
 
-constexpr int64_t classes = 10;
-
 labeled_images draw(const at::Tensor& prototypes, int64_t n, double noise, at::Generator& gen) {
   labeled_images out;
-  out.labels = at::randint(classes, {n}, gen, at::kLong);
+  out.labels = at::randint(synthetic_classes, {n}, gen, at::kLong);
   out.images =
       prototypes.index_select(0, out.labels) + noise * at::randn({n, 1, 28, 28}, gen, at::kFloat);
   return out;
@@ -30,9 +28,9 @@ dataset make_synthetic(int64_t train_samples, int64_t test_samples, double noise
         "make_synthetic: sample counts must be >= 0 and noise finite "
         "and >= 0");
   auto gen = at::detail::createCPUGenerator(seed);
-  const auto prototypes = at::randn({classes, 1, 28, 28}, gen, at::kFloat);
+  const auto prototypes = at::randn({synthetic_classes, 1, 28, 28}, gen, at::kFloat);
   dataset d;
-  d.classes = classes;
+  d.classes = synthetic_classes;
   // One generator in a fixed order: the test draws continue where the train draws stopped.
   d.train = draw(prototypes, train_samples, noise, gen);
   d.test = draw(prototypes, test_samples, noise, gen);

@@ -4,10 +4,14 @@
 #pragma once
 
 #include "core/data/dataset.hpp"
+#include "core/data/fashion_mnist.hpp"
 
 #include <cstdint>
 
 namespace troupe {
+
+/// As many classes as Fashion-MNIST, so every built-in model fits both data sets.
+inline constexpr int64_t synthetic_classes = fashion_mnist_classes;
 
 /// Train and test share the prototypes but are different draws; labels are drawn uniformly
 /// from 0..9. Requires sample counts >= 0 and a finite noise >= 0 (std::invalid_argument).

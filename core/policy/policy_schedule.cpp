@@ -1,17 +1,12 @@
 #include "core/policy/policy_schedule.hpp"
 
-#include "core/train/run_tracker.hpp"
-
 #include <c10/util/Exception.h>
 
 namespace troupe {
 
-policy_schedule::policy_schedule(const job_config& job, int64_t total_steps,
-                                 int64_t steps_per_epoch)
-    : total_steps_(total_steps),
-      steps_per_epoch_(steps_per_epoch),
-      eval_interval_(job.training.eval_interval) {
-  const auto& p = job.parallelism;
+policy_schedule::policy_schedule(const parallelism_config& p, const step_rules& rules)
+    : rules_(rules) {
+  const int64_t total_steps = rules.total_steps();
   std::vector<phase_config> configs = p.phases;
   if (p.policy != policy_kind::schedule) {
     phase_config whole;
@@ -44,7 +39,7 @@ bool policy_schedule::averages_after(int64_t step) const {
   if (ph.config.policy != policy_kind::local_sgd)
     return false;
   return (step - ph.first_step + 1) % ph.config.period == 0 || step + 1 == ph.end_step ||
-         should_evaluate(step, total_steps_, steps_per_epoch_, eval_interval_);
+         rules_.evaluates_after(step);
 }
 
 bool policy_schedule::averages_momenta_after(int64_t step) const {
@@ -56,22 +51,22 @@ bool policy_schedule::averages_momenta_after(int64_t step) const {
 }
 
 int64_t policy_schedule::next_averaging_step(int64_t from) const {
-  for (int64_t s = from; s < total_steps_; ++s)
+  for (int64_t s = from; s < rules_.total_steps(); ++s)
     if (averages_after(s))
       return s;
-  return total_steps_;
+  return rules_.total_steps();
 }
 
 int64_t policy_schedule::next_step_under(policy_kind policy, int64_t from) const {
   for (const auto& ph : phases_)
     if (ph.config.policy == policy && ph.end_step > from)
       return std::max(from, ph.first_step);
-  return total_steps_;
+  return rules_.total_steps();
 }
 
 bool policy_schedule::switches_after(int64_t step) const {
   const auto& ph = at(step);
-  return step + 1 == ph.end_step && step + 1 < total_steps_;
+  return step + 1 == ph.end_step && step + 1 < rules_.total_steps();
 }
 
 }  // namespace troupe

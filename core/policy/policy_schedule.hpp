@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/config/job_config.hpp"
+#include "core/policy/step_rules.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -21,8 +22,10 @@ class policy_schedule {
     phase_config config;
   };
 
-  /// Phases that would start at or after total_steps are left out (make_plan refuses them).
-  policy_schedule(const job_config& job, int64_t total_steps, int64_t steps_per_epoch);
+  /// No phases: a placeholder until the plan assigns the real schedule.
+  policy_schedule() = default;
+  /// Phases that would start at or after the last step are left out (the plan refuses them).
+  policy_schedule(const parallelism_config& parallelism, const step_rules& rules);
 
   const std::vector<phase>& phases() const { return phases_; }
   const phase& at(int64_t step) const;
@@ -44,9 +47,7 @@ class policy_schedule {
 
  private:
   std::vector<phase> phases_;
-  int64_t total_steps_;
-  int64_t steps_per_epoch_;
-  int64_t eval_interval_;
+  step_rules rules_;
 };
 
 }  // namespace troupe

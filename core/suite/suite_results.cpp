@@ -14,7 +14,7 @@ nlohmann::json optional_json(const std::optional<T>& x) {
 }
 
 bool ranked(const suite_job_result& r) {
-  return r.status == "succeeded" && r.test_accuracy.has_value();
+  return r.status == run_status::succeeded && r.test_accuracy.has_value();
 }
 
 }  // namespace
@@ -38,7 +38,7 @@ std::vector<std::size_t> rank_jobs(const std::vector<suite_job_result>& results)
 
 nlohmann::json to_json(const suite_job_result& r) {
   nlohmann::json j = {{"name", r.name},
-                      {"status", r.status},
+                      {"status", to_string(r.status)},
                       {"device", r.device},
                       {"overrides", r.overrides},
                       {"test_accuracy", optional_json(r.test_accuracy)},
@@ -76,7 +76,9 @@ std::string render_leaderboard(const std::vector<suite_job_result>& results) {
     const auto accuracy =
         r.test_accuracy ? fmt::format("{:.2f}%", *r.test_accuracy * 100) : std::string("-");
     const auto loss = r.test_loss ? fmt::format("{:.4f}", *r.test_loss) : std::string("-");
-    const auto what = r.status == "succeeded" ? r.overrides.dump() : r.status + ": " + r.error;
+    const auto what = r.status == run_status::succeeded
+                          ? r.overrides.dump()
+                          : std::string(to_string(r.status)) + ": " + r.error;
     out += fmt::format("{:>4}  {:<{}}  {:>9}  {:>9}  {:>8.1f}  {}\n", place, r.name, width,
                        accuracy, loss, r.wall_s, what);
   }

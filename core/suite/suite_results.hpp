@@ -3,6 +3,8 @@
 // follow, unranked, with their cause.
 #pragma once
 
+#include "core/metrics/records.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -13,7 +15,7 @@ namespace troupe {
 
 struct suite_job_result {
   std::string name;
-  std::string status = "not started";  ///< succeeded, failed, or not started (interrupted)
+  run_status status = run_status::not_started;  ///< not started: the suite was interrupted
   std::string error;
   std::string device;
   nlohmann::json overrides = nlohmann::json::object();

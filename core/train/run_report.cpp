@@ -36,7 +36,7 @@ nlohmann::json to_json(const run_report& r) {
   nlohmann::json workers = nlohmann::json::array();
   for (const auto& w : r.workers)
     workers.push_back(to_json(w, r.wall_s));
-  nlohmann::json j = {{"status", r.status},
+  nlohmann::json j = {{"status", to_string(r.status)},
                       {"wall_s", r.wall_s},
                       {"train_s", r.train_s},
                       {"steps", r.steps},

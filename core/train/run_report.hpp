@@ -1,6 +1,8 @@
 // What a finished (or failed) run reports: the figures summary.json holds, plus the collected
-// final weights. Built by the coordinator, written by the caller.
+// final weights. Built by the run driver, written by the caller.
 #pragma once
+
+#include "core/metrics/records.hpp"
 
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
@@ -41,12 +43,12 @@ struct member_report {
 };
 
 struct run_report {
-  std::string status = "failed";  ///< "succeeded" or "failed"
-  std::string error;              ///< why it failed, naming the worker where one failed
-  double wall_s = 0;              ///< from the first step to the end, evaluations included
-  double train_s = 0;             ///< wall_s less the time spent evaluating
-  int64_t steps = 0;              ///< completed optimizer steps
-  int64_t samples = 0;            ///< training samples in the completed steps
+  run_status status = run_status::failed;
+  std::string error;    ///< why it failed, naming the worker where one failed
+  double wall_s = 0;    ///< from the first step to the end, evaluations included
+  double train_s = 0;   ///< wall_s less the time spent evaluating
+  int64_t steps = 0;    ///< completed optimizer steps
+  int64_t samples = 0;  ///< training samples in the completed steps
   int64_t replicas = 0;
   std::optional<double> final_train_loss;  ///< mean of the last (up to) 50 steps' losses
   std::optional<double> test_loss;         ///< of the last evaluation
@@ -63,6 +65,7 @@ struct run_report {
   std::vector<member_report> members;
   std::vector<std::vector<std::pair<std::string, at::Tensor>>> member_weights;
 
+  bool succeeded() const { return status == run_status::succeeded; }
   double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0; }
 };
 

@@ -8,19 +8,10 @@ constexpr std::size_t loss_window = 50;
 
 }  // namespace
 
-bool should_evaluate(int64_t step, int64_t total_steps, int64_t steps_per_epoch,
-                     int64_t eval_interval) {
-  if (step + 1 >= total_steps)
-    return true;
-  const int64_t every = eval_interval > 0 ? eval_interval : steps_per_epoch;
-  return every > 0 && (step + 1) % every == 0;
-}
-
-run_tracker::run_tracker(int64_t replicas, int64_t total_steps, int64_t steps_per_epoch,
-                         jsonl_writer* metrics)
-    : total_steps_(total_steps), steps_per_epoch_(steps_per_epoch), metrics_(metrics) {
-  workers_.resize(static_cast<std::size_t>(replicas));
-  for (int64_t r = 0; r < replicas; ++r)
+run_tracker::run_tracker(int64_t workers, const step_rules& rules, jsonl_writer* metrics)
+    : rules_(rules), metrics_(metrics) {
+  workers_.resize(static_cast<std::size_t>(workers));
+  for (int64_t r = 0; r < workers; ++r)
     workers_[static_cast<std::size_t>(r)].rank = r;
   start();
 }
@@ -34,11 +25,22 @@ double run_tracker::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+void run_tracker::write(const nlohmann::json& record) {
+  if (metrics_ != nullptr)
+    metrics_->write(record);
+}
+
+worker_report* run_tracker::worker(int64_t w) {
+  if (w < 0 || w >= static_cast<int64_t>(workers_.size()))
+    return nullptr;
+  return &workers_[static_cast<std::size_t>(w)];
+}
+
 progress_update run_tracker::snapshot() const {
   progress_update p;
   p.step = completed_steps_;
-  p.total_steps = total_steps_;
-  p.epoch = steps_per_epoch_ > 0 ? (completed_steps_ - 1) / steps_per_epoch_ : 0;
+  p.total_steps = rules_.total_steps();
+  p.epoch = rules_.epoch_of(completed_steps_ - 1);
   p.loss = last_loss_;
   p.samples_per_s = last_samples_per_s_;
   p.elapsed_s = elapsed_s();
@@ -55,8 +57,8 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   double weighted_loss = 0;
   for (const auto& p : parts) {
     samples += p.samples;
-    if (p.worker >= 0 && p.worker < static_cast<int64_t>(workers_.size()))
-      workers_[static_cast<std::size_t>(p.worker)].samples += p.samples;
+    if (auto* w = worker(p.worker))
+      w->samples += p.samples;
     weighted_loss += p.loss * static_cast<double>(p.samples);
   }
   last_loss_ = samples > 0 ? weighted_loss / static_cast<double>(samples) : 0;
@@ -66,43 +68,29 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   recent_losses_.push_back(last_loss_);
   if (recent_losses_.size() > loss_window)
     recent_losses_.pop_front();
-  if (metrics_ != nullptr)
-    metrics_->write({{"event", "step"},
-                     {"step", step},
-                     {"epoch", steps_per_epoch_ > 0 ? step / steps_per_epoch_ : 0},
-                     {"loss", last_loss_},
-                     {"samples", samples},
-                     {"samples_per_s", last_samples_per_s_},
-                     {"step_s", step_s},
-                     {"reduce_s", reduce_s},
-                     {"t", elapsed_s()}});
+  write(to_json(records::step{step, rules_.epoch_of(step), last_loss_, samples, last_samples_per_s_,
+                              step_s, reduce_s, elapsed_s()}));
   return snapshot();
 }
 
-void run_tracker::on_worker_step(int64_t worker, int64_t step, double compute_s, double comm_s,
+void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute_s, double comm_s,
                                  double apply_s) {
-  if (worker < 0 || worker >= static_cast<int64_t>(workers_.size()))
+  auto* w = worker(worker_id);
+  if (w == nullptr)
     return;
-  auto& w = workers_[static_cast<std::size_t>(worker)];
-  w.steps += 1;
-  w.compute_s += compute_s;
-  w.comm_s += comm_s;
-  w.apply_s += apply_s;
-  if (metrics_ != nullptr)
-    metrics_->write({{"event", "worker_step"},
-                     {"step", step},
-                     {"worker", worker},
-                     {"compute_s", compute_s},
-                     {"comm_s", comm_s},
-                     {"apply_s", apply_s}});
+  w->steps += 1;
+  w->compute_s += compute_s;
+  w->comm_s += comm_s;
+  w->apply_s += apply_s;
+  write(to_json(records::worker_step{step, worker_id, compute_s, comm_s, apply_s}));
 }
 
-std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker, int64_t step,
+std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int64_t step,
                                                           double loss_sum, int64_t correct,
                                                           int64_t count, double eval_s,
                                                           int64_t expected) {
-  if (worker >= 0 && worker < static_cast<int64_t>(workers_.size()))
-    workers_[static_cast<std::size_t>(worker)].eval_s += eval_s;
+  if (auto* w = worker(worker_id))
+    w->eval_s += eval_s;
   auto& round = evals_[step];
   round.loss_sum += loss_sum;
   round.correct += correct;
@@ -115,68 +103,52 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker, int64_
   test_loss_ = round.loss_sum / n;
   test_accuracy_ = static_cast<double>(round.correct) / n;
   eval_s_ += round.max_eval_s;
-  if (metrics_ != nullptr)
-    metrics_->write({{"event", "eval"},
-                     {"step", step},
-                     {"epoch", steps_per_epoch_ > 0 ? step / steps_per_epoch_ : 0},
-                     {"test_loss", *test_loss_},
-                     {"test_accuracy", *test_accuracy_},
-                     {"samples", round.count},
-                     {"eval_s", round.max_eval_s},
-                     {"t", elapsed_s()}});
+  last_evaluated_ = std::max(step, last_evaluated_.value_or(step));
+  write(to_json(records::eval{step, rules_.epoch_of(step), *test_loss_, *test_accuracy_,
+                              round.count, round.max_eval_s, elapsed_s()}));
   evals_.erase(step);
   auto p = snapshot();
   p.evaluation = true;
   return p;
 }
 
-void run_tracker::on_applied(int64_t worker, int64_t step, int64_t version, int64_t staleness) {
+void run_tracker::on_applied(int64_t worker_id, int64_t step, int64_t version, int64_t staleness) {
   staleness_histogram_[staleness] += 1;
-  if (metrics_ != nullptr)
-    metrics_->write({{"event", "applied"},
-                     {"worker", worker},
-                     {"clock", step + 1},
-                     {"version", version},
-                     {"staleness", staleness}});
+  write(to_json(records::applied{worker_id, step + 1, version, staleness}));
 }
 
-void run_tracker::on_waited(int64_t worker, int64_t step, double wait_s) {
-  if (worker >= 0 && worker < static_cast<int64_t>(workers_.size()))
-    workers_[static_cast<std::size_t>(worker)].wait_s += wait_s;
-  if (metrics_ != nullptr)
-    metrics_->write({{"event", "waited"}, {"worker", worker}, {"clock", step}, {"wait_s", wait_s}});
+void run_tracker::on_waited(int64_t worker_id, int64_t step, double wait_s) {
+  if (auto* w = worker(worker_id))
+    w->wait_s += wait_s;
+  write(to_json(records::waited{worker_id, step, wait_s}));
 }
 
-void run_tracker::on_stage_step(int64_t worker, int64_t pipeline, int64_t stage, int64_t step,
-                                double busy_s, double idle_s, int64_t peak_live) {
-  if (worker < 0 || worker >= static_cast<int64_t>(workers_.size()))
-    return;
-  auto& w = workers_[static_cast<std::size_t>(worker)];
-  w.pipeline = pipeline;
-  w.stage = stage;
-  w.idle_s += idle_s;
-  w.peak_live_activations = std::max(w.peak_live_activations, peak_live);
-  if (metrics_ != nullptr)
-    metrics_->write({{"event", "stage_step"},
-                     {"step", step},
-                     {"worker", worker},
-                     {"pipeline", pipeline},
-                     {"stage", stage},
-                     {"busy_s", busy_s},
-                     {"idle_s", idle_s},
-                     {"peak_live_activations", peak_live}});
+void run_tracker::set_pipelines(int64_t pipelines, int64_t stages, double predicted_bubble) {
+  stage_windows_.emplace(pipelines, stages);
+  predicted_bubble_ = predicted_bubble;
 }
 
-void run_tracker::record_event(nlohmann::json record) {
-  if (metrics_ == nullptr)
-    return;
-  record["t"] = elapsed_s();
-  metrics_->write(record);
+void run_tracker::on_stage_timing(const stage_timing& t) {
+  if (!stage_windows_)
+    throw std::logic_error("run_tracker: a stage timing in a run without pipelines");
+  for (const auto& x : stage_windows_->add(t)) {
+    const auto& s = x.timing;
+    on_worker_step(s.worker, s.step, s.busy_s, s.comm_s, s.apply_s);
+    auto* w = worker(s.worker);
+    if (w == nullptr)
+      continue;
+    w->pipeline = x.pipeline;
+    w->stage = x.stage;
+    w->idle_s += x.idle_s;
+    w->peak_live_activations = std::max(w->peak_live_activations, s.peak_live);
+    write(to_json(records::stage_step{s.step, s.worker, x.pipeline, x.stage, s.busy_s, x.idle_s,
+                                      s.peak_live}));
+  }
 }
 
 run_report run_tracker::report(const std::string& error, at::Tensor final_weights) const {
   run_report r;
-  r.status = error.empty() ? "succeeded" : "failed";
+  r.status = error.empty() ? run_status::succeeded : run_status::failed;
   r.error = error;
   r.wall_s = elapsed_s();
   r.train_s = std::max(0.0, r.wall_s - eval_s_);

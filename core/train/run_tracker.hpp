@@ -1,13 +1,17 @@
 // Book-keeping of a run, free of actor code: folds step completions, per-worker timings and
-// evaluation shards into metrics.jsonl records, progress snapshots and the final run_report.
-// The coordinator feeds it; tests can feed it directly.
+// evaluation shards into metrics.jsonl records (core/metrics/records.hpp), progress snapshots
+// and the final run_report. The run driver feeds it (the ensemble loop too); tests can feed it
+// directly.
 //
-// Thread safety: none; owned by the coordinator.
+// Thread safety: none; owned by the run driver.
 #pragma once
 
 #include "core/metrics/jsonl_writer.hpp"
+#include "core/metrics/records.hpp"
+#include "core/policy/step_rules.hpp"
 #include "core/train/progress.hpp"
 #include "core/train/run_report.hpp"
+#include "core/train/stage_windows.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -18,25 +22,15 @@
 
 namespace troupe {
 
-/// When to evaluate: every `eval_interval` steps (0: at the end of every epoch) and always
-/// after the last step. `step` is 0-based; the evaluation follows that step's update.
-bool should_evaluate(int64_t step, int64_t total_steps, int64_t steps_per_epoch,
-                     int64_t eval_interval);
-
-/// One worker's share of a completed step.
-struct step_part {
-  int64_t worker = 0;
-  double loss = 0;
-  int64_t samples = 0;
-};
-
 class run_tracker {
  public:
-  run_tracker(int64_t replicas, int64_t total_steps, int64_t steps_per_epoch,
-              jsonl_writer* metrics);
+  /// `workers` report figures (replicas, or replicas x stages); `metrics` may be null.
+  run_tracker(int64_t workers, const step_rules& rules, jsonl_writer* metrics);
 
-  /// Starts the wall clock (call when the first step is handed out).
+  /// Restarts the wall clock (call when the first step is handed out).
   void start();
+  /// Seconds since start().
+  double elapsed_s() const;
 
   /// A step completed with these parts (in worker order). Returns the progress snapshot.
   progress_update on_step_complete(int64_t step, const std::vector<step_part>& parts,
@@ -50,20 +44,27 @@ class run_tracker {
   std::optional<progress_update> on_eval_shard(int64_t worker, int64_t step, double loss_sum,
                                                int64_t correct, int64_t count, double eval_s,
                                                int64_t expected);
+  /// Whether the evaluation after `step` is complete and recorded.
+  bool evaluated(int64_t step) const { return last_evaluated_ && *last_evaluated_ >= step; }
 
   /// async: a gradient of `worker`'s step `step` was applied, making `version`.
   void on_applied(int64_t worker, int64_t step, int64_t version, int64_t staleness);
   /// async: `worker` was held back `wait_s` by the staleness bound.
   void on_waited(int64_t worker, int64_t step, double wait_s);
 
-  /// Pipelines: a stage's figures for a step it applied (after on_worker_step).
-  void on_stage_step(int64_t worker, int64_t pipeline, int64_t stage, int64_t step, double busy_s,
-                     double idle_s, int64_t peak_live);
-  /// Pipelines: the ideal bubble fraction, reported beside the measured one.
-  void set_predicted_bubble(double fraction) { predicted_bubble_ = fraction; }
+  /// Pipelines: how workers form pipelines, and the ideal bubble fraction reported beside the
+  /// measured one. Call before the first stage timing.
+  void set_pipelines(int64_t pipelines, int64_t stages, double predicted_bubble);
+  /// Pipelines: a stage's timing of a step; once every stage of the step is in, writes each
+  /// one's worker_step and stage_step records in worker order.
+  void on_stage_timing(const stage_timing& t);
 
-  /// A notable event for metrics.jsonl (e.g. a failure), with the time since start added.
-  void record_event(nlohmann::json record);
+  /// A record stamped with the time since start (phase, failure, member_eval).
+  template <class Record>
+  void record(Record r) {
+    r.t = elapsed_s();
+    write(to_json(r));
+  }
 
   /// The report of the run so far; `error` empty means it succeeded.
   run_report report(const std::string& error, at::Tensor final_weights) const;
@@ -77,11 +78,11 @@ class run_tracker {
     double max_eval_s = 0;
   };
 
-  double elapsed_s() const;
   progress_update snapshot() const;
+  void write(const nlohmann::json& record);
+  worker_report* worker(int64_t w);
 
-  int64_t total_steps_;
-  int64_t steps_per_epoch_;
+  step_rules rules_;
   jsonl_writer* metrics_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_step_end_;
@@ -93,9 +94,11 @@ class run_tracker {
   std::deque<double> recent_losses_;
   std::optional<double> test_loss_;
   std::optional<double> test_accuracy_;
+  std::optional<int64_t> last_evaluated_;
   std::map<int64_t, eval_round> evals_;
   std::vector<worker_report> workers_;
   std::map<int64_t, int64_t> staleness_histogram_;
+  std::optional<stage_windows> stage_windows_;
   std::optional<double> predicted_bubble_;
 };
 

@@ -37,11 +37,6 @@ torch::nn::Sequential slice_of(const job_config& job, int64_t classes,
 
 }  // namespace
 
-std::vector<stage_slice> stage_slices(const job_config& job, int64_t classes) {
-  return split_stages(summarize_layers(build_model(job.model, classes)), job.parallelism.stages,
-                      job.parallelism.split);
-}
-
 stage_engine::stage_engine(const job_config& job, dataset_ptr data,
                            const at::Tensor& initial_weights, const stage_slice& slice,
                            stage_position where)

@@ -102,7 +102,4 @@ class stage_engine {
   std::map<int64_t, saved_activation> saved_;
 };
 
-/// The stage slices of a job's model (balanced or as the job splits it).
-std::vector<stage_slice> stage_slices(const job_config& job, int64_t classes);
-
 }  // namespace troupe

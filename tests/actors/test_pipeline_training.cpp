@@ -2,7 +2,6 @@
 // replicas x stages layout train exactly like one unpartitioned worker on the same global
 // batch; stages report their bubble and live activations; a failing stage ends the run naming
 // it, with no stage left waiting.
-#include "actors/run_training.hpp"
 #include "training_fixtures.hpp"
 
 #include <ATen/ATen.h>
@@ -51,8 +50,8 @@ TEST_SUITE("pipeline_training") {
     for (auto kind : {model_kind::mlp, model_kind::cnn}) {
       const auto job = base_job(kind);
       auto data = test::small_data(job);
-      const auto reference = run_training(job, data, {});
-      REQUIRE(reference.status == "succeeded");
+      const auto reference = plan_and_run(job, data, {});
+      REQUIRE(reference.succeeded());
       struct layout {
         int64_t replicas, stages, micro_batches;
       };
@@ -64,9 +63,9 @@ TEST_SUITE("pipeline_training") {
           CAPTURE(l.replicas);
           CAPTURE(l.stages);
           CAPTURE(l.micro_batches);
-          const auto r = run_training(
+          const auto r = plan_and_run(
               pipelined(job, l.replicas, l.stages, l.micro_batches, schedule), data, {});
-          REQUIRE(r.status == "succeeded");
+          REQUIRE(r.succeeded());
           CHECK(r.steps == 30);
           CHECK(r.replicas == l.replicas);
           CHECK(r.workers.size() == static_cast<std::size_t>(l.replicas * l.stages));
@@ -84,11 +83,11 @@ TEST_SUITE("pipeline_training") {
     job.optimizer.lr = 0.001;
     job.optimizer.momentum = 0;
     auto data = test::small_data(job);
-    const auto reference = run_training(job, data, {});
+    const auto reference = plan_and_run(job, data, {});
     auto split = pipelined(job, 1, 2, 3, pipeline_schedule_kind::one_f_one_b);
     split.parallelism.split = {"out"};
-    const auto r = run_training(split, data, {});
-    REQUIRE(r.status == "succeeded");
+    const auto r = plan_and_run(split, data, {});
+    REQUIRE(r.succeeded());
     CHECK(max_abs_diff(r.final_weights, reference.final_weights) <= 1e-5);
   }
 
@@ -96,8 +95,8 @@ TEST_SUITE("pipeline_training") {
     for (auto schedule : schedules) {
       CAPTURE(to_string(schedule));
       const auto job = pipelined(base_job(model_kind::mlp), 1, 3, 5, schedule);
-      const auto r = run_training(job, test::small_data(job), {});
-      REQUIRE(r.status == "succeeded");
+      const auto r = plan_and_run(job, test::small_data(job), {});
+      REQUIRE(r.succeeded());
       REQUIRE(r.workers.size() == 3);
       for (int64_t s = 0; s < 3; ++s) {
         const auto& w = r.workers[static_cast<std::size_t>(s)];
@@ -129,8 +128,8 @@ TEST_SUITE("pipeline_training") {
                            pipeline_schedule_kind::one_f_one_b);
       job.faults.throw_worker = f.worker;
       job.faults.throw_step = 4;
-      const auto r = run_training(job, test::small_data(job), {});
-      CHECK(r.status == "failed");
+      const auto r = plan_and_run(job, test::small_data(job), {});
+      CHECK(r.status == run_status::failed);
       CHECK(r.error.find(std::string(f.named) + " (worker " + std::to_string(f.worker) +
                          ") failed") != std::string::npos);
       CHECK(r.error.find("mat1 and mat2 shapes cannot be multiplied") != std::string::npos);
@@ -143,8 +142,8 @@ TEST_SUITE("pipeline_training") {
     auto job = pipelined(base_job(model_kind::mlp), 1, 2, 2, pipeline_schedule_kind::gpipe);
     job.optimizer.lr = 1e12;
     job.optimizer.momentum = 0;
-    const auto r = run_training(job, test::small_data(job), {});
-    CHECK(r.status == "failed");
+    const auto r = plan_and_run(job, test::small_data(job), {});
+    CHECK(r.status == run_status::failed);
     CHECK(r.error.find("stage 1 of replica 0") != std::string::npos);
     CHECK(r.error.find("loss is") != std::string::npos);
     CHECK(r.error.find("micro-batch") != std::string::npos);
@@ -160,8 +159,8 @@ TEST_SUITE("pipeline_training") {
       if (p.step >= 3)
         stop = true;
     };
-    const auto r = run_training(job, test::small_data(job), options);
-    CHECK(r.status == "failed");
+    const auto r = plan_and_run(job, test::small_data(job), options);
+    CHECK(r.status == run_status::failed);
     CHECK(r.error.find("interrupted") != std::string::npos);
     CHECK(r.steps < 1000);
   }

@@ -1,6 +1,5 @@
 // Training through the actors: replicas equal one worker on the same global batch, runs are
 // deterministic, and a failing worker ends the run with its name and cause instead of a hang.
-#include "actors/run_training.hpp"
 #include "training_fixtures.hpp"
 
 #include <ATen/ATen.h>
@@ -35,10 +34,10 @@ TEST_SUITE("training") {
       auto two = one;
       two.parallelism.replicas = 2;
       auto data = test::small_data(one);
-      auto a = run_training(one, data, {});
-      auto b = run_training(two, data, {});
-      REQUIRE(a.status == "succeeded");
-      REQUIRE(b.status == "succeeded");
+      auto a = plan_and_run(one, data, {});
+      auto b = plan_and_run(two, data, {});
+      REQUIRE(a.succeeded());
+      REQUIRE(b.succeeded());
       CHECK(a.steps == 50);
       CHECK(b.workers.size() == 2);
       CHECK(b.workers[0].samples == 50 * 16);
@@ -52,21 +51,21 @@ TEST_SUITE("training") {
     auto three = one;
     three.parallelism.replicas = 3;  // 32 rows: 11, 11, 10
     auto data = test::small_data(one);
-    auto a = run_training(one, data, {});
-    auto c = run_training(three, data, {});
-    REQUIRE(c.status == "succeeded");
+    auto a = plan_and_run(one, data, {});
+    auto c = plan_and_run(three, data, {});
+    REQUIRE(c.succeeded());
     CHECK(max_abs_diff(a.final_weights, c.final_weights) <= 1e-5);
   }
 
   TEST_CASE("the same job twice gives equal weights") {
     auto job = test::small_job(2, 40);
     auto data = test::small_data(job);
-    auto a = run_training(job, data, {});
-    auto b = run_training(job, data, {});
-    REQUIRE(a.status == "succeeded");
+    auto a = plan_and_run(job, data, {});
+    auto b = plan_and_run(job, data, {});
+    REQUIRE(a.succeeded());
     CHECK(at::equal(a.final_weights, b.final_weights));
     job.seed = 4;
-    auto c = run_training(job, test::small_data(job), {});
+    auto c = plan_and_run(job, test::small_data(job), {});
     CHECK(!at::equal(a.final_weights, c.final_weights));
   }
 
@@ -75,8 +74,8 @@ TEST_SUITE("training") {
     int updates = 0;
     run_options options;
     options.on_progress = [&](const progress_update&) { ++updates; };
-    auto r = run_training(job, test::small_data(job), options);
-    REQUIRE(r.status == "succeeded");
+    auto r = plan_and_run(job, test::small_data(job), options);
+    REQUIRE(r.succeeded());
     CHECK(*r.test_accuracy > 0.9);
     CHECK(r.samples == 60 * 32);
     CHECK(r.samples_per_s() > 0);
@@ -91,8 +90,8 @@ TEST_SUITE("training") {
     auto job = test::small_job(2, 50);
     job.faults.throw_worker = 1;
     job.faults.throw_step = 5;
-    auto r = run_training(job, test::small_data(job), {});
-    CHECK(r.status == "failed");
+    auto r = plan_and_run(job, test::small_data(job), {});
+    CHECK(r.status == run_status::failed);
     CHECK(r.error.find("worker 1 failed") != std::string::npos);
     CHECK(r.error.find("torch_error") != std::string::npos);
     CHECK(r.error.find("mat1 and mat2 shapes cannot be multiplied") != std::string::npos);
@@ -104,8 +103,8 @@ TEST_SUITE("training") {
     auto job = test::small_job(2, 50);
     job.optimizer.lr = 1e12;
     job.optimizer.momentum = 0;
-    auto r = run_training(job, test::small_data(job), {});
-    CHECK(r.status == "failed");
+    auto r = plan_and_run(job, test::small_data(job), {});
+    CHECK(r.status == run_status::failed);
     CHECK(r.error.find("diverged") != std::string::npos);
     CHECK(r.error.find("loss is") != std::string::npos);
   }
@@ -119,8 +118,8 @@ TEST_SUITE("training") {
       if (p.step >= 3)
         stop = true;
     };
-    auto r = run_training(job, test::small_data(job), options);
-    CHECK(r.status == "failed");
+    auto r = plan_and_run(job, test::small_data(job), options);
+    CHECK(r.status == run_status::failed);
     CHECK(r.error.find("interrupted") != std::string::npos);
     CHECK(r.steps < 1000);
   }
@@ -133,10 +132,10 @@ TEST_SUITE("training") {
       local.parallelism.policy = policy_kind::local_sgd;
       local.parallelism.period = 1;
       auto data = test::small_data(sync);
-      auto a = run_training(sync, data, {});
-      auto b = run_training(local, data, {});
-      REQUIRE(a.status == "succeeded");
-      REQUIRE(b.status == "succeeded");
+      auto a = plan_and_run(sync, data, {});
+      auto b = plan_and_run(local, data, {});
+      REQUIRE(a.succeeded());
+      REQUIRE(b.succeeded());
       CHECK(b.steps == 40);
       CHECK(max_abs_diff(a.final_weights, b.final_weights) <= 1e-6);
     }
@@ -152,8 +151,8 @@ TEST_SUITE("training") {
       int steps_seen = 0;
       run_options options;
       options.on_progress = [&](const progress_update& p) { steps_seen += !p.evaluation; };
-      auto r = run_training(job, test::small_data(job), options);
-      REQUIRE(r.status == "succeeded");
+      auto r = plan_and_run(job, test::small_data(job), options);
+      REQUIRE(r.succeeded());
       CHECK(r.steps == 60);
       CHECK(steps_seen == 60);
       CHECK(*r.test_accuracy > 0.9);
@@ -161,7 +160,7 @@ TEST_SUITE("training") {
       // A longer period must differ from sync: replicas really stepped alone in between.
       auto sync = job;
       sync.parallelism.policy = policy_kind::sync;
-      auto s = run_training(sync, test::small_data(job), {});
+      auto s = plan_and_run(sync, test::small_data(job), {});
       CHECK(max_abs_diff(r.final_weights, s.final_weights) > 1e-4);
     }
   }
@@ -171,8 +170,8 @@ TEST_SUITE("training") {
     job.parallelism.policy = policy_kind::local_sgd;
     job.faults.throw_worker = 0;
     job.faults.throw_step = 12;
-    auto r = run_training(job, test::small_data(job), {});
-    CHECK(r.status == "failed");
+    auto r = plan_and_run(job, test::small_data(job), {});
+    CHECK(r.status == run_status::failed);
     CHECK(r.error.find("worker 0 failed") != std::string::npos);
   }
 
@@ -180,8 +179,8 @@ TEST_SUITE("training") {
     auto job = test::small_job(2, 10);
     job.faults.slow_worker = 1;
     job.faults.slow_ms = 20;
-    auto r = run_training(job, test::small_data(job), {});
-    REQUIRE(r.status == "succeeded");
+    auto r = plan_and_run(job, test::small_data(job), {});
+    REQUIRE(r.succeeded());
     // Worker 0 waits for worker 1's extra 20 ms in each of the 10 steps.
     CHECK(r.workers[0].comm_s >= 10 * 0.015);
     CHECK(r.workers[1].compute_s >= 10 * 0.020);
@@ -193,9 +192,9 @@ TEST_SUITE("training") {
     async.parallelism.policy = policy_kind::async;
     async.parallelism.max_staleness = 0;
     auto data = test::small_data(sync);
-    auto a = run_training(sync, data, {});
-    auto b = run_training(async, data, {});
-    REQUIRE(b.status == "succeeded");
+    auto a = plan_and_run(sync, data, {});
+    auto b = plan_and_run(async, data, {});
+    REQUIRE(b.succeeded());
     CHECK(b.steps == 40);
     CHECK(max_abs_diff(a.final_weights, b.final_weights) <= 1e-6);
     CHECK(b.staleness_histogram == std::map<int64_t, int64_t>{{0, 40}});
@@ -211,8 +210,8 @@ TEST_SUITE("training") {
       job.parallelism.staleness_lr_scaling = true;
       // Every push is a full optimizer step on a third of a batch: a smaller lr than sync's.
       job.optimizer.lr = 0.01;
-      auto r = run_training(job, test::small_data(job), {});
-      REQUIRE(r.status == "succeeded");
+      auto r = plan_and_run(job, test::small_data(job), {});
+      REQUIRE(r.succeeded());
       CHECK(r.steps == 30);
       int64_t applied = 0;
       for (const auto& [staleness, count] : r.staleness_histogram) {
@@ -236,14 +235,14 @@ TEST_SUITE("training") {
     job.faults.slow_worker = 1;
     job.faults.slow_ms = 10;
     job.parallelism.max_staleness = 2;
-    auto bounded = run_training(job, test::small_data(job), {});
-    REQUIRE(bounded.status == "succeeded");
+    auto bounded = plan_and_run(job, test::small_data(job), {});
+    REQUIRE(bounded.succeeded());
     CHECK(bounded.workers[0].wait_s > 0);     // the fast worker hit the bound
     CHECK(bounded.workers[1].wait_s == 0.0);  // the slowest never waits
     CHECK(bounded.staleness_histogram.rbegin()->first <= 2 * 2 + 1);
     job.parallelism.max_staleness.reset();
-    auto free = run_training(job, test::small_data(job), {});
-    REQUIRE(free.status == "succeeded");
+    auto free = plan_and_run(job, test::small_data(job), {});
+    REQUIRE(free.succeeded());
     CHECK(free.workers[0].wait_s == 0.0);  // unbounded: never held back
     // ...and so it contributes more of the run's pushes than the straggler.
     CHECK(free.workers[0].steps > free.workers[1].steps);
@@ -264,9 +263,9 @@ TEST_SUITE("training") {
     plain.parallelism.policy = policy_kind::sync;
     plain.parallelism.phases.clear();
     auto data = test::small_data(job);
-    auto scheduled = run_training(job, data, {});
-    auto reference = run_training(plain, data, {});
-    REQUIRE(scheduled.status == "succeeded");
+    auto scheduled = plan_and_run(job, data, {});
+    auto reference = plan_and_run(plain, data, {});
+    REQUIRE(scheduled.succeeded());
     CHECK(scheduled.steps == 30);
     CHECK(max_abs_diff(scheduled.final_weights, reference.final_weights) <= 1e-6);
   }
@@ -287,9 +286,9 @@ TEST_SUITE("training") {
       jsonl_writer metrics(path.string());
       run_options options;
       options.metrics = &metrics;
-      r = run_training(job, test::small_data(job), options);
+      r = plan_and_run(job, test::small_data(job), options);
     }
-    REQUIRE(r.status == "succeeded");
+    REQUIRE(r.succeeded());
     CHECK(r.steps == 40);
     CHECK(*r.test_accuracy > 0.9);
     std::vector<std::pair<int64_t, std::string>> switches;

@@ -1,6 +1,7 @@
 // Small jobs for actor tests: a synthetic data set so that a test takes a second, not minutes.
 #pragma once
 
+#include "actors/run_job.hpp"
 #include "core/config/job_config.hpp"
 #include "core/data/synthetic.hpp"
 

@@ -5,7 +5,7 @@
 #include "core/data/synthetic.hpp"
 #include "core/device/device_plan.hpp"
 #include "core/errors.hpp"
-#include "core/train/plan.hpp"
+#include "core/run/run_plan.hpp"
 #include "core/train/replica_engine.hpp"
 #include "job_problems.hpp"
 
@@ -130,11 +130,12 @@ TEST_SUITE("device") {
 
   TEST_CASE("the run plan shows the devices and refuses what this build lacks") {
     auto job = parse_job({{"data", {{"type", "synthetic"}}}});
-    CHECK(render_plan(job, make_plan(job, 4096, 10)).find("  devices: cpu\n") != std::string::npos);
+    const auto facts = describe_data(job.data);
+    CHECK(render_plan(make_run_plan(job, facts)).find("  devices: cpu\n") != std::string::npos);
     job.device = {*parse_device("cuda:0")};
-    CHECK_THROWS_AS(make_plan(job, 4096, 10, cpu_build), job_error);
-    const auto on_gpu = make_plan(job, 4096, 10, two_gpus);
-    CHECK(render_plan(job, on_gpu).find("  devices: cuda:0\n") != std::string::npos);
+    CHECK_THROWS_AS(make_run_plan(job, facts, cpu_build), job_error);
+    const auto on_gpu = make_run_plan(job, facts, two_gpus);
+    CHECK(render_plan(on_gpu).find("  devices: cuda:0\n") != std::string::npos);
   }
 }
 

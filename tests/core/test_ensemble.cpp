@@ -148,8 +148,9 @@ TEST_SUITE("ensemble") {
     auto job = small_ensemble(model_kind::mlp, 4);
     job.training.steps = 60;
     job.training.eval_interval = 30;
-    auto r = run_ensemble(job, data_for(job), {});
-    REQUIRE(r.status == "succeeded");
+    auto data = data_for(job);
+    auto r = run_ensemble(make_run_plan(job, facts_of(*data)), data, {});
+    REQUIRE(r.succeeded());
     CHECK(r.steps == 60);
     REQUIRE(r.members.size() == 4);
     REQUIRE(r.member_weights.size() == 4);
@@ -166,8 +167,8 @@ TEST_SUITE("ensemble") {
 
     job.optimizer.lr = 1e12;
     job.optimizer.momentum = 0;
-    auto failed = run_ensemble(job, data_for(job), {});
-    CHECK(failed.status == "failed");
+    auto failed = run_ensemble(make_run_plan(job, facts_of(*data)), data, {});
+    CHECK(failed.status == run_status::failed);
     CHECK(failed.error.find("ensemble member") != std::string::npos);
     CHECK(failed.member_weights.empty());
   }

@@ -89,16 +89,21 @@ TEST_SUITE("outputs") {
   }
 
   TEST_CASE("evaluation schedule: every interval, or every epoch, and always at the end") {
-    CHECK(should_evaluate(9, 100, 30, 10));
-    CHECK(!should_evaluate(10, 100, 30, 10));
-    CHECK(should_evaluate(29, 100, 30, 0));
-    CHECK(!should_evaluate(28, 100, 30, 0));
-    CHECK(should_evaluate(99, 100, 30, 0));
-    CHECK(should_evaluate(4, 5, 30, 1000));
+    CHECK(step_rules(100, 30, 10).evaluates_after(9));
+    CHECK(!step_rules(100, 30, 10).evaluates_after(10));
+    CHECK(step_rules(100, 30, 0).evaluates_after(29));
+    CHECK(!step_rules(100, 30, 0).evaluates_after(28));
+    CHECK(step_rules(100, 30, 0).evaluates_after(99));
+    CHECK(step_rules(5, 30, 1000).evaluates_after(4));
+    const auto last = step_rules(5, 30, 1000).outcome_of(4);
+    CHECK(last.step == 4);
+    CHECK(last.evaluate);
+    CHECK(last.last);
+    CHECK(!step_rules(5, 30, 1000).outcome_of(3).last);
   }
 
   TEST_CASE("the tracker folds steps, worker timings and evaluation shards into the report") {
-    run_tracker tracker(2, 4, 2, nullptr);
+    run_tracker tracker(2, step_rules(4, 2, 0), nullptr);
     tracker.on_step_complete(0, {{0, 1.0, 3}, {1, 2.0, 1}}, 0.0);
     tracker.on_worker_step(0, 0, 0.5, 0.1, 0.01);
     tracker.on_worker_step(1, 0, 0.25, 0.2, 0.01);
@@ -108,7 +113,7 @@ TEST_SUITE("outputs") {
     CHECK(*p->test_accuracy == doctest::Approx(9.0 / 15.0));
     CHECK(p->loss == doctest::Approx(1.25));  // (3 * 1.0 + 1 * 2.0) / 4
     auto r = tracker.report("", at::Tensor());
-    CHECK(r.status == "succeeded");
+    CHECK(r.status == run_status::succeeded);
     CHECK(r.steps == 1);
     CHECK(r.samples == 4);
     CHECK(*r.final_train_loss == doctest::Approx(1.25));
@@ -116,7 +121,7 @@ TEST_SUITE("outputs") {
     CHECK(r.workers[0].samples == 3);
     CHECK(r.workers[1].comm_s == doctest::Approx(0.2));
     auto failed = tracker.report("worker 1 failed: boom", at::Tensor());
-    CHECK(failed.status == "failed");
+    CHECK(failed.status == run_status::failed);
     CHECK(to_json(failed)["error"] == "worker 1 failed: boom");
   }
 }

@@ -3,7 +3,7 @@
 #include "core/errors.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
 #include "core/pipeline/stage_split.hpp"
-#include "core/train/plan.hpp"
+#include "core/run/run_plan.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,6 +16,9 @@ namespace {
 
 const pipeline_schedule_kind kinds[] = {pipeline_schedule_kind::gpipe,
                                         pipeline_schedule_kind::one_f_one_b};
+
+// Fashion-MNIST's facts, as the plan sees them before loading.
+const data_facts fashion = describe_data(data_config{});
 
 // Position of (kind, micro) in a stage's list.
 std::size_t index_of(const std::vector<pipeline_op>& ops, pipeline_op::kind what, int64_t m) {
@@ -184,23 +187,23 @@ TEST_SUITE("pipeline") {
     job.parallelism.replicas = 1;
     job.parallelism.stages = 2;
     job.parallelism.micro_batches = 4;
-    const auto plan = make_plan(job, 60000, 10);
+    const auto plan = make_run_plan(job, fashion);
     REQUIRE(plan.stages.size() == 2);
     CHECK(plan.micro_batch_rows == std::vector<int64_t>{8, 8, 7, 7});
     CHECK(plan.predicted_bubble == doctest::Approx(0.2));
     CHECK(plan.boundary_floats_per_row == std::vector<int64_t>{256});  // after act1
-    const auto text = render_plan(job, plan);
+    const auto text = render_plan(plan);
     CHECK(text.find("stage 0: flatten..act1 (3 layers), 200960 parameters") != std::string::npos);
     CHECK(text.find("stage 1: fc2..out (3 layers), 34186 parameters") != std::string::npos);
     CHECK(text.find("predicted bubble 20%") != std::string::npos);
     CHECK(text.find("balanced by parameter count") != std::string::npos);
 
     job.parallelism.stages = 4;
-    CHECK(first_problem([&] { make_plan(job, 60000, 10); }).find("/parallelism/stages") == 0);
+    CHECK(first_problem([&] { make_run_plan(job, fashion); }).find("/parallelism/stages") == 0);
     job.parallelism.stages = 2;
     job.parallelism.split = {"pool1"};
     CHECK(first_problem([&] {
-            make_plan(job, 60000, 10);
+            make_run_plan(job, fashion);
           }).find("/parallelism/split/0: no layer \"pool1\"") == 0);
   }
 }

@@ -15,6 +15,11 @@ job_config local_job(int64_t period, int64_t eval_interval) {
   return job;
 }
 
+policy_schedule schedule_of(const job_config& job, int64_t total_steps, int64_t steps_per_epoch) {
+  return policy_schedule(job.parallelism,
+                         step_rules(total_steps, steps_per_epoch, job.training.eval_interval));
+}
+
 std::vector<int64_t> averaging_steps(const policy_schedule& s, int64_t total) {
   std::vector<int64_t> out;
   for (int64_t step = 0; step < total; ++step)
@@ -36,7 +41,7 @@ phase_config phase(policy_kind policy, int64_t steps, int64_t period = 8) {
 TEST_SUITE("policy_schedule") {
   TEST_CASE("a plain policy is one phase over the whole run") {
     job_config job;
-    policy_schedule s(job, 10, 5);
+    const auto s = schedule_of(job, 10, 5);
     REQUIRE(s.phases().size() == 1);
     CHECK(s.policy_at(9) == policy_kind::sync);
     CHECK(!s.switches_after(4));
@@ -47,7 +52,7 @@ TEST_SUITE("policy_schedule") {
 
   TEST_CASE("local_sgd averages every period, at evaluations and after the last step") {
     // period 4, 20 steps, 10 per epoch, evaluation every epoch.
-    policy_schedule s(local_job(4, 0), 20, 10);
+    const auto s = schedule_of(local_job(4, 0), 20, 10);
     CHECK(averaging_steps(s, 20) == std::vector<int64_t>{3, 7, 9, 11, 15, 19});
     CHECK(s.next_averaging_step(0) == 3);
     CHECK(s.next_averaging_step(8) == 9);
@@ -55,7 +60,7 @@ TEST_SUITE("policy_schedule") {
     CHECK(!s.averages_momenta_after(3));
     auto with_momenta = local_job(4, 0);
     with_momenta.parallelism.average_momenta = true;
-    CHECK(policy_schedule(with_momenta, 20, 10).averages_momenta_after(3));
+    CHECK(schedule_of(with_momenta, 20, 10).averages_momenta_after(3));
   }
 
   TEST_CASE("schedule phases follow each other and switch exactly at their boundaries") {
@@ -64,7 +69,7 @@ TEST_SUITE("policy_schedule") {
     job.parallelism.phases = {phase(policy_kind::sync, 5), phase(policy_kind::local_sgd, 6, 4),
                               phase(policy_kind::sync, 0)};
     job.training.eval_interval = 1000;
-    policy_schedule s(job, 20, 100);
+    const auto s = schedule_of(job, 20, 100);
     REQUIRE(s.phases().size() == 3);
     CHECK(s.policy_at(4) == policy_kind::sync);
     CHECK(s.policy_at(5) == policy_kind::local_sgd);
@@ -87,7 +92,7 @@ TEST_SUITE("policy_schedule") {
     job_config job;
     job.parallelism.policy = policy_kind::schedule;
     job.parallelism.phases = {phase(policy_kind::sync, 8), phase(policy_kind::local_sgd, 0, 2)};
-    policy_schedule s(job, 6, 100);
+    const auto s = schedule_of(job, 6, 100);
     REQUIRE(s.phases().size() == 1);
     CHECK(s.phases()[0].end_step == 6);
     CHECK(s.policy_at(5) == policy_kind::sync);

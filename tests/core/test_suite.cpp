@@ -123,11 +123,11 @@ TEST_SUITE("suite") {
 
   TEST_CASE("the leaderboard ranks succeeded jobs by accuracy, then failed ones unranked") {
     std::vector<suite_job_result> results(4);
-    results[0] = {"a", "succeeded", "", "cpu", json::object(), 0.80, 0.5, 0.4};
-    results[1] = {"b",          "failed",     "boom",      "cpu", json::object(),
-                  std::nullopt, std::nullopt, std::nullopt};
-    results[2] = {"c", "succeeded", "", "cpu", json::object(), 0.90, 0.3, 0.2};
-    results[3] = {"d", "succeeded", "", "cpu", json::object(), 0.90, 0.2, 0.2};
+    results[0] = {"a", run_status::succeeded, "", "cpu", json::object(), 0.80, 0.5, 0.4};
+    results[1] = {"b",          run_status::failed, "boom",      "cpu", json::object(),
+                  std::nullopt, std::nullopt,       std::nullopt};
+    results[2] = {"c", run_status::succeeded, "", "cpu", json::object(), 0.90, 0.3, 0.2};
+    results[3] = {"d", run_status::succeeded, "", "cpu", json::object(), 0.90, 0.2, 0.2};
     CHECK(rank_jobs(results) == std::vector<std::size_t>{3, 2, 0, 1});
     const auto board = leaderboard_json(results);
     CHECK(board[0]["name"] == "d");

@@ -2,7 +2,6 @@
 // sync training on one GPU, shared by 1, 2 or 4 replicas, or with a GPU per replica (NCCL),
 // ends at the CPU run's weights within float tolerance.
 #include "../actors/training_fixtures.hpp"
-#include "actors/run_training.hpp"
 #include "core/device/device_plan.hpp"
 #include "gpu/worker_device.hpp"
 
@@ -36,14 +35,14 @@ TEST_SUITE("gpu_training") {
   TEST_CASE("sync replicas sharing one GPU end at the CPU run's weights") {
     auto cpu_job = test::small_job(1, 50);
     const auto data = test::small_data(cpu_job);
-    const auto on_cpu = run_training(cpu_job, data, {});
-    REQUIRE(on_cpu.status == "succeeded");
+    const auto on_cpu = plan_and_run(cpu_job, data, {});
+    REQUIRE(on_cpu.succeeded());
     for (int64_t replicas : {1, 2, 4}) {
       CAPTURE(replicas);
       auto job = test::small_job(replicas, 50);
       job.device = {*parse_device("cuda:0")};
-      const auto on_gpu = run_training(job, data, {});
-      REQUIRE_MESSAGE(on_gpu.status == "succeeded", on_gpu.error);
+      const auto on_gpu = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(on_gpu.succeeded(), on_gpu.error);
       CHECK(on_gpu.final_weights.is_cpu());
       CHECK(max_abs_diff(on_gpu.final_weights, on_cpu.final_weights) <= gpu_tolerance);
     }
@@ -57,11 +56,11 @@ TEST_SUITE("gpu_training") {
     }
     auto cpu_job = test::small_job(1, 50);
     const auto data = test::small_data(cpu_job);
-    const auto on_cpu = run_training(cpu_job, data, {});
+    const auto on_cpu = plan_and_run(cpu_job, data, {});
     auto job = test::small_job(gpus, 50);
     job.device = {*parse_device("cuda")};
-    const auto on_gpus = run_training(job, data, {});
-    REQUIRE_MESSAGE(on_gpus.status == "succeeded", on_gpus.error);
+    const auto on_gpus = plan_and_run(job, data, {});
+    REQUIRE_MESSAGE(on_gpus.succeeded(), on_gpus.error);
     CHECK(max_abs_diff(on_gpus.final_weights, on_cpu.final_weights) <= gpu_tolerance);
   }
 }

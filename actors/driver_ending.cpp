@@ -1,0 +1,77 @@
+// How the run driver ends a run: success once everything is in, or a failure naming its cause.
+#include "actors/run_driver_state.hpp"
+#include "core/run/final_weights.hpp"
+#include "core/run/run_ending.hpp"
+#include "messages/error_code.hpp"
+
+#include <caf/all.hpp>
+
+namespace troupe {
+
+void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
+  auto& st = self->state;
+  if (st.finished)
+    return;
+  st.finished = true;
+  st.promise.deliver(end_run(*st.tracker, *st.plan, error, std::move(weights)));
+  for (const auto& w : st.roster->all())
+    if (w)
+      self->send_exit(w, caf::exit_reason::user_shutdown);
+  if (st.server)
+    self->send_exit(st.server, caf::exit_reason::user_shutdown);
+  self->quit();
+}
+
+void fail_protocol(driver_pointer self, const std::string& what) {
+  finish(self, self->system().render(protocol_violation(what)));
+}
+
+void take_final_weights(driver_pointer self, int64_t rank, const at::Tensor& weights) {
+  auto& st = self->state;
+  if (rank < 0 || rank >= static_cast<int64_t>(st.final_weights.size()) ||
+      st.final_weights[static_cast<std::size_t>(rank)].defined())
+    return fail_protocol(self, "unexpected final weights from worker " + std::to_string(rank));
+  st.final_weights[static_cast<std::size_t>(rank)] = weights;
+  ++st.weights_received;
+  maybe_succeed(self);
+}
+
+void maybe_succeed(driver_pointer self) {
+  auto& st = self->state;
+  const auto last_step = st.plan->rules.total_steps() - 1;
+  if (st.finished || !st.training_done || !st.tracker->evaluated(last_step) ||
+      st.weights_received < static_cast<int64_t>(st.final_weights.size()))
+    return;
+  const auto stages = st.plan->parameter_server() ? 1 : st.plan->job.parallelism.stages;
+  const auto pipelines = static_cast<int64_t>(st.final_weights.size()) / stages;
+  auto assembled = assemble_final_weights(st.final_weights, pipelines, stages);
+  finish(self, assembled.error, std::move(assembled.flat));
+}
+
+void end_run_on_failures(driver_pointer self) {
+  self->set_down_handler([self](caf::down_msg& msg) {
+    auto& st = self->state;
+    if (st.finished)
+      return;
+    const auto why = msg.reason ? self->system().render(msg.reason) : "exited early";
+    const auto rank = st.roster->rank_of(msg.source);
+    if (rank < 0) {
+      const bool server = st.server && msg.source == st.server.address();
+      return finish(
+          self, (server ? "the parameter server" : "an actor") + std::string(" failed: ") + why);
+    }
+    // The strategy decides whether the run can go on without the worker; none can yet.
+    auto actions = st.strategy->on_worker_left(rank);
+    for (const auto& a : actions)
+      if (std::holds_alternative<act::cannot_continue>(a))
+        return finish(self, st.roster->describe(rank) + " failed: " + why);
+    execute(self, std::move(actions));
+  });
+  self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
+    auto err = make_error_from_exception(ep);
+    finish(self, "coordinator failed: " + self->system().render(err));
+    return err;
+  });
+}
+
+}  // namespace troupe

@@ -1,0 +1,122 @@
+#include "actors/gatekeeper.hpp"
+
+#include "messages/type_ids.hpp"
+
+#include <fmt/format.h>
+#include <caf/all.hpp>
+
+#include <chrono>
+
+namespace troupe {
+
+struct gatekeeper_state {
+  gatekeeper_options options;
+  caf::response_promise waiting;
+  bool closed = false;  ///< the roster went to the session (or the wait timed out)
+  static inline const char* name = "gatekeeper";
+};
+
+namespace {
+
+using gatekeeper_actor = caf::stateful_actor<gatekeeper_state>;
+
+caf::timespan seconds(double s) {
+  return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
+}
+
+void close_when_complete(gatekeeper_actor* self) {
+  auto& st = self->state;
+  if (st.closed || !st.waiting.pending() ||
+      st.options.roster->size() < static_cast<std::size_t>(st.options.terms.wanted))
+    return;
+  st.closed = true;
+  st.waiting.deliver(std::string());
+}
+
+// Until the run starts, a node that leaves frees its place; from then on the driver watches.
+void forget_departed(gatekeeper_actor* self, const caf::down_msg& msg) {
+  auto& st = self->state;
+  if (st.closed)
+    return;
+  auto& roster = *st.options.roster;
+  for (std::size_t i = 0; i < roster.size(); ++i)
+    if (roster[i].agent.address() == msg.source) {
+      st.options.log("node " + roster[i].name + " left before the run started (" +
+                     self->system().render(msg.reason) + ")");
+      auto& joined = st.options.terms.joined;
+      joined.erase(joined.begin() + static_cast<std::ptrdiff_t>(i));
+      roster.erase(roster.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+}
+
+join_reply on_join(gatekeeper_actor* self, join_request& req) {
+  auto& st = self->state;
+  auto& o = st.options;
+  const auto& sender = self->current_sender();
+  auto refusal = join_refusal({req.version, req.token, req.name, req.threads}, o.terms);
+  if (refusal.empty() && st.closed)
+    refusal = "node \"" + req.name + "\": the run has started";
+  if (refusal.empty() && (!sender || !req.agent || req.agent->node() != sender->node()))
+    refusal = "node \"" + req.name + "\": its agent is not on the node that sent the join";
+  if (!refusal.empty()) {
+    o.log("refused a join: " + refusal);
+    return {refusal, ""};
+  }
+  o.trusted->allow(sender->node());
+  self->monitor(req.agent);
+  o.terms.joined.push_back(req.name);
+  o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port});
+  o.log(fmt::format("node {} joined ({} threads; {} of {})", req.name, req.threads,
+                    o.roster->size(), o.terms.wanted));
+  close_when_complete(self);
+  return {"", o.job_json};
+}
+
+caf::response_promise on_wait(gatekeeper_actor* self) {
+  auto& st = self->state;
+  // Checked first: a response promise takes the sender out of the current message.
+  const bool refused = !sender_trusted(self, st.options.trusted.get()) || st.waiting.pending();
+  auto promise = self->make_response_promise();
+  if (refused) {
+    promise.deliver(caf::make_error(caf::sec::invalid_argument));
+    return promise;
+  }
+  st.waiting = promise;
+  self->delayed_send(self, seconds(st.options.join_timeout_s), caf::timeout_atom_v);
+  close_when_complete(self);
+  return promise;
+}
+
+caf::behavior gatekeeper(gatekeeper_actor* self, gatekeeper_options options) {
+  self->state.options = std::move(options);
+  self->set_down_handler([self](caf::down_msg& msg) { forget_departed(self, msg); });
+  return {
+      [self](caf::join_atom, join_request& req) -> join_reply { return on_join(self, req); },
+      [self](caf::get_atom) { return on_wait(self); },
+      [self](caf::timeout_atom) {
+        auto& st = self->state;
+        if (st.closed || self->current_sender() != self->ctrl())
+          return;
+        st.closed = true;
+        st.waiting.deliver(fmt::format("{} of {} node(s) joined within {} s (joined: {})",
+                                       st.options.roster->size(), st.options.terms.wanted,
+                                       st.options.join_timeout_s, names_of(*st.options.roster)));
+      },
+  };
+}
+
+}  // namespace
+
+std::string names_of(const std::vector<joined_node>& nodes) {
+  std::string out;
+  for (const auto& n : nodes)
+    out += (out.empty() ? "" : ", ") + n.name;
+  return out.empty() ? "none" : out;
+}
+
+caf::actor spawn_gatekeeper(caf::actor_system& system, gatekeeper_options options) {
+  return system.spawn(gatekeeper, std::move(options));
+}
+
+}  // namespace troupe

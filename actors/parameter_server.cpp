@@ -1,0 +1,70 @@
+#include "actors/parameter_server.hpp"
+
+#include "core/train/replica_engine.hpp"
+#include "messages/error_code.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <caf/all.hpp>
+
+#include <chrono>
+
+namespace troupe {
+
+struct parameter_server_state {
+  context_ptr context;
+  run_driver_actor driver;
+  std::unique_ptr<replica_engine> engine;  ///< the master weights and optimizer
+  static inline const char* name = "parameter_server";
+};
+
+namespace {
+
+using self_pointer = parameter_server_actor::stateful_pointer<parameter_server_state>;
+
+replica_engine& engine_of(parameter_server_state& st) {
+  // Built in a handler, so that its exceptions reach the exception handler.
+  if (!st.engine)
+    st.engine = std::make_unique<replica_engine>(st.context->plan->job, st.context->data,
+                                                 st.context->initial_weights, 0);
+  return *st.engine;
+}
+
+parameter_server_actor::behavior_type parameter_server(self_pointer self, context_ptr context,
+                                                       run_driver_actor driver) {
+  // One intra-op thread: the server's figures equal the one-thread replica's, run after run.
+  at::set_num_threads(1);
+  self->state.context = std::move(context);
+  self->state.driver = std::move(driver);
+  self->set_exception_handler(
+      [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
+  return {
+      [self](apply_atom, double lr_scale, const at::Tensor& gradient) {
+        engine_of(self->state).apply(gradient, lr_scale);
+      },
+      [self](hand_out_atom, const caf::actor& worker, int64_t version, int64_t step) {
+        // A snapshot: the master weights change with the next push while the worker computes.
+        self->send(caf::actor_cast<replica_worker_actor>(worker), params_atom_v, version, step,
+                   engine_of(self->state).weights().clone());
+      },
+      [self](evaluate_atom, int64_t step) {
+        auto& engine = engine_of(self->state);
+        const auto start = std::chrono::steady_clock::now();
+        const auto r = engine.evaluate({0, self->state.context->data->test.size()});
+        const double eval_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        self->send(self->state.driver,
+                   eval_report{0, step, r.loss_sum, r.correct, r.count, eval_s});
+      },
+      [self](weights_atom) -> at::Tensor { return engine_of(self->state).weights().clone(); },
+  };
+}
+
+}  // namespace
+
+parameter_server_actor spawn_parameter_server(caf::actor_system& system, context_ptr context,
+                                              run_driver_actor driver) {
+  return system.spawn<caf::detached>(parameter_server, std::move(context), std::move(driver));
+}
+
+}  // namespace troupe

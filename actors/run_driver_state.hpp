@@ -1,0 +1,73 @@
+// The run driver's state and the functions its handlers share (run_driver.cpp: start and
+// handlers; driver_actions.cpp: carrying out a strategy's actions; driver_ending.cpp: how a run
+// ends). Internal to the driver.
+#pragma once
+
+#include "actors/run_driver.hpp"
+#include "actors/worker_roster.hpp"
+#include "core/policy/step_strategy.hpp"
+#include "core/train/run_tracker.hpp"
+
+#include <ATen/core/Tensor.h>
+#include <caf/send.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+/// Tensors a worker sent with an event, kept until an action names them.
+struct held_tensors {
+  at::Tensor tensor;   ///< a gradient, or weights to average
+  at::Tensor momenta;  ///< local_sgd with averaged momenta; else undefined
+};
+
+struct run_driver_state {
+  driver_options options;
+  const run_plan* plan = nullptr;  ///< options.context->plan
+  std::unique_ptr<step_strategy> strategy;
+  std::optional<worker_roster> roster;
+  std::optional<run_tracker> tracker;
+  std::vector<held_tensors> held;         ///< by rank
+  parameter_server_actor server;          ///< when the plan has a parameter server
+  double reduce_s = 0;                    ///< combining, since the last completed step
+  bool training_done = false;             ///< the strategy said every step is complete
+  std::vector<at::Tensor> final_weights;  ///< by worker (or [0]: the server's)
+  int64_t weights_received = 0;
+  caf::typed_response_promise<run_report> promise;
+  bool finished = false;
+  static inline const char* name = "run_driver";
+};
+
+using driver_pointer = run_driver_actor::stateful_pointer<run_driver_state>;
+
+/// Sends a worker a message as the driver. Workers of both kinds (replicas, stages) sit in one
+/// roster of untyped handles, which CAF's typed send() refuses; unsafe_send_as skips only that
+/// static check, and the sender is still the driver (workers across processes check it).
+template <class... Ts>
+void tell(driver_pointer self, const caf::actor& to, Ts&&... xs) {
+  caf::unsafe_send_as(self, to, std::forward<Ts>(xs)...);
+}
+
+/// Carries out `actions` in order; stops early once the run has finished.
+void execute(driver_pointer self, step_actions actions);
+
+/// Ends the run: answers the run request, tells every worker (and the server) to exit, quits.
+/// `error` empty: succeeded, with `weights`. Idempotent.
+void finish(driver_pointer self, const std::string& error, at::Tensor weights = {});
+/// The same for a message that broke the protocol (errc::protocol_error).
+void fail_protocol(driver_pointer self, const std::string& what);
+/// Ends the run successfully once training is done, the last evaluation is recorded and every
+/// final weight is in and agrees.
+void maybe_succeed(driver_pointer self);
+/// Keeps final weights from `rank` (or, with a parameter server, its weights as rank 0).
+void take_final_weights(driver_pointer self, int64_t rank, const at::Tensor& weights);
+/// The down handler and exception handler: a worker, the server or the driver itself failing
+/// ends the run naming it and why.
+void end_run_on_failures(driver_pointer self);
+
+}  // namespace troupe

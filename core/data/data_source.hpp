@@ -1,0 +1,35 @@
+// Where a job's data comes from, and what the plan may know of it before it is loaded: the
+// number of rows of each split and of classes. The plan is made from these facts (so that
+// `troupe validate` states steps per epoch without reading a file); after loading, the data
+// must match them.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/dataset.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace troupe {
+
+struct data_facts {
+  int64_t train_rows = 0;
+  int64_t test_rows = 0;
+  int64_t classes = 0;  ///< the model's outputs: one logit per class
+};
+
+/// What `config` will load, known without reading anything: Fashion-MNIST's published split
+/// sizes, or the synthetic set's configured ones.
+data_facts describe_data(const data_config& config);
+
+/// The facts of a data set in memory.
+data_facts facts_of(const dataset& data);
+
+/// Throws data_error naming the data and both figures when `loaded` differs from `planned`.
+void check_data_matches(const data_facts& planned, const dataset& loaded,
+                        const data_config& config);
+
+/// Throws data_error naming the file for a missing, truncated or malformed data file.
+dataset_ptr load_dataset(const data_config& config, uint64_t seed);
+
+}  // namespace troupe

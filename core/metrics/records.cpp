@@ -1,0 +1,85 @@
+#include "core/metrics/records.hpp"
+
+namespace troupe {
+
+const char* to_string(run_status x) {
+  switch (x) {
+    case run_status::succeeded:
+      return "succeeded";
+    case run_status::failed:
+      return "failed";
+    case run_status::not_started:
+      return "not started";
+  }
+  return "?";
+}
+
+std::optional<run_status> parse_run_status(const std::string& text) {
+  for (auto s : {run_status::succeeded, run_status::failed, run_status::not_started})
+    if (text == to_string(s))
+      return s;
+  return std::nullopt;
+}
+
+namespace records {
+
+nlohmann::json to_json(const step& r) {
+  return {{"event", step::event}, {"step", r.step},         {"epoch", r.epoch},
+          {"loss", r.loss},       {"samples", r.samples},   {"samples_per_s", r.samples_per_s},
+          {"step_s", r.step_s},   {"reduce_s", r.reduce_s}, {"t", r.t}};
+}
+
+nlohmann::json to_json(const worker_step& r) {
+  return {{"event", worker_step::event}, {"step", r.step},     {"worker", r.worker},
+          {"compute_s", r.compute_s},    {"comm_s", r.comm_s}, {"apply_s", r.apply_s}};
+}
+
+nlohmann::json to_json(const stage_step& r) {
+  return {{"event", stage_step::event}, {"step", r.step},
+          {"worker", r.worker},         {"pipeline", r.pipeline},
+          {"stage", r.stage},           {"busy_s", r.busy_s},
+          {"idle_s", r.idle_s},         {"peak_live_activations", r.peak_live_activations}};
+}
+
+nlohmann::json to_json(const eval& r) {
+  return {{"event", eval::event},
+          {"step", r.step},
+          {"epoch", r.epoch},
+          {"test_loss", r.test_loss},
+          {"test_accuracy", r.test_accuracy},
+          {"samples", r.samples},
+          {"eval_s", r.eval_s},
+          {"t", r.t}};
+}
+
+nlohmann::json to_json(const member_eval& r) {
+  return {{"event", member_eval::event},
+          {"step", r.step},
+          {"member", r.member},
+          {"test_loss", r.test_loss},
+          {"test_accuracy", r.test_accuracy},
+          {"t", r.t}};
+}
+
+nlohmann::json to_json(const applied& r) {
+  return {{"event", applied::event},
+          {"worker", r.worker},
+          {"clock", r.clock},
+          {"version", r.version},
+          {"staleness", r.staleness}};
+}
+
+nlohmann::json to_json(const waited& r) {
+  return {{"event", waited::event}, {"worker", r.worker}, {"clock", r.clock}, {"wait_s", r.wait_s}};
+}
+
+nlohmann::json to_json(const phase& r) {
+  return {{"event", phase::event}, {"step", r.step}, {"policy", r.policy}, {"t", r.t}};
+}
+
+nlohmann::json to_json(const failure& r) {
+  return {{"event", failure::event}, {"error", r.error}, {"t", r.t}};
+}
+
+}  // namespace records
+}  // namespace troupe

@@ -1,0 +1,125 @@
+// Every record a run writes to metrics.jsonl, and every status a run or a suite job ends with,
+// defined once: the tracker and the ensemble loop write these, the summary writer and the
+// suite runner read the status values, and a later reader of metrics.jsonl finds each record's
+// fields here. Each record knows its "event" name; to_json adds it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace troupe {
+
+/// How a run (or a job of a suite) ended; a suite's job that never ran is not_started.
+enum class run_status { succeeded, failed, not_started };
+
+/// "succeeded", "failed", "not started".
+const char* to_string(run_status x);
+/// The inverse of to_string; anything else (a summary written by someone else) is nullopt.
+std::optional<run_status> parse_run_status(const std::string& text);
+
+namespace records {
+
+/// A completed step of the whole run (all replicas).
+struct step {
+  static constexpr const char* event = "step";
+  int64_t step = 0;
+  int64_t epoch = 0;
+  double loss = 0;  ///< the global batch's mean loss
+  int64_t samples = 0;
+  double samples_per_s = 0;
+  double step_s = 0;    ///< since the previous step completed
+  double reduce_s = 0;  ///< combining gradients at the driver
+  double t = 0;         ///< seconds since the run started
+};
+
+/// One worker's timings of one step (under async, comm_s is the wait for its weights).
+struct worker_step {
+  static constexpr const char* event = "worker_step";
+  int64_t step = 0;
+  int64_t worker = 0;
+  double compute_s = 0;
+  double comm_s = 0;
+  double apply_s = 0;
+};
+
+/// One pipeline stage in one step: busy in forward/backward, idle the rest of its flush window.
+struct stage_step {
+  static constexpr const char* event = "stage_step";
+  int64_t step = 0;
+  int64_t worker = 0;
+  int64_t pipeline = 0;
+  int64_t stage = 0;
+  double busy_s = 0;
+  double idle_s = 0;
+  int64_t peak_live_activations = 0;
+};
+
+/// An evaluation on the whole test set after `step`.
+struct eval {
+  static constexpr const char* event = "eval";
+  int64_t step = 0;
+  int64_t epoch = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  int64_t samples = 0;
+  double eval_s = 0;
+  double t = 0;
+};
+
+/// A stacked ensemble member's evaluation.
+struct member_eval {
+  static constexpr const char* event = "member_eval";
+  int64_t step = 0;
+  int64_t member = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double t = 0;
+};
+
+/// async: a pushed gradient applied at the parameter server.
+struct applied {
+  static constexpr const char* event = "applied";
+  int64_t worker = 0;
+  int64_t clock = 0;    ///< the worker's clock after this push
+  int64_t version = 0;  ///< the server's version after applying it
+  int64_t staleness = 0;
+};
+
+/// async: a worker held back by the staleness bound.
+struct waited {
+  static constexpr const char* event = "waited";
+  int64_t worker = 0;
+  int64_t clock = 0;
+  double wait_s = 0;
+};
+
+/// schedule: the policy that takes over at `step`.
+struct phase {
+  static constexpr const char* event = "phase";
+  int64_t step = 0;
+  std::string policy;
+  double t = 0;
+};
+
+/// Why the run failed.
+struct failure {
+  static constexpr const char* event = "failure";
+  std::string error;
+  double t = 0;
+};
+
+nlohmann::json to_json(const step& r);
+nlohmann::json to_json(const worker_step& r);
+nlohmann::json to_json(const stage_step& r);
+nlohmann::json to_json(const eval& r);
+nlohmann::json to_json(const member_eval& r);
+nlohmann::json to_json(const applied& r);
+nlohmann::json to_json(const waited& r);
+nlohmann::json to_json(const phase& r);
+nlohmann::json to_json(const failure& r);
+
+}  // namespace records
+}  // namespace troupe

@@ -1,0 +1,79 @@
+#include "core/policy/async_strategy.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+
+async_strategy::async_strategy(int64_t ranks, std::optional<int64_t> max_staleness, bool lr_scaling,
+                               const step_rules& rules)
+    : ranks_(ranks),
+      lr_scaling_(lr_scaling),
+      rules_(rules),
+      policy_(static_cast<std::size_t>(ranks), max_staleness),
+      waiting_since_(static_cast<std::size_t>(ranks), 0.0) {}
+
+step_actions async_strategy::start() {
+  step_actions out;
+  for (int64_t r = 0; r < ranks_; ++r)
+    pull(r, 0.0, out);
+  return out;
+}
+
+// Hands `rank` the current weights and the step to compute on them, unless every push the run
+// needs is already owed, in which case the worker is done.
+void async_strategy::hand_out(int64_t rank, step_actions& out) {
+  if (issued_ >= total_pushes())
+    return;
+  ++issued_;
+  out.push_back(
+      act::hand_out{rank, policy_.version(), policy_.clock(static_cast<std::size_t>(rank))});
+}
+
+// Lets `rank` start its next step now, or records that the bound holds it back.
+void async_strategy::pull(int64_t rank, double now_s, step_actions& out) {
+  const auto d = policy_.on_pull(static_cast<std::size_t>(rank));
+  if (d.what == async_decision::kind::rejected)
+    out.push_back(act::violation{d.reason});
+  else if (d.what == async_decision::kind::wait)
+    waiting_since_[static_cast<std::size_t>(rank)] = now_s;
+  else
+    hand_out(rank, out);
+}
+
+void async_strategy::release(const std::vector<std::size_t>& ranks, double now_s,
+                             step_actions& out) {
+  for (auto r : ranks) {
+    out.push_back(
+        act::waited{static_cast<int64_t>(r), policy_.clock(r), now_s - waiting_since_[r]});
+    hand_out(static_cast<int64_t>(r), out);
+  }
+}
+
+step_actions async_strategy::on_push(const arrival& a, double now_s) {
+  if (a.rank < 0 || a.rank >= ranks_)
+    return {act::violation{"worker " + std::to_string(a.rank) + " is unknown"}};
+  const auto d = policy_.on_push(static_cast<std::size_t>(a.rank));
+  if (d.what == async_decision::kind::rejected)
+    return {act::violation{d.reason}};
+  const double lr_scale = lr_scaling_ ? 1.0 / (1.0 + static_cast<double>(d.staleness)) : 1.0;
+  step_actions out{act::apply_push{a.rank, lr_scale, a.step, d.version, d.staleness}};
+  parts_.push_back({a.rank, a.loss, a.samples});
+  if (d.version % ranks_ == 0) {
+    const int64_t step = d.version / ranks_ - 1;
+    std::stable_sort(parts_.begin(), parts_.end(),
+                     [](const step_part& x, const step_part& y) { return x.worker < y.worker; });
+    out.push_back(act::complete{step, std::move(parts_), std::nullopt});
+    parts_.clear();
+    if (rules_.evaluates_after(step))
+      out.push_back(act::evaluate{step, {}});
+  }
+  release(d.released, now_s, out);
+  if (d.version == total_pushes()) {
+    out.push_back(act::training_done{});
+    return out;
+  }
+  pull(a.rank, now_s, out);
+  return out;
+}
+
+}  // namespace troupe

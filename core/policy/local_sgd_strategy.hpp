@@ -1,0 +1,35 @@
+// The local_sgd policy as a strategy: replicas step alone on their own rows and average their
+// weights (by rows, in rank order) at the schedule's averaging steps: every `period` steps,
+// at every evaluation and at the end of the phase. A step is complete when every replica has
+// reported it; at an averaging step a replica reports only after the average came back.
+// Within a schedule it handles the steps the schedule gives to local_sgd.
+//
+// Thread safety: none; owned by the run driver.
+#pragma once
+
+#include "core/policy/contribution_round.hpp"
+#include "core/policy/policy_schedule.hpp"
+#include "core/policy/report_barrier.hpp"
+#include "core/policy/step_strategy.hpp"
+
+namespace troupe {
+
+class local_sgd_strategy : public step_strategy {
+ public:
+  local_sgd_strategy(int64_t ranks, const policy_schedule& schedule, const step_rules& rules);
+
+  const char* name() const override { return "local_sgd"; }
+  step_actions start() override;
+  step_actions on_weights(const arrival& a) override;
+  step_actions on_report(const arrival& a) override;
+
+ private:
+  int64_t ranks_;
+  policy_schedule schedule_;
+  step_rules rules_;
+  int64_t next_average_;  ///< the step after which the next average is due
+  contribution_round round_;
+  report_barrier reports_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,35 @@
+#include "core/policy/replica_steps.hpp"
+
+namespace troupe {
+
+std::vector<int64_t> all_ranks(int64_t n) {
+  std::vector<int64_t> ranks;
+  for (int64_t r = 0; r < n; ++r)
+    ranks.push_back(r);
+  return ranks;
+}
+
+std::vector<int64_t> ranks_of(const std::vector<step_part>& parts) {
+  std::vector<int64_t> ranks;
+  for (const auto& p : parts)
+    ranks.push_back(p.worker);
+  return ranks;
+}
+
+step_actions close_step(int64_t step, std::vector<step_part> parts, const policy_schedule& schedule,
+                        const step_rules& rules) {
+  act::complete done{step, std::move(parts), std::nullopt};
+  if (schedule.switches_after(step))
+    done.switches_to = schedule.policy_at(step + 1);
+  step_actions out{std::move(done)};
+  if (rules.is_last(step))
+    out.push_back(act::training_done{});
+  return out;
+}
+
+void append(step_actions& to, step_actions more) {
+  for (auto& a : more)
+    to.push_back(std::move(a));
+}
+
+}  // namespace troupe

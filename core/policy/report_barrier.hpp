@@ -1,0 +1,34 @@
+// Completes a step when every live worker has reported it: the steps whose workers apply their
+// updates themselves (local SGD, a single replica, a ring or NCCL sum) are complete when the
+// last report is in. Reports of different steps may interleave (a fast worker runs ahead).
+//
+// Thread safety: none; owned by a strategy.
+#pragma once
+
+#include "core/policy/step_strategy.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+class report_barrier {
+ public:
+  explicit report_barrier(int64_t ranks);
+
+  struct result {
+    std::optional<std::vector<step_part>> complete;  ///< the step's parts, in rank order
+    std::string violation;                           ///< a second report, or an unknown rank
+  };
+  /// Keeps `a`'s part of its step; once all `ranks` are in, hands back the step's parts.
+  result add(const arrival& a);
+
+ private:
+  int64_t ranks_;
+  std::map<int64_t, std::map<int64_t, step_part>> steps_;  ///< step -> rank -> part
+};
+
+}  // namespace troupe

@@ -1,0 +1,140 @@
+// A policy as the run driver sees it: a pure strategy, fed the events of a run and answering
+// with what to do. No threads, no actors, no tensors (the driver keeps the tensors that came
+// with an event, by rank, until a `combine` or `apply_push` names them). Every decision about
+// when a step is complete, who contributes to a sum, when to evaluate and who may go on lives
+// in a strategy; the driver only carries the actions out, in order.
+//
+// Strategies: sync_strategy, local_sgd_strategy and schedule_strategy (phases of both) for
+// data-parallel replicas, async_strategy (a parameter server with a staleness bound) and
+// pipeline_strategy (stages flushing every step). core/run/make_strategy picks one from the
+// plan.
+//
+// Thread safety: none; each strategy is owned by one run driver.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/policy/step_rules.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace troupe {
+
+/// What a worker sent (its tensor stays with the driver): whose, for which step, and its part.
+struct arrival {
+  int64_t rank = 0;
+  int64_t step = 0;
+  double loss = 0;
+  int64_t samples = 0;
+};
+
+namespace act {
+
+/// Send (compute, step) to these ranks.
+struct compute {
+  int64_t step = 0;
+  std::vector<int64_t> ranks;
+};
+
+/// Combine the tensors the driver holds for `from`, in that order, and send the result to `to`
+/// with `outcome`. Gradients are summed (then applied by each receiver); weights (local SGD)
+/// are averaged with `weights` (each rank's share of the rows), their momenta too when sent.
+struct combine {
+  enum class what { gradients, weights };
+  what kind = what::gradients;
+  std::vector<int64_t> from;
+  std::vector<double> weights;  ///< weights only: one per `from`
+  std::vector<int64_t> to;
+  step_outcome outcome;
+};
+
+/// Step `step` is complete with these parts (in worker order). When the next step runs under
+/// another policy (a schedule's phase boundary), `switches_to` says which.
+struct complete {
+  int64_t step = 0;
+  std::vector<step_part> parts;
+  std::optional<policy_kind> switches_to;
+};
+
+/// Evaluate after `step`: these ranks start it (pipelines: the first stages), or, with no
+/// ranks, the parameter server evaluates its weights.
+struct evaluate {
+  int64_t step = 0;
+  std::vector<int64_t> ranks;
+};
+
+/// async: the parameter server applies the gradient `rank` pushed (held by the driver).
+struct apply_push {
+  int64_t rank = 0;
+  double lr_scale = 1;
+  int64_t step = 0;  ///< the pusher's step (its clock before this push)
+  int64_t version = 0;
+  int64_t staleness = 0;
+};
+
+/// async: the parameter server sends `rank` its current weights to compute `step` on.
+struct hand_out {
+  int64_t rank = 0;
+  int64_t version = 0;
+  int64_t step = 0;
+};
+
+/// async: `rank` was held back by the staleness bound for `wait_s` at clock `clock`.
+struct waited {
+  int64_t rank = 0;
+  int64_t clock = 0;
+  double wait_s = 0;
+};
+
+/// Every step is complete: the driver collects the final weights.
+struct training_done {};
+
+/// The event broke the protocol: the run ends with this reason.
+struct violation {
+  std::string reason;
+};
+
+/// The policy cannot go on without a worker that left: the run ends.
+struct cannot_continue {
+  int64_t rank = 0;
+};
+
+}  // namespace act
+
+using step_action = std::variant<act::compute, act::combine, act::complete, act::evaluate,
+                                 act::apply_push, act::hand_out, act::waited, act::training_done,
+                                 act::violation, act::cannot_continue>;
+/// Carried out in order.
+using step_actions = std::vector<step_action>;
+
+class step_strategy {
+ public:
+  virtual ~step_strategy() = default;
+
+  /// The policy's name, for messages ("sync", "async", ...).
+  virtual const char* name() const = 0;
+  /// The run begins: every worker is there.
+  virtual step_actions start() = 0;
+  /// A gradient to combine at the driver (sync with the driver as meeting point; a stage's
+  /// gradient in a pipeline).
+  virtual step_actions on_gradient(const arrival& a);
+  /// Weights to average (local SGD).
+  virtual step_actions on_weights(const arrival& a);
+  /// async: a gradient pushed to the parameter server, at `now_s` on the driver's clock.
+  virtual step_actions on_push(const arrival& a, double now_s);
+  /// A worker finished its part of a step (its timings arrived).
+  virtual step_actions on_report(const arrival& a);
+  /// The evaluation after `step` is complete.
+  virtual step_actions on_evaluated(int64_t step);
+  /// A worker is gone. No policy survives that yet: each answers cannot_continue.
+  virtual step_actions on_worker_left(int64_t rank);
+
+ protected:
+  /// A violation naming the unexpected event and the policy.
+  step_actions unexpected(const std::string& what) const;
+};
+
+}  // namespace troupe

@@ -1,0 +1,54 @@
+#include "core/policy/sync_strategy.hpp"
+
+#include "core/policy/replica_steps.hpp"
+
+namespace troupe {
+
+sync_strategy::sync_strategy(int64_t ranks, const policy_schedule& schedule,
+                             const step_rules& rules, bool driver_combines)
+    : ranks_(ranks),
+      schedule_(schedule),
+      rules_(rules),
+      driver_combines_(driver_combines),
+      next_step_(schedule.next_step_under(policy_kind::sync, 0)),
+      round_(ranks),
+      reports_(ranks) {}
+
+step_actions sync_strategy::start() {
+  return {act::compute{0, all_ranks(ranks_)}};
+}
+
+step_actions sync_strategy::on_gradient(const arrival& a) {
+  if (!driver_combines_)
+    return unexpected("worker " + std::to_string(a.rank) + " sent its gradient to the driver");
+  if (a.step != next_step_)
+    return {act::violation{"worker " + std::to_string(a.rank) + " sent a gradient for step " +
+                           std::to_string(a.step) + ", expected step " +
+                           std::to_string(next_step_)}};
+  auto r = round_.add(a);
+  if (!r.violation.empty())
+    return {act::violation{r.violation}};
+  if (!r.complete)
+    return {};
+  next_step_ = schedule_.next_step_under(policy_kind::sync, a.step + 1);
+  step_actions out{act::combine{act::combine::what::gradients,
+                                ranks_of(*r.complete),
+                                {},
+                                all_ranks(ranks_),
+                                rules_.outcome_of(a.step)}};
+  append(out, close_step(a.step, std::move(*r.complete), schedule_, rules_));
+  return out;
+}
+
+step_actions sync_strategy::on_report(const arrival& a) {
+  if (driver_combines_)
+    return {};  // the step completed when its gradients were combined
+  auto r = reports_.add(a);
+  if (!r.violation.empty())
+    return {act::violation{r.violation}};
+  if (!r.complete)
+    return {};
+  return close_step(a.step, std::move(*r.complete), schedule_, rules_);
+}
+
+}  // namespace troupe

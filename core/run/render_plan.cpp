@@ -1,0 +1,159 @@
+// `troupe validate` and `troupe run` print the plan with this: one line per decision, so a user
+// sees before anything runs what will happen (and what each step will send).
+#include "core/run/run_plan.hpp"
+
+#include <sstream>
+
+namespace troupe {
+namespace {
+
+void render_policy(std::ostringstream& out, const run_plan& p) {
+  const auto& par = p.job.parallelism;
+  out << "  policy: " << to_string(par.policy);
+  if (par.policy == policy_kind::local_sgd)
+    out << " (average every " << par.period << " steps"
+        << (par.average_momenta ? ", momenta too" : "") << ")";
+  if (par.policy == policy_kind::schedule) {
+    for (const auto& ph : p.schedule.phases()) {
+      out << (ph.first_step == 0 ? " [" : ", ") << "steps " << ph.first_step << ".."
+          << ph.end_step - 1 << ": " << to_string(ph.config.policy);
+      if (ph.config.policy == policy_kind::local_sgd)
+        out << " every " << ph.config.period;
+    }
+    out << "]";
+  }
+  if (par.policy == policy_kind::async)
+    out << " (parameter server, max staleness "
+        << (par.max_staleness ? std::to_string(*par.max_staleness) : std::string("unbounded"))
+        << (par.staleness_lr_scaling ? ", lr / (1 + staleness)" : "") << ")";
+  out << ", " << par.replicas << " replica(s) x ";
+  if (par.stages > 1)
+    out << par.stages << " stages x ";
+  out << par.threads_per_replica << " thread(s) = " << p.threads_total << " thread(s) on "
+      << p.hardware_threads << " hardware thread(s)";
+  if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
+    out << "  [warning: oversubscribed, expect contention]";
+  out << "\n  devices: " << render_device_plan(p.devices);
+}
+
+void render_model(std::ostringstream& out, const run_plan& p) {
+  out << "\n  model: " << to_string(p.job.model.kind) << ", " << p.model.parameters
+      << " parameters, " << p.data.classes << " outputs\n";
+  for (const auto& layer : p.model.layers) {
+    out << "    " << layer.name << " (" << layer.kind << ")";
+    if (layer.parameters > 0)
+      out << ": " << layer.parameters << " parameters";
+    out << '\n';
+  }
+}
+
+void render_pipeline(std::ostringstream& out, const run_plan& p) {
+  const auto& par = p.job.parallelism;
+  out << "  pipeline: " << par.stages << " stage(s), " << par.micro_batches
+      << " micro-batch(es) of rows";
+  for (auto rows : p.micro_batch_rows)
+    out << ' ' << rows;
+  out << " (replica 0), schedule " << to_string(par.schedule) << ", predicted bubble "
+      << static_cast<int>(p.predicted_bubble * 1000 + 0.5) / 10.0 << "% = (P-1)/(M+P-1)\n";
+  int64_t largest = 0;
+  const auto& layers = p.model.layers;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& st = p.stages[s];
+    largest = std::max(largest, st.parameters);
+    out << "    stage " << s << ": " << layers[static_cast<std::size_t>(st.begin)].name;
+    if (st.end - st.begin > 1)
+      out << ".." << layers[static_cast<std::size_t>(st.end - 1)].name;
+    out << " (" << st.end - st.begin << " layers), " << st.parameters << " parameters";
+    if (s < p.boundary_floats_per_row.size())
+      out << ", sends " << p.boundary_floats_per_row[s] * 4 << " bytes per row on";
+    out << '\n';
+  }
+  if (par.stages > 1) {
+    if (par.split.empty())
+      out << "    split balanced by parameter count: largest stage " << largest << " of "
+          << p.model.parameters << " (ideal " << p.model.parameters / par.stages << ")\n";
+    else
+      out << "    split as given: stages begin at the listed layers\n";
+  }
+}
+
+void render_ensemble(std::ostringstream& out, const run_plan& p) {
+  const auto& e = p.job.ensemble;
+  out << "  ensemble: " << e.members << " members stacked into one model (weights [" << e.members
+      << ", ...]; Linear as batched matmul, Conv2d as one grouped convolution), member k "
+      << "starts from seed " << p.job.seed << " + k, "
+      << (e.distinct_data_order ? "each with its own data order" : "all on the same batches");
+  if (!e.lrs.empty()) {
+    out << ", lrs";
+    for (double lr : e.lrs)
+      out << ' ' << lr;
+  }
+  out << "; " << p.model.parameters * e.members << " parameters in all\n";
+}
+
+const char* meeting_text(gradient_meeting g) {
+  switch (g) {
+    case gradient_meeting::local:
+      return "each worker applies its own (nothing to combine)";
+    case gradient_meeting::driver:
+      return "summed by the run driver in rank order, sent back to every worker";
+    case gradient_meeting::ring:
+      return "summed among the replicas in a ring all-reduce";
+    case gradient_meeting::nccl:
+      return "summed among the replicas by NCCL all-reduce";
+  }
+  return "?";
+}
+
+void render_exchange(std::ostringstream& out, const run_plan& p) {
+  const auto& job = p.job;
+  if (job.parallelism.policy != policy_kind::async)
+    out << "\n  gradients of sync steps: " << meeting_text(p.gradients);
+  if (p.mode == run_mode::ensemble) {
+    out << "\n  one worker: nothing is exchanged\n";
+    return;
+  }
+  if (job.cluster.enabled()) {
+    out << "\n  across " << job.cluster.nodes << " node process(es)";
+    if (p.gradients == gradient_meeting::ring) {
+      const auto grad_bytes = p.model.parameters * 4;
+      const auto n = job.parallelism.replicas;
+      out << ": each replica sends " << grad_bytes * 2 * (n - 1) / n
+          << " bytes per step in the ring all-reduce (buckets of " << job.cluster.bucket_mb
+          << " MiB)\n";
+    } else {
+      out << ": exchanges go through the coordinator as serialized tensors\n";
+    }
+    return;
+  }
+  const bool varies = job.parallelism.policy == policy_kind::local_sgd ||
+                      job.parallelism.policy == policy_kind::schedule;
+  out << "\n  per " << (job.parallelism.stages > 1 ? "replica (all its stages)" : "worker")
+      << " and step" << (varies ? " (mean)" : "") << ": sends " << p.bytes_sent_per_step
+      << " bytes, receives " << p.bytes_received_per_step << " bytes (by handle in-process)\n";
+}
+
+}  // namespace
+
+std::string render_plan(const run_plan& p) {
+  const auto& job = p.job;
+  std::ostringstream out;
+  out << "job " << job.name << " (seed " << job.seed << ")\n";
+  render_policy(out, p);
+  render_model(out, p);
+  if (p.mode == run_mode::pipeline)
+    render_pipeline(out, p);
+  if (p.mode == run_mode::ensemble)
+    render_ensemble(out, p);
+  out << "  data: " << to_string(job.data.kind) << ", " << p.data.train_rows
+      << " training samples, " << p.data.test_rows << " test samples\n";
+  out << "  optimizer: " << to_string(job.optimizer.kind) << ", lr " << job.optimizer.lr << '\n';
+  out << "  training: " << p.rules.total_steps() << " steps (" << p.rules.steps_per_epoch()
+      << " per epoch) of global batch " << job.training.batch_size << ", rows per replica:";
+  for (auto rows : p.rows_per_replica)
+    out << ' ' << rows;
+  render_exchange(out, p);
+  return out.str();
+}
+
+}  // namespace troupe

@@ -1,0 +1,25 @@
+#include "core/run/run_ending.hpp"
+
+namespace troupe {
+
+std::string stop_reason(const run_options& options, const step_rules& rules, int64_t step) {
+  if (options.stop_requested == nullptr || !options.stop_requested->load() || rules.is_last(step))
+    return "";
+  return "interrupted after step " + std::to_string(step);
+}
+
+run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,
+                   at::Tensor weights) {
+  if (!error.empty()) {
+    try {
+      tracker.record(records::failure{error, 0});
+    } catch (const std::exception&) {
+      // The run is ending anyway; the caller still gets the error through the report.
+    }
+  }
+  auto report = tracker.report(error, error.empty() ? std::move(weights) : at::Tensor());
+  report.replicas = plan.job.parallelism.replicas;  // the tracker counts workers
+  return report;
+}
+
+}  // namespace troupe

@@ -1,0 +1,22 @@
+// How every run ends, whatever runs it (the run driver, the ensemble loop): when a stop request
+// takes effect, and the report of a run that ends.
+#pragma once
+
+#include "core/run/run_options.hpp"
+#include "core/run/run_plan.hpp"
+#include "core/train/run_tracker.hpp"
+
+#include <string>
+
+namespace troupe {
+
+/// "interrupted after step N" when a stop was requested and `step` was not the last; else "".
+std::string stop_reason(const run_options& options, const step_rules& rules, int64_t step);
+
+/// The report of a run that ends now with `error` ("" when it succeeded, with `weights`). A
+/// failure is recorded in the metrics first; a metrics file that cannot take it does not hide
+/// the error, which the report carries.
+run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,
+                   at::Tensor weights);
+
+}  // namespace troupe

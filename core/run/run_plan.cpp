@@ -1,0 +1,164 @@
+#include "core/run/run_plan.hpp"
+
+#include "core/config/feature_rules.hpp"
+#include "core/data/batch_plan.hpp"
+#include "core/errors.hpp"
+#include "core/model/flat_parameters.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <thread>
+
+namespace troupe {
+namespace {
+
+// Floats per sample that leave each stage but the last: one row through the model, layer by
+// layer (cheap: no data, no gradients).
+std::vector<int64_t> boundary_floats(torch::nn::Sequential& model,
+                                     const std::vector<stage_slice>& stages) {
+  torch::NoGradGuard no_grad;
+  auto x = at::zeros({1, 1, image_side, image_side});
+  std::vector<int64_t> after_layer;
+  for (auto& layer : *model) {
+    x = layer.forward(x);
+    after_layer.push_back(x.numel());
+  }
+  std::vector<int64_t> floats;
+  for (std::size_t s = 0; s + 1 < stages.size(); ++s)
+    floats.push_back(after_layer[static_cast<std::size_t>(stages[s].end - 1)]);
+  return floats;
+}
+
+void add_pipeline(torch::nn::Sequential& model, run_plan& p) {
+  const auto& par = p.job.parallelism;
+  p.stages = split_stages(p.model.layers, par.stages, par.split);
+  p.boundary_floats_per_row = boundary_floats(model, p.stages);
+  for (int64_t m = 0; m < par.micro_batches; ++m)
+    p.micro_batch_rows.push_back(shard_of(p.rows_per_replica.front(), par.micro_batches, m).size());
+  p.predicted_bubble = predicted_bubble_fraction(par.stages, par.micro_batches);
+}
+
+run_mode mode_of(const job_config& job) {
+  if (job.ensemble.enabled())
+    return run_mode::ensemble;
+  return job.parallelism.pipelined() ? run_mode::pipeline : run_mode::replicas;
+}
+
+// The one place that decides where a sync step's gradients meet; workers and driver both read
+// the answer from the plan.
+gradient_meeting meeting_of(const run_plan& p) {
+  if (p.mode == run_mode::ensemble)
+    return gradient_meeting::local;
+  if (p.mode == run_mode::pipeline)
+    return gradient_meeting::driver;  // each stage's sum over the pipelines
+  if (p.job.parallelism.replicas == 1)
+    return gradient_meeting::local;
+  if (p.devices.gradients == gradient_path::nccl)
+    return gradient_meeting::nccl;
+  return p.job.cluster.enabled() ? gradient_meeting::ring : gradient_meeting::driver;
+}
+
+// sync: each worker hands its gradient over and gets the combined one back, float32 over every
+// parameter, every step. async: it pushes its gradient and pulls the weights, every step.
+// local_sgd: its weights (and momenta when those are averaged too) every `period` steps. A
+// schedule: the mean over its phases. In-process these travel by handle; the figures are what
+// a step would move between processes.
+int64_t bytes_per_step(const run_plan& p) {
+  const double tensor_bytes = static_cast<double>(p.model.parameters) * 4;
+  double total_bytes = 0;
+  for (const auto& ph : p.schedule.phases()) {
+    const double steps = static_cast<double>(ph.end_step - ph.first_step);
+    if (ph.config.policy == policy_kind::local_sgd)
+      total_bytes += steps / static_cast<double>(ph.config.period) * tensor_bytes *
+                     (ph.config.average_momenta ? 2 : 1);
+    else
+      total_bytes += steps * tensor_bytes;
+  }
+  return static_cast<int64_t>(total_bytes / static_cast<double>(p.rules.total_steps()) + 0.5);
+}
+
+void plan_steps(run_plan& p) {
+  const auto& job = p.job;
+  const int64_t steps_per_epoch =
+      batch_plan(p.data.train_rows, job.training.batch_size, 0).steps_per_epoch();
+  const int64_t total_steps =
+      job.training.steps > 0 ? job.training.steps : job.training.epochs * steps_per_epoch;
+  check_against_data(job, p.data.train_rows, total_steps);
+  p.rules = step_rules(total_steps, steps_per_epoch, job.training.eval_interval);
+  p.schedule = policy_schedule(job.parallelism, p.rules);
+  for (int64_t r = 0; r < job.parallelism.replicas; ++r)
+    p.rows_per_replica.push_back(
+        shard_of(job.training.batch_size, job.parallelism.replicas, r).size());
+}
+
+}  // namespace
+
+const char* to_string(run_mode x) {
+  switch (x) {
+    case run_mode::replicas:
+      return "replicas";
+    case run_mode::pipeline:
+      return "pipeline";
+    case run_mode::ensemble:
+      return "ensemble";
+  }
+  return "?";
+}
+
+const char* to_string(gradient_meeting x) {
+  switch (x) {
+    case gradient_meeting::local:
+      return "local";
+    case gradient_meeting::driver:
+      return "driver";
+    case gradient_meeting::ring:
+      return "ring";
+    case gradient_meeting::nccl:
+      return "nccl";
+  }
+  return "?";
+}
+
+int64_t run_plan::worker_steps() const {
+  return parameter_server() ? rules.total_steps() * workers : rules.total_steps();
+}
+
+int64_t run_plan::eval_shards() const {
+  if (mode == run_mode::ensemble || parameter_server())
+    return 1;
+  return job.parallelism.replicas;
+}
+
+run_plan make_run_plan(const job_config& job, const data_facts& data,
+                       const device_inventory& inventory) {
+  run_plan p;
+  p.job = job;
+  p.data = data;
+  p.mode = mode_of(job);
+  p.devices = make_device_plan(job, inventory);
+  plan_steps(p);
+  auto model = build_model(job.model, data.classes);
+  p.model.layers = summarize_layers(model);
+  p.model.parameters = count_parameters(model);
+  p.model.parameter_layout = flat_parameters(*model).layout();
+  p.workers = p.mode == run_mode::ensemble ? 1 : job.parallelism.replicas * job.parallelism.stages;
+  p.gradients = meeting_of(p);
+  p.ring_bucket_elements =
+      std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));
+  p.bytes_sent_per_step = bytes_per_step(p);
+  p.bytes_received_per_step = p.bytes_sent_per_step;
+  if (p.mode == run_mode::pipeline)
+    add_pipeline(model, p);
+  p.threads_total =
+      job.parallelism.replicas * job.parallelism.stages * job.parallelism.threads_per_replica;
+  p.hardware_threads = std::thread::hardware_concurrency();
+  return p;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> named_weights(const run_plan& plan,
+                                                              const at::Tensor& flat) {
+  return unflatten(flat, plan.model.parameter_layout);
+}
+
+}  // namespace troupe

@@ -1,0 +1,102 @@
+// The plan of a run: everything decided before an actor starts, computed once from the job and
+// the facts of its data, then read by everyone. `troupe validate` prints it, `troupe run`
+// executes it, and nothing downstream derives any of it again: the steps and when to evaluate,
+// the batch split, the policy of each step, the pipeline's stage slices, each worker's device,
+// where the gradients of a sync step meet, and what the model and data are.
+//
+// Thread safety: immutable once made; shared read-only by every actor of a run.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/data_source.hpp"
+#include "core/device/device_plan.hpp"
+#include "core/model/model_builder.hpp"
+#include "core/pipeline/stage_split.hpp"
+#include "core/policy/policy_schedule.hpp"
+#include "core/policy/step_rules.hpp"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+/// How the run's workers are arranged.
+enum class run_mode {
+  replicas,  ///< data-parallel replicas, one actor each
+  pipeline,  ///< replicas x stages stage actors (also micro-batching with one stage)
+  ensemble,  ///< one stacked model of many members on one worker
+};
+
+/// Where the replicas' gradients of a sync step are summed. Both the driver (which strategy it
+/// runs) and the workers (what they do with a gradient) read this one decision.
+enum class gradient_meeting {
+  local,   ///< one replica: nothing to combine, each worker applies its own gradient
+  driver,  ///< every worker sends its gradient to the run driver, which sums them in rank order
+  ring,    ///< across processes: the replicas sum among themselves in a ring all-reduce
+  nccl,    ///< a GPU each: the replicas sum among themselves with NCCL all-reduce
+};
+
+const char* to_string(run_mode x);
+const char* to_string(gradient_meeting x);
+
+/// The model as the plan knows it: its layers and the names and shapes of its parameters
+/// (PyTorch's state_dict keys), which name the saved weights.
+struct model_facts {
+  int64_t parameters = 0;
+  std::vector<layer_summary> layers;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_layout;
+};
+
+struct run_plan {
+  job_config job;
+  data_facts data;
+  model_facts model;
+  run_mode mode = run_mode::replicas;
+  step_rules rules;
+  policy_schedule schedule;  ///< the policy of each step (a plain policy is one phase)
+  /// Actors that train: replicas, replicas x stages, or the one ensemble worker.
+  int64_t workers = 1;
+  std::vector<int64_t> rows_per_replica;  ///< rows of each global batch, by rank
+  device_plan devices;                    ///< which device each worker computes on
+  gradient_meeting gradients = gradient_meeting::local;
+  int64_t ring_bucket_elements = 1;  ///< float32 elements per ring all-reduce bucket
+  /// Pipelines only: each stage's layers, the rows of each micro-batch (of replica 0), the
+  /// floats per row crossing each stage boundary, and the ideal bubble fraction.
+  std::vector<stage_slice> stages;
+  std::vector<int64_t> micro_batch_rows;
+  std::vector<int64_t> boundary_floats_per_row;  ///< by boundary: after stage 0, 1, ...
+  double predicted_bubble = 0;
+  int64_t bytes_sent_per_step = 0;      ///< by each worker: its float32 gradient (mean)
+  int64_t bytes_received_per_step = 0;  ///< by each worker: the combined gradient (mean)
+  int64_t threads_total = 0;            ///< replicas x stages x intra-op threads
+  unsigned hardware_threads = 0;
+
+  /// async: a parameter server holds the weights and the optimizer.
+  bool parameter_server() const { return job.parallelism.policy == policy_kind::async; }
+  /// The most steps one worker may run: total_steps, or under async every push of the run
+  /// (replicas x steps) when one worker is that much quicker than the rest.
+  int64_t worker_steps() const;
+  /// How many shards each evaluation is split into (each pipeline or replica evaluates its
+  /// share; the parameter server or the ensemble evaluates all of it).
+  int64_t eval_shards() const;
+};
+
+/// Plans `job` on data with `data`'s facts. Throws job_error if the data cannot fill a global
+/// batch, a phase would start after the last step, the pipeline split cannot work, or the job
+/// asks for devices `inventory` does not have.
+run_plan make_run_plan(const job_config& job, const data_facts& data,
+                       const device_inventory& inventory = local_inventory());
+
+/// Human-readable, several lines, ending with a newline.
+std::string render_plan(const run_plan& plan);
+
+/// The flat weights cut into the model's named parameters (what final_weights.pt holds).
+std::vector<std::pair<std::string, at::Tensor>> named_weights(const run_plan& plan,
+                                                              const at::Tensor& flat);
+
+}  // namespace troupe
