@@ -64,6 +64,66 @@ void take_job(agent_actor* self, const std::string& job_json) {
                      job.parallelism.replicas, to_string(job.parallelism.policy)));
 }
 
+// From this process's main thread: join the coordinator behind `gate`. `await` holds back every
+// other message (a spawn request) until the job is in hand.
+void join(agent_actor* self, const caf::actor& gate, join_request& req) {
+  self->state.coordinator_gate = gate;
+  self->monitor(gate);
+  req.agent = caf::actor_cast<caf::actor>(self);
+  self->request(gate, 30s, caf::join_atom_v, std::move(req))
+      .await(
+          [self](join_reply& reply) {
+            if (!reply.refusal.empty())
+              return stop(self, "refused: " + reply.refusal);
+            take_job(self, reply.job_json);
+          },
+          [self](caf::error& e) {
+            stop(self, "no answer to the join: " + self->system().render(e));
+          });
+}
+
+// Opens a direct connection to a peer's agent, so ring chunks to its replicas go there without a
+// detour through the coordinator. Answers once the middleman has (or has not) connected.
+caf::response_promise connect_peer(agent_actor* self, const std::string& host, uint16_t port) {
+  // Checked first: a response promise takes the sender out of the current message.
+  const bool refused = !sender_trusted(self, self->state.trusted.get());
+  auto promise = self->make_response_promise();
+  if (refused) {
+    promise.deliver(caf::make_error(caf::sec::invalid_argument));
+    return promise;
+  }
+  self->request(self->system().middleman().actor_handle(), 20s, caf::connect_atom_v, host, port)
+      .then([promise](const caf::node_id&, caf::strong_actor_ptr&,
+                      std::set<std::string>&) mutable { promise.deliver(caf::ok_atom_v); },
+            [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
+caf::result<caf::actor> start_replica(agent_actor* self, int64_t rank, const caf::actor& driver) {
+  auto& st = self->state;
+  if (!st.context || rank < 0 || rank >= st.context->plan->job.parallelism.replicas)
+    return caf::make_error(caf::sec::invalid_argument,
+                           "cannot start replica " + std::to_string(rank));
+  auto w = spawn_replica_worker(self->system(), st.context, rank,
+                                caf::actor_cast<run_driver_actor>(driver));
+  st.workers.push_back(w);
+  return caf::actor_cast<caf::actor>(w);
+}
+
+// The run is over: answer, so the coordinator knows the word got out, then leave.
+caf::response_promise run_over(agent_actor* self, const std::string& status) {
+  const bool refused = !sender_trusted(self, self->state.trusted.get());
+  auto promise = self->make_response_promise();
+  if (refused) {
+    promise.deliver(caf::make_error(caf::sec::invalid_argument));
+    return promise;
+  }
+  self->state.outcome->status = status;
+  promise.deliver(caf::ok_atom_v);
+  stop(self, "");
+  return promise;
+}
+
 caf::behavior node_agent(agent_actor* self, agent_state init) {
   self->state = std::move(init);
   self->set_down_handler([self](caf::down_msg& msg) {
@@ -77,24 +137,9 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
   });
   auto trusted = self->state.trusted.get();
   return {
-      // From this process's main thread: join the coordinator behind `gate`. `await` holds back
-      // every other message (a spawn request) until the job is in hand.
       [self, trusted](caf::join_atom, const caf::actor& gate, join_request& req) {
-        if (!sender_trusted(self, trusted) || self->current_sender()->node() != self->node())
-          return;
-        self->state.coordinator_gate = gate;
-        self->monitor(gate);
-        req.agent = caf::actor_cast<caf::actor>(self);
-        self->request(gate, 30s, caf::join_atom_v, std::move(req))
-            .await(
-                [self](join_reply& reply) {
-                  if (!reply.refusal.empty())
-                    return stop(self, "refused: " + reply.refusal);
-                  take_job(self, reply.job_json);
-                },
-                [self](caf::error& e) {
-                  stop(self, "no answer to the join: " + self->system().render(e));
-                });
+        if (sender_trusted(self, trusted) && self->current_sender()->node() == self->node())
+          join(self, gate, req);
       },
       [self, trusted](trust_atom, const caf::node_id& peer) -> caf::result<caf::ok_atom> {
         if (!sender_trusted(self, trusted))
@@ -102,48 +147,16 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
         trusted->allow(peer);
         return caf::ok_atom_v;
       },
-      // Opens a direct connection to a peer's agent, so ring chunks to its replicas go there
-      // without a detour through the coordinator.
-      [self, trusted](caf::connect_atom, const std::string& host, uint16_t port) {
-        // Checked first: a response promise takes the sender out of the current message.
-        const bool refused = !sender_trusted(self, trusted);
-        auto promise = self->make_response_promise();
-        if (refused) {
-          promise.deliver(caf::make_error(caf::sec::invalid_argument));
-          return promise;
-        }
-        self->request(self->system().middleman().actor_handle(), 20s, caf::connect_atom_v, host,
-                      port)
-            .then([promise](const caf::node_id&, caf::strong_actor_ptr&,
-                            std::set<std::string>&) mutable { promise.deliver(caf::ok_atom_v); },
-                  [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
-        return promise;
+      [self](caf::connect_atom, const std::string& host, uint16_t port) {
+        return connect_peer(self, host, port);
       },
       [self, trusted](caf::spawn_atom, int64_t rank,
-                      const caf::actor& coordinator) -> caf::result<caf::actor> {
-        auto& st = self->state;
+                      const caf::actor& driver) -> caf::result<caf::actor> {
         if (!sender_trusted(self, trusted))
           return caf::sec::invalid_argument;
-        if (!st.context || rank < 0 || rank >= st.context->plan->job.parallelism.replicas)
-          return caf::make_error(caf::sec::invalid_argument,
-                                 "cannot start replica " + std::to_string(rank));
-        auto w = spawn_replica_worker(self->system(), st.context, rank,
-                                      caf::actor_cast<run_driver_actor>(coordinator));
-        st.workers.push_back(w);
-        return caf::actor_cast<caf::actor>(w);
+        return start_replica(self, rank, driver);
       },
-      [self, trusted](done_atom, const std::string& status) {
-        const bool refused = !sender_trusted(self, trusted);
-        auto promise = self->make_response_promise();
-        if (refused) {
-          promise.deliver(caf::make_error(caf::sec::invalid_argument));
-          return promise;
-        }
-        self->state.outcome->status = status;
-        promise.deliver(caf::ok_atom_v);
-        stop(self, "");
-        return promise;
-      },
+      [self](done_atom, const std::string& status) { return run_over(self, status); },
   };
 }
 

@@ -9,7 +9,7 @@ namespace troupe {
 /// Heartbeats go out this often on every connection between troupe processes.
 constexpr double heartbeat_interval_s = 0.1;
 
-/// One cooperative thread (only coordinators and agents run there; compute actors are detached),
+/// One cooperative thread (only the run driver, gatekeeper and agents run there; compute actors are detached),
 /// troupe's message types and its error category.
 caf::actor_system_config& configure_system(caf::actor_system_config& cfg);
 

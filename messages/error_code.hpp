@@ -1,6 +1,6 @@
 // The error codes troupe's actors fail with, as a CAF error category. Library exceptions
 // (c10::Error from LibTorch, core's exceptions) are converted into these once, at the actor
-// boundary (make_error_from_exception), so a coordinator can say why a worker died.
+// boundary (make_error_from_exception), so the run driver can say why a worker died.
 #pragma once
 
 #include <caf/error.hpp>

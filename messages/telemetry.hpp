@@ -1,4 +1,4 @@
-// Reports workers send the coordinator beside the step protocol: timings of each step and the
+// Reports workers send the run driver beside the step protocol: timings of each step and the
 // results of evaluations. Plain values only, so they can cross processes unchanged.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Sums (or weighted-sums) tensors in the order given. Float addition is not associative, so the
-// coordinator always sums replica gradients in worker order: the result is then independent of
+// run driver always sums replica gradients in worker order: the result is then independent of
 // arrival order and equal run after run.
 #pragma once
 

@@ -88,7 +88,7 @@ struct parallelism_config {
   std::optional<int64_t> max_staleness;
   /// async only: apply a gradient of staleness k with lr / (1 + k).
   bool staleness_lr_scaling = false;
-  /// schedule only: the phases, in order; the coordinator switches policy at each boundary
+  /// schedule only: the phases, in order; the run switches policy at each boundary
   /// without restarting any actor.
   std::vector<phase_config> phases;
   /// Pipeline parallelism (sync only): each replica is a pipeline of `stages` stage actors, each

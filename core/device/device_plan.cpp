@@ -53,7 +53,7 @@ device_plan make_device_plan(const job_config& job, const device_inventory& inve
   for (const auto& d : plan.workers)
     distinct.insert(*d.index);
   if (distinct.size() == workers && workers > 1)
-    plan.gradients = gradient_path::nccl;
+    plan.gpu_each = true;
   else if (distinct.size() > 1)
     throw job_error(
         {"/device: sync replicas sum gradients either on one shared GPU or with "
@@ -73,13 +73,10 @@ std::string render_device_plan(const device_plan& plan) {
   if (same && w.size() == 1)
     return w.front().str();
   if (same)
-    return w.front().str() + " (all " + std::to_string(w.size()) + " workers)" +
-           (w.front().is_cuda() ? "; gradients summed on the shared GPU" : "");
+    return w.front().str() + " (all " + std::to_string(w.size()) + " workers)";
   std::string out;
   for (const auto& d : w)
     out += (out.empty() ? "" : " ") + d.str();
-  if (plan.gradients == gradient_path::nccl)
-    out += "; gradients by NCCL all-reduce";
   return out;
 }
 

@@ -20,14 +20,11 @@ struct device_inventory {
 /// This process's inventory: the build, and the GPUs LibTorch sees (CUDA_VISIBLE_DEVICES applies).
 device_inventory local_inventory();
 
-/// How sync replicas on GPUs sum their gradients: through the coordinator, in device memory,
-/// when they share one GPU (NCCL refuses two ranks on one device); with NCCL all-reduce when
-/// each has a GPU of its own.
-enum class gradient_path { coordinator, nccl };
-
 struct device_plan {
   std::vector<device_spec> workers;  ///< one concrete device per worker, replica-major
-  gradient_path gradients = gradient_path::coordinator;
+  /// Two or more workers, each on a GPU of its own: NCCL can sum among them (it refuses two
+  /// ranks on one device). The run plan decides from this where gradients meet.
+  bool gpu_each = false;
 };
 
 /// Resolves `job.device` (parse_job has checked its shape) against `inventory`: "cuda" becomes
@@ -35,8 +32,7 @@ struct device_plan {
 /// is visible, an index is out of range, or replicas share some GPUs but not all.
 device_plan make_device_plan(const job_config& job, const device_inventory& inventory);
 
-/// "cpu", "cuda:0 (all 4 workers); gradients summed on the shared GPU" or
-/// "cuda:0 cuda:1 ...; gradients by NCCL all-reduce".
+/// "cpu", "cuda:0 (all 4 workers)" or "cuda:0 cuda:1 ...".
 std::string render_device_plan(const device_plan& plan);
 
 }  // namespace troupe

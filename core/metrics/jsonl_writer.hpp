@@ -1,7 +1,7 @@
 // Appends one JSON object per line to a file and flushes each line, so that a crash or a kill
 // loses at most the line being written and `tail -f` shows progress as it happens.
 //
-// Thread safety: none; one owner (the coordinator) writes.
+// Thread safety: none; one owner (the run driver) writes.
 #pragma once
 
 #include <nlohmann/json.hpp>

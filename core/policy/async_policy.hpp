@@ -2,7 +2,7 @@
 // synchronous bounding. No threads, no actors, no tensors.
 //
 // Each worker loops: pull the weights (getting their version), compute a gradient, push it.
-// The coordinator applies every pushed gradient at once and bumps the version; a gradient's
+// The parameter server applies every pushed gradient at once and bumps the version; a gradient's
 // staleness is how many versions were applied between its pull and its push.
 //
 // Bounded staleness (stale-synchronous parallel): a worker's clock is the number of gradients it
@@ -15,7 +15,7 @@
 // that was allowed to pull; every pushed gradient is applied exactly once; while any worker is
 // live, some live worker can make progress (no deadlock); a departed worker blocks no one.
 //
-// Thread safety: none; owned by the coordinator actor.
+// Thread safety: none; owned by async_strategy.
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,8 @@ async_strategy::async_strategy(int64_t ranks, std::optional<int64_t> max_stalene
       lr_scaling_(lr_scaling),
       rules_(rules),
       policy_(static_cast<std::size_t>(ranks), max_staleness),
-      waiting_since_(static_cast<std::size_t>(ranks), 0.0) {}
+      waiting_since_(static_cast<std::size_t>(ranks), 0.0),
+      handed_out_(static_cast<std::size_t>(ranks), false) {}
 
 step_actions async_strategy::start() {
   step_actions out;
@@ -25,6 +26,7 @@ void async_strategy::hand_out(int64_t rank, step_actions& out) {
   if (issued_ >= total_pushes())
     return;
   ++issued_;
+  handed_out_[static_cast<std::size_t>(rank)] = true;
   out.push_back(
       act::hand_out{rank, policy_.version(), policy_.clock(static_cast<std::size_t>(rank))});
 }
@@ -52,6 +54,12 @@ void async_strategy::release(const std::vector<std::size_t>& ranks, double now_s
 step_actions async_strategy::on_push(const arrival& a, double now_s) {
   if (a.rank < 0 || a.rank >= ranks_)
     return {act::violation{"worker " + std::to_string(a.rank) + " is unknown"}};
+  // The policy counts pulls, which outnumber the weights handed out once every push of the run
+  // is owed: a push is only due from a worker that was given weights.
+  if (!handed_out_[static_cast<std::size_t>(a.rank)])
+    return {act::violation{"worker " + std::to_string(a.rank) + " pushed a gradient for step " +
+                           std::to_string(a.step) + " without weights to compute it on"}};
+  handed_out_[static_cast<std::size_t>(a.rank)] = false;
   const auto d = policy_.on_push(static_cast<std::size_t>(a.rank));
   if (d.what == async_decision::kind::rejected)
     return {act::violation{d.reason}};

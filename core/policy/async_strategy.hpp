@@ -41,6 +41,7 @@ class async_strategy : public step_strategy {
   step_rules rules_;
   async_policy policy_;
   std::vector<double> waiting_since_;  ///< by rank, on the driver's clock
+  std::vector<bool> handed_out_;       ///< by rank: has weights and owes a push
   std::vector<step_part> parts_;       ///< pushes since the last completed global step
   int64_t issued_ = 0;  ///< weights handed out, each owed one push (at most total_pushes)
 };

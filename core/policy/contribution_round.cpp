@@ -2,23 +2,26 @@
 
 namespace troupe {
 
-contribution_round::contribution_round(int64_t ranks)
-    : barrier_(static_cast<std::size_t>(ranks)), parts_(static_cast<std::size_t>(ranks)) {}
+contribution_round::contribution_round(int64_t slots, std::string what)
+    : barrier_(static_cast<std::size_t>(slots)),
+      what_(std::move(what)),
+      parts_(static_cast<std::size_t>(slots)) {}
 
-contribution_round::result contribution_round::add(const arrival& a) {
+contribution_round::result contribution_round::add(int64_t slot, const arrival& a) {
   result r;
-  if (a.rank < 0) {
-    r.violation = "worker " + std::to_string(a.rank) + " is unknown";
+  const auto who = "worker " + std::to_string(a.rank);
+  const auto index = static_cast<std::size_t>(slot);
+  if (slot < 0 || index >= parts_.size())
+    r.violation = who + " is unknown";
+  else if (!barrier_.is_live(index))
+    r.violation = who + " has left and cannot contribute";
+  else if (barrier_.has_arrived(index))
+    r.violation = who + " sent its " + what_ + " for step " + std::to_string(a.step) + " twice";
+  if (!r.violation.empty())
     return r;
-  }
-  const auto rank = static_cast<std::size_t>(a.rank);
   // Rounds are counted by the barrier itself; the caller validated which step this is.
-  const auto d = barrier_.on_gradient(rank, barrier_.step());
-  if (d.kind == verdict::rejected) {
-    r.violation = d.reason;
-    return r;
-  }
-  parts_[rank] = {a.rank, a.loss, a.samples};
+  const auto d = barrier_.on_gradient(index, barrier_.step());
+  parts_[index] = {a.rank, a.loss, a.samples};
   if (d.kind != verdict::complete)
     return r;
   std::vector<step_part> parts;

@@ -1,7 +1,10 @@
 // One round of contributions the driver combines: every live worker sends exactly one tensor
 // (a gradient, or weights to average) for the round's step; when the last is in, the round
-// hands back the contributors' parts in rank order, the order the driver sums them in, so that
+// hands back the contributors' parts in slot order, the order the driver sums them in, so that
 // the result does not depend on arrival order. The barrier itself is sync_policy.
+//
+// A slot is a replica: the rank itself, or in a pipeline the pipeline index of a stage's
+// worker. Messages name the arrival's own worker and step.
 //
 // Thread safety: none; owned by a strategy.
 #pragma once
@@ -18,18 +21,20 @@ namespace troupe {
 
 class contribution_round {
  public:
-  explicit contribution_round(int64_t ranks);
+  /// `what` names a contribution in messages ("gradient", "weights").
+  contribution_round(int64_t slots, std::string what);
 
   struct result {
-    std::optional<std::vector<step_part>> complete;  ///< contributors' parts, in rank order
-    std::string violation;                           ///< from sync_policy's rules
+    std::optional<std::vector<step_part>> complete;  ///< contributors' parts, in slot order
+    std::string violation;                           ///< naming the worker and the step
   };
-  /// `a` for the round in progress (the caller has checked its step).
-  result add(const arrival& a);
+  /// `a` in `slot` for the round in progress (the caller has checked its step).
+  result add(int64_t slot, const arrival& a);
 
  private:
   sync_policy barrier_;
-  std::vector<step_part> parts_;  ///< by rank, for the round in progress
+  std::string what_;
+  std::vector<step_part> parts_;  ///< by slot, for the round in progress
 };
 
 }  // namespace troupe

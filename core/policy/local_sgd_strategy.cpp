@@ -10,7 +10,7 @@ local_sgd_strategy::local_sgd_strategy(int64_t ranks, const policy_schedule& sch
       schedule_(schedule),
       rules_(rules),
       next_average_(schedule.next_averaging_step(0)),
-      round_(ranks),
+      round_(ranks, "weights"),
       reports_(ranks) {}
 
 step_actions local_sgd_strategy::start() {
@@ -22,7 +22,7 @@ step_actions local_sgd_strategy::on_weights(const arrival& a) {
     return {act::violation{"worker " + std::to_string(a.rank) +
                            " sent weights to average after step " + std::to_string(a.step) +
                            ", expected after step " + std::to_string(next_average_)}};
-  auto r = round_.add(a);
+  auto r = round_.add(a.rank, a);
   if (!r.violation.empty())
     return {act::violation{r.violation}};
   if (!r.complete)

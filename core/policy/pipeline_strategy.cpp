@@ -8,7 +8,7 @@ pipeline_strategy::pipeline_strategy(int64_t pipelines, int64_t stages, const st
     : pipelines_(pipelines),
       stages_(stages),
       rules_(rules),
-      rounds_(static_cast<std::size_t>(stages), contribution_round(pipelines)),
+      rounds_(static_cast<std::size_t>(stages), contribution_round(pipelines, "gradient")),
       losses_(static_cast<std::size_t>(pipelines)),
       reports_(pipelines * stages) {}
 
@@ -35,9 +35,9 @@ step_actions pipeline_strategy::on_gradient(const arrival& a) {
                            std::to_string(a.step) + ", expected step " + std::to_string(step_)}};
   const auto stage = a.rank % stages_;
   const auto pipeline = a.rank / stages_;
-  auto r = rounds_[static_cast<std::size_t>(stage)].add({pipeline, a.step, a.loss, a.samples});
+  auto r = rounds_[static_cast<std::size_t>(stage)].add(pipeline, a);
   if (!r.violation.empty())
-    return {act::violation{"stage " + std::to_string(stage) + ": " + r.violation}};
+    return {act::violation{r.violation}};
   if (stage + 1 == stages_)
     losses_[static_cast<std::size_t>(pipeline)] = {a.rank, a.loss, a.samples};
   if (!r.complete)
@@ -46,7 +46,7 @@ step_actions pipeline_strategy::on_gradient(const arrival& a) {
   outcome.step = a.step;
   outcome.last = rules_.is_last(a.step);
   return {act::combine{act::combine::what::gradients,
-                       stage_workers(stage, ranks_of(*r.complete)),
+                       ranks_of(*r.complete),  // the stage's workers, in pipeline order
                        {},
                        stage_workers(stage, all_ranks(pipelines_)),
                        outcome}};

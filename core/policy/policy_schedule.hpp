@@ -1,7 +1,7 @@
 // Which update policy is in force at each step, and when local SGD replicas average: pure
-// functions of the step, so every worker and the coordinator agree without exchanging a message
+// functions of the step, so every worker and the run driver agree without exchanging a message
 // about it. A plain policy is one phase covering the whole run; a `schedule` job's phases follow
-// each other, and the coordinator switches at each boundary without restarting any actor.
+// each other, and the strategies switch at each boundary without restarting any actor.
 //
 // Thread safety: immutable after construction; shared read-only by all actors of a run.
 #pragma once

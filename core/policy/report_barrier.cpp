@@ -11,6 +11,10 @@ report_barrier::result report_barrier::add(const arrival& a) {
     r.violation = who + " is unknown (there are " + std::to_string(ranks_) + ")";
     return r;
   }
+  if (a.step <= completed_through_) {
+    r.violation = who + " reported step " + std::to_string(a.step) + ", which is complete";
+    return r;
+  }
   auto& step = steps_[a.step];
   if (!step.emplace(a.rank, step_part{a.rank, a.loss, a.samples}).second) {
     r.violation = who + " reported step " + std::to_string(a.step) + " twice";
@@ -22,6 +26,7 @@ report_barrier::result report_barrier::add(const arrival& a) {
   for (const auto& [rank, part] : step)  // a std::map: in rank order
     parts.push_back(part);
   steps_.erase(a.step);
+  completed_through_ = a.step;
   r.complete = std::move(parts);
   return r;
 }

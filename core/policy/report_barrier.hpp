@@ -1,6 +1,8 @@
 // Completes a step when every live worker has reported it: the steps whose workers apply their
 // updates themselves (local SGD, a single replica, a ring or NCCL sum) are complete when the
-// last report is in. Reports of different steps may interleave (a fast worker runs ahead).
+// last report is in. Reports of different steps may interleave (a fast worker runs ahead), but
+// each worker reports its steps in order, so steps complete in order: a report of a step that is
+// already complete breaks the protocol.
 //
 // Thread safety: none; owned by a strategy.
 #pragma once
@@ -28,6 +30,7 @@ class report_barrier {
 
  private:
   int64_t ranks_;
+  int64_t completed_through_ = -1;                         ///< the last step completed
   std::map<int64_t, std::map<int64_t, step_part>> steps_;  ///< step -> rank -> part
 };
 

@@ -1,14 +1,14 @@
 // The synchronous update policy as a pure state machine: no threads, no actors, no tensors.
 // It is fed gradient arrivals and departures and answers whether the current step is complete,
-// and with which contributors (always in ascending worker order, so that the coordinator sums
+// and with which contributors (always in ascending worker order, so that the driver sums
 // gradients in the same order whatever order they arrived in).
 //
 // Rules: every live worker contributes exactly one gradient to each step, for that step only.
 // A gradient from an unknown or departed worker, for another step, or a second one for the
-// same step is rejected (a protocol error the coordinator reports). A departing worker no
+// same step is rejected (a protocol error the driver reports). A departing worker no
 // longer blocks the step: if all remaining live workers had already arrived, the step completes.
 //
-// Thread safety: none; owned by the coordinator actor.
+// Thread safety: none; owned by a strategy (contribution_round).
 #pragma once
 
 #include <cstddef>

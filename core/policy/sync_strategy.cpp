@@ -11,7 +11,7 @@ sync_strategy::sync_strategy(int64_t ranks, const policy_schedule& schedule,
       rules_(rules),
       driver_combines_(driver_combines),
       next_step_(schedule.next_step_under(policy_kind::sync, 0)),
-      round_(ranks),
+      round_(ranks, "gradient"),
       reports_(ranks) {}
 
 step_actions sync_strategy::start() {
@@ -25,7 +25,7 @@ step_actions sync_strategy::on_gradient(const arrival& a) {
     return {act::violation{"worker " + std::to_string(a.rank) + " sent a gradient for step " +
                            std::to_string(a.step) + ", expected step " +
                            std::to_string(next_step_)}};
-  auto r = round_.add(a);
+  auto r = round_.add(a.rank, a);
   if (!r.violation.empty())
     return {act::violation{r.violation}};
   if (!r.complete)

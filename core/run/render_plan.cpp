@@ -96,7 +96,8 @@ const char* meeting_text(gradient_meeting g) {
     case gradient_meeting::local:
       return "each worker applies its own (nothing to combine)";
     case gradient_meeting::driver:
-      return "summed by the run driver in rank order, sent back to every worker";
+      return "summed by the run driver in rank order (on the GPU the workers share, if they "
+             "do), sent back to every worker";
     case gradient_meeting::ring:
       return "summed among the replicas in a ring all-reduce";
     case gradient_meeting::nccl:

@@ -54,7 +54,7 @@ gradient_meeting meeting_of(const run_plan& p) {
     return gradient_meeting::driver;  // each stage's sum over the pipelines
   if (p.job.parallelism.replicas == 1)
     return gradient_meeting::local;
-  if (p.devices.gradients == gradient_path::nccl)
+  if (p.devices.gpu_each)
     return gradient_meeting::nccl;
   return p.job.cluster.enabled() ? gradient_meeting::ring : gradient_meeting::driver;
 }

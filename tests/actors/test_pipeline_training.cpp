@@ -104,7 +104,7 @@ TEST_SUITE("pipeline_training") {
         CHECK(w.pipeline == 0);
         CHECK(w.steps == 30);
         CHECK(w.compute_s > 0);
-        CHECK(w.idle_s >= 0);
+        CHECK(w.idle_s > 0);  // every stage waits for the fill or the drain of its pipeline
         // 1F1B: at most P - s in flight on stage s; GPipe: all five micro-batches.
         CHECK(w.peak_live_activations ==
               (schedule == pipeline_schedule_kind::gpipe ? 5 : std::min<int64_t>(3 - s, 5)));
@@ -161,7 +161,7 @@ TEST_SUITE("pipeline_training") {
     };
     const auto r = plan_and_run(job, test::small_data(job), options);
     CHECK(r.status == run_status::failed);
-    CHECK(r.error.find("interrupted") != std::string::npos);
-    CHECK(r.steps < 1000);
+    CHECK(r.error == "interrupted after step 2");
+    CHECK(r.steps == 3);
   }
 }

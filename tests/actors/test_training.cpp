@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 
 using namespace troupe;
 
@@ -17,6 +18,29 @@ namespace {
 
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a - b).abs().max().item<double>();
+}
+
+// Runs `job` with its metrics in a temporary file and returns the records.
+std::vector<nlohmann::json> run_with_metrics(const job_config& job, run_report* report = nullptr) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("troupe-metrics-" + std::to_string(::getpid()) + ".jsonl");
+  std::filesystem::remove(path);
+  run_report r;
+  {
+    jsonl_writer metrics(path.string());
+    run_options options;
+    options.metrics = &metrics;
+    r = plan_and_run(job, test::small_data(job), options);
+  }
+  REQUIRE_MESSAGE(r.succeeded(), r.error);
+  std::vector<nlohmann::json> records;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    records.push_back(nlohmann::json::parse(line));
+  std::filesystem::remove(path);
+  if (report != nullptr)
+    *report = std::move(r);
+  return records;
 }
 
 }  // namespace
@@ -105,23 +129,35 @@ TEST_SUITE("training") {
     job.optimizer.momentum = 0;
     auto r = plan_and_run(job, test::small_data(job), {});
     CHECK(r.status == run_status::failed);
-    CHECK(r.error.find("diverged") != std::string::npos);
-    CHECK(r.error.find("loss is") != std::string::npos);
+    // "worker 1 failed: troupe::diverged: loss is nan at step 3 on replica 1"
+    std::smatch m;
+    REQUIRE_MESSAGE(std::regex_search(r.error, m,
+                                      std::regex(R"(worker (\d) failed: .*diverged.*loss is )"
+                                                 R"(\S+ at step (\d+) on replica (\d))")),
+                    r.error);
+    CHECK(m[1] == m[3]);                 // the worker that failed is the replica that diverged
+    CHECK(std::stoll(m[2]) == r.steps);  // the steps before it completed, not one more
+    CHECK(r.steps < 50);
   }
 
   TEST_CASE("a stop request ends the run after the step in progress") {
-    auto job = test::small_job(2, 1000);
-    std::atomic<bool> stop{false};
-    run_options options;
-    options.stop_requested = &stop;
-    options.on_progress = [&](const progress_update& p) {
-      if (p.step >= 3)
-        stop = true;
-    };
-    auto r = plan_and_run(job, test::small_data(job), options);
-    CHECK(r.status == run_status::failed);
-    CHECK(r.error.find("interrupted") != std::string::npos);
-    CHECK(r.steps < 1000);
+    for (auto policy : {policy_kind::sync, policy_kind::local_sgd, policy_kind::async}) {
+      CAPTURE(to_string(policy));
+      auto job = test::small_job(2, 1000);
+      job.parallelism.policy = policy;
+      std::atomic<bool> stop{false};
+      run_options options;
+      options.stop_requested = &stop;
+      options.on_progress = [&](const progress_update& p) {
+        if (p.step >= 3)  // steps 0, 1 and 2 are complete
+          stop = true;
+      };
+      auto r = plan_and_run(job, test::small_data(job), options);
+      CHECK(r.status == run_status::failed);
+      CHECK(r.error == "interrupted after step 2");
+      CHECK(r.steps == 3);
+      CHECK(!r.final_weights.defined());
+    }
   }
 
   TEST_CASE("local_sgd with period 1 is sync training (SGD with momentum, even and uneven)") {
@@ -179,11 +215,19 @@ TEST_SUITE("training") {
     auto job = test::small_job(2, 10);
     job.faults.slow_worker = 1;
     job.faults.slow_ms = 20;
-    auto r = plan_and_run(job, test::small_data(job), {});
-    REQUIRE(r.succeeded());
-    // Worker 0 waits for worker 1's extra 20 ms in each of the 10 steps.
-    CHECK(r.workers[0].comm_s >= 10 * 0.015);
-    CHECK(r.workers[1].compute_s >= 10 * 0.020);
+    const auto records = run_with_metrics(job);
+    // In every step worker 1 sleeps before computing, so worker 0 is the one that waits for the
+    // combined gradient: its recorded wait exceeds the straggler's, step by step.
+    std::map<int64_t, std::map<int64_t, nlohmann::json>> by_step;
+    for (const auto& r : records)
+      if (r["event"] == "worker_step")
+        by_step[r["step"].get<int64_t>()][r["worker"].get<int64_t>()] = r;
+    REQUIRE(by_step.size() == 10);
+    for (auto& [step, workers] : by_step) {
+      CAPTURE(step);
+      CHECK(workers[0]["comm_s"].get<double>() > workers[1]["comm_s"].get<double>());
+      CHECK(workers[1]["compute_s"].get<double>() > workers[0]["compute_s"].get<double>());
+    }
   }
 
   TEST_CASE("async with max_staleness 0 and one replica is plain training") {
@@ -279,26 +323,14 @@ TEST_SUITE("training") {
     second.steps = 15;
     second.period = 4;
     job.parallelism.phases = {first, second, third};
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("troupe-schedule-" + std::to_string(::getpid()) + ".jsonl");
     run_report r;
-    {
-      jsonl_writer metrics(path.string());
-      run_options options;
-      options.metrics = &metrics;
-      r = plan_and_run(job, test::small_data(job), options);
-    }
-    REQUIRE(r.succeeded());
+    const auto records = run_with_metrics(job, &r);
     CHECK(r.steps == 40);
     CHECK(*r.test_accuracy > 0.9);
     std::vector<std::pair<int64_t, std::string>> switches;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) {
-      auto record = nlohmann::json::parse(line);
+    for (const auto& record : records)
       if (record["event"] == "phase")
         switches.emplace_back(record["step"].get<int64_t>(), record["policy"].get<std::string>());
-    }
-    std::filesystem::remove(path);
     CHECK(switches ==
           std::vector<std::pair<int64_t, std::string>>{{12, "local_sgd"}, {27, "sync"}});
   }

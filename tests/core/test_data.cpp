@@ -23,6 +23,8 @@ using bytes_t = std::vector<uint8_t>;
 
 namespace {
 
+const std::string fashion_folder = "/usr/share/datasets/fashion-mnist";
+
 bytes_t idx_header(std::vector<uint32_t> dims, uint8_t type = 0x08) {
   bytes_t h{0, 0, type, static_cast<uint8_t>(dims.size())};
   for (auto d : dims)
@@ -263,12 +265,10 @@ TEST_SUITE("data") {
                    t / "t10k-images-idx3-ubyte.gz" + ": cannot open"));
   }
 
-  TEST_CASE("the real Fashion-MNIST, when Debian's package is installed") {
-    const std::string folder = "/usr/share/datasets/fashion-mnist";
-    if (!fs::exists(folder)) {
-      MESSAGE("skipped: " << folder << " is absent");
-      return;
-    }
+  // Reported as skipped, not passed, on a machine without Debian's dataset-fashion-mnist.
+  TEST_CASE("the real Fashion-MNIST, when Debian's package is installed" *
+            doctest::skip(!fs::exists(fashion_folder))) {
+    const std::string folder = fashion_folder;
     const auto start = std::chrono::steady_clock::now();
     auto d = load_fashion_mnist(folder);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;

@@ -107,25 +107,23 @@ TEST_SUITE("device") {
               .rfind("/device/1: cuda:5 is not visible", 0) == 0);
   }
 
-  TEST_CASE("replicas share one GPU through the coordinator, or have one each with NCCL") {
+  TEST_CASE("replicas share one GPU through the run driver, or have one each with NCCL") {
     const auto shared = make_device_plan(parse_job(replicas_job(4, "cuda:1")), two_gpus);
     CHECK(shared.workers == std::vector<device_spec>(4, *parse_device("cuda:1")));
-    CHECK(shared.gradients == gradient_path::coordinator);
-    CHECK(render_device_plan(shared) ==
-          "cuda:1 (all 4 workers); gradients summed on the shared GPU");
+    CHECK(!shared.gpu_each);
+    CHECK(render_device_plan(shared) == "cuda:1 (all 4 workers)");
 
     const auto each = make_device_plan(parse_job(replicas_job(2, "cuda")), two_gpus);
     CHECK(each.workers[0].str() == "cuda:0");
     CHECK(each.workers[1].str() == "cuda:1");
-    CHECK(each.gradients == gradient_path::nccl);
-    CHECK(render_device_plan(each) == "cuda:0 cuda:1; gradients by NCCL all-reduce");
+    CHECK(each.gpu_each);
+    CHECK(render_device_plan(each) == "cuda:0 cuda:1");
 
     // "cuda" spreads 3 replicas over 2 GPUs: some share, some do not, which neither path does.
     CHECK(plan_error(replicas_job(3, "cuda"), two_gpus)
               .find("sync replicas sum gradients either on one shared GPU or with NCCL") !=
           std::string::npos);
-    CHECK(make_device_plan(parse_job(replicas_job(1, "cuda")), two_gpus).gradients ==
-          gradient_path::coordinator);
+    CHECK(!make_device_plan(parse_job(replicas_job(1, "cuda")), two_gpus).gpu_each);
   }
 
   TEST_CASE("the run plan shows the devices and refuses what this build lacks") {
@@ -136,6 +134,28 @@ TEST_SUITE("device") {
     CHECK_THROWS_AS(make_run_plan(job, facts, cpu_build), job_error);
     const auto on_gpu = make_run_plan(job, facts, two_gpus);
     CHECK(render_plan(on_gpu).find("  devices: cuda:0\n") != std::string::npos);
+  }
+
+  TEST_CASE("the plan decides once where a sync step's gradients meet") {
+    const auto meeting = [](const nlohmann::json& job, const device_inventory& where) {
+      auto j = job;
+      j["data"] = {{"type", "synthetic"}};
+      const auto parsed = parse_job(j);
+      return make_run_plan(parsed, describe_data(parsed.data), where).gradients;
+    };
+    CHECK(meeting(replicas_job(1, "cpu"), cpu_build) == gradient_meeting::local);
+    CHECK(meeting(replicas_job(3, "cpu"), cpu_build) == gradient_meeting::driver);
+    CHECK(meeting(replicas_job(4, "cuda:1"), two_gpus) == gradient_meeting::driver);
+    CHECK(meeting(replicas_job(2, "cuda"), two_gpus) == gradient_meeting::nccl);
+    auto across = replicas_job(2, "cpu");
+    across["cluster"] = {{"nodes", 2}};
+    CHECK(meeting(across, cpu_build) == gradient_meeting::ring);
+    auto pipeline = replicas_job(2, "cpu");
+    pipeline["parallelism"]["stages"] = 2;
+    CHECK(meeting(pipeline, cpu_build) == gradient_meeting::driver);
+    CHECK(render_plan(make_run_plan(parse_job(replicas_job(3, "cpu")), describe_data({})))
+              .find("gradients of sync steps: summed by the run driver in rank order") !=
+          std::string::npos);
   }
 }
 

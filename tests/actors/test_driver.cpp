@@ -1,0 +1,165 @@
+// The run driver against fake workers: the branches real workers never reach. A worker that
+// breaks the step protocol ends the run with errc::protocol_error naming what it sent and what
+// was expected; replicas that end with different weights fail the run; a worker that dies is
+// named. Each fake is a plain actor that speaks the replica protocol (messages/training_step.hpp)
+// just wrongly enough.
+#include "actors/run_driver.hpp"
+#include "actors/run_job.hpp"
+#include "actors/system_config.hpp"
+#include "training_fixtures.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+#include <caf/all.hpp>
+
+#include <functional>
+
+using namespace troupe;
+
+namespace {
+
+/// How a fake replica answers (compute, step): by default with a zero gradient for that step.
+struct fake_script {
+  std::function<void(caf::event_based_actor*, const run_driver_actor&, int64_t rank, int64_t step)>
+      on_compute;
+  /// The final weights replica `rank` hands in.
+  std::function<at::Tensor(int64_t rank)> final_weights;
+};
+
+caf::behavior fake_replica(caf::event_based_actor* self, run_driver_actor driver, int64_t rank,
+                           int64_t parameters, fake_script script) {
+  return {
+      [=](compute_atom, int64_t step) {
+        if (script.on_compute)
+          return script.on_compute(self, driver, rank, step);
+        self->send(driver, gradient_atom_v, gradient_meta{rank, step, 1.0, 16},
+                   at::zeros({parameters}));
+      },
+      [=](update_atom, const update_meta& meta, const at::Tensor&) {
+        self->send(driver, step_stats{rank, meta.step, 1.0, 16, 0.0, 0.0, 0.0});
+        if (meta.evaluate)
+          self->send(driver, eval_report{rank, meta.step, 1.0, 1, 2, 0.0});
+        if (meta.last)
+          self->send(driver, weights_atom_v, rank, script.final_weights(rank));
+        else
+          self->send(self, compute_atom_v, meta.step + 1);
+      },
+  };
+}
+
+/// Runs the plan of `job` (2 replicas, sync, gradients meeting at the driver) with fakes.
+run_report run_with_fakes(const job_config& job, fake_script script) {
+  auto data = test::small_data(job);
+  auto plan = make_run_plan(job, facts_of(*data));
+  REQUIRE(plan.gradients == gradient_meeting::driver);
+  const auto parameters = plan.model.parameters;
+  driver_options options;
+  options.context = make_worker_context(std::move(plan), std::move(data));
+  options.spawn_local = [parameters, script](caf::actor_system& system, int64_t rank,
+                                             run_driver_actor driver) {
+    return system.spawn(fake_replica, std::move(driver), rank, parameters, script);
+  };
+  caf::actor_system_config cfg;
+  caf::actor_system system{configure_system(cfg)};
+  auto report = await_report(system, spawn_run_driver(system, std::move(options)));
+  system.await_all_actors_done();
+  return report;
+}
+
+fake_script agreeing() {
+  fake_script s;
+  s.final_weights = [](int64_t) { return at::zeros({4}); };
+  return s;
+}
+
+}  // namespace
+
+TEST_SUITE("driver") {
+  TEST_CASE("fakes that follow the protocol succeed: the driver itself needs nothing more") {
+    const auto r = run_with_fakes(test::small_job(2, 3), agreeing());
+    REQUIRE_MESSAGE(r.succeeded(), r.error);
+    CHECK(r.steps == 3);
+    CHECK(*r.test_accuracy == doctest::Approx(0.5));  // 1 of 2 rows, from each shard
+  }
+
+  TEST_CASE("a gradient for the wrong step ends the run with a protocol error") {
+    auto script = agreeing();
+    script.on_compute = [](caf::event_based_actor* self, const run_driver_actor& driver,
+                           int64_t rank, int64_t step) {
+      self->send(driver, gradient_atom_v, gradient_meta{rank, step + rank * 5, 1.0, 16},
+                 at::zeros({1}));
+    };
+    const auto r = run_with_fakes(test::small_job(2, 10), script);
+    CHECK(r.status == run_status::failed);
+    CHECK(r.error.find("protocol_error") != std::string::npos);
+    CHECK(r.error.find("worker 1 sent a gradient for step 5, expected step 0") !=
+          std::string::npos);
+    CHECK(r.steps == 0);
+  }
+
+  TEST_CASE("a report from a worker that does not exist ends the run with a protocol error") {
+    auto script = agreeing();
+    script.on_compute = [](caf::event_based_actor* self, const run_driver_actor& driver, int64_t,
+                           int64_t step) {
+      self->send(driver, step_stats{7, step, 1.0, 16, 0.0, 0.0, 0.0});
+    };
+    const auto r = run_with_fakes(test::small_job(2, 10), script);
+    CHECK(r.error.find("protocol_error") != std::string::npos);
+    CHECK(r.error.find("step stats from worker 7, there are 2") != std::string::npos);
+  }
+
+  TEST_CASE("a gradient twice for one step, and a step beyond the run, are protocol errors") {
+    auto twice = agreeing();
+    twice.on_compute = [](caf::event_based_actor* self, const run_driver_actor& driver,
+                          int64_t rank, int64_t step) {
+      for (int i = 0; i < 2; ++i)
+        self->send(driver, gradient_atom_v, gradient_meta{rank, step, 1.0, 16}, at::zeros({1}));
+    };
+    auto r = run_with_fakes(test::small_job(2, 10), twice);
+    CHECK(r.error.find("protocol_error") != std::string::npos);
+    CHECK(r.error.find("sent its gradient for step 0 twice") != std::string::npos);
+
+    auto beyond = agreeing();
+    beyond.on_compute = [](caf::event_based_actor* self, const run_driver_actor& driver,
+                           int64_t rank, int64_t) {
+      self->send(driver, gradient_atom_v, gradient_meta{rank, 99, 1.0, 16}, at::zeros({1}));
+    };
+    r = run_with_fakes(test::small_job(2, 10), beyond);
+    CHECK(r.error.find("a gradient of step 99 from worker") != std::string::npos);
+    CHECK(r.error.find("a worker runs at most 10 steps") != std::string::npos);
+  }
+
+  TEST_CASE("replicas that end with different weights fail the run, naming the first") {
+    auto script = agreeing();
+    script.final_weights = [](int64_t rank) { return rank == 1 ? at::ones({4}) : at::zeros({4}); };
+    const auto r = run_with_fakes(test::small_job(2, 3), script);
+    CHECK(r.status == run_status::failed);
+    CHECK(r.error == "replica 1 ended with weights different from replica 0");
+    CHECK(r.steps == 3);  // training itself completed
+    CHECK(!r.final_weights.defined());
+  }
+
+  TEST_CASE("final weights handed in twice are a protocol error") {
+    auto script = agreeing();
+    script.on_compute = [](caf::event_based_actor* self, const run_driver_actor& driver,
+                           int64_t rank, int64_t) {
+      self->send(driver, weights_atom_v, rank, at::zeros({4}));
+      self->send(driver, weights_atom_v, rank, at::zeros({4}));
+    };
+    const auto r = run_with_fakes(test::small_job(2, 3), script);
+    CHECK(r.error.find("unexpected final weights from worker") != std::string::npos);
+  }
+
+  TEST_CASE("a worker that quits is named with its reason, and nothing waits") {
+    auto script = agreeing();
+    script.on_compute = [](caf::event_based_actor* self, const run_driver_actor&, int64_t rank,
+                           int64_t) {
+      if (rank == 1)
+        self->quit(caf::make_error(caf::sec::runtime_error, "fake gave up"));
+    };
+    const auto r = run_with_fakes(test::small_job(2, 3), script);
+    CHECK(r.status == run_status::failed);
+    CHECK(r.error.find("worker 1 failed") != std::string::npos);
+    CHECK(r.error.find("fake gave up") != std::string::npos);
+  }
+}
