@@ -30,6 +30,19 @@ void check_batch(const job_config& job, problem_list& problems) {
                        std::to_string(job.training.batch_size / par.replicas));
 }
 
+// Pipelines flush and step together: only sync fits them.
+void check_pipeline(const job_config& job, problem_list& problems) {
+  const auto& par = job.parallelism;
+  if (par.pipelined() && par.policy != policy_kind::sync &&
+      !reported_at(problems, "/parallelism/policy") &&
+      !reported_at(problems, "/parallelism/stages") &&
+      !reported_at(problems, "/parallelism/micro_batches"))
+    problems.push_back(std::string("/parallelism/policy: must be \"sync\" with stages or "
+                                   "micro_batches above 1 (pipelines flush and step together), "
+                                   "got \"") +
+                       to_string(par.policy) + "\"");
+}
+
 // Workers are numbered replica-major: worker r * stages + s is stage s of pipeline r.
 void check_faults(const job_config& job, problem_list& problems) {
   const auto& par = job.parallelism;
@@ -131,6 +144,7 @@ void check_devices(const job_config& job, problem_list& problems) {
 
 void check_feature_combinations(const job_config& job, problem_list& problems) {
   check_batch(job, problems);
+  check_pipeline(job, problems);
   check_faults(job, problems);
   check_optimizer_states(job, problems);
   check_ensemble(job, problems);

@@ -162,8 +162,8 @@ void read_phase(object_reader r, phase_config& phase, bool last) {
   }
 }
 
-// Pipeline keys, valid under every policy name so that the policy check below can say what is
-// wrong instead of calling them unknown.
+// Pipeline keys, valid under every policy name so that the combination rules can say what is
+// wrong (pipelines need sync: core/config/feature_rules) instead of calling them unknown.
 void read_pipeline(object_reader& r, parallelism_config& p) {
   const bool stages_ok = r.integer("stages", p.stages, 1, 64);
   r.integer("micro_batches", p.micro_batches, 1, 1 << 16);
@@ -183,10 +183,6 @@ void read_parallelism(object_reader r, parallelism_config& p) {
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   read_pipeline(r, p);
-  if (p.pipelined() && p.policy != policy_kind::sync && r.has("policy"))
-    r.problem("policy", std::string("must be \"sync\" with stages or micro_batches above 1 ") +
-                            "(pipelines flush and step together), got \"" + to_string(p.policy) +
-                            "\"");
   if (p.policy == policy_kind::local_sgd) {
     r.integer("period", p.period, 1, 1000000);
     r.boolean("average_momenta", p.average_momenta);

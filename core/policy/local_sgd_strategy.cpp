@@ -42,12 +42,7 @@ step_actions local_sgd_strategy::on_weights(const arrival& a) {
 }
 
 step_actions local_sgd_strategy::on_report(const arrival& a) {
-  auto r = reports_.add(a);
-  if (!r.violation.empty())
-    return {act::violation{r.violation}};
-  if (!r.complete)
-    return {};
-  return close_step(a.step, std::move(*r.complete), schedule_, rules_);
+  return close_when_reported(reports_, a, schedule_, rules_);
 }
 
 }  // namespace troupe

@@ -27,6 +27,16 @@ step_actions close_step(int64_t step, std::vector<step_part> parts, const policy
   return out;
 }
 
+step_actions close_when_reported(report_barrier& reports, const arrival& a,
+                                 const policy_schedule& schedule, const step_rules& rules) {
+  auto r = reports.add(a);
+  if (!r.violation.empty())
+    return {act::violation{r.violation}};
+  if (!r.complete)
+    return {};
+  return close_step(a.step, std::move(*r.complete), schedule, rules);
+}
+
 void append(step_actions& to, step_actions more) {
   for (auto& a : more)
     to.push_back(std::move(a));

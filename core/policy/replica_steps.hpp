@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/policy/policy_schedule.hpp"
+#include "core/policy/report_barrier.hpp"
 #include "core/policy/step_strategy.hpp"
 
 #include <cstdint>
@@ -20,6 +21,10 @@ std::vector<int64_t> ranks_of(const std::vector<step_part>& parts);
 /// boundary) and, after the last step, the end of training.
 step_actions close_step(int64_t step, std::vector<step_part> parts, const policy_schedule& schedule,
                         const step_rules& rules);
+
+/// Counts `a` in `reports`; closes its step once every rank has reported it.
+step_actions close_when_reported(report_barrier& reports, const arrival& a,
+                                 const policy_schedule& schedule, const step_rules& rules);
 
 /// Appends `more` to `to`.
 void append(step_actions& to, step_actions more);

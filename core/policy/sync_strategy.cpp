@@ -43,12 +43,7 @@ step_actions sync_strategy::on_gradient(const arrival& a) {
 step_actions sync_strategy::on_report(const arrival& a) {
   if (driver_combines_)
     return {};  // the step completed when its gradients were combined
-  auto r = reports_.add(a);
-  if (!r.violation.empty())
-    return {act::violation{r.violation}};
-  if (!r.complete)
-    return {};
-  return close_step(a.step, std::move(*r.complete), schedule_, rules_);
+  return close_when_reported(reports_, a, schedule_, rules_);
 }
 
 }  // namespace troupe
