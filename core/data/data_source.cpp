@@ -8,10 +8,27 @@
 
 namespace troupe {
 
+namespace {
+
+// The rows the files' headers declare. Files that cannot be read are planned with the published
+// sizes: loading them fails the run, naming the file, as with any bad data file.
+data_facts fashion_facts(const std::string& folder) {
+  data_facts facts{fashion_mnist_train_rows, fashion_mnist_test_rows, fashion_mnist_classes};
+  try {
+    const auto rows = count_fashion_mnist(folder);
+    facts.train_rows = rows.train;
+    facts.test_rows = rows.test;
+  } catch (const data_error&) {
+  }
+  return facts;
+}
+
+}  // namespace
+
 data_facts describe_data(const data_config& config) {
   switch (config.kind) {
     case data_kind::fashion_mnist:
-      return {fashion_mnist_train_rows, fashion_mnist_test_rows, fashion_mnist_classes};
+      return fashion_facts(config.path);
     case data_kind::synthetic:
       return {config.train_samples, config.test_samples, synthetic_classes};
   }

@@ -1,6 +1,6 @@
 // Where a job's data comes from, and what the plan may know of it before it is loaded: the
 // number of rows of each split and of classes. The plan is made from these facts (so that
-// `troupe validate` states steps per epoch without reading a file); after loading, the data
+// `troupe validate` states steps per epoch without reading the data); after loading, the data
 // must match them.
 #pragma once
 
@@ -18,8 +18,9 @@ struct data_facts {
   int64_t classes = 0;  ///< the model's outputs: one logit per class
 };
 
-/// What `config` will load, known without reading anything: Fashion-MNIST's published split
-/// sizes, or the synthetic set's configured ones.
+/// What `config` will load, known without loading it: the rows Fashion-MNIST's image files
+/// declare in their headers (its published sizes when they cannot be read; the load then fails
+/// naming the file), or the synthetic set's configured sizes.
 data_facts describe_data(const data_config& config);
 
 /// The facts of a data set in memory.

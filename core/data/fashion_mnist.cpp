@@ -19,8 +19,12 @@ std::string shape_of(const idx_array& a) {
   return s;
 }
 
+std::string images_file(const std::string& folder, const std::string& prefix) {
+  return folder + "/" + prefix + "-images-idx3-ubyte.gz";
+}
+
 labeled_images load_split(const std::string& folder, const std::string& prefix) {
-  const auto images_path = folder + "/" + prefix + "-images-idx3-ubyte.gz";
+  const auto images_path = images_file(folder, prefix);
   const auto labels_path = folder + "/" + prefix + "-labels-idx1-ubyte.gz";
   auto images = read_idx_file(images_path);
   if (images.dims.size() != 3 || images.dims[1] != side || images.dims[2] != side)
@@ -52,6 +56,12 @@ labeled_images load_split(const std::string& folder, const std::string& prefix) 
 }
 
 }  // namespace
+
+fashion_mnist_rows count_fashion_mnist(const std::string& folder) {
+  // Only the image files' headers: a few bytes each, however large the files.
+  return {read_idx_dims(images_file(folder, "train")).front(),
+          read_idx_dims(images_file(folder, "t10k")).front()};
+}
 
 dataset load_fashion_mnist(const std::string& folder) {
   dataset d;

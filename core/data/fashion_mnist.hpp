@@ -16,6 +16,15 @@ inline constexpr int64_t fashion_mnist_classes = 10;
 inline constexpr double fashion_mnist_mean = 0.2860;
 inline constexpr double fashion_mnist_std = 0.3530;
 
+struct fashion_mnist_rows {
+  int64_t train = 0;
+  int64_t test = 0;
+};
+
+/// The rows the train and test image files' headers declare, without reading their data.
+/// Throws data_error as load_fashion_mnist does for a missing or malformed header.
+fashion_mnist_rows count_fashion_mnist(const std::string& folder);
+
 /// Reads <folder>/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz into images float32
 /// [N,1,28,28], (pixel/255 - mean)/std, and labels int64 [N]. Throws data_error whose message
 /// starts with the offending file: any read_idx_file error, images that are not N x 28 x 28,

@@ -99,9 +99,16 @@ class gz_reader {
 
 }  // namespace
 
-idx_array read_idx_file(const std::string& path) {
-  gz_reader in(path);
+namespace {
 
+struct idx_header {
+  std::vector<int64_t> dims;
+  std::string shape;     ///< "60000x28x28", for messages
+  uint64_t payload = 1;  ///< data bytes the header promises
+};
+
+// Reads and checks the magic number and every dimension, before anything is sized from them.
+idx_header read_header(gz_reader& in, const std::string& path) {
   uint8_t magic[4];
   if (in.read(magic, 4) < 4)
     fail(path, "truncated: the file ends inside the 4-byte IDX magic number (" +
@@ -114,10 +121,7 @@ idx_array read_idx_file(const std::string& path) {
   if (rank < 1 || rank > max_rank)
     fail(path, "unsupported IDX dimension count " + std::to_string(rank) + " (expected 1 to " +
                    std::to_string(max_rank) + ")");
-
-  idx_array out;
-  std::string shape;  // "60000x28x28", for messages
-  uint64_t payload = 1;
+  idx_header h;
   for (int d = 0; d < rank; ++d) {
     uint8_t be[4];
     if (in.read(be, 4) < 4)
@@ -125,17 +129,34 @@ idx_array read_idx_file(const std::string& path) {
                      " dimensions but the file ends inside size " + std::to_string(d));
     const uint64_t size = (uint64_t{be[0]} << 24) | (uint64_t{be[1]} << 16) |
                           (uint64_t{be[2]} << 8) | uint64_t{be[3]};
-    shape += (d ? "x" : "") + std::to_string(size);
+    h.shape += (d ? "x" : "") + std::to_string(size);
     if (size == 0)
       fail(path, "dimension " + std::to_string(d) + " has size 0");
     // Checked after every factor: payload <= 2^31 and size < 2^32, so this cannot overflow.
-    payload *= size;
-    if (payload > max_payload_bytes)
+    h.payload *= size;
+    if (h.payload > max_payload_bytes)
       fail(path, "header promises more than " + std::to_string(max_payload_bytes) +
-                     " bytes of data (dimensions " + shape + (d + 1 < rank ? "x..." : "") +
+                     " bytes of data (dimensions " + h.shape + (d + 1 < rank ? "x..." : "") +
                      "); refusing it as corrupt");
-    out.dims.push_back(static_cast<int64_t>(size));
+    h.dims.push_back(static_cast<int64_t>(size));
   }
+  return h;
+}
+
+}  // namespace
+
+std::vector<int64_t> read_idx_dims(const std::string& path) {
+  gz_reader in(path);
+  return read_header(in, path).dims;
+}
+
+idx_array read_idx_file(const std::string& path) {
+  gz_reader in(path);
+  const auto header = read_header(in, path);
+  const auto& shape = header.shape;
+  const uint64_t payload = header.payload;
+  idx_array out;
+  out.dims = header.dims;
 
   // Grow with the data actually read, not with what the header claims.
   out.bytes.reserve(std::min<uint64_t>(payload, max_reserve_bytes));

@@ -25,4 +25,8 @@ struct idx_array {
 /// IDX dimension count", "dimension D has size 0", "header promises more than 2147483648 bytes".
 idx_array read_idx_file(const std::string& path);
 
+/// The dimensions an IDX file's header declares, checked as read_idx_file checks them, without
+/// reading the data (a few bytes of the gzip stream). Throws data_error as read_idx_file does.
+std::vector<int64_t> read_idx_dims(const std::string& path);
+
 }  // namespace troupe

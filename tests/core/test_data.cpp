@@ -1,5 +1,6 @@
 // Data files: the IDX reader on good, truncated, corrupt and hostile files; Fashion-MNIST's
 // consistency checks; the real set when Debian's package is installed; synthetic data.
+#include "core/data/data_source.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/data/idx_file.hpp"
 #include "core/data/synthetic.hpp"
@@ -216,6 +217,29 @@ TEST_SUITE("data") {
     write_gz(t / "long.gz", idx_file({4}, 7));
     CHECK(contains(error_of([&] { read_idx_file(t / "long.gz"); }),
                    "long.gz: 3 trailing bytes after the 4 data bytes"));
+  }
+
+  TEST_CASE("the plan's data facts come from the files' headers, not their data") {
+    temp_folder t;
+    write_fashion(t, 7);
+    data_config config;
+    config.path = t.path.string();
+    const auto facts = describe_data(config);
+    CHECK(facts.train_rows == 7);
+    CHECK(facts.test_rows == 7);
+    CHECK(facts.classes == 10);
+    CHECK(read_idx_dims(t / split_file("train", "images")) == std::vector<int64_t>{7, 28, 28});
+    CHECK_NOTHROW(check_data_matches(facts, *load_dataset(config, 0), config));
+    // Unreadable files are planned with the published sizes; loading them names the file.
+    config.path = (t.path / "missing").string();
+    CHECK(describe_data(config).train_rows == fashion_mnist_train_rows);
+    CHECK(contains(error_of([&] { load_dataset(config, 0); }), "train-images-idx3-ubyte.gz"));
+    // Data that changed after the plan was made is refused, naming both figures.
+    config.path = t.path.string();
+    auto planned = facts;
+    planned.train_rows = 8;
+    CHECK(contains(error_of([&] { check_data_matches(planned, *load_dataset(config, 0), config); }),
+                   ": holds 7 training rows, the plan (fashion_mnist) expects 8"));
   }
 
   TEST_CASE("fashion_mnist from small files: shapes, normalization, labels") {
