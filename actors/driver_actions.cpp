@@ -70,12 +70,17 @@ void run(driver_pointer self, const act::evaluate& a) {
   }
   for (auto rank : a.ranks)
     tell(self, st.roster->at(rank), evaluate_atom_v, a.step);
+  // A pipeline's stages wait for the evaluation: pipeline 0's hold the weights it evaluates.
+  if (st.keeper)
+    for (int64_t stage = 0; stage < st.plan->job.parallelism.stages; ++stage)
+      tell(self, st.roster->at(stage), snapshot_atom_v, a.step);
 }
 
 void run(driver_pointer self, const act::apply_push& a) {
   auto& st = self->state;
   auto& held = st.held[static_cast<std::size_t>(a.rank)];
-  self->send(st.server, apply_atom_v, a.lr_scale, std::exchange(held.tensor, at::Tensor()));
+  self->send(st.server, apply_atom_v, st.plan->lr_at(a.global_step) * a.lr_scale,
+             std::exchange(held.tensor, at::Tensor()));
   st.tracker->on_applied(a.rank, a.step, a.version, a.staleness);
 }
 

@@ -8,12 +8,34 @@
 
 namespace troupe {
 
+namespace {
+
+// What keep_best and early stopping add to the report.
+void add_kept(const run_driver_state& st, run_report& report) {
+  if (!st.keeper)
+    return;
+  const auto& k = *st.keeper;
+  if (k.best_step() && st.plan->job.training.keep_best) {
+    report.best_step = k.best_step();
+    report.best_metric = to_string(*st.plan->job.training.keep_best);
+    report.best_value = k.best_value();
+    report.best_weights = k.best_weights();
+  }
+  if (k.stopped_at() && !st.plan->rules.is_last(*k.stopped_at()))
+    report.stopped_early_at = k.stopped_at();
+}
+
+}  // namespace
+
 void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
   auto& st = self->state;
   if (st.finished)
     return;
   st.finished = true;
-  st.promise.deliver(end_run(*st.tracker, *st.plan, error, std::move(weights)));
+  auto report = end_run(*st.tracker, *st.plan, error, std::move(weights));
+  if (error.empty())
+    add_kept(st, report);
+  st.promise.deliver(std::move(report));
   for (const auto& w : st.roster->all())
     if (w)
       self->send_exit(w, caf::exit_reason::user_shutdown);
@@ -24,6 +46,23 @@ void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
 
 void fail_protocol(driver_pointer self, const std::string& what) {
   finish(self, self->system().render(protocol_violation(what)));
+}
+
+void take_snapshot(driver_pointer self, int64_t step, int64_t part, const at::Tensor& weights) {
+  auto& st = self->state;
+  const auto parts = st.plan->mode == run_mode::pipeline ? st.plan->job.parallelism.stages : 1;
+  if (!st.keeper || part < 0 || part >= parts || !st.plan->rules.evaluates_after(step))
+    return fail_protocol(self, "unexpected weights of the evaluation after step " +
+                                   std::to_string(step) + " (part " + std::to_string(part) + ")");
+  st.keeper->on_snapshot(step, part, parts, weights);
+  maybe_stop_early(self);
+}
+
+void maybe_stop_early(driver_pointer self) {
+  auto& st = self->state;
+  // After the last step's evaluation there is nothing left to stop: the run ends as usual.
+  if (st.keeper && st.keeper->stopped_at() && !st.plan->rules.is_last(*st.keeper->stopped_at()))
+    finish(self, "", st.keeper->stop_weights());
 }
 
 void take_final_weights(driver_pointer self, int64_t rank, const at::Tensor& weights) {

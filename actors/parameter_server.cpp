@@ -30,6 +30,21 @@ replica_engine& engine_of(parameter_server_state& st) {
   return *st.engine;
 }
 
+// The whole evaluation set on the master weights; with keep_best or early stopping, the weights
+// that were evaluated go to the driver too.
+void evaluate(self_pointer self, int64_t step) {
+  auto& st = self->state;
+  auto& engine = engine_of(st);
+  const auto start = std::chrono::steady_clock::now();
+  const auto& set = evaluation_set(*st.context->data);
+  const auto r = engine.evaluate(set, {0, set.size()});
+  const double eval_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  self->send(st.driver, eval_report{0, step, r.loss_sum, r.correct, r.count, eval_s});
+  if (st.context->plan->snapshots())
+    self->send(st.driver, snapshot_atom_v, step, int64_t{0}, engine.weights().clone());
+}
+
 parameter_server_actor::behavior_type parameter_server(self_pointer self, context_ptr context,
                                                        run_driver_actor driver) {
   // One intra-op thread: the server's figures equal the one-thread replica's, run after run.
@@ -39,23 +54,15 @@ parameter_server_actor::behavior_type parameter_server(self_pointer self, contex
   self->set_exception_handler(
       [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
   return {
-      [self](apply_atom, double lr_scale, const at::Tensor& gradient) {
-        engine_of(self->state).apply(gradient, lr_scale);
+      [self](apply_atom, double lr, const at::Tensor& gradient) {
+        engine_of(self->state).apply(gradient, lr);
       },
       [self](hand_out_atom, const caf::actor& worker, int64_t version, int64_t step) {
         // A snapshot: the master weights change with the next push while the worker computes.
         self->send(caf::actor_cast<replica_worker_actor>(worker), params_atom_v, version, step,
                    engine_of(self->state).weights().clone());
       },
-      [self](evaluate_atom, int64_t step) {
-        auto& engine = engine_of(self->state);
-        const auto start = std::chrono::steady_clock::now();
-        const auto r = engine.evaluate({0, self->state.context->data->test.size()});
-        const double eval_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        self->send(self->state.driver,
-                   eval_report{0, step, r.loss_sum, r.correct, r.count, eval_s});
-      },
+      [self](evaluate_atom, int64_t step) { evaluate(self, step); },
       [self](weights_atom) -> at::Tensor { return engine_of(self->state).weights().clone(); },
   };
 }

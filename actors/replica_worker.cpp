@@ -56,6 +56,11 @@ void ensure_engine(replica_worker_state& st) {
                                        st.rank, device.is_cuda() ? st.device.get() : nullptr);
 }
 
+// The weights as they are now, on the host, owned by the message (the engine goes on).
+at::Tensor cpu_copy(const replica_engine& engine) {
+  return engine.weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+}
+
 // After the step's exchange (if any): report, evaluate if asked, then go on or hand in weights.
 void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, double apply_s) {
   auto& st = self->state;
@@ -66,10 +71,12 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
     const auto r = st.engine->evaluate();
     self->send(st.driver, eval_report{st.rank, outcome.step, r.loss_sum, r.correct, r.count,
                                       seconds_since(eval_start)});
+    // Replicas hold the same weights at an evaluation: rank 0's stand for all of them.
+    if (st.rank == 0 && st.plan->snapshots())
+      self->send(st.driver, snapshot_atom_v, outcome.step, int64_t{0}, cpu_copy(*st.engine));
   }
   if (outcome.last)
-    self->send(st.driver, weights_atom_v, st.rank,
-               st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true));
+    self->send(st.driver, weights_atom_v, st.rank, cpu_copy(*st.engine));
   else
     // Through the mailbox rather than a direct call, so that an exit request (another worker
     // failed) is seen between two steps.
@@ -81,7 +88,7 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
 void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
   auto& st = self->state;
   const auto apply_start = clock_type::now();
-  st.engine->apply(st.engine->gradient());
+  st.engine->apply(st.engine->gradient(), st.plan->lr_at(step));
   finish_step(self, st.plan->rules.outcome_of(step), comm_s, seconds_since(apply_start));
 }
 
@@ -116,7 +123,7 @@ void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
 void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   auto& st = self->state;
   const auto& schedule = st.plan->schedule;
-  st.engine->apply(st.engine->gradient());
+  st.engine->apply(st.engine->gradient(), st.plan->lr_at(step));
   const double apply_s = seconds_since(st.sent_at);
   if (!schedule.averages_after(step)) {
     step_outcome local;  // no exchange, no evaluation, not the last step: those average
@@ -160,7 +167,7 @@ void on_update(self_pointer self, const update_meta& meta, const at::Tensor& com
   const double comm_s = seconds_since(st.sent_at);
   const auto apply_start = clock_type::now();
   st.device->follow_shared_work(combined);  // the driver summed on the device
-  st.engine->apply(combined);
+  st.engine->apply(combined, st.plan->lr_at(meta.step));
   finish_step(self, meta, comm_s, seconds_since(apply_start));
 }
 

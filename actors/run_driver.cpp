@@ -5,6 +5,7 @@
 #include "actors/run_driver_state.hpp"
 #include "actors/stage_worker.hpp"
 #include "core/run/make_strategy.hpp"
+#include "core/run/run_ending.hpp"
 #include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
@@ -143,6 +144,11 @@ void on_eval_report(driver_pointer self, const eval_report& e) {
     return;
   if (st.options.run.on_progress)
     st.options.run.on_progress(*progress);
+  if (st.keeper) {
+    const auto [loss, accuracy] = *st.tracker->latest_evaluation();
+    st.keeper->on_evaluation(e.step, loss, accuracy);
+    maybe_stop_early(self);
+  }
   execute(self, st.strategy->on_evaluated(e.step));
   maybe_succeed(self);
 }
@@ -202,6 +208,10 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
                                          ", the parameter server holds them");
         take_final_weights(self, rank, weights);
       },
+      [self](snapshot_atom, int64_t step, int64_t part, const at::Tensor& weights) {
+        if (sender_trusted(self, self->state.options.context->trusted.get()))
+          take_snapshot(self, step, part, weights);
+      },
   };
 }
 
@@ -212,12 +222,14 @@ run_driver_actor::behavior_type run_driver(driver_pointer self, driver_options o
   const auto& plan = *st.plan;
   st.strategy = make_strategy(plan);
   st.roster.emplace(plan.workers, plan.job.parallelism.stages, st.options.worker_places);
-  st.tracker.emplace(plan.workers, plan.rules, st.options.run.metrics);
+  st.tracker.emplace(plan.workers, plan.rules, st.options.run.metrics, tracking_of(plan));
   if (plan.mode == run_mode::pipeline)
     st.tracker->set_pipelines(plan.job.parallelism.replicas, plan.job.parallelism.stages,
                               plan.predicted_bubble);
   st.held.resize(static_cast<std::size_t>(plan.workers));
   st.final_weights.resize(plan.parameter_server() ? 1 : static_cast<std::size_t>(plan.workers));
+  if (plan.snapshots())
+    st.keeper.emplace(plan.job.training.keep_best, plan.job.training.early_stopping);
   end_run_on_failures(self);
   return driver_behavior(self);
 }

@@ -7,6 +7,7 @@
 #include "actors/worker_roster.hpp"
 #include "core/policy/step_strategy.hpp"
 #include "core/train/run_tracker.hpp"
+#include "core/train/validation_keeper.hpp"
 
 #include <ATen/core/Tensor.h>
 #include <caf/send.hpp>
@@ -37,6 +38,8 @@ struct run_driver_state {
   double reduce_s = 0;                    ///< combining, since the last completed step
   bool training_done = false;             ///< the strategy said every step is complete
   std::vector<at::Tensor> final_weights;  ///< by worker (or [0]: the server's)
+  /// keep_best and early stopping: the evaluations' verdicts and the weights they keep.
+  std::optional<validation_keeper> keeper;
   int64_t weights_received = 0;
   caf::typed_response_promise<run_report> promise;
   bool finished = false;
@@ -64,6 +67,11 @@ void fail_protocol(driver_pointer self, const std::string& what);
 /// Ends the run successfully once training is done, the last evaluation is recorded and every
 /// final weight is in and agrees.
 void maybe_succeed(driver_pointer self);
+/// Feeds the keeper part of the weights evaluated after `step`; ends the run if early stopping
+/// decided to stop there.
+void take_snapshot(driver_pointer self, int64_t step, int64_t part, const at::Tensor& weights);
+/// Ends the run (successfully) once early stopping decided and the weights it stops with are in.
+void maybe_stop_early(driver_pointer self);
 /// Keeps final weights from `rank` (or, with a parameter server, its weights as rank 0).
 void take_final_weights(driver_pointer self, int64_t rank, const at::Tensor& weights);
 /// The down handler and exception handler: a worker, the server or the driver itself failing

@@ -4,13 +4,39 @@
 #include "actors/run_driver.hpp"
 #include "actors/system_config.hpp"
 #include "core/errors.hpp"
+#include "core/train/replica_engine.hpp"
 #include "core/train/run_ensemble.hpp"
 
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
+#include <chrono>
+
 namespace troupe {
 namespace {
+
+// A run with a validation set evaluates the test set once, at the end, on the weights it kept
+// (the best ones with keep_best, else the final ones), here on the calling thread.
+void evaluate_test_set(const run_plan& plan, const dataset_ptr& data, const run_options& options,
+                       run_report& report) {
+  if (!report.succeeded() || plan.data.validation_rows == 0)
+    return;
+  const bool best = report.best_weights.defined();
+  const auto step =
+      best ? *report.best_step : report.stopped_early_at.value_or(plan.rules.total_steps() - 1);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = evaluate_weights(plan.job, data, best ? report.best_weights : report.final_weights,
+                                  data->test);
+  const double eval_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double n = static_cast<double>(std::max<int64_t>(r.count, 1));
+  report.test_loss = r.loss_sum / n;
+  report.test_accuracy = static_cast<double>(r.correct) / n;
+  if (options.metrics != nullptr)
+    options.metrics->write(to_json(records::eval{
+        step, plan.rules.epoch_of(step), "test", *report.test_loss, *report.test_accuracy, r.count,
+        eval_s, report.wall_s + eval_s, best ? "best" : "final"}));
+}
 
 run_report run_in_process(const run_plan& plan, dataset_ptr data, const run_options& options) {
   // Threads that have not run an ATen op yet take this default: the driver's reductions stay
@@ -59,12 +85,13 @@ run_report run_job(const run_plan& plan, dataset_ptr data, const run_options& op
   check_data_matches(plan.data, *data, plan.job.data);
   if (plan.mode == run_mode::ensemble)
     return run_ensemble(plan, std::move(data), options);
-  if (!plan.job.cluster.enabled())
-    return run_in_process(plan, std::move(data), options);
-  if (!options.cluster)
+  if (plan.job.cluster.enabled() && !options.cluster)
     throw job_error({"/cluster/nodes: a job for " + std::to_string(plan.job.cluster.nodes) +
                      " node(s) needs an address to wait for them on"});
-  return run_cluster(plan, std::move(data), options);
+  auto report = plan.job.cluster.enabled() ? run_cluster(plan, data, options)
+                                           : run_in_process(plan, data, options);
+  evaluate_test_set(plan, data, options, report);
+  return report;
 }
 
 run_report plan_and_run(const job_config& job, dataset_ptr data, const run_options& options) {

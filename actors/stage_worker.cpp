@@ -205,7 +205,7 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
                            std::to_string(st.step));
         const double comm_s = seconds_since(st.sent_at);
         const auto apply_start = clock_type::now();
-        st.engine->apply(combined);
+        st.engine->apply(combined, st.context->plan->lr_at(meta.step));
         stage_stats stats;
         stats.worker = st.worker;
         stats.step = meta.step;
@@ -219,6 +219,12 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         if (meta.last)
           self->send(st.driver, weights_atom_v, st.worker, st.engine->weights().clone());
         st.step = meta.step + 1;
+      },
+      [self](snapshot_atom, int64_t step) {
+        // Asked while the stage waits for the evaluation after `step`: its weights are that
+        // step's.
+        auto& st = self->state;
+        self->send(st.driver, snapshot_atom_v, step, st.where.stage, st.engine->weights().clone());
       },
       [self](evaluate_atom, int64_t step) {
         auto& st = self->state;

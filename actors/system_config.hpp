@@ -9,8 +9,8 @@ namespace troupe {
 /// Heartbeats go out this often on every connection between troupe processes.
 constexpr double heartbeat_interval_s = 0.1;
 
-/// One cooperative thread (only the run driver, gatekeeper and agents run there; compute actors are detached),
-/// troupe's message types and its error category.
+/// One cooperative thread (only the run driver, gatekeeper and agents run there; compute actors are
+/// detached), troupe's message types and its error category.
 caf::actor_system_config& configure_system(caf::actor_system_config& cfg);
 
 /// configure_system plus the middleman, with heartbeats: a peer silent for `peer_timeout_s`

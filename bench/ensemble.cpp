@@ -67,10 +67,10 @@ double stacked(const bench_options& o, int64_t k, dataset_ptr data) {
   auto job = model_job(o);
   job.ensemble.members = k;
   ensemble_engine engine(job, std::move(data));
-  engine.step(0);  // warm-up, untimed
+  engine.step(0, job.optimizer.lr);  // warm-up, untimed
   const auto start = clock_type::now();
   for (int64_t s = 1; s <= o.steps; ++s)
-    engine.step(s);
+    engine.step(s, job.optimizer.lr);
   return static_cast<double>(o.steps * o.batch) / seconds_since(start);
 }
 

@@ -47,7 +47,7 @@ double measure_step_ms(const job_config& job, const dataset_ptr& data) {
     if (step == warmup)
       start = std::chrono::steady_clock::now();
     engine.compute_gradient(step, true);
-    engine.apply(engine.gradient());
+    engine.apply(engine.gradient(), job.optimizer.lr);
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
              .count() /

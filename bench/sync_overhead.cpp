@@ -63,7 +63,7 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
     if (step == o.warmup)
       start = clock_type::now();
     engine.compute_gradient(step, true);
-    engine.apply(engine.gradient());
+    engine.apply(engine.gradient(), job.optimizer.lr);
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   return static_cast<double>(o.steps * o.batch) / seconds;

@@ -27,7 +27,8 @@ using stage_worker_actor = caf::typed_actor<
     caf::reacts_to<link_atom, caf::actor, caf::actor>, caf::reacts_to<compute_atom, int64_t>,
     caf::reacts_to<forward_atom, micro_meta, at::Tensor>,
     caf::reacts_to<backward_atom, micro_meta, at::Tensor>,
-    caf::reacts_to<update_atom, update_meta, at::Tensor>, caf::reacts_to<evaluate_atom, int64_t>>;
+    caf::reacts_to<update_atom, update_meta, at::Tensor>, caf::reacts_to<evaluate_atom, int64_t>,
+    caf::reacts_to<snapshot_atom, int64_t>>;
 
 /// async: the parameter server holds the master weights and the optimizer. It applies pushed
 /// gradients, hands its weights to workers, evaluates, and answers with its final weights, all
@@ -46,7 +47,7 @@ using run_driver_actor =
                      caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
                      caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>,
                      caf::reacts_to<step_stats>, caf::reacts_to<stage_stats>,
-                     caf::reacts_to<eval_report>,
-                     caf::reacts_to<weights_atom, int64_t, at::Tensor>>;
+                     caf::reacts_to<eval_report>, caf::reacts_to<weights_atom, int64_t, at::Tensor>,
+                     caf::reacts_to<snapshot_atom, int64_t, int64_t, at::Tensor>>;
 
 }  // namespace troupe

@@ -13,6 +13,8 @@
 // when evaluating after step s (after every stage has applied it):
 //   driver -> stage 0 (evaluate_atom, s); chunks flow on as (forward_atom, {s, c, eval})
 //   last stage -> driver   eval_report
+// with keep_best or early stopping, when evaluating after step s (pipeline 0's stages):
+//   driver -> stage (snapshot_atom, s); stage -> driver (snapshot_atom, s, stage, stage weights)
 // after the last step: stage -> driver (weights_atom, worker, stage weights).
 // A message for a step a stage has not been told to run yet is kept until it is: activations
 // of step s+1 may overtake the driver's (compute_atom, s+1).

@@ -13,10 +13,12 @@
 //   (momenta is an undefined tensor unless parallelism.average_momenta is set)
 // sync and local_sgd, after the last step:
 //   worker -> driver  (weights_atom, rank, weights)
+// with keep_best or early stopping, after each evaluation (rank 0, or the parameter server):
+//   worker -> driver  (snapshot_atom, step, 0, the weights it evaluated)
 // async (parameter server: an actor of its own holds the weights and the optimizer):
 //   server -> worker  (params_atom, version, step, weights)    compute `step` on these
 //   worker -> driver  (push_atom, gradient_meta, version, grad)
-//   driver -> server  (apply_atom, lr_scale, grad)             apply it at once
+//   driver -> server  (apply_atom, lr, grad)                   apply it at once
 //   driver -> server  (hand_out_atom, worker, version, step)   send the worker the weights
 //   the driver hands out the next weights when the staleness bound lets the worker go on,
 //   and nothing once the worker has done every step; the server evaluates when told

@@ -87,6 +87,8 @@ run_report train(const run_command& cmd, const run_plan& plan, const run_directo
   printer.close();
   if (report.final_weights.defined())
     dir.write_weights(named_weights(plan, report.final_weights));
+  if (report.best_weights.defined())
+    dir.write_weights(named_weights(plan, report.best_weights), "best_weights.pt");
   for (std::size_t k = 0; k < report.member_weights.size(); ++k)
     dir.write_weights(report.member_weights[k], member_weights_file(static_cast<int64_t>(k)));
   return report;

@@ -40,8 +40,8 @@ void progress_printer::update(const progress_update& p) {
                                 : NAN;
   auto line = fmt::format("epoch {} step {}/{} loss {:.4f} {:.0f} samples/s ETA {}", p.epoch + 1,
                           p.step, p.total_steps, p.loss, p.samples_per_s, format_duration(eta));
-  if (p.test_accuracy)
-    line += fmt::format(" test acc {:.2f}%", *p.test_accuracy * 100);
+  if (p.accuracy)
+    line += fmt::format(" {} acc {:.2f}%", p.validation ? "val" : "test", *p.accuracy * 100);
   if (terminal_) {
     fmt::print(out_, "\r{:<100}", line);
     line_open_ = true;

@@ -43,6 +43,29 @@ void check_pipeline(const job_config& job, problem_list& problems) {
                        to_string(par.policy) + "\"");
 }
 
+// Clipping and the validation figures: what each needs.
+void check_training(const job_config& job, problem_list& problems) {
+  const auto& t = job.training;
+  if (t.clip_grad_norm && t.clip_grad_value && !reported_at(problems, "/training"))
+    problems.push_back(
+        "/training: give clip_grad_norm or clip_grad_value, not both (clip_grad_value would "
+        "clamp what clip_grad_norm scaled)");
+  if (t.clip_grad_norm && job.parallelism.stages > 1 &&
+      !reported_at(problems, "/parallelism/stages"))
+    problems.push_back(
+        "/training/clip_grad_norm: a pipeline's stages each hold a slice of the gradient and "
+        "troupe does not yet sum their norms into the global one: use clip_grad_value, or "
+        "stages 1");
+  if (job.data.validation > 0 || reported_at(problems, "/data/validation"))
+    return;
+  for (const auto& [key, set] : {std::pair{"early_stopping", t.early_stopping.has_value()},
+                                 std::pair{"keep_best", t.keep_best.has_value()}})
+    if (set)
+      problems.push_back(std::string("/training/") + key +
+                         ": watches the validation figures, and this job holds out none: set "
+                         "data.validation (a fraction of the training set, or a number of rows)");
+}
+
 // Workers are numbered replica-major: worker r * stages + s is stage s of pipeline r.
 void check_faults(const job_config& job, problem_list& problems) {
   const auto& par = job.parallelism;
@@ -89,6 +112,11 @@ void check_ensemble(const job_config& job, problem_list& problems) {
           "sync, replicas 1, stages 1 and micro_batches 1");
     if (job.faults.throw_worker || job.faults.slow_worker)
       problems.push_back("/faults: not supported with an ensemble");
+    if (job.training.keep_best)
+      problems.push_back(
+          "/training/keep_best: an ensemble's members peak at different steps, so no one best "
+          "model exists: train them as a suite of jobs (sweep over seed) to keep each one's "
+          "best");
   }
   if (!job.ensemble.lrs.empty() && !reported_at(problems, "/optimizer") &&
       (job.optimizer.kind != optimizer_kind::sgd || job.optimizer.weight_decay != 0))
@@ -145,6 +173,7 @@ void check_devices(const job_config& job, problem_list& problems) {
 void check_feature_combinations(const job_config& job, problem_list& problems) {
   check_batch(job, problems);
   check_pipeline(job, problems);
+  check_training(job, problems);
   check_faults(job, problems);
   check_optimizer_states(job, problems);
   check_ensemble(job, problems);
@@ -157,7 +186,14 @@ void check_feature_combinations(const job_config& job, problem_list& problems) {
         std::string(to_string(job.optimizer.kind)));
 }
 
-void check_against_data(const job_config& job, int64_t train_rows, int64_t total_steps) {
+void check_against_data(const job_config& job, int64_t train_rows, int64_t validation_rows,
+                        int64_t total_steps) {
+  if (validation_rows > 0 && train_rows < job.training.batch_size)
+    throw job_error({"/data/validation: holds out " + std::to_string(validation_rows) + " of the " +
+                     std::to_string(train_rows + validation_rows) + " training rows, leaving " +
+                     std::to_string(std::max<int64_t>(train_rows, 0)) +
+                     ", fewer than one global batch of " +
+                     std::to_string(job.training.batch_size)});
   if (train_rows < job.training.batch_size)
     throw job_error({"/training/batch_size: must be at most the " + std::to_string(train_rows) +
                      " training samples, got " + std::to_string(job.training.batch_size)});

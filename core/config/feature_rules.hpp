@@ -18,8 +18,10 @@ namespace troupe {
 /// and comparing the default in its place would report a phantom.
 void check_feature_combinations(const job_config& job, std::vector<std::string>& problems);
 
-/// Throws job_error when the data cannot fill a global batch (`train_rows`) or when a phase of a
-/// schedule would start after the run's `total_steps`.
-void check_against_data(const job_config& job, int64_t train_rows, int64_t total_steps);
+/// Throws job_error when the data cannot fill a global batch (`train_rows`, after
+/// `validation_rows` were held out) or when a phase of a schedule would start after the run's
+/// `total_steps`.
+void check_against_data(const job_config& job, int64_t train_rows, int64_t validation_rows,
+                        int64_t total_steps);
 
 }  // namespace troupe

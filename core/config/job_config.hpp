@@ -30,6 +30,9 @@ struct model_config {
 enum class data_kind { fashion_mnist, synthetic };
 
 struct data_config {
+  /// Rows held out of the training set as a validation set, by a seeded split: 0 none, a
+  /// fraction in (0, 1), or a whole number of rows (>= 1).
+  double validation = 0;
   data_kind kind = data_kind::fashion_mnist;
   /// fashion_mnist only: folder with the four gzipped IDX files (Debian's dataset-fashion-mnist).
   std::string path = "/usr/share/datasets/fashion-mnist";
@@ -42,7 +45,28 @@ struct data_config {
 
 enum class optimizer_kind { sgd, adam };
 
+/// How the learning rate moves with the step (core/optim/lr_schedule): the same rates as
+/// PyTorch's lr_scheduler for the same settings.
+enum class lr_schedule_kind { constant, step, cosine, one_cycle };
+
+struct lr_schedule_config {
+  lr_schedule_kind kind = lr_schedule_kind::constant;
+  int64_t every = 1;   ///< step: multiply by gamma every this many steps (StepLR step_size)
+  double gamma = 0.1;  ///< step
+  double min_lr = 0;   ///< cosine: the rate it anneals to (CosineAnnealingLR eta_min)
+  /// Not one_cycle: the rate rises linearly from lr x warmup_start_factor to lr over this many
+  /// steps first (LinearLR), then the schedule runs over the remaining steps (SequentialLR).
+  int64_t warmup_steps = 0;
+  double warmup_start_factor = 0.1;
+  /// one_cycle (OneCycleLR with max_lr = optimizer.lr, cosine annealing): the share of the
+  /// steps spent rising, and the start and end rates as lr / div_factor and that / final.
+  double pct_start = 0.3;
+  double div_factor = 25;
+  double final_div_factor = 1e4;
+};
+
 struct optimizer_config {
+  lr_schedule_config schedule;
   optimizer_kind kind = optimizer_kind::sgd;
   double lr = 0.01;  ///< adam's default is 0.001, set by the parser when kind is adam
   double weight_decay = 0.0;
@@ -53,15 +77,33 @@ struct optimizer_config {
   double eps = 1e-8;      ///< adam only
 };
 
+/// The validation figure that early stopping and keep_best watch.
+enum class monitor_metric { validation_loss, validation_accuracy };
+
+struct early_stopping_config {
+  monitor_metric metric = monitor_metric::validation_loss;
+  int64_t patience = 5;  ///< evaluations without improvement before training stops
+  double min_delta = 0;  ///< an improvement smaller than this does not count
+};
+
 struct training_config {
   /// Exactly one of epochs and steps is set (> 0); the other is 0. An epoch is every full global
   /// batch of the shuffled train set (an incomplete last batch is dropped).
   int64_t epochs = 1;
   int64_t steps = 0;
   int64_t batch_size = 128;  ///< global: split across replicas in rank order
-  /// Evaluate on the test set every this many steps; 0 means at the end of every epoch. The run
-  /// always evaluates after its last step.
+  /// Evaluate every this many steps; 0 means at the end of every epoch. The run always evaluates
+  /// after its last step. With a validation split the evaluations use it, and the test set is
+  /// evaluated once, at the end, on the model that is kept.
   int64_t eval_interval = 0;
+  /// Scale the combined gradient so its global L2 norm is at most this (clip_grad_norm_), or
+  /// clamp each element to [-v, v] (clip_grad_value_). At most one of them.
+  std::optional<double> clip_grad_norm;
+  std::optional<double> clip_grad_value;
+  /// Stop when the validation figure has not improved for `patience` evaluations.
+  std::optional<early_stopping_config> early_stopping;
+  /// Keep the weights at the best validation figure (by this metric) as best_weights.pt.
+  std::optional<monitor_metric> keep_best;
 };
 
 enum class policy_kind { sync, local_sgd, async, schedule };
@@ -167,5 +209,7 @@ const char* to_string(activation_kind x);
 const char* to_string(data_kind x);
 const char* to_string(optimizer_kind x);
 const char* to_string(policy_kind x);
+const char* to_string(lr_schedule_kind x);
+const char* to_string(monitor_metric x);
 
 }  // namespace troupe

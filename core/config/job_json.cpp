@@ -4,6 +4,42 @@
 #include "core/config/parse_job.hpp"
 
 namespace troupe {
+namespace {
+
+nlohmann::ordered_json schedule_json(const lr_schedule_config& s) {
+  nlohmann::ordered_json j = {{"type", to_string(s.kind)}};
+  if (s.kind == lr_schedule_kind::one_cycle) {
+    j["pct_start"] = s.pct_start;
+    j["div_factor"] = s.div_factor;
+    j["final_div_factor"] = s.final_div_factor;
+    return j;
+  }
+  if (s.kind == lr_schedule_kind::step) {
+    j["every"] = s.every;
+    j["gamma"] = s.gamma;
+  }
+  if (s.kind == lr_schedule_kind::cosine)
+    j["min_lr"] = s.min_lr;
+  j["warmup_steps"] = s.warmup_steps;
+  j["warmup_start_factor"] = s.warmup_start_factor;
+  return j;
+}
+
+// The keys a job adds to its training section only when it uses them.
+void add_training_options(const training_config& t, nlohmann::ordered_json& training) {
+  if (t.clip_grad_norm)
+    training["clip_grad_norm"] = *t.clip_grad_norm;
+  if (t.clip_grad_value)
+    training["clip_grad_value"] = *t.clip_grad_value;
+  if (t.early_stopping)
+    training["early_stopping"] = {{"metric", to_string(t.early_stopping->metric)},
+                                  {"patience", t.early_stopping->patience},
+                                  {"min_delta", t.early_stopping->min_delta}};
+  if (t.keep_best)
+    training["keep_best"] = to_string(*t.keep_best);
+}
+
+}  // namespace
 
 nlohmann::ordered_json to_json(const job_config& job) {
   using json = nlohmann::ordered_json;
@@ -22,6 +58,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
     data["test_samples"] = job.data.test_samples;
     data["noise"] = job.data.noise;
   }
+  if (job.data.validation > 0)
+    data["validation"] = job.data.validation;
   json optimizer = {{"type", to_string(job.optimizer.kind)},
                     {"lr", job.optimizer.lr},
                     {"weight_decay", job.optimizer.weight_decay}};
@@ -32,6 +70,7 @@ nlohmann::ordered_json to_json(const job_config& job) {
     optimizer["betas"] = {job.optimizer.beta1, job.optimizer.beta2};
     optimizer["eps"] = job.optimizer.eps;
   }
+  optimizer["schedule"] = schedule_json(job.optimizer.schedule);
   json training = json::object();
   if (job.training.steps > 0)
     training["steps"] = job.training.steps;
@@ -39,6 +78,7 @@ nlohmann::ordered_json to_json(const job_config& job) {
     training["epochs"] = job.training.epochs;
   training["batch_size"] = job.training.batch_size;
   training["eval_interval"] = job.training.eval_interval;
+  add_training_options(job.training, training);
   json parallelism = {{"policy", to_string(job.parallelism.policy)},
                       {"replicas", job.parallelism.replicas},
                       {"threads_per_replica", job.parallelism.threads_per_replica}};

@@ -99,6 +99,13 @@ bool object_reader::has(const std::string& key) const {
   return valid_ && object_.contains(key);
 }
 
+const nlohmann::json* object_reader::peek(const std::string& key) const {
+  if (!valid_)
+    return nullptr;
+  auto it = object_.find(key);
+  return it == object_.end() ? nullptr : &*it;
+}
+
 const nlohmann::json* object_reader::get(const std::string& key) {
   if (!valid_)
     return nullptr;

@@ -23,6 +23,9 @@ class object_reader {
 
   bool valid() const { return valid_; }
   bool has(const std::string& key) const;
+  /// The value at `key` (null when missing), for keys that take more than one JSON type; it
+  /// still counts as unread until a getter reads or skip() passes it.
+  const nlohmann::json* peek(const std::string& key) const;
   std::string path_of(const std::string& key) const { return path_ + "/" + key; }
   /// Records "<path>/<key>: <what>".
   void problem(const std::string& key, const std::string& what);

@@ -30,6 +30,8 @@ const std::vector<std::string> data_names{"fashion_mnist", "synthetic"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
 const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
 const std::vector<std::string> schedule_names{"gpipe", "1f1b"};
+const std::vector<std::string> lr_schedule_names{"constant", "step", "cosine", "one_cycle"};
+const std::vector<std::string> monitor_names{"validation_loss", "validation_accuracy"};
 
 // False when the value was bad (and reported); a missing key keeps the default.
 template <class Enum>
@@ -86,18 +88,68 @@ void read_model(object_reader r, model_config& m) {
   }
 }
 
+// A fraction in (0, 1) or a whole number of rows.
+void read_validation(object_reader& r, double& validation) {
+  double v = validation;
+  if (!r.number("validation", v, 0, false, 1e9, false))
+    return;
+  if (v >= 1 && v != std::floor(v))
+    return r.problem("validation", "must be a fraction in (0, 1) or a whole number of rows, got " +
+                                       render_value(v));
+  validation = v;
+}
+
 void read_data(object_reader r, data_config& d) {
   if (!read_enum(r, "type", data_names, d.kind))
     skip_all(r, {"path", "train_samples", "test_samples", "noise"});
+  read_validation(r, d.validation);
   if (d.kind == data_kind::fashion_mnist) {
     r.string("path", d.path, non_empty, "a non-empty string (a folder)");
-    r.finish({"type", "path"});
+    r.finish({"type", "path", "validation"});
   } else {
     r.integer("train_samples", d.train_samples, 1, 1000000);
     r.integer("test_samples", d.test_samples, 1, 1000000);
     r.number("noise", d.noise, 0, false, HUGE_VAL, false);
-    r.finish({"type", "train_samples", "test_samples", "noise"});
+    r.finish({"type", "train_samples", "test_samples", "noise", "validation"});
   }
+}
+
+// "cosine", or {"type": "cosine", "min_lr": 1e-4, "warmup_steps": 100, ...}.
+void read_lr_schedule(object_reader& parent, lr_schedule_config& s) {
+  const auto* v = parent.peek("schedule");
+  if (v == nullptr)
+    return;
+  if (v->is_string()) {
+    read_enum(parent, "schedule", lr_schedule_names, s.kind);
+    return;
+  }
+  auto r = parent.object("schedule");
+  if (!r.has("type"))
+    r.object_problem("needs a type: one of \"constant\", \"step\", \"cosine\", \"one_cycle\"");
+  if (!read_enum(r, "type", lr_schedule_names, s.kind))
+    return skip_all(r, {"every", "gamma", "min_lr", "warmup_steps", "warmup_start_factor",
+                        "pct_start", "div_factor", "final_div_factor"});
+  std::vector<std::string> known{"type"};
+  if (s.kind == lr_schedule_kind::one_cycle) {
+    r.number("pct_start", s.pct_start, 0, true, 1, true);
+    r.number("div_factor", s.div_factor, 0, true, HUGE_VAL, false);
+    r.number("final_div_factor", s.final_div_factor, 0, true, HUGE_VAL, false);
+    known.insert(known.end(), {"pct_start", "div_factor", "final_div_factor"});
+  } else {
+    r.integer("warmup_steps", s.warmup_steps, 0, INT64_C(1) << 40);
+    r.number("warmup_start_factor", s.warmup_start_factor, 0, true, 1, false);
+    known.insert(known.end(), {"warmup_steps", "warmup_start_factor"});
+  }
+  if (s.kind == lr_schedule_kind::step) {
+    r.integer("every", s.every, 1, INT64_C(1) << 40);
+    r.number("gamma", s.gamma, 0, true, HUGE_VAL, false);
+    known.insert(known.end(), {"every", "gamma"});
+  }
+  if (s.kind == lr_schedule_kind::cosine) {
+    r.number("min_lr", s.min_lr, 0, false, HUGE_VAL, false);
+    known.push_back("min_lr");
+  }
+  r.finish(known);
 }
 
 void read_optimizer(object_reader r, optimizer_config& o) {
@@ -107,20 +159,57 @@ void read_optimizer(object_reader r, optimizer_config& o) {
     o.lr = 0.001;
   r.number("lr", o.lr, 0, true, HUGE_VAL, false);
   r.number("weight_decay", o.weight_decay, 0, false, HUGE_VAL, false);
+  read_lr_schedule(r, o.schedule);
   if (o.kind == optimizer_kind::sgd) {
     // A bad momentum was not stored: comparing nesterov with the default would mislead.
     const bool momentum_ok = r.number("momentum", o.momentum, 0, false, 1, true);
     if (r.boolean("nesterov", o.nesterov) && momentum_ok && o.nesterov && o.momentum == 0)
       r.problem("nesterov", "needs momentum > 0, got true with momentum 0");
-    r.finish({"type", "lr", "weight_decay", "momentum", "nesterov"});
+    r.finish({"type", "lr", "weight_decay", "momentum", "nesterov", "schedule"});
   } else {
     std::vector<double> betas{o.beta1, o.beta2};
     r.number_array("betas", betas, 0, 1, 2);
     o.beta1 = betas[0];
     o.beta2 = betas[1];
     r.number("eps", o.eps, 0, true, HUGE_VAL, false);
-    r.finish({"type", "lr", "weight_decay", "betas", "eps"});
+    r.finish({"type", "lr", "weight_decay", "betas", "eps", "schedule"});
   }
+}
+
+void read_early_stopping(object_reader& parent, std::optional<early_stopping_config>& out) {
+  if (!parent.has("early_stopping"))
+    return;
+  auto r = parent.object("early_stopping");
+  early_stopping_config e;
+  read_enum(r, "metric", monitor_names, e.metric);
+  r.integer("patience", e.patience, 1, 1000000);
+  r.number("min_delta", e.min_delta, 0, false, HUGE_VAL, false);
+  r.finish({"metric", "patience", "min_delta"});
+  out = e;
+}
+
+// true (early stopping's metric, or the validation loss), false, or a metric's name.
+void read_keep_best(object_reader& r, training_config& t) {
+  const auto* v = r.peek("keep_best");
+  if (v == nullptr)
+    return;
+  if (v->is_string()) {
+    monitor_metric m = monitor_metric::validation_loss;
+    if (read_enum(r, "keep_best", monitor_names, m))
+      t.keep_best = m;
+    return;
+  }
+  bool keep = false;
+  if (v->is_boolean() && r.boolean("keep_best", keep)) {
+    if (keep)
+      t.keep_best = t.early_stopping ? t.early_stopping->metric : monitor_metric::validation_loss;
+    return;
+  }
+  r.skip("keep_best");
+  r.problem("keep_best",
+            "must be true, false, \"validation_loss\" or \"validation_accuracy\", "
+            "got " +
+                render_value(*v));
 }
 
 void read_training(object_reader r, training_config& t) {
@@ -133,7 +222,16 @@ void read_training(object_reader r, training_config& t) {
   r.integer("steps", t.steps, 1, INT64_C(1) << 40);
   r.integer("batch_size", t.batch_size, 1, 1 << 20);
   r.integer("eval_interval", t.eval_interval, 0, INT64_MAX);
-  r.finish({"epochs", "steps", "batch_size", "eval_interval"});
+  for (const auto& [key, out] : {std::pair{"clip_grad_norm", &t.clip_grad_norm},
+                                 std::pair{"clip_grad_value", &t.clip_grad_value}}) {
+    double limit = 0;
+    if (r.has(key) && r.number(key, limit, 0, true, HUGE_VAL, false))
+      *out = limit;
+  }
+  read_early_stopping(r, t.early_stopping);
+  read_keep_best(r, t);
+  r.finish({"epochs", "steps", "batch_size", "eval_interval", "clip_grad_norm", "clip_grad_value",
+            "early_stopping", "keep_best"});
 }
 
 // A phase of a schedule: sync or local_sgd, for `steps` steps (the last runs to the end).
@@ -268,6 +366,12 @@ const char* to_string(optimizer_kind x) {
 }
 const char* to_string(policy_kind x) {
   return policy_names[static_cast<std::size_t>(x)].c_str();
+}
+const char* to_string(lr_schedule_kind x) {
+  return lr_schedule_names[static_cast<std::size_t>(x)].c_str();
+}
+const char* to_string(monitor_metric x) {
+  return monitor_names[static_cast<std::size_t>(x)].c_str();
 }
 
 job_config parse_job(const nlohmann::json& json) {

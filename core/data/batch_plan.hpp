@@ -32,7 +32,11 @@ class batch_plan {
  public:
   batch_plan(int64_t samples, int64_t batch_size, uint64_t seed);
 
-  int64_t steps_per_epoch() const { return samples_ / batch_size_; }
+  /// Full global batches in one pass over `samples` (an incomplete last batch is dropped).
+  static int64_t steps_in_epoch(int64_t samples, int64_t batch_size) {
+    return batch_size > 0 ? samples / batch_size : 0;
+  }
+  int64_t steps_per_epoch() const { return steps_in_epoch(samples_, batch_size_); }
   int64_t epoch_of(int64_t step) const { return step / steps_per_epoch(); }
 
   /// int64 indices into the train set of rows [rows.begin, rows.end) of step's global batch.

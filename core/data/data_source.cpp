@@ -2,6 +2,7 @@
 
 #include "core/data/fashion_mnist.hpp"
 #include "core/data/synthetic.hpp"
+#include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
 
 #include <stdexcept>
@@ -13,7 +14,7 @@ namespace {
 // The rows the files' headers declare. Files that cannot be read are planned with the published
 // sizes: loading them fails the run, naming the file, as with any bad data file.
 data_facts fashion_facts(const std::string& folder) {
-  data_facts facts{fashion_mnist_train_rows, fashion_mnist_test_rows, fashion_mnist_classes};
+  data_facts facts{fashion_mnist_train_rows, 0, fashion_mnist_test_rows, fashion_mnist_classes};
   try {
     const auto rows = count_fashion_mnist(folder);
     facts.train_rows = rows.train;
@@ -23,20 +24,27 @@ data_facts fashion_facts(const std::string& folder) {
   return facts;
 }
 
-}  // namespace
-
-data_facts describe_data(const data_config& config) {
+data_facts raw_facts(const data_config& config) {
   switch (config.kind) {
     case data_kind::fashion_mnist:
       return fashion_facts(config.path);
     case data_kind::synthetic:
-      return {config.train_samples, config.test_samples, synthetic_classes};
+      return {config.train_samples, 0, config.test_samples, synthetic_classes};
   }
   throw std::logic_error("unknown data kind");
 }
 
+}  // namespace
+
+data_facts describe_data(const data_config& config) {
+  auto facts = raw_facts(config);
+  facts.validation_rows = validation_rows(config.validation, facts.train_rows);
+  facts.train_rows -= facts.validation_rows;
+  return facts;
+}
+
 data_facts facts_of(const dataset& data) {
-  return {data.train.size(), data.test.size(), data.classes};
+  return {data.train.size(), data.validation.size(), data.test.size(), data.classes};
 }
 
 void check_data_matches(const data_facts& planned, const dataset& loaded,
@@ -49,6 +57,8 @@ void check_data_matches(const data_facts& planned, const dataset& loaded,
   };
   if (got.train_rows != planned.train_rows)
     differ("training rows", planned.train_rows, got.train_rows);
+  if (got.validation_rows != planned.validation_rows)
+    differ("validation rows", planned.validation_rows, got.validation_rows);
   if (got.test_rows != planned.test_rows)
     differ("test rows", planned.test_rows, got.test_rows);
   if (got.classes != planned.classes)
@@ -56,14 +66,11 @@ void check_data_matches(const data_facts& planned, const dataset& loaded,
 }
 
 dataset_ptr load_dataset(const data_config& config, uint64_t seed) {
-  switch (config.kind) {
-    case data_kind::fashion_mnist:
-      return std::make_shared<const dataset>(load_fashion_mnist(config.path));
-    case data_kind::synthetic:
-      return std::make_shared<const dataset>(
-          make_synthetic(config.train_samples, config.test_samples, config.noise, seed));
-  }
-  throw std::logic_error("unknown data kind");
+  auto data = config.kind == data_kind::fashion_mnist
+                  ? load_fashion_mnist(config.path)
+                  : make_synthetic(config.train_samples, config.test_samples, config.noise, seed);
+  hold_out_validation(data, config.validation, seed);
+  return std::make_shared<const dataset>(std::move(data));
 }
 
 }  // namespace troupe

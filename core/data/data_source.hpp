@@ -13,14 +13,15 @@
 namespace troupe {
 
 struct data_facts {
-  int64_t train_rows = 0;
+  int64_t train_rows = 0;       ///< what the run trains on, the validation rows held out
+  int64_t validation_rows = 0;  ///< held out of the training set (data.validation)
   int64_t test_rows = 0;
   int64_t classes = 0;  ///< the model's outputs: one logit per class
 };
 
-/// What `config` will load, known without loading it: the rows Fashion-MNIST's image files
-/// declare in their headers (its published sizes when they cannot be read; the load then fails
-/// naming the file), or the synthetic set's configured sizes.
+/// What `config` will load (its validation rows held out), known without loading it: the rows
+/// Fashion-MNIST's image files declare in their headers (its published sizes when they cannot be
+/// read; the load then fails naming the file), or the synthetic set's configured sizes.
 data_facts describe_data(const data_config& config);
 
 /// The facts of a data set in memory.
@@ -30,7 +31,8 @@ data_facts facts_of(const dataset& data);
 void check_data_matches(const data_facts& planned, const dataset& loaded,
                         const data_config& config);
 
-/// Throws data_error naming the file for a missing, truncated or malformed data file.
+/// Throws data_error naming the file for a missing, truncated or malformed data file. The
+/// validation set is held out of the training set with the job's `seed`.
 dataset_ptr load_dataset(const data_config& config, uint64_t seed);
 
 }  // namespace troupe

@@ -20,9 +20,16 @@ struct dataset {
   std::string description;  ///< for the plan, e.g. "fashion_mnist (60000 train, 10000 test)"
   int64_t classes = 0;
   labeled_images train;
+  labeled_images validation;  ///< held out of the training set (data.validation); may be empty
   labeled_images test;
 };
 
 using dataset_ptr = std::shared_ptr<const dataset>;
+
+/// What a run evaluates while it trains: the validation set when the data has one, else the
+/// test set (which a run with a validation set evaluates once, at the end).
+inline const labeled_images& evaluation_set(const dataset& data) {
+  return data.validation.size() > 0 ? data.validation : data.test;
+}
 
 }  // namespace troupe

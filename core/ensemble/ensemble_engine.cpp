@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/train/replica_engine.hpp"
 
@@ -43,7 +44,8 @@ ensemble_engine::ensemble_engine(const job_config& job, dataset_ptr data)
     : batch_(job.training.batch_size),
       data_(std::move(data)),
       model_(build_model(job.model, data_->classes),
-             every_member_initial_weights(job, data_->classes)) {
+             every_member_initial_weights(job, data_->classes)),
+      training_(job.training) {
   optimizer_ = make_optimizer(job.optimizer, model_.parameters());
   const auto k = job.ensemble.members;
   const int64_t plans = job.ensemble.distinct_data_order ? k : 1;
@@ -59,7 +61,7 @@ ensemble_engine::ensemble_engine(const job_config& job, dataset_ptr data)
 
 ensemble_engine::~ensemble_engine() = default;
 
-double ensemble_engine::step(int64_t step) {
+double ensemble_engine::step(int64_t step, double lr) {
   const auto k = model_.members();
   at::Tensor images, labels;
   if (plans_.size() == 1) {
@@ -90,6 +92,10 @@ double ensemble_engine::step(int64_t step) {
                          std::to_string(step) + " for ensemble member " + std::to_string(m));
   }
   per_member.sum().backward();
+  std::vector<at::Tensor> gradients;
+  for (auto& p : model_.parameters())
+    gradients.push_back(p.mutable_grad());
+  clip_member_gradients(gradients, training_);
   if (lr_scale_.defined()) {
     torch::NoGradGuard no_grad;
     for (auto& p : model_.parameters()) {
@@ -98,21 +104,22 @@ double ensemble_engine::step(int64_t step) {
       p.mutable_grad().mul_(lr_scale_.view(shape));
     }
   }
+  set_learning_rate(*optimizer_, lr);
   optimizer_->step();
   return values.mean().item<double>();
 }
 
-ensemble_evaluation ensemble_engine::evaluate() const {
+ensemble_evaluation ensemble_engine::evaluate(const labeled_images& set) const {
   torch::NoGradGuard no_grad;
   const auto k = model_.members();
   ensemble_evaluation r;
   r.loss_sum.assign(static_cast<std::size_t>(k), 0.0);
   r.correct.assign(static_cast<std::size_t>(k), 0);
   const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
-  for (int64_t begin = 0; begin < data_->test.size(); begin += eval_chunk_rows) {
-    const int64_t n = std::min(eval_chunk_rows, data_->test.size() - begin);
-    auto images = data_->test.images.narrow(0, begin, n);
-    auto labels = data_->test.labels.narrow(0, begin, n);
+  for (int64_t begin = 0; begin < set.size(); begin += eval_chunk_rows) {
+    const int64_t n = std::min(eval_chunk_rows, set.size() - begin);
+    auto images = set.images.narrow(0, begin, n);
+    auto labels = set.labels.narrow(0, begin, n);
     auto logits = model_.forward(images);  // [K, n, classes]
     for (int64_t m = 0; m < k; ++m) {
       r.loss_sum[static_cast<std::size_t>(m)] +=

@@ -32,14 +32,17 @@ class ensemble_engine {
   ensemble_engine(const job_config& job, dataset_ptr data);
   ~ensemble_engine();
 
-  /// One optimizer step of every member on its batch of `step`. Returns the members' mean
-  /// loss; throws diverged_error naming the member whose loss is not finite.
-  double step(int64_t step);
+  /// One optimizer step of every member on its batch of `step`, each member's gradient clipped
+  /// as the job says (by its own norm), with learning rate `lr` (a member's own lr scales it).
+  /// Returns the members' mean loss; throws diverged_error naming the member whose loss is not
+  /// finite.
+  double step(int64_t step, double lr);
 
   /// Every member, and their averaged prediction, on the whole test set.
-  ensemble_evaluation evaluate() const;
+  ensemble_evaluation evaluate(const labeled_images& set) const;
 
   int64_t members() const { return model_.members(); }
+  const dataset_ptr& data() const { return data_; }
   std::vector<std::pair<std::string, at::Tensor>> member_weights(int64_t k) const {
     return model_.member_weights(k);
   }
@@ -51,6 +54,7 @@ class ensemble_engine {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<batch_plan> plans_;  ///< one shared plan, or one per member
   at::Tensor lr_scale_;            ///< [K], or undefined when every member has the job's lr
+  training_config training_;       ///< its clipping
 };
 
 /// Member k trained alone is a replica_engine on member_job(job, k) (its lr, and with

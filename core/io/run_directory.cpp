@@ -30,7 +30,8 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
       throw job_error({"--out " + path_ +
                        ": folder is not empty (choose another or pass --force to reuse it)"});
     if (overwrite)
-      for (const char* name : {"metrics.jsonl", "summary.json", "final_weights.pt", "job.json"})
+      for (const char* name :
+           {"metrics.jsonl", "summary.json", "final_weights.pt", "best_weights.pt", "job.json"})
         fs::remove(fs::path(path_) / name, ec);
   }
   fs::create_directories(path_, ec);
@@ -58,6 +59,8 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
   j["outputs"] = {{"job", "job.json"}, {"metrics", "metrics.jsonl"}};
   if (report.final_weights.defined())
     j["outputs"]["weights"] = "final_weights.pt";
+  if (report.best_weights.defined())
+    j["outputs"]["best_weights"] = "best_weights.pt";
   if (!report.member_weights.empty()) {
     auto members = nlohmann::json::array();
     for (std::size_t k = 0; k < report.member_weights.size(); ++k)

@@ -24,9 +24,16 @@ std::optional<run_status> parse_run_status(const std::string& text) {
 namespace records {
 
 nlohmann::json to_json(const step& r) {
-  return {{"event", step::event}, {"step", r.step},         {"epoch", r.epoch},
-          {"loss", r.loss},       {"samples", r.samples},   {"samples_per_s", r.samples_per_s},
-          {"step_s", r.step_s},   {"reduce_s", r.reduce_s}, {"t", r.t}};
+  return {{"event", step::event},
+          {"step", r.step},
+          {"epoch", r.epoch},
+          {"loss", r.loss},
+          {"samples", r.samples},
+          {"samples_per_s", r.samples_per_s},
+          {"step_s", r.step_s},
+          {"reduce_s", r.reduce_s},
+          {"t", r.t},
+          {"lr", r.lr}};
 }
 
 nlohmann::json to_json(const worker_step& r) {
@@ -42,22 +49,25 @@ nlohmann::json to_json(const stage_step& r) {
 }
 
 nlohmann::json to_json(const eval& r) {
-  return {{"event", eval::event},
-          {"step", r.step},
-          {"epoch", r.epoch},
-          {"test_loss", r.test_loss},
-          {"test_accuracy", r.test_accuracy},
-          {"samples", r.samples},
-          {"eval_s", r.eval_s},
-          {"t", r.t}};
+  nlohmann::json j = {{"event", eval::event},
+                      {"step", r.step},
+                      {"epoch", r.epoch},
+                      {r.split + "_loss", r.loss},
+                      {r.split + "_accuracy", r.accuracy},
+                      {"samples", r.samples},
+                      {"eval_s", r.eval_s},
+                      {"t", r.t}};
+  if (!r.weights.empty())
+    j["weights"] = r.weights;
+  return j;
 }
 
 nlohmann::json to_json(const member_eval& r) {
   return {{"event", member_eval::event},
           {"step", r.step},
           {"member", r.member},
-          {"test_loss", r.test_loss},
-          {"test_accuracy", r.test_accuracy},
+          {r.split + "_loss", r.loss},
+          {r.split + "_accuracy", r.accuracy},
           {"t", r.t}};
 }
 

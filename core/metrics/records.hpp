@@ -33,6 +33,7 @@ struct step {
   double step_s = 0;    ///< since the previous step completed
   double reduce_s = 0;  ///< combining gradients at the driver
   double t = 0;         ///< seconds since the run started
+  double lr = 0;        ///< the learning rate of this step's update
 };
 
 /// One worker's timings of one step (under async, comm_s is the wait for its weights).
@@ -57,16 +58,21 @@ struct stage_step {
   int64_t peak_live_activations = 0;
 };
 
-/// An evaluation on the whole test set after `step`.
+/// An evaluation after `step` on the whole validation set ("validation_loss",
+/// "validation_accuracy") or test set ("test_loss", "test_accuracy"). A run with a validation
+/// set evaluates the test set once, at the end, on the weights it keeps (`weights`: "final" or
+/// "best"); other runs evaluate the test set as they go (`weights` left out).
 struct eval {
   static constexpr const char* event = "eval";
   int64_t step = 0;
   int64_t epoch = 0;
-  double test_loss = 0;
-  double test_accuracy = 0;
+  std::string split = "test";  ///< "validation" or "test": the keys' prefix
+  double loss = 0;
+  double accuracy = 0;
   int64_t samples = 0;
   double eval_s = 0;
   double t = 0;
+  std::string weights;
 };
 
 /// A stacked ensemble member's evaluation.
@@ -74,8 +80,9 @@ struct member_eval {
   static constexpr const char* event = "member_eval";
   int64_t step = 0;
   int64_t member = 0;
-  double test_loss = 0;
-  double test_accuracy = 0;
+  std::string split = "test";  ///< as in eval: the keys' prefix
+  double loss = 0;
+  double accuracy = 0;
   double t = 0;
 };
 

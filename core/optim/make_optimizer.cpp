@@ -28,4 +28,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& 
   throw std::logic_error("unknown optimizer kind");
 }
 
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups())
+    group.options().set_lr(lr);
+}
+
 }  // namespace troupe

@@ -15,4 +15,7 @@ namespace troupe {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& config,
                                                         std::vector<at::Tensor> parameters);
 
+/// Sets every parameter group's learning rate (a schedule's rate for the coming step).
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+
 }  // namespace troupe

@@ -64,7 +64,8 @@ step_actions async_strategy::on_push(const arrival& a, double now_s) {
   if (d.what == async_decision::kind::rejected)
     return {act::violation{d.reason}};
   const double lr_scale = lr_scaling_ ? 1.0 / (1.0 + static_cast<double>(d.staleness)) : 1.0;
-  step_actions out{act::apply_push{a.rank, lr_scale, a.step, d.version, d.staleness}};
+  step_actions out{
+      act::apply_push{a.rank, lr_scale, a.step, d.version, d.staleness, (d.version - 1) / ranks_}};
   parts_.push_back({a.rank, a.loss, a.samples});
   if (d.version % ranks_ == 0) {
     const int64_t step = d.version / ranks_ - 1;

@@ -66,13 +66,15 @@ struct evaluate {
   std::vector<int64_t> ranks;
 };
 
-/// async: the parameter server applies the gradient `rank` pushed (held by the driver).
+/// async: the parameter server applies the gradient `rank` pushed (held by the driver) with the
+/// rate of `global_step` times `lr_scale`.
 struct apply_push {
   int64_t rank = 0;
   double lr_scale = 1;
   int64_t step = 0;  ///< the pusher's step (its clock before this push)
   int64_t version = 0;
   int64_t staleness = 0;
+  int64_t global_step = 0;  ///< the step this push belongs to: every `ranks` pushes make one
 };
 
 /// async: the parameter server sends `rank` its current weights to compute `step` on.

@@ -2,6 +2,8 @@
 // sees before anything runs what will happen (and what each step will send).
 #include "core/run/run_plan.hpp"
 
+#include "core/optim/lr_schedule.hpp"
+
 #include <sstream>
 
 namespace troupe {
@@ -134,6 +136,39 @@ void render_exchange(std::ostringstream& out, const run_plan& p) {
       << " bytes, receives " << p.bytes_received_per_step << " bytes (by handle in-process)\n";
 }
 
+void render_data(std::ostringstream& out, const run_plan& p) {
+  out << "  data: " << to_string(p.job.data.kind) << ", " << p.data.train_rows
+      << " training samples, ";
+  if (p.data.validation_rows > 0)
+    out << p.data.validation_rows << " validation samples (held out of the training set by "
+        << "seed; evaluations use them), ";
+  out << p.data.test_rows << " test samples"
+      << (p.data.validation_rows > 0 ? " (evaluated once, at the end)" : "") << '\n';
+}
+
+void render_optimizer(std::ostringstream& out, const run_plan& p) {
+  const auto& o = p.job.optimizer;
+  const auto& t = p.job.training;
+  out << "  optimizer: " << to_string(o.kind) << ", lr " << o.lr;
+  if (o.kind == optimizer_kind::sgd && o.momentum > 0)
+    out << ", momentum " << o.momentum << (o.nesterov ? " (nesterov)" : "");
+  if (o.weight_decay > 0)
+    out << ", weight decay " << o.weight_decay;
+  out << "; lr schedule: " << describe_schedule(o, p.rules.total_steps()) << '\n';
+  if (t.clip_grad_norm)
+    out << "  clipping: the combined gradient's global norm to " << *t.clip_grad_norm
+        << (p.parameter_server() ? " (each pushed gradient)" : "") << '\n';
+  if (t.clip_grad_value)
+    out << "  clipping: every gradient element to +-" << *t.clip_grad_value << '\n';
+  if (t.early_stopping)
+    out << "  early stopping: after " << t.early_stopping->patience << " evaluation(s) without "
+        << to_string(t.early_stopping->metric) << " improving by more than "
+        << t.early_stopping->min_delta << '\n';
+  if (t.keep_best)
+    out << "  keep best: the weights at the best " << to_string(*t.keep_best)
+        << " as best_weights.pt\n";
+}
+
 }  // namespace
 
 std::string render_plan(const run_plan& p) {
@@ -146,9 +181,8 @@ std::string render_plan(const run_plan& p) {
     render_pipeline(out, p);
   if (p.mode == run_mode::ensemble)
     render_ensemble(out, p);
-  out << "  data: " << to_string(job.data.kind) << ", " << p.data.train_rows
-      << " training samples, " << p.data.test_rows << " test samples\n";
-  out << "  optimizer: " << to_string(job.optimizer.kind) << ", lr " << job.optimizer.lr << '\n';
+  render_data(out, p);
+  render_optimizer(out, p);
   out << "  training: " << p.rules.total_steps() << " steps (" << p.rules.steps_per_epoch()
       << " per epoch) of global batch " << job.training.batch_size << ", rows per replica:";
   for (auto rows : p.rows_per_replica)

@@ -1,6 +1,17 @@
 #include "core/run/run_ending.hpp"
 
+#include "core/optim/lr_schedule.hpp"
+
 namespace troupe {
+
+tracker_options tracking_of(const run_plan& plan) {
+  tracker_options o;
+  o.validation = plan.data.validation_rows > 0;
+  o.learning_rate = [optimizer = plan.job.optimizer, total = plan.rules.total_steps()](int64_t s) {
+    return learning_rate(optimizer, s, total);
+  };
+  return o;
+}
 
 std::string stop_reason(const run_options& options, const step_rules& rules, int64_t step) {
   if (options.stop_requested == nullptr || !options.stop_requested->load() || rules.is_last(step))

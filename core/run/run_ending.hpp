@@ -10,6 +10,9 @@
 
 namespace troupe {
 
+/// What the run's tracker records besides steps: the evaluation set, the learning rate.
+tracker_options tracking_of(const run_plan& plan);
+
 /// "interrupted after step N" when a stop was requested and `step` was not the last; else "".
 std::string stop_reason(const run_options& options, const step_rules& rules, int64_t step);
 

@@ -4,6 +4,7 @@
 #include "core/data/batch_plan.hpp"
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
+#include "core/optim/lr_schedule.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -81,10 +82,10 @@ int64_t bytes_per_step(const run_plan& p) {
 void plan_steps(run_plan& p) {
   const auto& job = p.job;
   const int64_t steps_per_epoch =
-      batch_plan(p.data.train_rows, job.training.batch_size, 0).steps_per_epoch();
+      batch_plan::steps_in_epoch(p.data.train_rows, job.training.batch_size);
   const int64_t total_steps =
       job.training.steps > 0 ? job.training.steps : job.training.epochs * steps_per_epoch;
-  check_against_data(job, p.data.train_rows, total_steps);
+  check_against_data(job, p.data.train_rows, p.data.validation_rows, total_steps);
   p.rules = step_rules(total_steps, steps_per_epoch, job.training.eval_interval);
   p.schedule = policy_schedule(job.parallelism, p.rules);
   for (int64_t r = 0; r < job.parallelism.replicas; ++r)
@@ -118,6 +119,10 @@ const char* to_string(gradient_meeting x) {
       return "nccl";
   }
   return "?";
+}
+
+double run_plan::lr_at(int64_t step) const {
+  return learning_rate(job.optimizer, step, rules.total_steps());
 }
 
 int64_t run_plan::worker_steps() const {

@@ -76,6 +76,12 @@ struct run_plan {
   int64_t threads_total = 0;            ///< replicas x stages x intra-op threads
   unsigned hardware_threads = 0;
 
+  /// The learning rate of optimizer step `step` (core/optim/lr_schedule).
+  double lr_at(int64_t step) const;
+  /// Workers hand in the weights of every evaluation (keep_best or early stopping).
+  bool snapshots() const {
+    return job.training.keep_best.has_value() || job.training.early_stopping.has_value();
+  }
   /// async: a parameter server holds the weights and the optimizer.
   bool parameter_server() const { return job.parallelism.policy == policy_kind::async; }
   /// The most steps one worker may run: total_steps, or under async every push of the run

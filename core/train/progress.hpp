@@ -13,8 +13,9 @@ struct progress_update {
   double loss = 0;    ///< global batch loss of the last completed step
   double samples_per_s = 0;
   double elapsed_s = 0;
-  std::optional<double> test_accuracy;  ///< of the latest evaluation, if any yet
-  bool evaluation = false;              ///< this update reports a just-finished evaluation
+  std::optional<double> accuracy;  ///< of the latest evaluation, if any yet
+  bool validation = false;         ///< evaluations use the validation set (else the test set)
+  bool evaluation = false;         ///< this update reports a just-finished evaluation
 };
 
 }  // namespace troupe

@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 
 #include <ATen/ATen.h>
@@ -17,11 +18,13 @@
 #include <utility>
 
 namespace troupe {
+
 replica_engine::replica_engine(const job_config& job, dataset_ptr data,
                                const at::Tensor& initial_weights, int64_t rank,
                                device_transfer* transfer)
     : rank_(rank),
       replicas_(job.parallelism.replicas),
+      training_(job.training),
       global_batch_(job.training.batch_size),
       data_(std::move(data)),
       model_(build_model(job.model, data_->classes)),
@@ -74,25 +77,16 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
   return {value, rows_.size()};
 }
 
-void replica_engine::apply(const at::Tensor& combined, double lr_scale) {
+void replica_engine::apply(const at::Tensor& combined, double lr) {
   {
     torch::NoGradGuard no_grad;
     // With one replica the combined gradient is this replica's own buffer: nothing to copy.
     if (!combined.is_same(flat_->grads()))
       flat_->grads().copy_(combined);
   }
-  if (lr_scale == 1.0) {
-    optimizer_->step();
-    return;
-  }
-  std::vector<double> base;
-  for (auto& group : optimizer_->param_groups()) {
-    base.push_back(group.options().get_lr());
-    group.options().set_lr(base.back() * lr_scale);
-  }
+  clip_gradient(flat_->grads(), training_);
+  set_learning_rate(*optimizer_, lr);
   optimizer_->step();
-  for (std::size_t i = 0; i < base.size(); ++i)
-    optimizer_->param_groups()[i].options().set_lr(base[i]);
 }
 
 void replica_engine::set_weights(const at::Tensor& flat) {
@@ -157,16 +151,17 @@ void replica_engine::set_momenta(const at::Tensor& flat) {
 }
 
 evaluation_result replica_engine::evaluate() {
-  return evaluate(shard_of(data_->test.size(), replicas_, rank_));
+  const auto& set = evaluation_set(*data_);
+  return evaluate(set, shard_of(set.size(), replicas_, rank_));
 }
 
-evaluation_result replica_engine::evaluate(row_range rows) {
+evaluation_result replica_engine::evaluate(const labeled_images& set, row_range rows) {
   torch::NoGradGuard no_grad;
   evaluation_result result;
   for (int64_t begin = rows.begin; begin < rows.end; begin += eval_chunk_rows) {
     const int64_t n = std::min(eval_chunk_rows, rows.end - begin);
-    auto images = data_->test.images.narrow(0, begin, n);
-    auto labels = data_->test.labels.narrow(0, begin, n);
+    auto images = set.images.narrow(0, begin, n);
+    auto labels = set.labels.narrow(0, begin, n);
     if (transfer_ != nullptr) {
       images = transfer_->upload(images);
       labels = transfer_->upload(labels);
@@ -180,6 +175,12 @@ evaluation_result replica_engine::evaluate(row_range rows) {
     result.count += n;
   }
   return result;
+}
+
+evaluation_result evaluate_weights(const job_config& job, const dataset_ptr& data,
+                                   const at::Tensor& weights, const labeled_images& set) {
+  replica_engine engine(job, data, weights, 0);
+  return engine.evaluate(set, {0, set.size()});
 }
 
 at::Tensor initial_weights(const job_config& job, int64_t classes) {

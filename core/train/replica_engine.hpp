@@ -54,10 +54,10 @@ class replica_engine {
   /// The flat gradient buffer. Must not be modified while another actor reads it.
   const at::Tensor& gradient() const { return flat_->grads(); }
 
-  /// Makes `combined` this replica's gradient and takes one optimizer step. Passing gradient()
-  /// steps on this replica's own gradient. `lr_scale` multiplies the learning rate for this step
-  /// only (the async policy's staleness scaling).
-  void apply(const at::Tensor& combined, double lr_scale = 1.0);
+  /// Makes `combined` this replica's gradient, clips it as the job says, and takes one optimizer
+  /// step with learning rate `lr` (the plan's rate for the step, times the async policy's
+  /// staleness scale where that applies). Passing gradient() steps on this replica's own one.
+  void apply(const at::Tensor& combined, double lr);
 
   /// Overwrites the weights (e.g. with the replicas' average).
   void set_weights(const at::Tensor& flat);
@@ -67,9 +67,10 @@ class replica_engine {
   at::Tensor momenta() const;
   void set_momenta(const at::Tensor& flat);
 
-  /// Evaluates this rank's share of the test set, or the given rows of it.
+  /// Evaluates this rank's share of the evaluation set (the validation set, else the test set:
+  /// core/data/dataset.hpp), or the given rows of a given set.
   evaluation_result evaluate();
-  evaluation_result evaluate(row_range rows);
+  evaluation_result evaluate(const labeled_images& set, row_range rows);
 
   /// On the engine's device.
   const at::Tensor& weights() const { return flat_->weights(); }
@@ -85,6 +86,7 @@ class replica_engine {
 
   int64_t rank_;
   int64_t replicas_;
+  training_config training_;
   int64_t global_batch_;
   dataset_ptr data_;
   torch::nn::Sequential model_;
@@ -95,6 +97,11 @@ class replica_engine {
   device_transfer* transfer_;
   batch prefetched_;  ///< with a transfer: the next step's batch, on its way to the device
 };
+
+/// Evaluates the whole `set` with the model of `job` holding the flat weights `weights`, on the
+/// calling thread (the test set's one evaluation at the end of a run with a validation set).
+evaluation_result evaluate_weights(const job_config& job, const dataset_ptr& data,
+                                   const at::Tensor& weights, const labeled_images& set);
 
 /// The flat weights a job starts from: the model's default initialization under the job's seed.
 /// Deterministic for a seed; uses LibTorch's global generator, so call it from one thread.

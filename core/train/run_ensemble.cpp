@@ -3,6 +3,7 @@
 #include "core/ensemble/ensemble_engine.hpp"
 #include "core/run/run_ending.hpp"
 #include "core/train/run_tracker.hpp"
+#include "core/train/validation_keeper.hpp"
 
 #include <ATen/Parallel.h>
 
@@ -17,42 +18,82 @@ double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-// Evaluates every member (into `members` and member_eval records) and the ensemble (the run's
-// test figures).
-void evaluate(ensemble_engine& engine, run_tracker& tracker, int64_t step,
-              std::vector<member_report>& members, const run_options& options) {
-  const auto start = clock_type::now();
-  const auto r = engine.evaluate();
+struct ensemble_run {
+  const run_plan& plan;
+  const run_options& options;
+  ensemble_engine& engine;
+  run_tracker& tracker;
+  std::vector<member_report>& members;
+  std::optional<metric_watch> stopping;  ///< early stopping, on the ensemble's validation figure
+};
+
+// Each member's figures on `set` (into `members` and member_eval records); returns the
+// ensemble's (the averaged prediction).
+ensemble_evaluation evaluate_members(ensemble_run& run, int64_t step, const char* split,
+                                     const labeled_images& set) {
+  const auto r = run.engine.evaluate(set);
   const double n = static_cast<double>(std::max<int64_t>(r.count, 1));
-  for (std::size_t m = 0; m < members.size(); ++m) {
-    members[m].test_loss = r.loss_sum[m] / n;
-    members[m].test_accuracy = static_cast<double>(r.correct[m]) / n;
-    tracker.record(records::member_eval{step, static_cast<int64_t>(m), *members[m].test_loss,
-                                        *members[m].test_accuracy, 0});
+  const bool test = std::string(split) == "test";
+  for (std::size_t m = 0; m < run.members.size(); ++m) {
+    auto& member = run.members[m];
+    const double loss = r.loss_sum[m] / n;
+    const double accuracy = static_cast<double>(r.correct[m]) / n;
+    (test ? member.test_loss : member.validation_loss) = loss;
+    (test ? member.test_accuracy : member.validation_accuracy) = accuracy;
+    run.tracker.record(
+        records::member_eval{step, static_cast<int64_t>(m), split, loss, accuracy, 0});
   }
-  auto progress = tracker.on_eval_shard(0, step, r.ensemble_loss_sum, r.ensemble_correct, r.count,
-                                        seconds_since(start), 1);
-  if (progress && options.on_progress)
-    options.on_progress(*progress);
+  return r;
 }
 
-// The training loop; returns why it stopped early ("" when every step ran).
-std::string train(ensemble_engine& engine, run_tracker& tracker, const run_plan& plan,
-                  std::vector<member_report>& members, const run_options& options) {
-  const auto& rules = plan.rules;
-  tracker.start();
+// The evaluation after `step` (validation set, else test set). Returns whether early stopping
+// says to stop.
+bool evaluate(ensemble_run& run, int64_t step) {
+  const auto start = clock_type::now();
+  const bool validation = run.plan.data.validation_rows > 0;
+  const auto r = evaluate_members(run, step, validation ? "validation" : "test",
+                                  evaluation_set(*run.engine.data()));
+  auto progress = run.tracker.on_eval_shard(0, step, r.ensemble_loss_sum, r.ensemble_correct,
+                                            r.count, seconds_since(start), 1);
+  if (progress && run.options.on_progress)
+    run.options.on_progress(*progress);
+  if (!run.stopping)
+    return false;
+  const double n = static_cast<double>(std::max<int64_t>(r.count, 1));
+  run.stopping->improves(r.ensemble_loss_sum / n, static_cast<double>(r.ensemble_correct) / n);
+  return run.stopping->since_best() >= run.plan.job.training.early_stopping->patience;
+}
+
+// The test set's one evaluation, at the end, of a run with a validation set.
+void evaluate_test(ensemble_run& run, int64_t step) {
+  const auto start = clock_type::now();
+  const auto r = evaluate_members(run, step, "test", run.engine.data()->test);
+  run.tracker.on_test_evaluation(step, "final", r.ensemble_loss_sum, r.ensemble_correct, r.count,
+                                 seconds_since(start));
+}
+
+// The training loop; returns why it stopped early ("" when every step ran, or early stopping
+// ended it, which `stopped_at` then says).
+std::string train(ensemble_run& run, std::optional<int64_t>& stopped_at) {
+  const auto& rules = run.plan.rules;
+  run.tracker.start();
   for (int64_t step = 0; step < rules.total_steps(); ++step) {
     const auto start = clock_type::now();
-    const double loss = engine.step(step);
-    tracker.on_worker_step(0, step, seconds_since(start), 0, 0);
-    auto progress = tracker.on_step_complete(step, {{0, loss, plan.job.training.batch_size}}, 0);
-    if (options.on_progress)
-      options.on_progress(progress);
-    if (rules.evaluates_after(step))
-      evaluate(engine, tracker, step, members, options);
-    if (auto stop = stop_reason(options, rules, step); !stop.empty())
+    const double loss = run.engine.step(step, run.plan.lr_at(step));
+    run.tracker.on_worker_step(0, step, seconds_since(start), 0, 0);
+    auto progress =
+        run.tracker.on_step_complete(step, {{0, loss, run.plan.job.training.batch_size}}, 0);
+    if (run.options.on_progress)
+      run.options.on_progress(progress);
+    if (rules.evaluates_after(step) && evaluate(run, step) && !rules.is_last(step)) {
+      stopped_at = step;
+      break;
+    }
+    if (auto stop = stop_reason(run.options, rules, step); !stop.empty())
       return stop;
   }
+  if (run.plan.data.validation_rows > 0)
+    evaluate_test(run, stopped_at.value_or(rules.total_steps() - 1));
   return "";
 }
 
@@ -61,21 +102,31 @@ std::string train(ensemble_engine& engine, run_tracker& tracker, const run_plan&
 run_report run_ensemble(const run_plan& plan, dataset_ptr data, const run_options& options) {
   const auto& job = plan.job;
   at::set_num_threads(static_cast<int>(job.parallelism.threads_per_replica));
-  run_tracker tracker(1, plan.rules, options.metrics);
+  run_tracker tracker(1, plan.rules, options.metrics, tracking_of(plan));
   std::vector<member_report> members;
-  for (int64_t k = 0; k < job.ensemble.members; ++k)
-    members.push_back({k, job.seed + static_cast<uint64_t>(k), member_job(job, k).optimizer.lr,
-                       std::nullopt, std::nullopt});
+  for (int64_t k = 0; k < job.ensemble.members; ++k) {
+    member_report m;
+    m.member = k;
+    m.seed = job.seed + static_cast<uint64_t>(k);
+    m.lr = member_job(job, k).optimizer.lr;
+    members.push_back(m);
+  }
   std::string error;
+  std::optional<int64_t> stopped_at;
   std::unique_ptr<ensemble_engine> engine;
   try {
     engine = std::make_unique<ensemble_engine>(job, data);
-    error = train(*engine, tracker, plan, members, options);
+    ensemble_run run{plan, options, *engine, tracker, members, std::nullopt};
+    if (job.training.early_stopping)
+      run.stopping.emplace(job.training.early_stopping->metric,
+                           job.training.early_stopping->min_delta);
+    error = train(run, stopped_at);
   } catch (const std::exception& e) {
     error = e.what();
   }
   auto report = end_run(tracker, plan, error, at::Tensor());
   report.members = std::move(members);
+  report.stopped_early_at = stopped_at;
   if (error.empty())
     for (int64_t k = 0; k < job.ensemble.members; ++k)
       report.member_weights.push_back(engine->member_weights(k));

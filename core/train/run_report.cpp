@@ -47,6 +47,15 @@ nlohmann::json to_json(const run_report& r) {
                       {"test_accuracy", optional_json(r.test_accuracy)},
                       {"replicas", r.replicas},
                       {"workers", workers}};
+  if (r.validation_loss) {
+    j["validation_loss"] = *r.validation_loss;
+    j["validation_accuracy"] = optional_json(r.validation_accuracy);
+  }
+  if (r.best_step)
+    j["best"] = {
+        {"step", *r.best_step}, {"metric", r.best_metric}, {"value", optional_json(r.best_value)}};
+  if (r.stopped_early_at)
+    j["stopped_early_at"] = *r.stopped_early_at;
   if (!r.staleness_histogram.empty()) {
     nlohmann::json histogram = nlohmann::json::object();
     for (const auto& [staleness, count] : r.staleness_histogram)
@@ -55,12 +64,18 @@ nlohmann::json to_json(const run_report& r) {
   }
   if (!r.members.empty()) {
     nlohmann::json members = nlohmann::json::array();
-    for (const auto& m : r.members)
-      members.push_back({{"member", m.member},
-                         {"seed", m.seed},
-                         {"lr", m.lr},
-                         {"test_loss", optional_json(m.test_loss)},
-                         {"test_accuracy", optional_json(m.test_accuracy)}});
+    for (const auto& m : r.members) {
+      nlohmann::json member = {{"member", m.member},
+                               {"seed", m.seed},
+                               {"lr", m.lr},
+                               {"test_loss", optional_json(m.test_loss)},
+                               {"test_accuracy", optional_json(m.test_accuracy)}};
+      if (m.validation_loss) {
+        member["validation_loss"] = *m.validation_loss;
+        member["validation_accuracy"] = optional_json(m.validation_accuracy);
+      }
+      members.push_back(member);
+    }
     j["members"] = members;
     j["ensemble_test_accuracy"] = optional_json(r.test_accuracy);
   }

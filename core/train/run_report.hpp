@@ -40,6 +40,8 @@ struct member_report {
   double lr = 0;
   std::optional<double> test_loss;
   std::optional<double> test_accuracy;
+  std::optional<double> validation_loss;  ///< with a validation set: its last evaluation
+  std::optional<double> validation_accuracy;
 };
 
 struct run_report {
@@ -53,6 +55,17 @@ struct run_report {
   std::optional<double> final_train_loss;  ///< mean of the last (up to) 50 steps' losses
   std::optional<double> test_loss;         ///< of the last evaluation
   std::optional<double> test_accuracy;     ///< of the last evaluation
+  /// With a validation set: its last evaluation (the test figures are then those of the one
+  /// evaluation of the test set, at the end, on the weights the run kept).
+  std::optional<double> validation_loss;
+  std::optional<double> validation_accuracy;
+  /// keep_best: the evaluation whose weights were kept (best_weights), by which metric and
+  /// figure; early stopping: the evaluation after which training stopped.
+  std::optional<int64_t> best_step;
+  std::string best_metric;
+  std::optional<double> best_value;
+  at::Tensor best_weights;  ///< flat, like final_weights
+  std::optional<int64_t> stopped_early_at;
   std::vector<worker_report> workers;
   /// async: how many applied gradients had each staleness (versions between pull and push).
   std::map<int64_t, int64_t> staleness_histogram;

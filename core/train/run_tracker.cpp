@@ -8,8 +8,9 @@ constexpr std::size_t loss_window = 50;
 
 }  // namespace
 
-run_tracker::run_tracker(int64_t workers, const step_rules& rules, jsonl_writer* metrics)
-    : rules_(rules), metrics_(metrics) {
+run_tracker::run_tracker(int64_t workers, const step_rules& rules, jsonl_writer* metrics,
+                         tracker_options options)
+    : rules_(rules), metrics_(metrics), options_(std::move(options)) {
   workers_.resize(static_cast<std::size_t>(workers));
   for (int64_t r = 0; r < workers; ++r)
     workers_[static_cast<std::size_t>(r)].rank = r;
@@ -44,7 +45,8 @@ progress_update run_tracker::snapshot() const {
   p.loss = last_loss_;
   p.samples_per_s = last_samples_per_s_;
   p.elapsed_s = elapsed_s();
-  p.test_accuracy = test_accuracy_;
+  p.validation = options_.validation;
+  p.accuracy = options_.validation ? validation_accuracy_ : test_accuracy_;
   return p;
 }
 
@@ -68,8 +70,9 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   recent_losses_.push_back(last_loss_);
   if (recent_losses_.size() > loss_window)
     recent_losses_.pop_front();
+  const double lr = options_.learning_rate ? options_.learning_rate(step) : 0.0;
   write(to_json(records::step{step, rules_.epoch_of(step), last_loss_, samples, last_samples_per_s_,
-                              step_s, reduce_s, elapsed_s()}));
+                              step_s, reduce_s, elapsed_s(), lr}));
   return snapshot();
 }
 
@@ -100,16 +103,36 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int
   if (round.shards < expected)
     return std::nullopt;
   const double n = static_cast<double>(std::max<int64_t>(round.count, 1));
-  test_loss_ = round.loss_sum / n;
-  test_accuracy_ = static_cast<double>(round.correct) / n;
+  const double loss = round.loss_sum / n;
+  const double accuracy = static_cast<double>(round.correct) / n;
+  (options_.validation ? validation_loss_ : test_loss_) = loss;
+  (options_.validation ? validation_accuracy_ : test_accuracy_) = accuracy;
   eval_s_ += round.max_eval_s;
   last_evaluated_ = std::max(step, last_evaluated_.value_or(step));
-  write(to_json(records::eval{step, rules_.epoch_of(step), *test_loss_, *test_accuracy_,
-                              round.count, round.max_eval_s, elapsed_s()}));
+  write(to_json(records::eval{step, rules_.epoch_of(step),
+                              options_.validation ? "validation" : "test", loss, accuracy,
+                              round.count, round.max_eval_s, elapsed_s(), ""}));
   evals_.erase(step);
   auto p = snapshot();
   p.evaluation = true;
   return p;
+}
+
+std::optional<std::pair<double, double>> run_tracker::latest_evaluation() const {
+  const auto& loss = options_.validation ? validation_loss_ : test_loss_;
+  const auto& accuracy = options_.validation ? validation_accuracy_ : test_accuracy_;
+  if (!loss || !accuracy)
+    return std::nullopt;
+  return std::make_pair(*loss, *accuracy);
+}
+
+void run_tracker::on_test_evaluation(int64_t step, const std::string& weights, double loss_sum,
+                                     int64_t correct, int64_t count, double eval_s) {
+  const double n = static_cast<double>(std::max<int64_t>(count, 1));
+  test_loss_ = loss_sum / n;
+  test_accuracy_ = static_cast<double>(correct) / n;
+  write(to_json(records::eval{step, rules_.epoch_of(step), "test", *test_loss_, *test_accuracy_,
+                              count, eval_s, elapsed_s(), weights}));
 }
 
 void run_tracker::on_applied(int64_t worker_id, int64_t step, int64_t version, int64_t staleness) {
@@ -163,6 +186,8 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
   }
   r.test_loss = test_loss_;
   r.test_accuracy = test_accuracy_;
+  r.validation_loss = validation_loss_;
+  r.validation_accuracy = validation_accuracy_;
   r.workers = workers_;
   r.staleness_histogram = staleness_histogram_;
   double busy = 0, idle = 0;

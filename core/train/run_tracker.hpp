@@ -16,16 +16,24 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
 
 namespace troupe {
 
+/// What a run's records say beyond the steps: which set evaluations use, and the learning rate.
+struct tracker_options {
+  bool validation = false;  ///< evaluations use the validation set (else the test set)
+  std::function<double(int64_t step)> learning_rate;  ///< recorded with each step; may be empty
+};
+
 class run_tracker {
  public:
   /// `workers` report figures (replicas, or replicas x stages); `metrics` may be null.
-  run_tracker(int64_t workers, const step_rules& rules, jsonl_writer* metrics);
+  run_tracker(int64_t workers, const step_rules& rules, jsonl_writer* metrics,
+              tracker_options options = {});
 
   /// Restarts the wall clock (call when the first step is handed out).
   void start();
@@ -44,6 +52,13 @@ class run_tracker {
   std::optional<progress_update> on_eval_shard(int64_t worker, int64_t step, double loss_sum,
                                                int64_t correct, int64_t count, double eval_s,
                                                int64_t expected);
+  /// A run with a validation set: the test set's one evaluation, of the weights the run kept
+  /// (`weights`: "final" or "best", those after `step`).
+  void on_test_evaluation(int64_t step, const std::string& weights, double loss_sum,
+                          int64_t correct, int64_t count, double eval_s);
+  /// The loss and accuracy of the latest complete evaluation (validation or test, as the
+  /// options say); nothing before the first.
+  std::optional<std::pair<double, double>> latest_evaluation() const;
   /// Whether the evaluation after `step` is complete and recorded.
   bool evaluated(int64_t step) const { return last_evaluated_ && *last_evaluated_ >= step; }
 
@@ -92,8 +107,11 @@ class run_tracker {
   double last_loss_ = 0;
   double last_samples_per_s_ = 0;
   std::deque<double> recent_losses_;
+  tracker_options options_;
   std::optional<double> test_loss_;
   std::optional<double> test_accuracy_;
+  std::optional<double> validation_loss_;
+  std::optional<double> validation_accuracy_;
   std::optional<int64_t> last_evaluated_;
   std::map<int64_t, eval_round> evals_;
   std::vector<worker_report> workers_;

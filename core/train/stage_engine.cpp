@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 
 #include <ATen/ATen.h>
@@ -41,13 +42,14 @@ stage_engine::stage_engine(const job_config& job, dataset_ptr data,
                            const at::Tensor& initial_weights, const stage_slice& slice,
                            stage_position where)
     : where_(where),
+      training_(job.training),
       micro_batches_(job.parallelism.micro_batches),
       global_batch_(job.training.batch_size),
       data_(std::move(data)),
       module_(slice_of(job, data_->classes, initial_weights, slice)),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
       rows_(shard_of(job.training.batch_size, where.pipelines, where.pipeline)),
-      test_rows_(shard_of(data_->test.size(), where.pipelines, where.pipeline)) {
+      eval_rows_(shard_of(evaluation_set(*data_).size(), where.pipelines, where.pipeline)) {
   flat_ = std::make_unique<flat_parameters>(*module_);
   optimizer_ = make_optimizer(job.optimizer, module_->parameters());
 }
@@ -122,29 +124,33 @@ double stage_engine::step_loss() const {
   return loss_sum_ / static_cast<double>(rows_.size());
 }
 
-void stage_engine::apply(const at::Tensor& combined) {
+void stage_engine::apply(const at::Tensor& combined, double lr) {
   {
     torch::NoGradGuard no_grad;
     if (!combined.is_same(flat_->grads()))
       flat_->grads().copy_(combined);
   }
+  // One stage holds the whole model only in a pipeline of one stage (micro-batching), where a
+  // norm over its gradient is the global norm; the plan refuses norm clipping across stages.
+  clip_gradient(flat_->grads(), training_);
+  set_learning_rate(*optimizer_, lr);
   optimizer_->step();
 }
 
 row_range stage_engine::eval_range(int64_t chunk) const {
-  const auto begin = test_rows_.begin + chunk * eval_chunk_rows;
-  return {begin, std::min(begin + eval_chunk_rows, test_rows_.end)};
+  const auto begin = eval_rows_.begin + chunk * eval_chunk_rows;
+  return {begin, std::min(begin + eval_chunk_rows, eval_rows_.end)};
 }
 
 int64_t stage_engine::eval_chunks() const {
-  return (test_rows_.size() + eval_chunk_rows - 1) / eval_chunk_rows;
+  return (eval_rows_.size() + eval_chunk_rows - 1) / eval_chunk_rows;
 }
 
 at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
   torch::NoGradGuard no_grad;
   if (where_.first()) {
     const auto rows = eval_range(chunk);
-    return module_->forward(data_->test.images.narrow(0, rows.begin, rows.size()));
+    return module_->forward(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()));
   }
   TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for test chunk ", chunk);
   return module_->forward(input);
@@ -153,7 +159,7 @@ at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
 evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logits) const {
   torch::NoGradGuard no_grad;
   const auto rows = eval_range(chunk);
-  auto labels = data_->test.labels.narrow(0, rows.begin, rows.size());
+  auto labels = evaluation_set(*data_).labels.narrow(0, rows.begin, rows.size());
   TORCH_CHECK(logits.size(0) == rows.size(), "test chunk ", chunk, " has ", logits.size(0),
               " rows of logits for ", rows.size(), " labels");
   evaluation_result r;

@@ -65,13 +65,14 @@ class stage_engine {
   int64_t step_rows() const { return rows_.size(); }
 
   const at::Tensor& gradient() const { return flat_->grads(); }
-  /// Makes `combined` the gradient and takes one optimizer step.
-  void apply(const at::Tensor& combined);
+  /// Makes `combined` the gradient, clips it as the job says (a stage clips by value only: the
+  /// global norm spans the stages) and takes one optimizer step with learning rate `lr`.
+  void apply(const at::Tensor& combined, double lr);
   const at::Tensor& weights() const { return flat_->weights(); }
   const flat_parameters& parameters() const { return *flat_; }
 
-  /// Evaluation of this pipeline's share of the test set, in chunks that flow through the
-  /// stages like micro-batches (no gradients kept).
+  /// Evaluation of this pipeline's share of the evaluation set (validation, else test), in chunks
+  /// that flow through the stages like micro-batches (no gradients kept).
   int64_t eval_chunks() const;
   /// Forward of chunk c: the first stage reads its images; the result goes to the next stage.
   at::Tensor eval_forward(int64_t chunk, const at::Tensor& input);
@@ -88,6 +89,7 @@ class stage_engine {
   row_range eval_range(int64_t chunk) const;
 
   stage_position where_;
+  training_config training_;
   int64_t micro_batches_;
   int64_t global_batch_;
   dataset_ptr data_;
@@ -96,7 +98,7 @@ class stage_engine {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;
   row_range rows_;       ///< this pipeline's rows of every global batch
-  row_range test_rows_;  ///< this pipeline's share of the test set
+  row_range eval_rows_;  ///< this pipeline's share of the evaluation set
   int64_t step_ = 0;
   double loss_sum_ = 0;  ///< sum over micro-batches of mean loss x rows
   std::map<int64_t, saved_activation> saved_;

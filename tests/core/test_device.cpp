@@ -191,8 +191,8 @@ TEST_SUITE("device") {
       const auto a = plain.compute_gradient(step, true);
       const auto b = uploaded.compute_gradient(step, true);
       CHECK(a.loss == b.loss);
-      plain.apply(plain.gradient());
-      uploaded.apply(uploaded.gradient());
+      plain.apply(plain.gradient(), job.optimizer.lr);
+      uploaded.apply(uploaded.gradient(), job.optimizer.lr);
     }
     CHECK(at::equal(plain.weights(), uploaded.weights()));
     // Images and labels of steps 0..6: step s uses the batch prefetched during step s - 1.

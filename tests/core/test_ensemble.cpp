@@ -54,7 +54,7 @@ at::Tensor train_alone(const job_config& job, const dataset_ptr& data, int64_t k
   replica_engine engine(alone, data, member_initial_weights(job, k, data->classes), 0);
   for (int64_t s = 0; s < steps; ++s) {
     engine.compute_gradient(s, true);
-    engine.apply(engine.gradient());
+    engine.apply(engine.gradient(), alone.optimizer.lr);
   }
   return engine.weights().clone();
 }
@@ -70,7 +70,7 @@ void check_members_equal_alone(const job_config& job) {
   auto data = data_for(job);
   ensemble_engine stacked(job, data);
   for (int64_t s = 0; s < job.training.steps; ++s)
-    stacked.step(s);
+    stacked.step(s, job.optimizer.lr);
   for (int64_t k = 0; k < job.ensemble.members; ++k) {
     CAPTURE(k);
     const auto alone = train_alone(job, data, k, job.training.steps);

@@ -110,7 +110,7 @@ TEST_SUITE("outputs") {
     CHECK(!tracker.on_eval_shard(0, 0, 10.0, 7, 10, 0.1, 2));
     auto p = tracker.on_eval_shard(1, 0, 5.0, 2, 5, 0.2, 2);
     REQUIRE(p);
-    CHECK(*p->test_accuracy == doctest::Approx(9.0 / 15.0));
+    CHECK(*p->accuracy == doctest::Approx(9.0 / 15.0));
     CHECK(p->loss == doctest::Approx(1.25));  // (3 * 1.0 + 1 * 2.0) / 4
     auto r = tracker.report("", at::Tensor());
     CHECK(r.status == run_status::succeeded);

@@ -336,8 +336,10 @@ TEST_SUITE("run_pieces") {
     s.step_s = 0.25;
     s.reduce_s = 0.125;
     s.t = 3.5;
+    s.lr = 0.01;
     const auto j = records::to_json(s);
-    CHECK(j.size() == 9);
+    CHECK(j.size() == 10);
+    CHECK(j.at("lr") == 0.01);
     CHECK(j.at("event") == "step");
     CHECK(j.at("step") == 7);
     CHECK(j.at("epoch") == 1);
@@ -398,21 +400,24 @@ TEST_SUITE("run_pieces") {
     CHECK(facts_of(loaded).train_rows == 4);
     CHECK(facts_of(loaded).test_rows == 2);
     CHECK(facts_of(loaded).classes == 10);
-    CHECK_NOTHROW(check_data_matches({4, 2, 10}, loaded, synthetic));
-    CHECK_THROWS_WITH_AS(check_data_matches({5, 2, 10}, loaded, synthetic),
+    CHECK_NOTHROW(check_data_matches({4, 0, 2, 10}, loaded, synthetic));
+    CHECK_THROWS_WITH_AS(check_data_matches({5, 0, 2, 10}, loaded, synthetic),
                          "the synthetic set: holds 4 training rows, the plan (synthetic) expects 5",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({4, 3, 10}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches({4, 0, 3, 10}, loaded, synthetic),
                          "the synthetic set: holds 2 test rows, the plan (synthetic) expects 3",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({4, 2, 7}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches({4, 0, 2, 7}, loaded, synthetic),
                          "the synthetic set: holds 10 classes, the plan (synthetic) expects 7",
+                         data_error);
+    CHECK_THROWS_WITH_AS(check_data_matches({3, 1, 2, 10}, loaded, synthetic),
+                         "the synthetic set: holds 4 training rows, the plan (synthetic) expects 3",
                          data_error);
 
     data_config files;
     files.kind = data_kind::fashion_mnist;
     files.path = "/data/fm";
-    CHECK_THROWS_WITH_AS(check_data_matches({60000, 2, 10}, loaded, files),
+    CHECK_THROWS_WITH_AS(check_data_matches({60000, 0, 2, 10}, loaded, files),
                          "/data/fm: holds 4 training rows, the plan (fashion_mnist) expects 60000",
                          data_error);
   }
