@@ -3,6 +3,7 @@
 #include "actors/run_cluster.hpp"
 #include "actors/run_driver.hpp"
 #include "actors/system_config.hpp"
+#include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/train/replica_engine.hpp"
 #include "core/train/run_ensemble.hpp"
@@ -95,6 +96,11 @@ run_report run_job(const run_plan& plan, dataset_ptr data, const run_options& op
 }
 
 run_report plan_and_run(const job_config& job, dataset_ptr data, const run_options& options) {
+  // The data's facts make the plan: a split the job asks for must be in the data already.
+  if (job.data.validation > 0 && data->validation.size() == 0)
+    throw data_error(
+        "the data holds no validation set, but the job asks for one: load it "
+        "with load_dataset, which holds it out");
   const auto plan = make_run_plan(job, facts_of(*data));
   return run_job(plan, std::move(data), options);
 }

@@ -7,6 +7,7 @@
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/progress_printer.hpp"
 #include "apps/troupe/suite_commands.hpp"
+#include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
 #include "core/io/run_directory.hpp"
 
@@ -38,6 +39,11 @@ void print_result(const run_report& r, const std::string& folder) {
         best = std::max(best, m.test_accuracy.value_or(0));
       fmt::print(" (ensemble of {}; best member {:.2f}%)", r.members.size(), best * 100);
     }
+    if (r.stopped_early_at)
+      fmt::print("; stopped early after step {}", *r.stopped_early_at);
+    if (r.best_step)
+      fmt::print("; best {} {:.4g} after step {} (best_weights.pt)", r.best_metric,
+                 r.best_value.value_or(NAN), *r.best_step);
     fmt::print("\n");
   } else {
     fmt::print(stderr, "error: run failed: {}\n", r.error);
@@ -69,6 +75,11 @@ run_report train(const run_command& cmd, const run_plan& plan, const run_directo
   dir.write_job(plan.job);
   jsonl_writer metrics(dir.file("metrics.jsonl"));
   const auto data = load_dataset(plan.job.data, plan.job.seed);
+  if (plan.data.validation_rows > 0) {
+    const auto rows = data->train.size() + data->validation.size();
+    dir.write_validation_rows(rows,
+                              validation_indices(rows, plan.job.data.validation, plan.job.seed));
+  }
   progress_printer printer(stderr, cmd.quiet);
   options.metrics = &metrics;
   options.on_progress = [&printer](const progress_update& p) { printer.update(p); };

@@ -3,11 +3,14 @@
 // (core/suite/placement), as many at once as fit, the rest queued. The runner samples each
 // child's resident memory and wall time against the job's limits, stops a job over them, and
 // gives its slot to the next one; a job that fails for any reason leaves the others running.
+// With stop_losers it also reads each job's metrics.jsonl as it grows and stops a job whose
+// validation accuracy falls below the finished jobs' median (core/suite/stop_losers).
 // At the end: summary.json for the suite, leaderboard.json, and the table printed.
 #include "apps/troupe/child_process.hpp"
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/suite_commands.hpp"
+#include "apps/troupe/suite_watch.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
@@ -49,7 +52,10 @@ std::string render_suite_plan(const suite_config& suite) {
   out += ", devices:";
   for (const auto& d : suite.devices)
     out += fmt::format(" {} ({} threads)", d.name, d.threads);
-  out += fmt::format(", at most {} at once\n", suite.max_concurrent);
+  out += fmt::format(", at most {} at once", suite.max_concurrent);
+  if (suite.stop_losers_after)
+    out += fmt::format(", stop_losers after {} evaluation(s)", *suite.stop_losers_after);
+  out += "\n";
   for (const auto& j : suite.jobs) {
     out += fmt::format("  {}: {} thread(s) on {}", j.job.name, j.request.threads, j.request.device);
     if (j.limits.memory_mb)
@@ -82,10 +88,36 @@ struct running_job {
   clock_type::time_point started;
   std::optional<clock_type::time_point> kill_at;  ///< after a stop request
   std::string cause;                              ///< why the runner stopped it
+  bool lost = false;  ///< stopped by stop_losers: the job ends stopped, not failed
 };
 
+// Everything the loop of run_suite works on.
+struct suite_run {
+  const suite_config& suite;
+  const run_directory& dir;
+  std::string program;
+  std::vector<suite_job_result>& results;
+  std::vector<running_job> running;
+  loser_watch watch;
+};
+
+std::optional<double> number_at(const nlohmann::json& summary, const char* key) {
+  if (summary.contains(key) && summary[key].is_number())
+    return summary[key].get<double>();
+  return std::nullopt;
+}
+
+void read_figures(const nlohmann::json& summary, suite_job_result& result) {
+  result.validation_accuracy = number_at(summary, "validation_accuracy");
+  result.validation_loss = number_at(summary, "validation_loss");
+  result.test_accuracy = number_at(summary, "test_accuracy");
+  result.test_loss = number_at(summary, "test_loss");
+  result.final_train_loss = number_at(summary, "final_train_loss");
+  result.samples_per_s = summary.value("samples_per_s", 0.0);
+}
+
 // Folds what the child left (its summary.json) into the result; writes a summary for a child
-// that could not (killed).
+// that could not (killed), or whose end the runner decided (a limit, stop_losers).
 void collect(const std::string& folder, const child_exit& exit, running_job& r,
              suite_job_result& result) {
   result.wall_s = std::chrono::duration<double>(clock_type::now() - r.started).count();
@@ -102,20 +134,19 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
     result.status =
         parse_run_status(summary.value("status", std::string())).value_or(run_status::failed);
     result.error = summary.value("error", std::string());
-    if (summary.contains("test_accuracy") && summary["test_accuracy"].is_number())
-      result.test_accuracy = summary["test_accuracy"].get<double>();
-    if (summary.contains("test_loss") && summary["test_loss"].is_number())
-      result.test_loss = summary["test_loss"].get<double>();
-    if (summary.contains("final_train_loss") && summary["final_train_loss"].is_number())
-      result.final_train_loss = summary["final_train_loss"].get<double>();
-    result.samples_per_s = summary.value("samples_per_s", 0.0);
+    read_figures(summary, result);
   } else {
     result.status = run_status::failed;
     result.error = "the job's process ended (" + exit.describe() + ") without a summary";
   }
   if (exit.signaled || exit.code != 0)
     result.status = run_status::failed;
-  if (!r.cause.empty()) {
+  if (r.lost) {
+    // The job was asked to stop; however it ended (interrupted, or killed after the grace
+    // period), the reason is the rule's, and it is no failure.
+    result.status = run_status::stopped;
+    result.error = r.cause;
+  } else if (!r.cause.empty()) {
     result.status = run_status::failed;
     result.error =
         r.cause + (summary.is_object() && !result.error.empty() ? " (" + result.error + ")"
@@ -127,11 +158,19 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
     // The folder's summary must say what happened even when the job could not say it.
     if (!summary.is_object())
       summary = nlohmann::json::object();
-    summary["status"] = to_string(run_status::failed);
+    summary["status"] = to_string(result.status);
     summary["error"] = result.error;
     std::filesystem::create_directories(folder);
     write_file_atomically(summary_path, summary.dump(2) + "\n");
   }
+}
+
+// Asks a job to stop after the step in progress (it still writes its summary), and kills it if
+// it has not within the grace period.
+void ask_to_stop(running_job& r, std::string cause) {
+  r.cause = std::move(cause);
+  r.child->send(SIGINT);
+  r.kill_at = clock_type::now() + stop_grace;
 }
 
 // Samples a running job against its limits; asks it to stop when over one.
@@ -148,11 +187,144 @@ void enforce_limits(const suite_job& job, running_job& r, suite_job_result& resu
     return;
   }
   const double elapsed = std::chrono::duration<double>(clock_type::now() - r.started).count();
-  if (job.limits.time_s && elapsed > *job.limits.time_s) {
-    r.cause = fmt::format("over its wall-time budget of {} s", *job.limits.time_s);
-    r.child->send(SIGINT);  // stops after its step and still writes its summary
-    r.kill_at = clock_type::now() + stop_grace;
+  if (job.limits.time_s && elapsed > *job.limits.time_s)
+    ask_to_stop(r, fmt::format("over its wall-time budget of {} s", *job.limits.time_s));
+}
+
+// stop_losers: reads what the job appended to its metrics and stops it when the rule says so.
+void watch_for_loser(suite_run& s, running_job& r) {
+  if (!s.watch.enabled() || !r.cause.empty())
+    return;
+  const auto& name = s.results[r.index].name;
+  s.watch.read(r.index, s.dir.file(name + "/metrics.jsonl"));
+  if (auto reason = s.watch.verdict(r.index)) {
+    fmt::print("stopping {}: {}\n", name, *reason);
+    r.lost = true;
+    ask_to_stop(r, std::move(*reason));
   }
+}
+
+// Starts every job the queue places now, each as a child `troupe run` in its own folder.
+void start_ready(suite_run& s, placement_queue& queue) {
+  for (const auto& p : queue.start_ready()) {
+    auto& result = s.results[p.job];
+    result.device = s.suite.devices[p.device].name;
+    running_job r;
+    r.index = p.job;
+    r.started = clock_type::now();
+    try {
+      r.child = std::make_unique<child_process>(
+          // The job runs on the device the queue placed it on ("cuda" becomes one GPU).
+          std::vector<std::string>{s.program, "run", s.dir.file("specs/" + result.name + ".json"),
+                                   "--set", "device=" + result.device, "--out",
+                                   s.dir.file(result.name), "--quiet"},
+          s.dir.file("logs/" + result.name + ".log"));
+    } catch (const std::exception& e) {
+      result.status = run_status::failed;
+      result.error = e.what();
+      queue.finished(p.job);
+      continue;
+    }
+    fmt::print("started {} on {} ({} thread(s))\n", result.name, result.device,
+               s.suite.jobs[p.job].request.threads);
+    s.running.push_back(std::move(r));
+  }
+}
+
+std::string describe_end(const suite_job_result& r) {
+  if (r.status != run_status::succeeded)
+    return ": " + r.error;
+  if (r.validation_accuracy)
+    return fmt::format(": validation accuracy {:.2f}%", *r.validation_accuracy * 100);
+  if (r.test_accuracy)
+    return fmt::format(": test accuracy {:.2f}%", *r.test_accuracy * 100);
+  return "";
+}
+
+// One look at every running job: limits, stop_losers, and the ones that ended.
+void poll_running(suite_run& s, placement_queue& queue) {
+  for (auto it = s.running.begin(); it != s.running.end();) {
+    auto& result = s.results[it->index];
+    enforce_limits(s.suite.jobs[it->index], *it, result);
+    watch_for_loser(s, *it);
+    if (it->kill_at && clock_type::now() > *it->kill_at)
+      it->child->send(SIGKILL);
+    const auto exit = it->child->poll();
+    if (!exit) {
+      ++it;
+      continue;
+    }
+    collect(s.dir.file(result.name), *exit, *it, result);
+    s.watch.finished(it->index, s.dir.file(result.name + "/metrics.jsonl"),
+                     result.status == run_status::succeeded);
+    fmt::print("{} {}{}\n", to_string(result.status), result.name, describe_end(result));
+    queue.finished(it->index);
+    it = s.running.erase(it);
+  }
+}
+
+// summary.json, leaderboard.json and the table; the exit status of the suite.
+int write_outputs(const suite_config& suite, const run_directory& dir,
+                  const std::vector<suite_job_result>& results) {
+  try {
+    write_file_atomically(dir.file("leaderboard.json"), leaderboard_json(results).dump(2) + "\n");
+    write_file_atomically(dir.file("summary.json"),
+                          suite_summary_json(suite.name, results).dump(2) + "\n");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return exit_failed;
+  }
+  fmt::print("{}", render_leaderboard(results));
+  int failed = 0;
+  for (const auto& r : results)
+    failed += r.status == run_status::failed || r.status == run_status::not_started ? 1 : 0;
+  if (failed > 0)
+    fmt::print(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
+  fmt::print("outputs in {}\n", dir.path());
+  return suite_succeeded(results) ? exit_ok : exit_failed;
+}
+
+// The suite's folder before anything runs: the file as run, each job's spec, the logs folder;
+// the results named. Returns the program to start the jobs with (this one).
+std::string prepare_folder(const nlohmann::json& file, const suite_config& suite,
+                           const run_directory& dir, std::vector<suite_job_result>& results) {
+  write_file_atomically(dir.file("suite.json"), file.dump(2) + "\n");
+  std::filesystem::create_directories(dir.file("specs"));
+  std::filesystem::create_directories(dir.file("logs"));
+  for (std::size_t i = 0; i < suite.jobs.size(); ++i) {
+    results[i].name = suite.jobs[i].job.name;
+    results[i].overrides = suite.jobs[i].overrides;
+    write_file_atomically(dir.file("specs/" + results[i].name + ".json"),
+                          suite.jobs[i].resolved.dump(2) + "\n");
+  }
+  return self_executable();
+}
+
+// Runs the jobs as the queue places them until all have ended, or, after Ctrl-C, until the
+// running ones have stopped.
+void run_jobs(suite_run& s) {
+  std::vector<placement_request> requests;
+  for (const auto& j : s.suite.jobs)
+    requests.push_back(j.request);
+  placement_queue queue(s.suite.devices, requests, s.suite.max_concurrent);
+  std::signal(SIGINT, on_suite_interrupt);
+  std::signal(SIGTERM, on_suite_interrupt);
+  bool stopping = false;
+  while (!queue.all_done()) {
+    if (suite_interrupted.load() && !stopping) {
+      stopping = true;  // no new job starts; the running ones stop after their step
+      for (auto& r : s.running)
+        r.child->send(SIGINT);
+    }
+    if (!stopping)
+      start_ready(s, queue);
+    else if (queue.running() == 0)
+      break;
+    std::this_thread::sleep_for(poll_interval);
+    poll_running(s, queue);
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 }  // namespace
@@ -190,118 +362,18 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
   }
 
   std::vector<suite_job_result> results(suite.jobs.size());
-  std::string program;
   try {
-    program = self_executable();
-    write_file_atomically(dir->file("suite.json"), file.dump(2) + "\n");
-    std::filesystem::create_directories(dir->file("specs"));
-    std::filesystem::create_directories(dir->file("logs"));
-    for (std::size_t i = 0; i < suite.jobs.size(); ++i) {
-      results[i].name = suite.jobs[i].job.name;
-      results[i].overrides = suite.jobs[i].overrides;
-      write_file_atomically(dir->file("specs/" + results[i].name + ".json"),
-                            suite.jobs[i].resolved.dump(2) + "\n");
-    }
+    suite_run run{suite,   *dir, prepare_folder(file, suite, *dir, results),
+                  results, {},   loser_watch(suite.stop_losers_after, suite.jobs.size())};
+    run_jobs(run);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
-
-  std::vector<placement_request> requests;
-  for (const auto& j : suite.jobs)
-    requests.push_back(j.request);
-  placement_queue queue(suite.devices, requests, suite.max_concurrent);
-  std::vector<running_job> running;
-  std::signal(SIGINT, on_suite_interrupt);
-  std::signal(SIGTERM, on_suite_interrupt);
-  bool stopping = false;
-  while (!queue.all_done()) {
-    if (suite_interrupted.load() && !stopping) {
-      stopping = true;  // no new job starts; the running ones stop after their step
-      for (auto& r : running)
-        r.child->send(SIGINT);
-    }
-    if (!stopping) {
-      for (const auto& p : queue.start_ready()) {
-        auto& result = results[p.job];
-        result.device = suite.devices[p.device].name;
-        running_job r;
-        r.index = p.job;
-        r.started = clock_type::now();
-        try {
-          r.child = std::make_unique<child_process>(
-              // The job runs on the device the queue placed it on ("cuda" becomes one GPU).
-              std::vector<std::string>{program, "run", dir->file("specs/" + result.name + ".json"),
-                                       "--set", "device=" + result.device, "--out",
-                                       dir->file(result.name), "--quiet"},
-              dir->file("logs/" + result.name + ".log"));
-        } catch (const std::exception& e) {
-          result.status = run_status::failed;
-          result.error = e.what();
-          queue.finished(p.job);
-          continue;
-        }
-        fmt::print("started {} on {} ({} thread(s))\n", result.name, result.device,
-                   suite.jobs[p.job].request.threads);
-        running.push_back(std::move(r));
-      }
-    } else if (queue.running() == 0) {
-      break;
-    }
-    std::this_thread::sleep_for(poll_interval);
-    for (auto it = running.begin(); it != running.end();) {
-      auto& result = results[it->index];
-      enforce_limits(suite.jobs[it->index], *it, result);
-      if (it->kill_at && clock_type::now() > *it->kill_at)
-        it->child->send(SIGKILL);
-      const auto exit = it->child->poll();
-      if (!exit) {
-        ++it;
-        continue;
-      }
-      collect(dir->file(result.name), *exit, *it, result);
-      fmt::print("{} {}{}\n", to_string(result.status), result.name,
-                 result.status == run_status::succeeded
-                     ? (result.test_accuracy
-                            ? fmt::format(": test accuracy {:.2f}%", *result.test_accuracy * 100)
-                            : std::string())
-                     : ": " + result.error);
-      queue.finished(it->index);
-      it = running.erase(it);
-    }
-  }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   for (auto& r : results)
     if (r.status == run_status::not_started)
       r.error = "the suite was interrupted first";
-
-  bool all_ok = true;
-  nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& r : results) {
-    all_ok = all_ok && r.status == run_status::succeeded;
-    jobs.push_back(to_json(r));
-  }
-  try {
-    nlohmann::json summary = {
-        {"name", suite.name},
-        {"status", to_string(all_ok ? run_status::succeeded : run_status::failed)},
-        {"jobs", jobs},
-        {"leaderboard", "leaderboard.json"}};
-    write_file_atomically(dir->file("leaderboard.json"), leaderboard_json(results).dump(2) + "\n");
-    write_file_atomically(dir->file("summary.json"), summary.dump(2) + "\n");
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return exit_failed;
-  }
-  fmt::print("{}", render_leaderboard(results));
-  int failed = 0;
-  for (const auto& r : results)
-    failed += r.status == run_status::succeeded ? 0 : 1;
-  if (failed > 0)
-    fmt::print(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
-  fmt::print("outputs in {}\n", dir->path());
-  return all_ok ? exit_ok : exit_failed;
+  return write_outputs(suite, *dir, results);
 }
 
 }  // namespace troupe

@@ -14,11 +14,6 @@ namespace {
 // itself, and neither should move when the other changes.
 constexpr uint64_t split_salt = 0x76616c69646174ULL;
 
-at::Tensor as_index(std::vector<int64_t> rows) {
-  std::sort(rows.begin(), rows.end());
-  return at::tensor(rows, at::kLong);
-}
-
 }  // namespace
 
 int64_t validation_rows(double validation, int64_t rows) {
@@ -29,15 +24,31 @@ int64_t validation_rows(double validation, int64_t rows) {
   return std::clamp<int64_t>(std::llround(validation * static_cast<double>(rows)), 1, rows);
 }
 
-void hold_out_validation(dataset& data, double validation, uint64_t seed) {
-  const auto rows = data.train.size();
+std::vector<int64_t> validation_indices(int64_t rows, double validation, uint64_t seed) {
   const auto held = std::min(validation_rows(validation, rows), rows);
   if (held == 0)
+    return {};
+  auto order = permutation(rows, seed ^ split_salt);
+  order.resize(static_cast<std::size_t>(held));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+void hold_out_validation(dataset& data, double validation, uint64_t seed) {
+  const auto rows = data.train.size();
+  const auto held = validation_indices(rows, validation, seed);
+  if (held.empty())
     return;
-  const auto order = permutation(rows, seed ^ split_salt);
-  const auto cut = order.begin() + held;
-  const auto validation_index = as_index({order.begin(), cut});
-  const auto train_index = as_index({cut, order.end()});
+  std::vector<int64_t> kept;
+  kept.reserve(static_cast<std::size_t>(rows) - held.size());
+  for (int64_t r = 0, h = 0; r < rows; ++r) {
+    if (h < static_cast<int64_t>(held.size()) && held[static_cast<std::size_t>(h)] == r)
+      ++h;
+    else
+      kept.push_back(r);
+  }
+  const auto validation_index = at::tensor(held, at::kLong);
+  const auto train_index = at::tensor(kept, at::kLong);
   data.validation = {data.train.images.index_select(0, validation_index),
                      data.train.labels.index_select(0, validation_index)};
   data.train = {data.train.images.index_select(0, train_index),

@@ -6,6 +6,7 @@
 #include "core/data/dataset.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace troupe {
 
@@ -13,8 +14,12 @@ namespace troupe {
 /// (rounded, at least 1), a whole number of rows, or 0.
 int64_t validation_rows(double validation, int64_t rows);
 
-/// Moves validation_rows(validation, train rows) seeded rows from `data.train` to
-/// `data.validation`. Nothing when `validation` is 0.
+/// Which of `rows` training rows are held out, ascending (what a run records in
+/// validation_rows.json, so the split can be reproduced elsewhere).
+std::vector<int64_t> validation_indices(int64_t rows, double validation, uint64_t seed);
+
+/// Moves the validation_indices rows from `data.train` to `data.validation`; the rest keep
+/// their order. Nothing when `validation` is 0.
 void hold_out_validation(dataset& data, double validation, uint64_t seed);
 
 }  // namespace troupe

@@ -30,8 +30,8 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
       throw job_error({"--out " + path_ +
                        ": folder is not empty (choose another or pass --force to reuse it)"});
     if (overwrite)
-      for (const char* name :
-           {"metrics.jsonl", "summary.json", "final_weights.pt", "best_weights.pt", "job.json"})
+      for (const char* name : {"metrics.jsonl", "summary.json", "final_weights.pt",
+                               "best_weights.pt", "job.json", "validation_rows.json"})
         fs::remove(fs::path(path_) / name, ec);
   }
   fs::create_directories(path_, ec);
@@ -57,6 +57,8 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
     j["schedule"] = to_string(job.parallelism.schedule);
   }
   j["outputs"] = {{"job", "job.json"}, {"metrics", "metrics.jsonl"}};
+  if (job.data.validation > 0)
+    j["outputs"]["validation_rows"] = "validation_rows.json";
   if (report.final_weights.defined())
     j["outputs"]["weights"] = "final_weights.pt";
   if (report.best_weights.defined())
@@ -68,6 +70,11 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
     j["outputs"]["members"] = members;
   }
   write_file_atomically(file("summary.json"), j.dump(2) + "\n");
+}
+
+void run_directory::write_validation_rows(int64_t rows, const std::vector<int64_t>& indices) const {
+  const nlohmann::json j = {{"training_rows", rows}, {"indices", indices}};
+  write_file_atomically(file("validation_rows.json"), j.dump() + "\n");
 }
 
 void run_directory::write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named,

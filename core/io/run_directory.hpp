@@ -28,6 +28,9 @@ class run_directory {
 
   void write_job(const job_config& job) const;
   void write_summary(const run_report& report, const job_config& job) const;
+  /// validation_rows.json: which of the `rows` training rows the validation set holds
+  /// (`indices`, ascending), so the split can be reproduced outside troupe.
+  void write_validation_rows(int64_t rows, const std::vector<int64_t>& indices) const;
   /// A name -> tensor dictionary torch.load reads, as `name` in the folder.
   void write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named,
                      const std::string& name = "final_weights.pt") const;

@@ -10,12 +10,15 @@ const char* to_string(run_status x) {
       return "failed";
     case run_status::not_started:
       return "not started";
+    case run_status::stopped:
+      return "stopped";
   }
   return "?";
 }
 
 std::optional<run_status> parse_run_status(const std::string& text) {
-  for (auto s : {run_status::succeeded, run_status::failed, run_status::not_started})
+  for (auto s :
+       {run_status::succeeded, run_status::failed, run_status::not_started, run_status::stopped})
     if (text == to_string(s))
       return s;
   return std::nullopt;

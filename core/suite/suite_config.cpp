@@ -12,7 +12,8 @@
 namespace troupe {
 namespace {
 
-const std::vector<std::string> suite_keys{"jobs", "sweep", "devices", "max_concurrent"};
+const std::vector<std::string> suite_keys{"jobs", "sweep", "devices", "max_concurrent",
+                                          "stop_losers"};
 
 bool valid_device_offer(const std::string& d) {
   const auto spec = parse_device(d);
@@ -98,6 +99,34 @@ void read_limits(const nlohmann::json& job, const std::string& where, job_limits
   if (r.has("time_s") && r.number("time_s", time, 0, true, HUGE_VAL, false))
     limits.time_s = time;
   r.finish({"memory_mb", "time_s"});
+}
+
+// `"stop_losers": {"after": K}`. The rule compares validation accuracies, so every job must hold
+// out a validation set: ranking or stopping on the test set would tune on it.
+std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
+                                        const std::vector<suite_job>& jobs,
+                                        std::vector<std::string>& problems) {
+  if (!file.contains("stop_losers"))
+    return std::nullopt;
+  object_reader r(file["stop_losers"], "/stop_losers", problems);
+  int64_t after = 0;
+  const bool good = r.integer("after", after, 1, 1000000);
+  if (r.valid() && !r.has("after"))
+    r.problem("after", "is required: the number of evaluations after which a job is compared");
+  r.finish({"after"});
+  if (!r.valid() || !good || !r.has("after"))
+    return std::nullopt;
+  for (const auto& j : jobs)
+    if (j.job.data.validation <= 0) {
+      problems.push_back(
+          "/stop_losers: needs every job to hold out a validation set "
+          "(data.validation), and job " +
+          j.job.name +
+          " has none; stopping on test figures would tune on the "
+          "test set");
+      return std::nullopt;
+    }
+  return after;
 }
 
 }  // namespace
@@ -193,6 +222,7 @@ suite_config parse_suite(const nlohmann::json& file) {
     else
       suite.max_concurrent = m.get<int64_t>();
   }
+  suite.stop_losers_after = read_stop_losers(file, suite.jobs, problems);
   if (problems.empty())
     for (const auto& j : suite.jobs)
       if (auto why = unplaceable(suite.devices, j.request))

@@ -1,8 +1,10 @@
 // A suite: many independent jobs from one file. Beside the keys of a job (the shared base), the
 // file holds `jobs` (each entry is merged onto the base as a JSON merge patch: a complete job or
 // a few overrides), and/or `sweep` (dotted key -> list of values; every combination becomes a
-// job), `devices` (what the machine offers), `max_concurrent`, and per job `device` (what it
-// asks for) and `limits` (memory and wall time). Every expanded job is validated like a job file.
+// job), `devices` (what the machine offers), `max_concurrent`, `stop_losers` (stop a job whose
+// validation accuracy after K evaluations is below the finished jobs' median; see
+// core/suite/stop_losers), and per job `device` (what it asks for) and `limits` (memory and wall
+// time). Every expanded job is validated like a job file.
 #pragma once
 
 #include "core/config/job_config.hpp"
@@ -36,6 +38,8 @@ struct suite_config {
   std::vector<suite_job> jobs;
   std::size_t entries = 1;       ///< entries of `jobs` (1 without it)
   std::size_t combinations = 1;  ///< combinations of `sweep` (1 without it)
+  /// stop_losers.after: the evaluations after which a job meets the median rule (off: none).
+  std::optional<int64_t> stop_losers_after;
 };
 
 /// Whether a job file is a suite (has `jobs` or `sweep`).

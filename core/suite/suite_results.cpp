@@ -1,5 +1,7 @@
 #include "core/suite/suite_results.hpp"
 
+#include "core/suite/seed_groups.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,25 +15,71 @@ nlohmann::json optional_json(const std::optional<T>& x) {
   return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
 }
 
-bool ranked(const suite_job_result& r) {
-  return r.status == run_status::succeeded && r.test_accuracy.has_value();
+// The leaderboard's blocks, in order: ranked jobs, jobs that completed without the ranking
+// figure, jobs stopped by stop_losers (they did not complete), then failures and the unstarted.
+int block_of(const suite_job_result& r, ranking_figure by) {
+  if (is_ranked(r, by))
+    return 0;
+  switch (r.status) {
+    case run_status::succeeded:
+      return 1;
+    case run_status::stopped:
+      return 2;
+    case run_status::failed:
+      return 3;
+    case run_status::not_started:
+      return 4;
+  }
+  return 4;
+}
+
+std::string percent(const std::optional<double>& x) {
+  return x ? fmt::format("{:.2f}%", *x * 100) : std::string("-");
+}
+
+std::string loss(const std::optional<double>& x) {
+  return x ? fmt::format("{:.4f}", *x) : std::string("-");
 }
 
 }  // namespace
 
+ranking_figure ranking_of(const std::vector<suite_job_result>& results) {
+  const bool any = std::any_of(results.begin(), results.end(), [](const suite_job_result& r) {
+    return r.validation_accuracy.has_value();
+  });
+  return any ? ranking_figure::validation : ranking_figure::test;
+}
+
+const char* to_string(ranking_figure x) {
+  return x == ranking_figure::validation ? "validation_accuracy" : "test_accuracy";
+}
+
+std::optional<double> ranking_accuracy(const suite_job_result& r, ranking_figure by) {
+  return by == ranking_figure::validation ? r.validation_accuracy : r.test_accuracy;
+}
+
+std::optional<double> ranking_loss(const suite_job_result& r, ranking_figure by) {
+  return by == ranking_figure::validation ? r.validation_loss : r.test_loss;
+}
+
+bool is_ranked(const suite_job_result& r, ranking_figure by) {
+  return r.status == run_status::succeeded && ranking_accuracy(r, by).has_value();
+}
+
 std::vector<std::size_t> rank_jobs(const std::vector<suite_job_result>& results) {
+  const auto by = ranking_of(results);
   std::vector<std::size_t> order(results.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const auto& x = results[a];
     const auto& y = results[b];
-    if (ranked(x) != ranked(y))
-      return ranked(x);
-    if (!ranked(x))
+    if (block_of(x, by) != block_of(y, by))
+      return block_of(x, by) < block_of(y, by);
+    if (!is_ranked(x, by))
       return false;
-    if (*x.test_accuracy != *y.test_accuracy)
-      return *x.test_accuracy > *y.test_accuracy;
-    return x.test_loss.value_or(0) < y.test_loss.value_or(0);
+    if (*ranking_accuracy(x, by) != *ranking_accuracy(y, by))
+      return *ranking_accuracy(x, by) > *ranking_accuracy(y, by);
+    return ranking_loss(x, by).value_or(0) < ranking_loss(y, by).value_or(0);
   });
   return order;
 }
@@ -41,6 +89,8 @@ nlohmann::json to_json(const suite_job_result& r) {
                       {"status", to_string(r.status)},
                       {"device", r.device},
                       {"overrides", r.overrides},
+                      {"validation_accuracy", optional_json(r.validation_accuracy)},
+                      {"validation_loss", optional_json(r.validation_loss)},
                       {"test_accuracy", optional_json(r.test_accuracy)},
                       {"test_loss", optional_json(r.test_loss)},
                       {"final_train_loss", optional_json(r.final_train_loss)},
@@ -53,34 +103,73 @@ nlohmann::json to_json(const suite_job_result& r) {
 }
 
 nlohmann::json leaderboard_json(const std::vector<suite_job_result>& results) {
-  nlohmann::json board = nlohmann::json::array();
+  const auto by = ranking_of(results);
+  nlohmann::json rows = nlohmann::json::array();
   int rank = 0;
   for (auto i : rank_jobs(results)) {
     auto j = to_json(results[i]);
-    j["rank"] = ranked(results[i]) ? nlohmann::json(++rank) : nlohmann::json(nullptr);
-    board.push_back(j);
+    j["rank"] = is_ranked(results[i], by) ? nlohmann::json(++rank) : nlohmann::json(nullptr);
+    rows.push_back(j);
   }
+  nlohmann::json board = {{"ranked_by", to_string(by)}, {"jobs", rows}};
+  const auto settings = group_settings(results);
+  if (has_seed_groups(settings))
+    board["settings"] = settings_json(settings, results, by);
   return board;
 }
 
+bool suite_succeeded(const std::vector<suite_job_result>& results) {
+  return std::all_of(results.begin(), results.end(), [](const suite_job_result& r) {
+    return r.status == run_status::succeeded || r.status == run_status::stopped;
+  });
+}
+
+nlohmann::json suite_summary_json(const std::string& name,
+                                  const std::vector<suite_job_result>& results) {
+  const auto by = ranking_of(results);
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& r : results)
+    jobs.push_back(to_json(r));
+  nlohmann::json summary = {
+      {"name", name},
+      {"status", to_string(suite_succeeded(results) ? run_status::succeeded : run_status::failed)},
+      {"ranked_by", to_string(by)},
+      {"jobs", jobs},
+      {"leaderboard", "leaderboard.json"}};
+  const auto settings = group_settings(results);
+  if (has_seed_groups(settings))
+    summary["settings"] = settings_json(settings, results, by);
+  return summary;
+}
+
 std::string render_leaderboard(const std::vector<suite_job_result>& results) {
+  const auto by = ranking_of(results);
+  const bool validation = by == ranking_figure::validation;
+  std::string out;
+  const auto settings = group_settings(results);
+  if (has_seed_groups(settings))
+    out = render_settings(settings, by) + "\n";
   std::size_t width = 4;
   for (const auto& r : results)
     width = std::max(width, r.name.size());
-  std::string out = fmt::format("{:>4}  {:<{}}  {:>9}  {:>9}  {:>8}  {}\n", "rank", "job", width,
-                                "accuracy", "test loss", "wall s", "status / overrides");
+  out += fmt::format("{:>4}  {:<{}}  ", "rank", "job", width);
+  if (validation)
+    out += fmt::format("{:>9}  {:>9}  ", "val acc", "val loss");
+  out += fmt::format("{:>9}  {:>9}  {:>8}  {}\n", validation ? "test acc" : "accuracy", "test loss",
+                     "wall s", "status / overrides");
   int rank = 0;
   for (auto i : rank_jobs(results)) {
     const auto& r = results[i];
-    const auto place = ranked(r) ? std::to_string(++rank) : std::string("-");
-    const auto accuracy =
-        r.test_accuracy ? fmt::format("{:.2f}%", *r.test_accuracy * 100) : std::string("-");
-    const auto loss = r.test_loss ? fmt::format("{:.4f}", *r.test_loss) : std::string("-");
-    const auto what = r.status == run_status::succeeded
-                          ? r.overrides.dump()
-                          : std::string(to_string(r.status)) + ": " + r.error;
-    out += fmt::format("{:>4}  {:<{}}  {:>9}  {:>9}  {:>8.1f}  {}\n", place, r.name, width,
-                       accuracy, loss, r.wall_s, what);
+    const auto place = is_ranked(r, by) ? std::to_string(++rank) : std::string("-");
+    out += fmt::format("{:>4}  {:<{}}  ", place, r.name, width);
+    if (validation)
+      out += fmt::format("{:>9}  {:>9}  ", percent(r.validation_accuracy), loss(r.validation_loss));
+    auto what = std::string(to_string(r.status)) + ": " + r.error;
+    if (r.status == run_status::succeeded)
+      what = (is_ranked(r, by) ? "" : fmt::format("unranked, no {}: ", to_string(by))) +
+             r.overrides.dump();
+    out += fmt::format("{:>9}  {:>9}  {:>8.1f}  {}\n", percent(r.test_accuracy), loss(r.test_loss),
+                       r.wall_s, what);
   }
   return out;
 }

@@ -334,4 +334,50 @@ TEST_SUITE("training") {
     CHECK(switches ==
           std::vector<std::pair<int64_t, std::string>>{{12, "local_sgd"}, {27, "sync"}});
   }
+
+  TEST_CASE("clipping: replicas clip the combined gradient, local_sgd replicas their own") {
+    for (const bool by_norm : {true, false}) {
+      CAPTURE(by_norm);
+      const auto unclipped = test::small_job(1, 40);
+      auto one = unclipped;
+      if (by_norm)
+        one.training.clip_grad_norm = 0.2;
+      else
+        one.training.clip_grad_value = 0.005;
+      auto data = test::small_data(one);
+      const auto reference = plan_and_run(unclipped, data, {});
+      const auto a = plan_and_run(one, data, {});
+      REQUIRE(reference.succeeded());
+      REQUIRE(a.succeeded());
+      // The limit is low enough to change the run, so the comparisons below test clipping.
+      CHECK(max_abs_diff(a.final_weights, reference.final_weights) > 1e-4);
+
+      // sync clips the replicas' combined gradient: the global batch's, as one replica does.
+      for (int64_t replicas : {2, 3}) {
+        CAPTURE(replicas);
+        auto sync = one;
+        sync.parallelism.replicas = replicas;
+        const auto b = plan_and_run(sync, data, {});
+        REQUIRE(b.succeeded());
+        CHECK(max_abs_diff(a.final_weights, b.final_weights) <= 1e-6);
+      }
+
+      // local_sgd with period 1: a lone replica clips on its local path exactly as sync does.
+      auto local = one;
+      local.parallelism.policy = policy_kind::local_sgd;
+      local.parallelism.period = 1;
+      const auto c = plan_and_run(local, data, {});
+      REQUIRE_MESSAGE(c.succeeded(), c.error);
+      CHECK(c.steps == 40);
+      CHECK(max_abs_diff(a.final_weights, c.final_weights) <= 1e-6);
+      // With 2 replicas each clips its own gradient before its local step (as every process
+      // does in PyTorch's local SGD: no gradient is exchanged), and the average of clipped
+      // gradients is not the clipped average: unlike without clipping, this is not sync.
+      local.parallelism.replicas = 2;
+      const auto d = plan_and_run(local, data, {});
+      REQUIRE_MESSAGE(d.succeeded(), d.error);
+      CHECK(d.steps == 40);
+      CHECK(max_abs_diff(a.final_weights, d.final_weights) > 1e-4);
+    }
+  }
 }

@@ -3,7 +3,7 @@
 
 #include "actors/run_job.hpp"
 #include "core/config/job_config.hpp"
-#include "core/data/synthetic.hpp"
+#include "core/data/data_source.hpp"
 
 #include <memory>
 
@@ -27,9 +27,9 @@ inline job_config small_job(int64_t replicas, int64_t steps) {
   return job;
 }
 
+/// The job's synthetic set, its validation rows held out (as `troupe run` loads it).
 inline dataset_ptr small_data(const job_config& job) {
-  return std::make_shared<const dataset>(
-      make_synthetic(job.data.train_samples, job.data.test_samples, job.data.noise, job.seed));
+  return load_dataset(job.data, job.seed);
 }
 
 }  // namespace troupe::test

@@ -57,8 +57,10 @@ check "broken fails with its cause" \
 check "hog is stopped over its memory limit" '"over its memory limit" in jobs["hog-0"]["error"]'
 check "slow is stopped over its time budget" \
   '"over its wall-time budget of 2 s" in jobs["slow-1"]["error"]'
-check "leaderboard ranks the four that succeeded first" \
-  '[e["rank"] for e in b[:4]] == [1, 2, 3, 4] and all(e["rank"] is None for e in b[4:])'
+check "leaderboard ranks the four that succeeded first, by test accuracy (no validation sets)" \
+  '[e["rank"] for e in b["jobs"][:4]] == [1, 2, 3, 4] and all(e["rank"] is None for e in b["jobs"][4:]) and b["ranked_by"] == "test_accuracy"'
+check "jobs that differ only in seed form settings" \
+  'len(b["settings"]) == 5 and s["settings"] == b["settings"] and b["settings"][0]["succeeded"] == 2'
 check "suite status failed" 's["status"] == "failed"'
 for job in plain-0 wide-1; do
   [ -f "$tmp/out/$job/final_weights.pt" ] && [ -f "$tmp/out/$job/metrics.jsonl" ] && pass ||

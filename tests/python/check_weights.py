@@ -1,11 +1,13 @@
 """Checks a troupe run folder from PyTorch's side (tests only; never used by the product).
 
-  check_weights.py RUN_DIR [--evaluate FASHION_MNIST_DIR]
+  check_weights.py RUN_DIR [--member K | --best] [--evaluate FASHION_MNIST_DIR]
 
-Loads final_weights.pt with torch.load, builds the same module tree in Python from the run's
-job.json (nn.Sequential of an OrderedDict with troupe's layer names), loads the weights with
-strict=True (so every name and shape must match PyTorch's state_dict), and with --evaluate
-recomputes the test accuracy on Fashion-MNIST and compares it with summary.json.
+Loads final_weights.pt (member_K.pt, or best_weights.pt with --best) with torch.load, builds the
+same module tree in Python from the run's job.json (nn.Sequential of an OrderedDict with troupe's
+layer names), loads the weights with strict=True (so every name and shape must match PyTorch's
+state_dict), and with --evaluate recomputes the test accuracy on Fashion-MNIST and compares it
+with summary.json; with --best also the best validation figure summary.json reports, on the
+training rows validation_rows.json names.
 Exit 0 when everything matches, 1 with a message otherwise.
 """
 import collections
@@ -52,15 +54,46 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
+def normalized(images):
+    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - 0.2860) / 0.3530
+    return x.unsqueeze(1)
+
+
+def check_best_validation(model, run, folder, summary):
+    """The best evaluation's figure, recomputed on the rows troupe held out."""
+    split = json.load(open(f"{run}/validation_rows.json"))
+    rows = torch.tensor(split["indices"])
+    images = read_idx(f"{folder}/train-images-idx3-ubyte.gz")
+    labels = torch.from_numpy(read_idx(f"{folder}/train-labels-idx1-ubyte.gz").astype(np.int64))
+    if split["training_rows"] != len(labels):
+        sys.exit(f"validation_rows.json splits {split['training_rows']} rows, the file has {len(labels)}")
+    with torch.no_grad():
+        logits = model(normalized(images[rows.numpy()]))
+    figures = {
+        "validation_loss": nn.functional.cross_entropy(logits, labels[rows]).item(),
+        "validation_accuracy": (logits.argmax(1) == labels[rows]).float().mean().item(),
+    }
+    best = summary["best"]
+    mine = figures[best["metric"]]
+    print(f"best {best['metric']} in PyTorch {mine:.6f}, troupe reported {best['value']:.6f}")
+    if abs(mine - best["value"]) > 1e-4:
+        sys.exit("best validation figures differ")
+
+
 def main():
     args = sys.argv[1:]
     run = args.pop(0)
     # --member K checks a stacked ensemble's member_K.pt against that member's figures.
     member = None
+    best = False
     if len(args) >= 2 and args[0] == "--member":
         member = int(args[1])
         args = args[2:]
-    file = "final_weights.pt" if member is None else f"member_{member}.pt"
+    if args and args[0] == "--best":
+        best = True
+        args = args[1:]
+    file = ("best_weights.pt" if best else
+            "final_weights.pt" if member is None else f"member_{member}.pt")
     job = json.load(open(f"{run}/job.json"))
     summary = json.load(open(f"{run}/summary.json"))
     weights = torch.load(f"{run}/{file}")
@@ -75,17 +108,18 @@ def main():
     print(f"{len(weights)} tensors load strictly into the PyTorch module tree")
     if len(args) >= 2 and args[0] == "--evaluate":
         folder = args[1]
-        images = read_idx(f"{folder}/t10k-images-idx3-ubyte.gz").astype(np.float32)
+        images = read_idx(f"{folder}/t10k-images-idx3-ubyte.gz")
         labels = read_idx(f"{folder}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
-        x = (torch.from_numpy(images) / 255.0 - 0.2860) / 0.3530
         with torch.no_grad():
-            predictions = model(x.unsqueeze(1)).argmax(1)
+            predictions = model(normalized(images)).argmax(1)
         accuracy = (predictions == torch.from_numpy(labels)).float().mean().item()
         reported = (summary["test_accuracy"] if member is None
                     else summary["members"][member]["test_accuracy"])
         print(f"accuracy in PyTorch {accuracy:.4f}, troupe reported {reported:.4f}")
         if abs(accuracy - reported) > 1e-3:
             sys.exit("accuracies differ")
+        if best:
+            check_best_validation(model, run, folder, summary)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,38 @@
+// What the suite runner watches while its jobs run, beside their processes: for stop_losers, the
+// validation accuracies each job appends to its metrics.jsonl, read a piece at a time (only what
+// was appended since the last look) and fed to the median rule of core/suite/stop_losers.
+#pragma once
+
+#include "core/suite/stop_losers.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+class loser_watch {
+ public:
+  /// `after`: the suite's stop_losers.after (nullopt: off, and nothing is read); `jobs`: the
+  /// number of jobs, which are named by their index.
+  loser_watch(std::optional<int64_t> after, std::size_t jobs);
+
+  bool enabled() const { return after_.has_value(); }
+  /// Reads what job `index` has appended to its metrics file since the last look.
+  void read(std::size_t index, const std::string& metrics_path);
+  /// A job ended: its last lines are read, and a job that succeeded with K evaluations joins the
+  /// jobs whose K-th accuracies make the median.
+  void finished(std::size_t index, const std::string& metrics_path, bool succeeded);
+  /// For a running job: why it should stop, or nullopt to let it run (the rule is off, it has
+  /// fewer than K evaluations, no job has finished with K, or it is at or above their median).
+  std::optional<std::string> verdict(std::size_t index) const;
+
+ private:
+  std::optional<int64_t> after_;
+  std::vector<validation_history> histories_;
+  std::vector<std::uintmax_t> offsets_;  ///< bytes of each metrics file read so far
+  std::vector<double> finished_;         ///< K-th accuracies of the finished, succeeded jobs
+};
+
+}  // namespace troupe

@@ -1,0 +1,50 @@
+#include "core/suite/stop_losers.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace troupe {
+
+std::optional<double> median(std::vector<double> xs) {
+  if (xs.empty())
+    return std::nullopt;
+  std::sort(xs.begin(), xs.end());
+  const auto mid = xs.size() / 2;
+  return xs.size() % 2 == 1 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
+}
+
+std::optional<std::string> stop_loser_reason(int64_t after, double accuracy,
+                                             const std::vector<double>& finished) {
+  const auto m = median(finished);
+  if (!m || accuracy >= *m)
+    return std::nullopt;
+  return fmt::format(
+      "stopped by stop_losers after {} evaluation{}: validation accuracy {:.6g} < median {:.6g}",
+      after, after == 1 ? "" : "s", accuracy, *m);
+}
+
+void validation_history::feed(std::string_view text) {
+  partial_.append(text.data(), text.size());
+  std::size_t start = 0;
+  for (auto end = partial_.find('\n'); end != std::string::npos; end = partial_.find('\n', start)) {
+    const auto line =
+        nlohmann::json::parse(partial_.begin() + static_cast<std::ptrdiff_t>(start),
+                              partial_.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+    start = end + 1;
+    // The final test evaluation is an eval too, without validation keys: it does not count.
+    if (line.is_object() && line.value("event", std::string()) == "eval" &&
+        line.contains("validation_accuracy") && line["validation_accuracy"].is_number())
+      accuracies_.push_back(line["validation_accuracy"].get<double>());
+  }
+  partial_.erase(0, start);
+}
+
+std::optional<double> validation_history::at(int64_t k) const {
+  if (k < 1 || static_cast<std::size_t>(k) > accuracies_.size())
+    return std::nullopt;
+  return accuracies_[static_cast<std::size_t>(k - 1)];
+}
+
+}  // namespace troupe

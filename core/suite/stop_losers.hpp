@@ -1,0 +1,41 @@
+// stop_losers: the median-stopping rule (as Ray Tune's MedianStoppingRule and Vizier use it) for
+// a suite. A running job whose validation accuracy at its K-th evaluation is below the median of
+// the K-th validation accuracies of the jobs that already finished and succeeded cannot be
+// expected to catch the leaders, and its threads are better spent on the queued jobs. The rule
+// is pure; the suite runner feeds it what it reads from the jobs' metrics.jsonl as they grow.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+/// The median (the mean of the middle two for an even count); nullopt for none.
+std::optional<double> median(std::vector<double> xs);
+
+/// Why the job should stop ("stopped by stop_losers after 3 evaluations: validation accuracy
+/// 0.61 < median 0.74"), or nullopt to let it run: with no finished job to compare against, or
+/// at or above their median. `accuracy` is the job's K-th validation accuracy, `finished` the
+/// K-th ones of the finished and succeeded jobs (those with fewer than K evaluations left out).
+std::optional<std::string> stop_loser_reason(int64_t after, double accuracy,
+                                             const std::vector<double>& finished);
+
+/// The validation accuracies of one job's evaluations, in order, from its metrics.jsonl read a
+/// piece at a time as it grows: a line is parsed only once its newline has arrived (the writer
+/// may be half way through it), and lines that are no validation evaluation are skipped.
+class validation_history {
+ public:
+  void feed(std::string_view text);
+  const std::vector<double>& accuracies() const { return accuracies_; }
+  /// The K-th (1-based) accuracy, if there have been that many evaluations.
+  std::optional<double> at(int64_t k) const;
+
+ private:
+  std::string partial_;  ///< the start of a line whose newline has not arrived
+  std::vector<double> accuracies_;
+};
+
+}  // namespace troupe
