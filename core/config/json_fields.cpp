@@ -12,6 +12,8 @@ namespace {
 
 constexpr int64_t int64_max = std::numeric_limits<int64_t>::max();
 constexpr std::size_t size_max = std::numeric_limits<std::size_t>::max();
+// How much of a value or key a message repeats.
+constexpr std::size_t max_echo = 120;
 
 // Bounds are round numbers; the default stream format keeps them short (0, 1, 1e-08).
 std::string format_number(double x) {
@@ -72,7 +74,15 @@ std::string array_text(std::size_t min_size, std::size_t max_size, const std::st
 }  // namespace
 
 std::string render_value(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // A 50 MB value must not become a 50 MB message: its start says what it was.
+  if (text.size() > max_echo)
+    text = text.substr(0, max_echo) + "... (" + std::to_string(text.size()) + " characters)";
+  return text;
+}
+
+std::string shown_key(const std::string& key) {
+  return key.size() <= max_echo ? key : render_value(key);
 }
 
 bool reported_at(const std::vector<std::string>& problems, const std::string& path) {
@@ -350,7 +360,7 @@ void object_reader::finish(const std::vector<std::string>& known) {
     list += (list.empty() ? "" : ", ") + k;
   for (const auto& item : object_.items())
     if (seen_.count(item.key()) == 0)
-      problem(item.key(), "unknown key (known: " + list + ")");
+      problem(shown_key(item.key()), "unknown key (known: " + list + ")");
 }
 
 }  // namespace troupe

@@ -87,9 +87,13 @@ class object_reader {
   std::set<std::string> seen_;
 };
 
-/// Compact JSON of a value, as shown after "got". Never throws (invalid UTF-8 in a --set
-/// string is replaced), so reporting one problem cannot raise another.
+/// Compact JSON of a value, as shown after "got", cut after 120 characters (saying how long it
+/// was). Never throws (invalid UTF-8 in a --set string is replaced), so reporting one problem
+/// cannot raise another.
 std::string render_value(const nlohmann::json& value);
+
+/// A key as a message shows it: itself, or when it is very long its cut rendering.
+std::string shown_key(const std::string& key);
 
 /// Whether `problems` has one at `path`, inside it, or at an object that contains it. A check
 /// across sections skips fields already reported: it would compare against a default.

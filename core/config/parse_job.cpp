@@ -402,42 +402,4 @@ job_config parse_job(const nlohmann::json& json) {
   return job;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  // A folder opens fine as a stream and then reads as nothing: say what it is instead.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw job_error({path + ": cannot open: " + std::strerror(EISDIR)});
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw job_error({path + ": cannot open: " + std::strerror(errno)});
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Turn nlohmann's byte offset into line:column, which editors understand.
-    std::size_t line = 1, column = 1;
-    const std::size_t end = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    for (std::size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string what = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
-    if (auto colon = what.find(": "); colon != std::string::npos)
-      what = what.substr(colon + 2);
-    throw job_error({path + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                     ": invalid JSON: " + what});
-  }
-  if (!json.is_object())
-    throw job_error({path + ": the job must be a JSON object, got " + json.type_name()});
-  return json;
-}
-
 }  // namespace troupe

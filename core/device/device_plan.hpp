@@ -14,7 +14,8 @@ namespace troupe {
 struct device_inventory {
   /// Built against a CUDA LibTorch, with NCCL (CMake option TROUPE_CUDA).
   bool cuda_built = false;
-  int cuda_devices = 0;  ///< GPUs visible to this process
+  int cuda_devices = 0;     ///< GPUs visible to this process
+  double memory_bytes = 0;  ///< physical memory of the machine; 0 when unknown (no check)
 };
 
 /// This process's inventory: the build, and the GPUs LibTorch sees (CUDA_VISIBLE_DEVICES applies).

@@ -90,6 +90,27 @@ std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model) 
   return rows;
 }
 
+double parameters_of(const model_config& config, int64_t classes) {
+  double total = 0;
+  double features = static_cast<double>(image_side * image_side);
+  if (config.kind == model_kind::cnn) {
+    double channels = 1;
+    int64_t side = image_side;
+    const auto k = static_cast<double>(config.kernel_size);
+    for (int64_t out : config.channels) {
+      total += (channels * k * k + 1) * static_cast<double>(out);  // weight and bias
+      channels = static_cast<double>(out);
+      side /= 2;
+    }
+    features = channels * static_cast<double>(side * side);
+  }
+  for (int64_t width : config.hidden) {
+    total += (features + 1) * static_cast<double>(width);
+    features = static_cast<double>(width);
+  }
+  return total + (features + 1) * static_cast<double>(classes);
+}
+
 int64_t count_parameters(const torch::nn::Sequential& model) {
   int64_t total = 0;
   for (const auto& p : model->parameters())

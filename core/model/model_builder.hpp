@@ -30,4 +30,9 @@ struct layer_summary {
 std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model);
 int64_t count_parameters(const torch::nn::Sequential& model);
 
+/// The parameters build_model(config, classes) would hold, counted without building it (in a
+/// double: a hostile job may ask for more than an int64 holds), so that a job asking for more
+/// weights than a machine can hold is refused before anything is allocated.
+double parameters_of(const model_config& config, int64_t classes);
+
 }  // namespace troupe

@@ -9,6 +9,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <fmt/format.h>
+
 #include <thread>
 
 namespace troupe {
@@ -93,6 +95,26 @@ void plan_steps(run_plan& p) {
         shard_of(job.training.batch_size, job.parallelism.replicas, r).size());
 }
 
+// Weights, gradients and optimizer state of every model copy the run holds must fit in the
+// machine's memory; checked from the parameter count, before any model is built.
+void check_model_fits(const job_config& job, int64_t classes, const device_inventory& inventory) {
+  const double parameters = parameters_of(job.model, classes);
+  const auto& o = job.optimizer;
+  const double states =
+      o.kind == optimizer_kind::adam ? 2 : (o.momentum > 0 ? 1 : 0);  // Adam: two moments
+  const double copies = job.ensemble.enabled() ? static_cast<double>(job.ensemble.members)
+                                               : static_cast<double>(job.parallelism.replicas);
+  // Each copy: weights, gradients, optimizer state; plus the initial weights all start from.
+  const double bytes = parameters * 4 * (copies * (2 + states) + 1);
+  if (inventory.memory_bytes <= 0 || bytes <= inventory.memory_bytes)
+    return;
+  constexpr double gib = 1 << 30;
+  throw job_error({fmt::format(
+      "/model: {:.0f} parameters: their weights, gradients and optimizer state for {:.0f} model "
+      "copies need {:.1f} GiB, more than this machine's {:.1f} GiB",
+      parameters, copies, bytes / gib, inventory.memory_bytes / gib)});
+}
+
 }  // namespace
 
 const char* to_string(run_mode x) {
@@ -137,6 +159,7 @@ int64_t run_plan::eval_shards() const {
 
 run_plan make_run_plan(const job_config& job, const data_facts& data,
                        const device_inventory& inventory) {
+  check_model_fits(job, data.classes, inventory);
   run_plan p;
   p.job = job;
   p.data = data;

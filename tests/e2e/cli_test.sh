@@ -62,6 +62,13 @@ expect 2 "/optimizer/momentun" -- "$troupe" validate "$tmp/bad.json"
 expect 2 "/parallelism/replicas" -- "$troupe" validate "$tmp/bad.json"
 expect 2 "/training" -- "$troupe" run "$tmp/bad.json" --out "$tmp/never"
 [ ! -e "$tmp/never" ] && pass || fail "a rejected job created its output folder"
+echo '{"optimizer": {"lr": 1e400}}' >"$tmp/huge_number.json"
+expect 2 "huge_number.json: invalid JSON: number overflow parsing '1e400'" -- "$troupe" validate \
+  "$tmp/huge_number.json"
+echo '{"name": "a", "training": {"steps": 5, "steps": 6}}' >"$tmp/twice.json"
+expect 2 "/training/steps: given twice" -- "$troupe" run "$tmp/twice.json" --out "$tmp/never2"
+echo '{"model": {"hidden": [65536, 65536, 65536]}}' >"$tmp/huge_model.json"
+expect 2 "/model: 8642166794 parameters" -- "$troupe" validate "$tmp/huge_model.json"
 printf '{"name": "x",\n  "seed": 1,,\n}' >"$tmp/syntax.json"
 expect 2 "syntax.json:2:" -- "$troupe" validate "$tmp/syntax.json"
 expect 2 "/parallelism/replicas" -- "$troupe" validate "$root/configs/synthetic_smoke.json" \

@@ -1,0 +1,103 @@
+// What a job file can throw at troupe before it is even a job: keys given twice, numbers beyond
+// a double, values and keys megabytes long, and models too large for the machine. Each is
+// refused with its place named, never a crash, a hang or an allocation of what was asked.
+#include "core/config/json_fields.hpp"
+#include "core/config/parse_job.hpp"
+#include "core/errors.hpp"
+#include "core/model/model_builder.hpp"
+#include "core/run/run_plan.hpp"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace troupe;
+
+namespace {
+
+// The one problem reading `text` as a job file gives.
+std::string problem_of(const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("troupe-job-file-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << text;
+  std::string problem;
+  try {
+    read_json_file(path.string());
+  } catch (const job_error& e) {
+    REQUIRE(e.problems().size() == 1);
+    problem = e.problems().front();
+  }
+  std::filesystem::remove(path);
+  const auto colon = problem.find(": ");
+  return colon == std::string::npos ? problem : problem.substr(colon + 2);  // without the file
+}
+
+}  // namespace
+
+TEST_SUITE("job_file") {
+  TEST_CASE("a key given twice is refused, naming its path") {
+    CHECK(problem_of(R"({"name": "a", "name": "b"})").rfind("/name: given twice", 0) == 0);
+    CHECK(problem_of(R"({"training": {"steps": 5, "steps": 6}})")
+              .rfind("/training/steps: given twice", 0) == 0);
+    CHECK(problem_of(R"({"parallelism": {"phases": [{"policy": "sync", "steps": 2},
+                        {"policy": "sync", "policy": "local_sgd"}]}})")
+              .rfind("/parallelism/phases/1/policy: given twice", 0) == 0);
+    // The same key in different objects is fine.
+    CHECK(problem_of(R"({"model": {"type": "mlp"}, "data": {"type": "synthetic"}})").empty());
+  }
+
+  TEST_CASE("a number beyond a double is a JSON error, not a crash") {
+    CHECK(problem_of(R"({"optimizer": {"lr": 1e400}})") ==
+          "invalid JSON: number overflow parsing '1e400'");
+  }
+
+  TEST_CASE("a long value or key is cut short in messages") {
+    const std::string huge(1 << 20, 'x');
+    std::vector<std::string> problems;
+    try {
+      parse_job({{"name", huge}, {huge, 1}});
+    } catch (const job_error& e) {
+      problems = e.problems();
+    }
+    REQUIRE(problems.size() == 2);
+    for (const auto& p : problems) {
+      CAPTURE(p.substr(0, 200));
+      CHECK(p.size() < 600);
+      CHECK(p.find("(1048578 characters)") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("parameters are counted without building the model") {
+    model_config mlp;
+    mlp.hidden = {256, 128};
+    CHECK(parameters_of(mlp, 10) == count_parameters(build_model(mlp, 10)));
+    model_config cnn;
+    cnn.kind = model_kind::cnn;
+    cnn.channels = {4, 8, 16};
+    cnn.hidden = {32};
+    cnn.kernel_size = 3;
+    CHECK(parameters_of(cnn, 10) == count_parameters(build_model(cnn, 10)));
+    model_config none;
+    none.hidden = {};
+    CHECK(parameters_of(none, 10) == 785 * 10);
+  }
+
+  TEST_CASE("a model too large for the machine is refused before it is built") {
+    job_config job;
+    job.data.kind = data_kind::synthetic;
+    job.model.hidden = {65536, 65536, 65536};
+    device_inventory small;
+    small.memory_bytes = 8.0 * (1 << 30);
+    try {
+      make_run_plan(job, describe_data(job.data), small);
+      FAIL("a 96 GiB model was planned on 8 GiB");
+    } catch (const job_error& e) {
+      CHECK(e.problems().front() ==
+            "/model: 8642166794 parameters: their weights, gradients and optimizer state for 1 "
+            "model copies need 96.6 GiB, more than this machine's 8.0 GiB");
+    }
+    small.memory_bytes = 0;  // unknown: no check (and nothing is built here: the test stops)
+  }
+}
