@@ -14,8 +14,7 @@ namespace troupe {
 namespace {
 
 void run(driver_pointer self, const act::compute& a) {
-  for (auto rank : a.ranks)
-    tell(self, self->state.roster->at(rank), compute_atom_v, a.step);
+  release_steps(self, a);
 }
 
 // Takes the held tensors of `from`, in that order (the order fixes the float sums).
@@ -49,7 +48,7 @@ void run(driver_pointer self, const act::combine& a) {
 }
 
 // Records the step, then (in this order, as metrics.jsonl shows it) the policy that follows it,
-// the progress, and a stop request taking effect.
+// the progress, and what follows a step: releases, checkpoints, a stop request taking effect.
 void run(driver_pointer self, const act::complete& a) {
   auto& st = self->state;
   auto progress = st.tracker->on_step_complete(a.step, a.parts, st.reduce_s);
@@ -58,8 +57,8 @@ void run(driver_pointer self, const act::complete& a) {
     st.tracker->record(records::phase{a.step + 1, to_string(*a.switches_to), 0});
   if (st.options.run.on_progress)
     st.options.run.on_progress(progress);
-  if (auto stop = stop_reason(st.options.run, st.plan->rules, a.step); !stop.empty())
-    finish(self, stop);
+  watch_completed(self, a.step);
+  after_step_complete(self, a.step);
 }
 
 void run(driver_pointer self, const act::evaluate& a) {
@@ -86,6 +85,8 @@ void run(driver_pointer self, const act::apply_push& a) {
 
 void run(driver_pointer self, const act::hand_out& a) {
   auto& st = self->state;
+  if (st.stop_at)
+    return;  // stopping: the checkpoint's state is taken, no worker starts another step
   self->send(st.server, hand_out_atom_v, st.roster->at(a.rank), a.version, a.step);
 }
 

@@ -32,6 +32,7 @@ void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
   if (st.finished)
     return;
   st.finished = true;
+  close_checkpoints(self);
   auto report = end_run(*st.tracker, *st.plan, error, std::move(weights));
   if (error.empty())
     add_kept(st, report);

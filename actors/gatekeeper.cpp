@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 
 #include <chrono>
 
@@ -13,6 +14,7 @@ struct gatekeeper_state {
   gatekeeper_options options;
   caf::response_promise waiting;
   bool closed = false;  ///< the roster went to the session (or the wait timed out)
+  std::string failure;  ///< a node could not take the job: the run cannot start
   static inline const char* name = "gatekeeper";
 };
 
@@ -24,13 +26,28 @@ caf::timespan seconds(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
 }
 
-void close_when_complete(gatekeeper_actor* self) {
+// Tells the waiting session, once: "" when every node is in and ready, else why not.
+void answer(gatekeeper_actor* self, const std::string& why) {
   auto& st = self->state;
-  if (st.closed || !st.waiting.pending() ||
-      st.options.roster->size() < static_cast<std::size_t>(st.options.terms.wanted))
+  if (st.closed || !st.waiting.pending())
     return;
   st.closed = true;
-  st.waiting.deliver(std::string());
+  st.waiting.deliver(why);
+}
+
+void close_when_complete(gatekeeper_actor* self) {
+  auto& st = self->state;
+  const auto& roster = *st.options.roster;
+  if (!st.failure.empty()) {
+    answer(self, st.failure);
+    return;
+  }
+  if (roster.size() < static_cast<std::size_t>(st.options.terms.wanted))
+    return;
+  for (const auto& n : roster)
+    if (!n.ready)
+      return;
+  answer(self, "");
 }
 
 // Until the run starts, a node that leaves frees its place; from then on the driver watches.
@@ -50,11 +67,12 @@ void forget_departed(gatekeeper_actor* self, const caf::down_msg& msg) {
     }
 }
 
-join_reply on_join(gatekeeper_actor* self, join_request& req) {
+join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_actor_ptr& sender,
+                 const std::string& certificate_name) {
   auto& st = self->state;
   auto& o = st.options;
-  const auto& sender = self->current_sender();
-  auto refusal = join_refusal({req.version, req.token, req.name, req.threads}, o.terms);
+  auto refusal =
+      join_refusal({req.version, req.token, req.name, req.threads, certificate_name}, o.terms);
   if (refusal.empty() && st.closed)
     refusal = "node \"" + req.name + "\": the run has started";
   if (refusal.empty() && (!sender || !req.agent || req.agent->node() != sender->node()))
@@ -69,8 +87,45 @@ join_reply on_join(gatekeeper_actor* self, join_request& req) {
   o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port});
   o.log(fmt::format("node {} joined ({} threads; {} of {})", req.name, req.threads,
                     o.roster->size(), o.terms.wanted));
-  close_when_complete(self);
   return {"", o.job_json};
+}
+
+// With TLS the join waits for the middleman to say which connection the sender's node came
+// through, to check the name on that connection's certificate.
+caf::typed_response_promise<join_reply> on_join(gatekeeper_actor* self, join_request& req) {
+  const auto sender = self->current_sender();
+  auto promise = self->make_response_promise<join_reply>();
+  const auto& o = self->state.options;
+  if (!o.names || !sender) {
+    promise.deliver(admit(self, req, sender, ""));
+    return promise;
+  }
+  with_peer_name(self, o.middleman, *o.names, sender->node(),
+                 [self, req, sender, promise](const std::string& name) mutable {
+                   promise.deliver(admit(self, req, sender, name));
+                 });
+  return promise;
+}
+
+// A node that joined took the job ("") or could not (why): the run cannot start without it,
+// and waiting for the join timeout would only hide the reason.
+caf::result<caf::ok_atom> on_ready(gatekeeper_actor* self, const std::string& failure) {
+  auto& st = self->state;
+  const auto& sender = self->current_sender();
+  for (auto& n : *st.options.roster) {
+    if (!sender || n.agent.node() != sender->node())
+      continue;
+    if (failure.empty()) {
+      n.ready = true;
+    } else {
+      st.options.log("node " + n.name + " cannot take the job: " + failure);
+      if (st.failure.empty())
+        st.failure = "node " + n.name + " cannot take the job: " + failure;
+    }
+    close_when_complete(self);
+    return caf::ok_atom_v;
+  }
+  return caf::make_error(caf::sec::invalid_argument);
 }
 
 caf::response_promise on_wait(gatekeeper_actor* self) {
@@ -92,16 +147,30 @@ caf::behavior gatekeeper(gatekeeper_actor* self, gatekeeper_options options) {
   self->state.options = std::move(options);
   self->set_down_handler([self](caf::down_msg& msg) { forget_departed(self, msg); });
   return {
-      [self](caf::join_atom, join_request& req) -> join_reply { return on_join(self, req); },
+      [self](caf::join_atom, join_request& req) { return on_join(self, req); },
+      [self](caf::join_atom, const std::string& failure) { return on_ready(self, failure); },
       [self](caf::get_atom) { return on_wait(self); },
+      // From the session: no more joins (it gave up waiting, e.g. on Ctrl-C), so that it can
+      // read the roster.
+      [self](caf::close_atom) -> caf::result<caf::ok_atom> {
+        const auto& sender = self->current_sender();
+        if (!sender || sender->node() != self->node())
+          return caf::make_error(caf::sec::invalid_argument);
+        self->state.closed = true;
+        return caf::ok_atom_v;
+      },
       [self](caf::timeout_atom) {
         auto& st = self->state;
         if (st.closed || self->current_sender() != self->ctrl())
           return;
         st.closed = true;
-        st.waiting.deliver(fmt::format("{} of {} node(s) joined within {} s (joined: {})",
-                                       st.options.roster->size(), st.options.terms.wanted,
-                                       st.options.join_timeout_s, names_of(*st.options.roster)));
+        std::string loading;
+        for (const auto& n : *st.options.roster)
+          loading += n.ready ? "" : (loading.empty() ? "" : ", ") + n.name;
+        st.waiting.deliver(fmt::format(
+            "{} of {} node(s) joined within {} s (joined: {}){}", st.options.roster->size(),
+            st.options.terms.wanted, st.options.join_timeout_s, names_of(*st.options.roster),
+            loading.empty() ? "" : "; still loading their data: " + loading));
       },
   };
 }

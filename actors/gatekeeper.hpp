@@ -1,12 +1,18 @@
 // The coordinator's gatekeeper, the only actor it publishes: it answers joins (token, version,
-// name, core/cluster/join_check) with the job, keeps the roster of nodes that joined, and tells
-// the session once every node is in, or why they never will be (the join timeout).
+// name, with TLS the name on the joining connection's certificate; core/cluster/join_check)
+// with the job, keeps the roster of nodes that joined, and tells the session once every node is
+// in and has taken the job, or why that will never be (the join timeout, a node that cannot
+// load its data).
 //
 //   node -> gatekeeper     (join_atom, join_request) -> join_reply
+//   node -> gatekeeper     (join_atom, failure) -> ok: the node took the job and is ready ("")
+//                          or could not (why, e.g. its data files are bad)
 //   session -> gatekeeper  (get_atom) -> answered, as an ordinary message, with "" once the
 //                          roster is complete, or the reason it never will be
+//   session -> gatekeeper  (close_atom) -> ok: no more joins; the roster stays as it is
 #pragma once
 
+#include "actors/guarded_links.hpp"
 #include "actors/trusted_nodes.hpp"
 #include "core/cluster/join_check.hpp"
 
@@ -16,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +33,7 @@ struct joined_node {
   caf::actor agent;
   std::string peer_host;
   uint16_t peer_port = 0;
+  bool ready = false;  ///< it has loaded its data and can start replicas
 };
 
 using node_roster = std::shared_ptr<std::vector<joined_node>>;
@@ -38,6 +46,9 @@ struct gatekeeper_options {
   std::function<void(const std::string&)> log;
   /// Shared with the session, which reads it only after the gatekeeper said it is complete.
   node_roster roster;
+  /// With TLS: where to learn which certificate a joining node's connection presented.
+  std::optional<peer_names> names;
+  caf::io::middleman_actor middleman;
 };
 
 caf::actor spawn_gatekeeper(caf::actor_system& system, gatekeeper_options options);

@@ -64,6 +64,16 @@ parameter_server_actor::behavior_type parameter_server(self_pointer self, contex
       },
       [self](evaluate_atom, int64_t step) { evaluate(self, step); },
       [self](weights_atom) -> at::Tensor { return engine_of(self->state).weights().clone(); },
+      [self](checkpoint_atom, int64_t step) {
+        // Asked right after the push that completed `step` was applied (the driver's messages
+        // arrive in order): the state is that step's.
+        auto& engine = engine_of(self->state);
+        self->send(self->state.driver, checkpoint_atom_v, step, int64_t{0},
+                   engine.weights().clone(), engine.optimizer_state());
+      },
+      [self](restore_atom, int64_t, const at::Tensor& weights, const std::string& optimizer) {
+        engine_of(self->state).restore(weights, optimizer);
+      },
   };
 }
 

@@ -2,6 +2,7 @@
 
 #include "actors/ring_exchange.hpp"
 #include "actors/worker_faults.hpp"
+#include "core/policy/step_pace.hpp"
 #include "core/train/replica_engine.hpp"
 #include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
@@ -32,6 +33,8 @@ struct replica_worker_state {
   int64_t samples = 0;             ///< of the step in flight
   /// Sync with a ring meeting: this replica's side of the ring all-reduce.
   std::optional<ring_exchange<replica_worker_actor>> ring;
+  /// Which steps the driver released, which one runs, and which go into a checkpoint.
+  step_pace pace;
   static inline const char* name = "replica_worker";
 };
 
@@ -75,12 +78,15 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
     if (st.rank == 0 && st.plan->snapshots())
       self->send(st.driver, snapshot_atom_v, outcome.step, int64_t{0}, cpu_copy(*st.engine));
   }
+  if (st.pace.finish(outcome.step))
+    self->send(st.driver, checkpoint_atom_v, outcome.step, st.rank, cpu_copy(*st.engine),
+               st.engine->optimizer_state());
   if (outcome.last)
     self->send(st.driver, weights_atom_v, st.rank, cpu_copy(*st.engine));
   else
     // Through the mailbox rather than a direct call, so that an exit request (another worker
-    // failed) is seen between two steps.
-    self->send(self, compute_atom_v, outcome.step + 1);
+    // failed) or a checkpoint announcement is seen between two steps.
+    self->send(self, advance_atom_v);
 }
 
 // The replica's gradient now holds the sum over all replicas (or is its own, alone): apply it,
@@ -191,6 +197,22 @@ void on_params(self_pointer self, int64_t version, int64_t step, const at::Tenso
   compute_step(self, step);
 }
 
+// Starts the next step when the driver has released it and none is running.
+void advance(self_pointer self) {
+  auto& st = self->state;
+  if (st.pace.may_start())
+    compute_step(self, st.pace.begin());
+}
+
+// A checkpoint's state for this rank: the run resumes after `step`.
+void restore(self_pointer self, int64_t step, const at::Tensor& weights,
+             const std::string& optimizer) {
+  auto& st = self->state;
+  ensure_engine(st);
+  st.engine->restore(weights, optimizer);
+  st.pace.start_at(step + 1);
+}
+
 void join_nccl(replica_worker_state& st, const std::string& nccl_id) {
   ensure_engine(st);
   st.device->join_nccl(nccl_id, static_cast<int>(st.rank),
@@ -213,8 +235,21 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
   // Every handler first drops messages from nodes that never joined (trusted_nodes.hpp).
   return {
       [self, trusted](compute_atom, int64_t step) {
+        if (!sender_trusted(self, trusted))
+          return;
+        self->state.pace.release(step);
+        advance(self);
+      },
+      [self](advance_atom) { advance(self); },
+      [self, trusted](checkpoint_atom, int64_t step) {
+        if (sender_trusted(self, trusted) && !self->state.pace.announce_checkpoint(step))
+          self->quit(protocol_violation("a checkpoint announced after step " +
+                                        std::to_string(step) + ", which this worker passed"));
+      },
+      [self, trusted](restore_atom, int64_t step, const at::Tensor& weights,
+                      const std::string& optimizer) {
         if (sender_trusted(self, trusted))
-          compute_step(self, step);
+          restore(self, step, weights, optimizer);
       },
       [self, trusted](link_atom, const caf::actor& successor) {
         if (sender_trusted(self, trusted))

@@ -1,9 +1,11 @@
 #include "actors/run_cluster.hpp"
 
 #include "actors/gatekeeper.hpp"
+#include "actors/guarded_links.hpp"
 #include "actors/run_driver.hpp"
 #include "actors/run_job.hpp"
 #include "actors/system_config.hpp"
+#include "core/cluster/link_limits.hpp"
 #include "core/config/parse_job.hpp"
 
 #include <ATen/Parallel.h>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <set>
 
 namespace troupe {
@@ -67,7 +70,7 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
     const auto& b = nodes[static_cast<std::size_t>(to)];
     if (b.peer_port == 0)
       return "node " + b.name + " takes no peer connections";
-    if (auto err = ask(self, a.agent, 30s, caf::connect_atom_v, b.peer_host, b.peer_port);
+    if (auto err = ask(self, a.agent, 30s, caf::connect_atom_v, b.peer_host, b.peer_port, b.name);
         !err.empty())
       return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
                          b.peer_host, b.peer_port, err);
@@ -90,24 +93,41 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
 
 // Nodes exit when told the run is over. Waiting for their answers (all at once, for at most a
 // few seconds) makes sure the word got out before this process and its connections go away. A
-// node already lost counts as answered: monitoring its agent reports it down at once.
-void tell_nodes_done(caf::actor_system& system, const std::vector<joined_node>& nodes,
-                     run_status status) {
+// node already lost counts as answered: monitoring its agent reports it down at once. Returns
+// the names of the nodes told.
+std::vector<std::string> tell_nodes_done(caf::actor_system& system,
+                                         const std::vector<joined_node>& nodes, run_status status) {
   caf::scoped_actor self{system};
+  std::vector<std::string> told;
   for (const auto& n : nodes) {
     self->monitor(n.agent);
     // Answered with ok, as an ordinary message.
     self->send(n.agent, done_atom_v, std::string(to_string(status)));
+    told.push_back(n.name);
   }
   const auto deadline = std::chrono::steady_clock::now() + 3s;
   for (std::size_t answered = 0; answered < nodes.size();) {
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= left.zero())
-      return;
+      break;
     self->receive([&](caf::ok_atom) { ++answered; }, [&](caf::error&) { ++answered; },
                   [&](caf::down_msg&) { ++answered; },
                   caf::after(std::chrono::duration_cast<caf::timespan>(left)) >> [] {});
   }
+  return told;
+}
+
+// Every connection of the run: TLS when asked, frames no larger than the run's largest message,
+// peers silent for node_timeout_s cut off.
+link_options coordinator_links(const run_plan& plan, const cluster_options& cluster,
+                               std::size_t job_json_bytes, const log_function& log) {
+  link_options o;
+  o.tls = cluster.tls;
+  o.limits.max_message_bytes =
+      largest_message_bytes(plan.model.parameters, plan.job.cluster.bucket_mb, job_json_bytes);
+  o.limits.idle_timeout_s = plan.job.cluster.node_timeout_s;
+  o.log = log;
+  return o;
 }
 
 run_report failed_report(const run_plan& plan, const std::string& error) {
@@ -133,6 +153,24 @@ run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, datas
   return await_report(system, spawn_run_driver(system, std::move(d)));
 }
 
+gatekeeper_options gate_options(const run_plan& plan, const cluster_options& cluster,
+                                const guarded_links& links, const std::string& job_json,
+                                std::shared_ptr<trusted_nodes> trusted, node_roster roster,
+                                const log_function& log) {
+  const auto& job = plan.job;
+  gatekeeper_options o{{TROUPE_VERSION, cluster.token, {}, job.cluster.nodes, links.tls()},
+                       job_json,
+                       job.cluster.join_timeout_s,
+                       std::move(trusted),
+                       log,
+                       std::move(roster),
+                       {},
+                       links.middleman()};
+  if (links.tls())
+    o.names = links.names();
+  return o;
+}
+
 }  // namespace
 
 run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options& options) {
@@ -140,28 +178,34 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   const auto& job = plan.job;
   const auto& cluster = *options.cluster;
   const log_function log = cluster.log ? cluster.log : [](const std::string&) {};
+  const auto job_json = to_json(job).dump();
+  caf::actor_system_config cfg;
+  caf::actor_system system{configure_networked(cfg)};
+  std::optional<guarded_links> links;  // after `system`: it must go first
+  try {
+    links.emplace(system, coordinator_links(plan, cluster, job_json.size(), log));
+  } catch (const std::exception& e) {
+    return failed_report(plan, std::string("cannot set up TLS: ") + e.what());
+  }
   auto trusted = std::make_shared<trusted_nodes>();
   auto roster = std::make_shared<std::vector<joined_node>>();
-  caf::actor_system_config cfg;
-  caf::actor_system system{configure_networked(cfg, job.cluster.node_timeout_s)};
-  auto gate = spawn_gatekeeper(system, {{TROUPE_VERSION, cluster.token, {}, job.cluster.nodes},
-                                        to_json(job).dump(),
-                                        job.cluster.join_timeout_s,
-                                        trusted,
-                                        log,
-                                        roster});
+  auto gate =
+      spawn_gatekeeper(system, gate_options(plan, cluster, *links, job_json, trusted, roster, log));
   const auto where = cluster.listen.host + ":" + std::to_string(cluster.listen.port);
-  auto port = system.middleman().publish(gate, cluster.listen.port, cluster.listen.host.c_str());
+  auto port = links->publish(gate, cluster.listen.port, cluster.listen.host);
   if (!port) {
     caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
     return failed_report(plan, "cannot listen on " + where + ": " + system.render(port.error()));
   }
-  log(fmt::format("listening on {}:{}, waiting for {} node(s) for up to {} s", cluster.listen.host,
-                  *port, job.cluster.nodes, job.cluster.join_timeout_s));
+  log(fmt::format("listening on {}:{}{}, waiting for {} node(s) for up to {} s",
+                  cluster.listen.host, *port, links->tls() ? " (TLS)" : "", job.cluster.nodes,
+                  job.cluster.join_timeout_s));
   if (cluster.on_listening)
     cluster.on_listening(*port);
   caf::scoped_actor self{system};
   auto error = await_nodes(self, gate, options.stop_requested);
+  if (!error.empty())  // no more joins: the roster is read below
+    ask(self, gate, 5s, caf::close_atom_v);
   // Placement by name, not by who came first: the same nodes give the same ranks every time.
   std::sort(roster->begin(), roster->end(),
             [](const joined_node& a, const joined_node& b) { return a.name < b.name; });
@@ -174,8 +218,10 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   auto report = error.empty() ? train_on_nodes(system, plan, std::move(data), options, trusted,
                                                *roster, node_of)
                               : failed_report(plan, error);
-  tell_nodes_done(system, *roster, report.status);
-  system.middleman().unpublish(gate, *port);
+  const auto told = tell_nodes_done(system, *roster, report.status);
+  if (cluster.on_ended)
+    cluster.on_ended(told);
+  links->unpublish(gate, *port);
   self->send_exit(gate, caf::exit_reason::user_shutdown);
   return report;
 }

@@ -4,6 +4,7 @@
 #include "actors/replica_worker.hpp"
 #include "actors/run_driver_state.hpp"
 #include "actors/stage_worker.hpp"
+#include "core/checkpoint/run_checkpoint.hpp"
 #include "core/run/make_strategy.hpp"
 #include "core/run/run_ending.hpp"
 #include "gpu/worker_device.hpp"
@@ -65,6 +66,8 @@ void begin(driver_pointer self) {
     self->monitor(st.server);
   }
   st.tracker->start();
+  begin_checkpoints(self);
+  begin_watch(self);
   execute(self, st.strategy->start());
 }
 
@@ -117,8 +120,10 @@ bool accept(driver_pointer self, int64_t rank, int64_t step, const char* what) {
   if (!accept(self, rank, what))
     return false;
   const auto steps = self->state.plan->worker_steps();
-  if (step >= 0 && step < steps)
+  if (step >= 0 && step < steps) {
+    watch_heard(self, rank, step);
     return true;
+  }
   fail_protocol(self, std::string(what) + " of step " + std::to_string(step) + " from worker " +
                           std::to_string(rank) + ", a worker runs at most " +
                           std::to_string(steps) + " steps");
@@ -149,6 +154,7 @@ void on_eval_report(driver_pointer self, const eval_report& e) {
     st.keeper->on_evaluation(e.step, loss, accuracy);
     maybe_stop_early(self);
   }
+  after_evaluation(self, e.step);
   execute(self, st.strategy->on_evaluated(e.step));
   maybe_succeed(self);
 }
@@ -209,8 +215,19 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
         take_final_weights(self, rank, weights);
       },
       [self](snapshot_atom, int64_t step, int64_t part, const at::Tensor& weights) {
+        if (!sender_trusted(self, self->state.options.context->trusted.get()))
+          return;
+        take_snapshot(self, step, part, weights);
+        after_evaluation(self, step);
+      },
+      [self](checkpoint_atom, int64_t step, int64_t part, const at::Tensor& weights,
+             const std::string& optimizer) {
         if (sender_trusted(self, self->state.options.context->trusted.get()))
-          take_snapshot(self, step, part, weights);
+          take_checkpoint_part(self, step, part, weights, optimizer);
+      },
+      [self](watch_atom) {
+        if (self->current_sender() == self->ctrl())
+          check_progress(self);
       },
   };
 }
@@ -220,7 +237,8 @@ run_driver_actor::behavior_type run_driver(driver_pointer self, driver_options o
   st.options = std::move(options);
   st.plan = st.options.context->plan.get();
   const auto& plan = *st.plan;
-  st.strategy = make_strategy(plan);
+  const auto& resume = st.options.run.resume_from;
+  st.strategy = make_strategy(plan, resume ? resume->step + 1 : 0);
   st.roster.emplace(plan.workers, plan.job.parallelism.stages, st.options.worker_places);
   st.tracker.emplace(plan.workers, plan.rules, st.options.run.metrics, tracking_of(plan));
   if (plan.mode == run_mode::pipeline)

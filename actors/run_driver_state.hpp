@@ -5,7 +5,11 @@
 
 #include "actors/run_driver.hpp"
 #include "actors/worker_roster.hpp"
+#include "core/checkpoint/checkpoint_schedule.hpp"
+#include "core/checkpoint/checkpoint_writer.hpp"
+#include "core/policy/step_release.hpp"
 #include "core/policy/step_strategy.hpp"
+#include "core/policy/step_watch.hpp"
 #include "core/train/run_tracker.hpp"
 #include "core/train/validation_keeper.hpp"
 
@@ -13,6 +17,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +30,13 @@ namespace troupe {
 struct held_tensors {
   at::Tensor tensor;   ///< a gradient, or weights to average
   at::Tensor momenta;  ///< local_sgd with averaged momenta; else undefined
+};
+
+/// A checkpoint asked for and not yet handed to the writer.
+struct pending_checkpoint {
+  std::vector<part_state> parts;  ///< as they arrive
+  nlohmann::json tracker;         ///< the tracker's figures once the step (and its evaluation)
+                                  ///< is recorded; null before
 };
 
 struct run_driver_state {
@@ -43,6 +55,18 @@ struct run_driver_state {
   int64_t weights_received = 0;
   caf::typed_response_promise<run_report> promise;
   bool finished = false;
+  /// Replica workers (but async's) run the steps the driver releases (step_release.hpp).
+  std::optional<step_release> release;
+  /// With a checkpoint directory: when checkpoints are due, who writes them, and those asked
+  /// for that are not all in yet, by step.
+  std::optional<checkpoint_schedule> checkpoints;
+  std::unique_ptr<checkpoint_writer> writer;
+  std::map<int64_t, pending_checkpoint> pending_checkpoints;
+  /// A stop request with checkpoints: the run ends once the checkpoint after this step is
+  /// written, and nothing past it is started.
+  std::optional<int64_t> stop_at;
+  /// Runs across processes (or with cluster.step_timeout_s): no step for too long ends the run.
+  std::optional<step_watch> watch;
   static inline const char* name = "run_driver";
 };
 
@@ -74,6 +98,39 @@ void take_snapshot(driver_pointer self, int64_t step, int64_t part, const at::Te
 void maybe_stop_early(driver_pointer self);
 /// Keeps final weights from `rank` (or, with a parameter server, its weights as rank 0).
 void take_final_weights(driver_pointer self, int64_t rank, const at::Tensor& weights);
+// driver_checkpoints.cpp: the release window, checkpoints, resuming, and a stop request.
+
+/// The run's first steps (a strategy's act::compute): replica workers get the release window's
+/// steps, with a checkpoint announced where one is due; stages get the step.
+void release_steps(driver_pointer self, const act::compute& a);
+/// A step completed and was recorded: slides the window, asks for a checkpoint due after it,
+/// records the checkpoints written, and honors a stop request.
+void after_step_complete(driver_pointer self, int64_t step);
+/// The evaluation after `step`, or the weights it evaluated, are in: a checkpoint of that step
+/// takes the figures and may now be complete.
+void after_evaluation(driver_pointer self, int64_t step);
+/// A part of the state after `step`: rank, stage, or the server's 0.
+void take_checkpoint_part(driver_pointer self, int64_t step, int64_t part, at::Tensor weights,
+                          std::string optimizer);
+/// Every worker is there (and the server), before the first step: sets up the release window
+/// and the checkpoints; a resumed run hands each worker its part of the checkpoint, and the
+/// tracker and keeper their figures.
+void begin_checkpoints(driver_pointer self);
+/// The run ends: waits for the checkpoints being written and records them.
+void close_checkpoints(driver_pointer self);
+
+// driver_watch.cpp: nothing waits for ever (core/policy/step_watch.hpp).
+
+/// Starts the watch with the first step, where the run has one.
+void begin_watch(driver_pointer self);
+/// Worker `rank` reported on its step `step`; step `step` completed.
+void watch_heard(driver_pointer self, int64_t rank, int64_t step);
+void watch_completed(driver_pointer self, int64_t step);
+/// The tick: ends the run when no step completed within the limit, else ticks again.
+void check_progress(driver_pointer self);
+/// "2.5 s", "40 s".
+std::string fmt_seconds(double s);
+
 /// The down handler and exception handler: a worker, the server or the driver itself failing
 /// ends the run naming it and why.
 void end_run_on_failures(driver_pointer self);

@@ -1,7 +1,9 @@
 #include "actors/run_node.hpp"
 
+#include "actors/guarded_links.hpp"
 #include "actors/replica_worker.hpp"
 #include "actors/system_config.hpp"
+#include "core/cluster/link_limits.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/data/data_source.hpp"
 #include "messages/error_code.hpp"
@@ -35,6 +37,8 @@ struct agent_state {
   std::function<void(const std::string&)> log;
   context_ptr context;  ///< once joined
   caf::actor coordinator_gate;
+  /// Outlives the agent (run_node's, destroyed after the agent has quit).
+  guarded_links* links = nullptr;
   std::vector<replica_worker_actor> workers;
   static inline const char* name = "node_agent";
 };
@@ -52,16 +56,38 @@ void stop(agent_actor* self, const std::string& error) {
 
 // Builds what the replicas share from the job the coordinator sent: the same plan the
 // coordinator made (the same function of the same job and data facts), and the data from this
-// node's own disk, which must match it.
+// node's own disk, which must match it. The links then take the run's limits.
 void take_job(agent_actor* self, const std::string& job_json) {
   auto& st = self->state;
   const auto job = parse_job(nlohmann::json::parse(job_json));
   auto plan = make_run_plan(job, describe_data(job.data));
   auto data = load_dataset(job.data, job.seed);
   check_data_matches(plan.data, *data, job.data);
+  st.links->set_max_message_bytes(
+      largest_message_bytes(plan.model.parameters, job.cluster.bucket_mb, job_json.size()));
+  st.links->set_idle_timeout(job.cluster.node_timeout_s);
   st.context = make_worker_context(std::move(plan), std::move(data), st.trusted);
   st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {})", st.node_name, job.name,
                      job.parallelism.replicas, to_string(job.parallelism.policy)));
+}
+
+// Takes the job and tells the gatekeeper whether this node is ready. A node that cannot take it
+// (its data files are bad) says why and waits for the answer before it leaves: the run then
+// fails at once with that reason, not with a timeout somewhere later.
+void report_job(agent_actor* self, const caf::actor& gate, const std::string& job_json) {
+  std::string failure;
+  try {
+    take_job(self, job_json);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const auto leave_if_failed = [self, failure] {
+    if (!failure.empty())
+      stop(self, failure);
+  };
+  self->request(gate, 10s, caf::join_atom_v, failure)
+      .await([leave_if_failed](caf::ok_atom) { leave_if_failed(); },
+             [leave_if_failed](caf::error&) { leave_if_failed(); });
 }
 
 // From this process's main thread: join the coordinator behind `gate`. `await` holds back every
@@ -72,19 +98,21 @@ void join(agent_actor* self, const caf::actor& gate, join_request& req) {
   req.agent = caf::actor_cast<caf::actor>(self);
   self->request(gate, 30s, caf::join_atom_v, std::move(req))
       .await(
-          [self](join_reply& reply) {
+          [self, gate](join_reply& reply) {
             if (!reply.refusal.empty())
               return stop(self, "refused: " + reply.refusal);
-            take_job(self, reply.job_json);
+            report_job(self, gate, reply.job_json);
           },
           [self](caf::error& e) {
             stop(self, "no answer to the join: " + self->system().render(e));
           });
 }
 
-// Opens a direct connection to a peer's agent, so ring chunks to its replicas go there without a
-// detour through the coordinator. Answers once the middleman has (or has not) connected.
-caf::response_promise connect_peer(agent_actor* self, const std::string& host, uint16_t port) {
+// Opens a direct connection to peer `name`'s agent, so ring chunks to its replicas go there
+// without a detour through the coordinator. With TLS the peer's certificate must name `name`.
+// Answers once the middleman has (or has not) connected.
+caf::response_promise connect_peer(agent_actor* self, const std::string& host, uint16_t port,
+                                   const std::string& name) {
   // Checked first: a response promise takes the sender out of the current message.
   const bool refused = !sender_trusted(self, self->state.trusted.get());
   auto promise = self->make_response_promise();
@@ -92,10 +120,25 @@ caf::response_promise connect_peer(agent_actor* self, const std::string& host, u
     promise.deliver(caf::make_error(caf::sec::invalid_argument));
     return promise;
   }
-  self->request(self->system().middleman().actor_handle(), 20s, caf::connect_atom_v, host, port)
-      .then([promise](const caf::node_id&, caf::strong_actor_ptr&,
-                      std::set<std::string>&) mutable { promise.deliver(caf::ok_atom_v); },
-            [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  auto* links = self->state.links;
+  const auto where = host + ":" + std::to_string(port);
+  self->request(links->middleman(), 20s, caf::connect_atom_v, host, port)
+      .then(
+          [self, links, promise, name, where](const caf::node_id& node, caf::strong_actor_ptr&,
+                                              std::set<std::string>&) mutable {
+            if (!links->tls())
+              return promise.deliver(caf::ok_atom_v);
+            with_peer_name(
+                self, links->middleman(), links->names(), node,
+                [promise, name, where](const std::string& presented) mutable {
+                  if (presented == name)
+                    return promise.deliver(caf::ok_atom_v);
+                  promise.deliver(caf::make_error(caf::sec::invalid_argument,
+                                                  where + " presented the certificate of \"" +
+                                                      presented + "\", not of node " + name));
+                });
+          },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   return promise;
 }
 
@@ -147,8 +190,8 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
         trusted->allow(peer);
         return caf::ok_atom_v;
       },
-      [self](caf::connect_atom, const std::string& host, uint16_t port) {
-        return connect_peer(self, host, port);
+      [self](caf::connect_atom, const std::string& host, uint16_t port, const std::string& name) {
+        return connect_peer(self, host, port, name);
       },
       [self, trusted](caf::spawn_atom, int64_t rank,
                       const caf::actor& driver) -> caf::result<caf::actor> {
@@ -160,8 +203,10 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
   };
 }
 
-// Connects to the coordinator's gatekeeper, retrying while the coordinator starts up.
+// Connects to the coordinator's gatekeeper, retrying while the coordinator starts up. A
+// connection that TLS refused is not retried: the certificate will not change.
 caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& system,
+                                                           guarded_links& links,
                                                            const node_options& o) {
   caf::scoped_actor self{system};
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
@@ -169,7 +214,7 @@ caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& sy
   caf::error last;
   for (bool first = true;; first = false) {
     std::optional<std::pair<caf::node_id, caf::actor>> result;
-    self->request(system.middleman().actor_handle(), 10s, caf::connect_atom_v, o.coordinator.host,
+    self->request(links.middleman(), 10s, caf::connect_atom_v, o.coordinator.host,
                   o.coordinator.port)
         .receive(
             [&](caf::node_id& node, caf::strong_actor_ptr& handle, std::set<std::string>&) {
@@ -180,6 +225,8 @@ caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& sy
       return *result;
     if (result)
       return caf::make_error(caf::sec::no_actor_published_at_port, "nothing troupe listens there");
+    if (const auto why = links.last_tls_failure(); !why.empty())
+      return caf::make_error(caf::sec::cannot_connect_to_node, why);
     if (clock_type::now() >= deadline)
       return last;
     if (first && o.log)
@@ -187,6 +234,35 @@ caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& sy
                         o.coordinator.port));
     std::this_thread::sleep_for(200ms);
   }
+}
+
+// With TLS, the name on the certificate of the process this node reached; "" when it is the
+// coordinator's (or without TLS), else why not: a node never sends its token to anyone else.
+std::string not_the_coordinator(caf::actor_system& system, guarded_links& links,
+                                const caf::node_id& node) {
+  if (!links.tls())
+    return "";
+  caf::scoped_actor self{system};
+  std::string name;
+  self->request(links.middleman(), 5s, caf::get_atom_v, node)
+      .receive([&](caf::node_id&, std::string& addr,
+                   uint16_t port) { name = links.names().at(addr, port); },
+               [](caf::error&) {});
+  if (name == coordinator_name)
+    return "";
+  return "it presented the certificate of \"" + name + "\", not the coordinator's";
+}
+
+link_options node_links(const node_options& o) {
+  link_options l;
+  l.tls = o.tls;
+  l.limits.max_message_bytes = pre_join_message_bytes;
+  l.limits.idle_timeout_s = o.coordinator_timeout_s;
+  l.log = [log = o.log, name = o.name](const std::string& line) {
+    if (log)
+      log("node " + name + ": " + line);
+  };
+  return l;
 }
 
 // The run is over and the node has nothing left to save, but CAF 0.17's shutdown (it waits for
@@ -201,13 +277,9 @@ void exit_if_shutdown_hangs(int code) {
   }).detach();
 }
 
-}  // namespace
-
-int run_node(const node_options& o) {
-  at::set_num_threads(1);
+// Joins and serves the run until the agent stops; the exit code.
+int serve(caf::actor_system& system, guarded_links& links, const node_options& o) {
   const auto log = o.log ? o.log : [](const std::string&) {};
-  caf::actor_system_config cfg;
-  caf::actor_system system{configure_networked(cfg, o.coordinator_timeout_s)};
   auto trusted = std::make_shared<trusted_nodes>();
   auto outcome = std::make_shared<node_outcome>();
   agent_state init;
@@ -215,22 +287,26 @@ int run_node(const node_options& o) {
   init.trusted = trusted;
   init.outcome = outcome;
   init.log = log;
+  init.links = &links;
   auto agent = system.spawn(node_agent, std::move(init));
   caf::scoped_actor self{system};
   self->monitor(agent);
   const auto give_up = [&](const std::string& why) {
     log("node " + o.name + ": " + why);
     self->send_exit(agent, caf::exit_reason::user_shutdown);
+    self->receive([](caf::down_msg&) {}, caf::after(2s) >> [] {});
     return 1;
   };
-  auto peer_port = system.middleman().publish(agent, 0, o.peer_host.c_str());
+  auto peer_port = links.publish(agent, 0, o.peer_host);
   if (!peer_port)
     return give_up("cannot listen for peers on " + o.peer_host + ": " +
                    system.render(peer_port.error()));
-  const auto gate = connect(system, o);
+  const auto where = fmt::format("{}:{}", o.coordinator.host, o.coordinator.port);
+  const auto gate = connect(system, links, o);
   if (!gate)
-    return give_up(fmt::format("cannot reach the coordinator at {}:{}: {}", o.coordinator.host,
-                               o.coordinator.port, system.render(gate.error())));
+    return give_up("cannot reach the coordinator at " + where + ": " + system.render(gate.error()));
+  if (const auto why = not_the_coordinator(system, links, gate->first); !why.empty())
+    return give_up("refused the coordinator at " + where + ": " + why);
   trusted->allow(gate->first);
   join_request req{o.version, o.token, o.name, o.threads, o.peer_host, *peer_port, {}};
   self->send(agent, caf::join_atom_v, gate->second, std::move(req));
@@ -243,7 +319,25 @@ int run_node(const node_options& o) {
     log("node " + o.name + ": the run " + outcome->status);
     code = outcome->status == to_string(run_status::succeeded) ? 0 : 1;
   }
-  system.middleman().unpublish(agent, *peer_port);
+  links.unpublish(agent, *peer_port);
+  return code;
+}
+
+}  // namespace
+
+int run_node(const node_options& o) {
+  at::set_num_threads(1);
+  caf::actor_system_config cfg;
+  caf::actor_system system{configure_networked(cfg)};
+  std::optional<guarded_links> links;  // after `system`: it must go first
+  try {
+    links.emplace(system, node_links(o));
+  } catch (const std::exception& e) {
+    if (o.log)
+      o.log("node " + o.name + ": cannot set up TLS: " + e.what());
+    return 1;
+  }
+  const int code = serve(system, *links, o);
   exit_if_shutdown_hangs(code);
   return code;
 }

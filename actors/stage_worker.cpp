@@ -226,6 +226,25 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         auto& st = self->state;
         self->send(st.driver, snapshot_atom_v, step, st.where.stage, st.engine->weights().clone());
       },
+      [self](checkpoint_atom, int64_t step) {
+        // Asked between two steps (after `step`'s update, before the next compute).
+        auto& st = self->state;
+        if (step + 1 != st.step || st.running)
+          violated(st, "asked for the state after step " + std::to_string(step) + " at step " +
+                           std::to_string(st.step));
+        self->send(st.driver, checkpoint_atom_v, step, st.where.stage,
+                   st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true),
+                   st.engine->optimizer_state());
+      },
+      [self](restore_atom, int64_t step, const at::Tensor& weights, const std::string& optimizer) {
+        // A resumed run: before the first compute, after the link that built the engine.
+        auto& st = self->state;
+        if (!st.engine || st.running || st.step != 0)
+          violated(st, "asked to restore the state after step " + std::to_string(step) +
+                           " at step " + std::to_string(st.step));
+        st.engine->restore(weights, optimizer);
+        st.step = step + 1;
+      },
       [self](evaluate_atom, int64_t step) {
         auto& st = self->state;
         if (!st.where.first() || step + 1 != st.step)

@@ -29,14 +29,13 @@ caf::actor_system_config& configure_system(caf::actor_system_config& cfg) {
   return cfg;
 }
 
-caf::actor_system_config& configure_networked(caf::actor_system_config& cfg,
-                                              double peer_timeout_s) {
+caf::actor_system_config& configure_networked(caf::actor_system_config& cfg) {
   configure_system(cfg);
   cfg.load<caf::io::middleman>();
-  // Both ends send heartbeats, so each notices a silent peer; without them a hung process would
-  // never be detected (CAF's default).
+  // Both ends send heartbeats, so a live peer is never silent for long; guarded_links closes a
+  // connection that is (CAF's default sends none, and a hung process would never be noticed).
   cfg.set("middleman.heartbeat-interval", seconds(heartbeat_interval_s));
-  cfg.set("middleman.connection-timeout", seconds(peer_timeout_s));
+  cfg.set("middleman.connection-timeout", caf::timespan{0});
   return cfg;
 }
 

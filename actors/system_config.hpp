@@ -13,8 +13,11 @@ constexpr double heartbeat_interval_s = 0.1;
 /// detached), troupe's message types and its error category.
 caf::actor_system_config& configure_system(caf::actor_system_config& cfg);
 
-/// configure_system plus the middleman, with heartbeats: a peer silent for `peer_timeout_s`
-/// (a hung or unplugged process) is declared down, as a killed one is at once.
-caf::actor_system_config& configure_networked(caf::actor_system_config& cfg, double peer_timeout_s);
+/// configure_system plus the middleman, with heartbeats on every connection. A peer that falls
+/// silent (a hung or unplugged process) is cut off by actors/guarded_links after its idle
+/// timeout, not by CAF's own check, which is off: CAF 0.17 starts the silence of a connection it
+/// opened at time zero, so its check closes that connection on the next heartbeat tick (0.1 s)
+/// unless the peer's first frame came first, which TLS handshakes make rare.
+caf::actor_system_config& configure_networked(caf::actor_system_config& cfg);
 
 }  // namespace troupe

@@ -2,19 +2,25 @@
 // middleman, the path sync training takes across nodes) on float32 buffers.
 //
 //   allreduce_bench --ranks 3 [--sizes-mb 1,16,128] [--iters 10] [--warmup 2] [--bucket-mb 1]
-//                   [--window 8]
+//                   [--window 8] [--tls]
 //
 // Forks `ranks` processes (before any actor system or LibTorch thread exists). Each publishes a
-// ring member on 127.0.0.1, connects to its successor's, and then, per size: a barrier (an
+// ring member on 127.0.0.1 through actors/guarded_links (as troupe's nodes do: with --tls over
+// mutual TLS, with certificates of a CA made for this run), connects to its successor's, and
+// then, per size: a barrier (an
 // all-reduce of one element), then one timed all-reduce; warm-up rounds first. Every rank
 // checks the sum of the first round. Prints one JSON object: per size the median time of rank
 // 0, the algorithm bandwidth bytes / time and the bus bandwidth 2(N - 1)/N x bytes / time
 // (what each link carries, comparable across N), in GB/s (1e9 bytes).
+#include "actors/guarded_links.hpp"
 #include "actors/ring_exchange.hpp"
 #include "actors/system_config.hpp"
+#include "core/cluster/certs.hpp"
+#include "core/cluster/link_limits.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -25,7 +31,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,15 +85,68 @@ void write_line(int fd, const std::string& line) {
     std::perror("allreduce_bench: write");
 }
 
-// The body of rank `rank`: writes its JSON report (rank 0's carries the timings) and exits.
+std::string rank_name(int64_t rank) {
+  return "rank-" + std::to_string(rank);
+}
+
+// A CA made for this run and a certificate per rank, in a fresh directory.
+std::string make_certificates(int64_t ranks) {
+  auto dir = (std::filesystem::temp_directory_path() / "allreduce-tls-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr)
+    throw std::runtime_error("cannot make a directory for certificates");
+  make_authority(dir, 1);
+  for (int64_t r = 0; r < ranks; ++r)
+    issue_certificate(dir, rank_name(r), 1);
+  return dir;
+}
+
+caf::actor connect_to(caf::actor_system& system, guarded_links& links, uint16_t port) {
+  caf::scoped_actor self{system};
+  caf::actor successor;
+  self->request(links.middleman(), 30s, caf::connect_atom_v, std::string("127.0.0.1"), port)
+      .receive([&](caf::node_id&, caf::strong_actor_ptr& handle,
+                   std::set<std::string>&) { successor = caf::actor_cast<caf::actor>(handle); },
+               [&](caf::error& e) { throw std::runtime_error("connect: " + system.render(e)); });
+  return successor;
+}
+
+void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, int64_t ranks,
+               const std::vector<double>& sizes_mb, int iters, int warmup, double bucket_mb,
+               int64_t window, int to_parent, int from_parent);
+
+// The body of rank `rank`: writes its JSON report (rank 0's carries the timings) and exits. A
+// rank that fails says why and exits at once: unwinding would end the actor system, whose
+// shutdown waits for the ring member's thread forever.
 [[noreturn]] void run_rank(int64_t rank, int64_t ranks, const std::vector<double>& sizes_mb,
-                           int iters, int warmup, double bucket_mb, int64_t window, int to_parent,
-                           int from_parent) {
+                           int iters, int warmup, double bucket_mb, int64_t window,
+                           const std::string& tls_dir, int to_parent, int from_parent) {
   caf::actor_system_config cfg;
-  caf::actor_system system{configure_networked(cfg, 30)};
+  caf::actor_system system{configure_networked(cfg)};
+  link_options options;
+  if (!tls_dir.empty())
+    options.tls = tls_files_in(tls_dir, rank_name(rank));
+  options.limits.max_message_bytes = largest_message_bytes(0, bucket_mb, 0);
+  options.limits.idle_timeout_s = 30;
+  options.log = [rank](const std::string& line) {
+    std::cerr << "rank " << rank << ": " << line << "\n";
+  };
+  try {
+    guarded_links links{system, options};
+    rank_body(system, links, rank, ranks, sizes_mb, iters, warmup, bucket_mb, window, to_parent,
+              from_parent);
+  } catch (const std::exception& e) {
+    std::cerr << "rank " << rank << ": " << e.what() << "\n";
+  }
+  std::fflush(nullptr);
+  ::_exit(1);
+}
+
+void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, int64_t ranks,
+               const std::vector<double>& sizes_mb, int iters, int warmup, double bucket_mb,
+               int64_t window, int to_parent, int from_parent) {
   const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / 4));
   auto member = system.spawn<caf::detached>(ring_member, rank, ranks, bucket, window);
-  auto port = system.middleman().publish(member, 0, "127.0.0.1");
+  auto port = links.publish(member, 0, "127.0.0.1");
   if (!port)
     throw std::runtime_error("publish: " + system.render(port.error()));
   write_line(to_parent, std::to_string(*port));
@@ -93,12 +154,11 @@ void write_line(int fd, const std::string& line) {
   std::istringstream in(read_line(from_parent));
   for (unsigned p; in >> p;)
     ports.push_back(static_cast<uint16_t>(p));
-  auto successor = system.middleman().remote_actor(
-      "127.0.0.1", ports[static_cast<std::size_t>((rank + 1) % ranks)]);
-  if (!successor)
-    throw std::runtime_error("connect: " + system.render(successor.error()));
+  const auto successor =
+      connect_to(system, links, ports[static_cast<std::size_t>((rank + 1) % ranks)]);
+  write_line(to_parent, "connected");
   caf::scoped_actor self{system};
-  self->send(member, link_atom_v, *successor);
+  self->send(member, link_atom_v, successor);
   int64_t round = 0;
   const auto all_reduce = [&](at::Tensor buffer) {
     self->request(member, 120s, run_atom_v, round++, buffer)
@@ -106,6 +166,7 @@ void write_line(int fd, const std::string& line) {
                  [&](caf::error& e) { throw std::runtime_error(system.render(e)); });
   };
   nlohmann::json report = {{"ranks", ranks},
+                           {"tls", links.tls()},
                            {"bucket_mb", bucket_mb},
                            {"window", window},
                            {"results", nlohmann::json::array()}};
@@ -165,7 +226,10 @@ int main(int argc, char** argv) {
   app.add_option("--iters", iters)->check(CLI::Range(1, 10000));
   app.add_option("--warmup", warmup)->check(CLI::Range(0, 10000));
   app.add_option("--bucket-mb", bucket_mb)->check(CLI::PositiveNumber);
+  bool tls = false;
+  app.add_flag("--tls", tls, "Mutual TLS between the ranks (a CA made for this run)");
   CLI11_PARSE(app, argc, argv);
+  const auto tls_dir = tls ? make_certificates(ranks) : std::string();
 
   std::vector<pid_t> children;
   std::vector<int> from_child, to_child;
@@ -179,7 +243,7 @@ int main(int argc, char** argv) {
       ::close(down[1]);
       int code = 0;
       try {
-        run_rank(r, ranks, sizes_mb, iters, warmup, bucket_mb, window, up[1], down[0]);
+        run_rank(r, ranks, sizes_mb, iters, warmup, bucket_mb, window, tls_dir, up[1], down[0]);
       } catch (const std::exception& e) {
         std::cerr << "rank " << r << ": " << e.what() << "\n";
         code = 1;
@@ -196,8 +260,13 @@ int main(int argc, char** argv) {
   std::string ports;
   for (auto fd : from_child)
     ports += read_line(fd) + " ";
-  for (auto fd : to_child)
-    write_line(fd, ports);
+  // One rank connects at a time: with two ranks, two connections crossing each other between
+  // the same pair of processes can both end up closed by CAF 0.17's handshake, each side keeping
+  // the one the other dropped (TLS handshakes widen that window enough to hit it often).
+  for (std::size_t r = 0; r < to_child.size(); ++r) {
+    write_line(to_child[r], ports);
+    read_line(from_child[r]);
+  }
   std::string report;
   for (std::size_t r = 0; r < from_child.size(); ++r) {
     const auto line = read_line(from_child[r]);
@@ -212,6 +281,8 @@ int main(int argc, char** argv) {
     ::waitpid(pid, &status, 0);
     failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
+  if (!tls_dir.empty())
+    std::filesystem::remove_all(tls_dir);
   if (failed > 0 || report.empty()) {
     std::cerr << "allreduce_bench: " << failed << " rank(s) failed\n";
     return 1;

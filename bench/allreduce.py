@@ -2,11 +2,13 @@
 
   /usr/bin/python3 bench/allreduce.py [--build build] [--ranks 2,3,4] [--sizes-mb 1,16,128]
                                       [--iters 10] [--warmup 2] [--bucket-mb 1] [--window 8]
+                                      [--tls]
 
 For each number of processes it runs bench/allreduce.cpp (troupe: CAF actors, the ring of
 actors/ring_exchange.hpp) and bench/allreduce_gloo.py (reference) one after the other on
 loopback. Prints JSON: per (ranks, size) the bus bandwidth of each, 2(N - 1)/N x bytes / time
-in GB/s, and troupe / gloo (target >= 1.0 at 16 and 128 MB).
+in GB/s, and troupe / gloo (target >= 1.0 at 16 and 128 MB). --tls: troupe's processes talk
+over mutual TLS (gloo's never do); bench/tls_cost.py compares troupe with and without it.
 """
 import argparse
 import json
@@ -31,13 +33,15 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--bucket-mb", type=float, default=1)
     p.add_argument("--window", type=int, default=8)
+    p.add_argument("--tls", action="store_true", help="troupe's ranks use mutual TLS")
     args = p.parse_args()
     common = ["--sizes-mb", args.sizes_mb, "--iters", str(args.iters), "--warmup",
               str(args.warmup)]
     rows = []
     for ranks in [int(x) for x in args.ranks.split(",")]:
         troupe = run([os.path.join(args.build, "bench", "allreduce_bench"), "--ranks", str(ranks),
-                      "--bucket-mb", str(args.bucket_mb), "--window", str(args.window)] + common)
+                      "--bucket-mb", str(args.bucket_mb), "--window", str(args.window)] + common
+                     + (["--tls"] if args.tls else []))
         gloo = run([sys.executable, os.path.join(HERE, "allreduce_gloo.py"), "--ranks",
                     str(ranks)] + common)
         for t, g in zip(troupe["results"], gloo["results"]):
@@ -50,7 +54,8 @@ def main():
             rows.append(row)
             print(f"{ranks} procs {t['size_mb']:g} MB: troupe {row['troupe_busbw_gbs']} GB/s, "
                   f"gloo {row['gloo_busbw_gbs']} GB/s, ratio {row['ratio']}", file=sys.stderr)
-    print(json.dumps({"bucket_mb": args.bucket_mb, "window": args.window, "results": rows},
+    print(json.dumps({"bucket_mb": args.bucket_mb, "window": args.window, "tls": args.tls,
+                      "results": rows},
                      indent=1))
 
 

@@ -15,12 +15,12 @@ struct timed_report {
   run_report report;
 };
 
-/// Throws std::runtime_error with the run's error if it fails.
+/// Throws std::runtime_error with the run's error if it fails. `options`: metrics, checkpoints;
+/// the progress callback is the timer's.
 inline timed_report timed_run(const job_config& job, dataset_ptr data, int64_t warmup,
-                              int64_t steps) {
+                              int64_t steps, run_options options = {}) {
   using clock_type = std::chrono::steady_clock;
   clock_type::time_point start, end;
-  run_options options;
   options.on_progress = [&](const progress_update& p) {
     if (p.evaluation)
       return;  // evaluations are outside the timed region

@@ -5,6 +5,8 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(doctest REQUIRED)
+# libcrypto: SHA-256 of checkpoint files (and, with libssl, TLS between processes).
+find_package(OpenSSL REQUIRED)
 
 # LibTorch's CMake package adds its flags to TORCH_CXX_FLAGS; Debian's build uses the C++11 ABI,
 # which is what system CAF needs (a pre-cxx11-ABI LibTorch would not link with it).

@@ -3,12 +3,16 @@
 //
 // joining (the coordinator publishes only its gatekeeper):
 //   node -> gatekeeper   (join_atom, join_request)  -> join_reply
-//   a refusal (bad token, other version, duplicate name, run already placed) carries the reason;
-//   an acceptance carries the job, so that every node trains what the coordinator planned.
+//   a refusal (bad token, another certificate's name, other version, duplicate name, run
+//   already placed) carries the reason; an acceptance carries the job, so that every node trains
+//   what the coordinator planned.
+//   node -> gatekeeper   (join_atom, failure) -> ok   the node loaded its data and is ready ("")
+//                                                     or cannot take the job (why)
 // placing (coordinator -> node agent):
 //   (trust_atom, node_id)                   messages from this node (a peer) are accepted
-//   (connect_atom, host, port)  -> ok       open a direct connection to a peer node's agent, so
+//   (connect_atom, host, port, name) -> ok  open a direct connection to peer `name`'s agent, so
 //                                           that ring traffic does not relay through the hub
+//                                           (with TLS its certificate must name `name`)
 //   (spawn_atom, rank, coordinator) -> actor   start replica `rank` here
 //   (done_atom, status)                     the run is over: the node exits
 // the ring (replica -> its successor): (ring_atom, ring_meta, chunk)

@@ -19,7 +19,9 @@ using replica_worker_actor =
                      caf::reacts_to<nccl_atom, std::string>,
                      caf::reacts_to<update_atom, update_meta, at::Tensor>,
                      caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>,
-                     caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>>;
+                     caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>,
+                     caf::reacts_to<advance_atom>, caf::reacts_to<checkpoint_atom, int64_t>,
+                     caf::reacts_to<restore_atom, int64_t, at::Tensor, std::string>>;
 
 /// A pipeline stage: runs its slice of the layers through the schedule of every step.
 /// Neighbors are dynamically typed handles: a typed interface cannot name itself.
@@ -28,7 +30,8 @@ using stage_worker_actor = caf::typed_actor<
     caf::reacts_to<forward_atom, micro_meta, at::Tensor>,
     caf::reacts_to<backward_atom, micro_meta, at::Tensor>,
     caf::reacts_to<update_atom, update_meta, at::Tensor>, caf::reacts_to<evaluate_atom, int64_t>,
-    caf::reacts_to<snapshot_atom, int64_t>>;
+    caf::reacts_to<snapshot_atom, int64_t>, caf::reacts_to<checkpoint_atom, int64_t>,
+    caf::reacts_to<restore_atom, int64_t, at::Tensor, std::string>>;
 
 /// async: the parameter server holds the master weights and the optimizer. It applies pushed
 /// gradients, hands its weights to workers, evaluates, and answers with its final weights, all
@@ -37,7 +40,9 @@ using parameter_server_actor =
     caf::typed_actor<caf::reacts_to<apply_atom, double, at::Tensor>,
                      caf::reacts_to<hand_out_atom, caf::actor, int64_t, int64_t>,
                      caf::reacts_to<evaluate_atom, int64_t>,
-                     caf::replies_to<weights_atom>::with<at::Tensor>>;
+                     caf::replies_to<weights_atom>::with<at::Tensor>,
+                     caf::reacts_to<checkpoint_atom, int64_t>,
+                     caf::reacts_to<restore_atom, int64_t, at::Tensor, std::string>>;
 
 /// The run driver: starts and monitors the workers, runs the policy's strategy, and answers the
 /// run request with the report.
@@ -48,6 +53,8 @@ using run_driver_actor =
                      caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>,
                      caf::reacts_to<step_stats>, caf::reacts_to<stage_stats>,
                      caf::reacts_to<eval_report>, caf::reacts_to<weights_atom, int64_t, at::Tensor>,
-                     caf::reacts_to<snapshot_atom, int64_t, int64_t, at::Tensor>>;
+                     caf::reacts_to<snapshot_atom, int64_t, int64_t, at::Tensor>,
+                     caf::reacts_to<checkpoint_atom, int64_t, int64_t, at::Tensor, std::string>,
+                     caf::reacts_to<watch_atom>>;
 
 }  // namespace troupe

@@ -4,8 +4,8 @@
 # machines this project is lent). Two steps:
 #
 #   scripts/gpu.sh bundle   here, with Debian's archive: downloads CAF, nlohmann/json, doctest,
-#                           CLI11, fmt, zlib headers and Fashion-MNIST as .deb files and unpacks
-#                           them (dpkg -x) into .gpu-deps/ (ignored by git; ~40 MiB; the
+#                           CLI11, fmt, zlib headers, OpenSSL and Fashion-MNIST as .deb files and
+#                           unpacks them (dpkg -x) into .gpu-deps/ (ignored by git; ~40 MiB; the
 #                           device tool carries it with `carry: [".gpu-deps"]`)
 #   scripts/gpu.sh run      there, in a copy of the tree that carries .gpu-deps/: configures
 #                           against python3's LibTorch (torch.utils.cmake_prefix_path) with
@@ -15,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps=$root/.gpu-deps
 packages=(libcaf-dev libcaf-core0.17 libcaf-io0.17 nlohmann-json3-dev doctest-dev libcli11-dev
-  libfmt-dev libfmt9 zlib1g-dev dataset-fashion-mnist)
+  libfmt-dev libfmt9 zlib1g-dev dataset-fashion-mnist libssl-dev libssl3)
 
 bundle() {
   rm -rf "$deps"
@@ -55,6 +55,7 @@ run() {
       -DCAF_INCLUDE_DIR="$deps/root/usr/include" \
       -DCAF_CORE_LIB="$lib/libcaf_core.so" -DCAF_IO_LIB="$lib/libcaf_io.so" \
       -DZLIB_INCLUDE_DIR="$deps/root/usr/include" -DZLIB_LIBRARY="$lib/libz.a" \
+      -DOPENSSL_ROOT_DIR="$deps/root/usr" \
       ${nccl_home:+-DNCCL_HOME="$nccl_home"}
     cmake --build "$build" -j "$(nproc)"
   } 2>&1 | tee "$out/gpu_build.log"

@@ -7,8 +7,11 @@ set -euo pipefail
 # libopenblas0-openmp: Debian's libtorch calls the BLAS behind libblas.so.3, which is the netlib
 # reference implementation unless an optimized one is installed; the OpenMP build of OpenBLAS
 # takes over that alternative and honours each actor thread's at::set_num_threads.
+# libssl-dev: mutual TLS between troupe processes and `troupe certs` (OpenSSL's libssl and
+# libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/tls_session.hpp).
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
-  doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp)
+  doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
+  libssl-dev)
 if [ "${1:-}" = "--tests" ]; then
   packages+=(python3-torch python3-numpy)
 fi

@@ -1,10 +1,14 @@
 #include "apps/troupe/cluster_launch.hpp"
 
+#include "core/cluster/certs.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
+#include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -12,28 +16,92 @@
 #include <thread>
 
 namespace troupe {
+namespace {
+
+std::string local_name(std::size_t i) {
+  return "local-" + std::to_string(i);
+}
+
+// A private directory (0700) for this run's CA: mkdtemp, so no other user can plant files there.
+std::string make_private_directory() {
+  auto path = (std::filesystem::temp_directory_path() / "troupe-tls-XXXXXX").string();
+  if (::mkdtemp(path.data()) == nullptr)
+    throw std::runtime_error("cannot make a directory for this run's certificates in " +
+                             std::filesystem::temp_directory_path().string());
+  return path;
+}
+
+}  // namespace
+
+std::string exposure_problem(const std::string& what, const std::string& host, bool tls,
+                             bool insecure) {
+  if (tls || is_loopback(host))
+    return "";
+  if (!insecure)
+    return what +
+           ": other machines can reach this address, so its connections need mutual TLS "
+           "(--tls DIR; see troupe certs); --insecure accepts plain TCP anyway";
+  fmt::print(stderr,
+             "warning: {}: --insecure: plain TCP, no TLS: anyone on the network path can read "
+             "and alter what troupe sends, the token included; keep this to a network you "
+             "trust\n",
+             what);
+  return "";
+}
+
+tls_files checked_tls_files(const std::string& dir, const std::string& name) {
+  const auto files = tls_files_in(dir, name);
+  if (const auto problem = tls_files_problem(files, name); !problem.empty())
+    throw job_error({"--tls " + dir + ": " + problem});
+  return files;
+}
 
 cluster_options make_cluster_options(const run_command& cmd) {
   cluster_options o;
-  if (cmd.local_nodes > 0) {
-    o.listen = {"127.0.0.1", 0};
-  } else {
-    o.listen = parse_host_port(cmd.listen, "127.0.0.1", "--listen");
-    o.token = load_token(cmd.token_file);
-    if (o.token.empty() && !is_loopback(o.listen.host))
-      throw job_error({"--listen " + cmd.listen +
-                       ": a coordinator reachable from other machines needs a token "
-                       "(--token-file FILE or TROUPE_TOKEN); without one anyone could join"});
-  }
   o.log = [](const std::string& line) { fmt::print(stderr, "coordinator: {}\n", line); };
+  if (cmd.local_nodes > 0) {  // the token and TLS come from local_nodes::attach
+    o.listen = {"127.0.0.1", 0};
+    return o;
+  }
+  o.listen = parse_host_port(cmd.listen, "127.0.0.1", "--listen");
+  o.token = load_token(cmd.token_file);
+  if (!cmd.tls_dir.empty())
+    o.tls = checked_tls_files(cmd.tls_dir, coordinator_name);
+  std::vector<std::string> problems;
+  if (o.token.empty() && !is_loopback(o.listen.host))
+    problems.push_back("--listen " + cmd.listen +
+                       ": a coordinator reachable from other machines needs a token "
+                       "(--token-file FILE or TROUPE_TOKEN); without one anyone could join");
+  if (auto p = exposure_problem("--listen " + cmd.listen, o.listen.host, o.tls.has_value(),
+                                cmd.insecure);
+      !p.empty())
+    problems.push_back(p);
+  if (!problems.empty())
+    throw job_error(problems);
   return o;
 }
 
-local_nodes::local_nodes(int64_t count, std::string log_dir)
+local_nodes::local_nodes(int64_t count, std::string log_dir, bool tls)
     : count_(count), log_dir_(std::move(log_dir)) {
   std::random_device random;
   for (int i = 0; i < 4; ++i)
     token_ += fmt::format("{:08x}", random());
+  if (!tls)
+    return;
+  tls_dir_ = make_private_directory();
+  make_authority(tls_dir_, 30);
+  issue_certificate(tls_dir_, coordinator_name, 30);
+  for (int64_t i = 0; i < count_; ++i)
+    issue_certificate(tls_dir_, local_name(static_cast<std::size_t>(i)), 30);
+  std::filesystem::remove(tls_dir_ + "/ca.key");  // nothing more to sign: nothing to steal
+}
+
+void local_nodes::attach(cluster_options& cluster) {
+  cluster.token = token_;
+  if (!tls_dir_.empty())
+    cluster.tls = tls_files_in(tls_dir_, coordinator_name);
+  cluster.on_listening = [this](uint16_t port) { start(port); };
+  cluster.on_ended = [this](const std::vector<std::string>& told) { stop_untold(told); };
 }
 
 void local_nodes::start(uint16_t port) {
@@ -44,14 +112,26 @@ void local_nodes::start(uint16_t port) {
   const auto threads =
       std::max<unsigned>(1, std::thread::hardware_concurrency()) / static_cast<unsigned>(count_);
   for (int64_t i = 0; i < count_; ++i) {
-    const auto name = "local-" + std::to_string(i);
-    nodes_.push_back(std::make_unique<child_process>(
-        std::vector<std::string>{exe, "node", "--join", "127.0.0.1:" + std::to_string(port),
-                                 "--name", name, "--threads",
-                                 std::to_string(std::max(1u, threads))},
-        log_dir_ + "/" + name + ".log"));
+    const auto name = local_name(static_cast<std::size_t>(i));
+    std::vector<std::string> argv{
+        exe,      "node", "--join",    "127.0.0.1:" + std::to_string(port),
+        "--name", name,   "--threads", std::to_string(std::max(1u, threads))};
+    if (!tls_dir_.empty())
+      argv.insert(argv.end(), {"--tls", tls_dir_});
+    nodes_.push_back(std::make_unique<child_process>(argv, log_dir_ + "/" + name + ".log"));
   }
   ::unsetenv(token_variable);
+}
+
+// Nodes the coordinator never told (they had not joined when the run ended, e.g. on Ctrl-C
+// while it waited for them) would keep trying to reach it: they are stopped now.
+void local_nodes::stop_untold(const std::vector<std::string>& told) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (std::find(told.begin(), told.end(), local_name(i)) == told.end() && !nodes_[i]->poll()) {
+      fmt::print(stderr, "coordinator: stopping local node {}, which never joined\n",
+                 local_name(i));
+      nodes_[i]->send(SIGTERM);
+    }
 }
 
 local_nodes::~local_nodes() {
@@ -61,6 +141,10 @@ local_nodes::~local_nodes() {
     while (!n->poll() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   nodes_.clear();  // kills and reaps any that did not
+  if (!tls_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(tls_dir_, ignored);
+  }
 }
 
 }  // namespace troupe

@@ -1,5 +1,6 @@
 // `troupe node --join HOST:PORT`: joins a coordinator and trains the replicas it places here.
 #include "actors/run_node.hpp"
+#include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "core/cluster/token.hpp"
@@ -11,22 +12,41 @@
 #include <thread>
 
 namespace troupe {
+namespace {
 
-int run_node_command(const node_command& cmd) {
+// The options; throws job_error for a bad address, token file, TLS files or exposure.
+node_options node_options_of(const node_command& cmd) {
   node_options o;
-  try {
-    o.coordinator = parse_host_port(cmd.join, "127.0.0.1", "--join");
-    o.token = load_token(cmd.token_file);
-  } catch (const job_error& e) {
-    print_problems(stderr, e);
-    return exit_usage;
-  }
+  o.coordinator = parse_host_port(cmd.join, "127.0.0.1", "--join");
+  o.token = load_token(cmd.token_file);
+  if (!cmd.tls_dir.empty() && cmd.name.empty())
+    throw job_error({"--tls " + cmd.tls_dir + " needs --name NAME: the node presents " +
+                     cmd.tls_dir + "/NAME.pem, whose certificate names it"});
+  if (!cmd.tls_dir.empty())
+    o.tls = checked_tls_files(cmd.tls_dir, cmd.name);
+  if (const auto p =
+          exposure_problem("--listen " + cmd.listen, cmd.listen, o.tls.has_value(), cmd.insecure);
+      !p.empty())
+    throw job_error({p});
   if (cmd.name.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof(host) - 1);
     o.name = fmt::format("{}-{}", host, ::getpid());
   } else {
-    o.name = cmd.name;
+    o.name = cmd.claim_name.empty() ? cmd.name : cmd.claim_name;
+  }
+  return o;
+}
+
+}  // namespace
+
+int run_node_command(const node_command& cmd) {
+  node_options o;
+  try {
+    o = node_options_of(cmd);
+  } catch (const job_error& e) {
+    print_problems(stderr, e);
+    return exit_usage;
   }
   o.threads =
       cmd.threads > 0 ? cmd.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());

@@ -6,7 +6,10 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/progress_printer.hpp"
+#include "apps/troupe/resume_point.hpp"
 #include "apps/troupe/suite_commands.hpp"
+#include "core/checkpoint/checkpoint_store.hpp"
+#include "core/config/overrides.hpp"
 #include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
 #include "core/io/run_directory.hpp"
@@ -16,6 +19,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <optional>
 
 namespace troupe {
@@ -51,6 +55,22 @@ void print_result(const run_report& r, const std::string& folder) {
   fmt::print("outputs in {}\n", folder);
 }
 
+// The job a checkpoint was written under, with --local-nodes' node count applied; `source`
+// then names the checkpoint in messages. Other overrides are refused: the run continues as it
+// began.
+nlohmann::json resumed_job_json(const run_command& cmd, const resume_point& point,
+                                job_source& source) {
+  if (!cmd.job.path.empty() || !cmd.job.sets.empty())
+    throw job_error({"--resume " + point.folder +
+                     ": the run continues with the job of its checkpoint; give no job file "
+                     "and no --set"});
+  source.path = point.folder + "/state.json";
+  auto json = point.checkpoint->job;
+  for (const auto& assignment : source.sets)  // --local-nodes' node count only
+    apply_override(json, assignment);
+  return json;
+}
+
 // A single job, checked and planned; throws job_error for anything that stops it from running.
 run_plan plan_job(const run_command& cmd, const job_source& source, const nlohmann::json& json,
                   run_options& options) {
@@ -71,9 +91,15 @@ run_plan plan_job(const run_command& cmd, const job_source& source, const nlohma
 // Loads the data and runs the plan, with progress on the terminal and Ctrl-C as a stop request;
 // writes the weights of a run that succeeded.
 run_report train(const run_command& cmd, const run_plan& plan, const run_directory& dir,
-                 run_options options) {
+                 run_options options, const std::optional<resume_point>& resumed) {
   dir.write_job(plan.job);
   jsonl_writer metrics(dir.file("metrics.jsonl"));
+  options.checkpoint_dir = dir.path();
+  if (resumed) {
+    options.resume_from = resumed->checkpoint;
+    metrics.write(to_json(
+        records::resumed{resumed->checkpoint->step, resumed->folder, resumed->skipped, 0.0}));
+  }
   const auto data = load_dataset(plan.job.data, plan.job.seed);
   if (plan.data.validation_rows > 0) {
     const auto rows = data->train.size() + data->validation.size();
@@ -84,17 +110,14 @@ run_report train(const run_command& cmd, const run_plan& plan, const run_directo
   options.metrics = &metrics;
   options.on_progress = [&printer](const progress_update& p) { printer.update(p); };
   options.stop_requested = &interrupted;
+  if (interrupted.load())
+    throw std::runtime_error("interrupted before the first step");
   std::optional<local_nodes> nodes;
   if (cmd.local_nodes > 0) {
-    nodes.emplace(cmd.local_nodes, dir.path() + "/nodes");
-    options.cluster->token = nodes->token();
-    options.cluster->on_listening = [&nodes](uint16_t port) { nodes->start(port); };
+    nodes.emplace(cmd.local_nodes, dir.path() + "/nodes", cmd.local_tls);
+    nodes->attach(*options.cluster);  // token, TLS, start once listening, stop when done
   }
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
   auto report = run_job(plan, data, options);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   printer.close();
   if (report.final_weights.defined())
     dir.write_weights(named_weights(plan, report.final_weights));
@@ -108,14 +131,28 @@ run_report train(const run_command& cmd, const run_plan& plan, const run_directo
 }  // namespace
 
 int run_job_command(const run_command& cmd) {
+  // Ctrl-C (or SIGTERM) is a request: during start-up it ends the run before its first step,
+  // during training after a step, and the weights and summary.json still get written whole. (A
+  // suite replaces these with its own.)
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  struct default_signals {
+    ~default_signals() {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+    }
+  } restore_on_return;
   std::optional<run_plan> plan;
   std::optional<run_directory> dir;
   run_options options;
+  std::optional<resume_point> resumed;
   try {
     auto source = cmd.job;
     if (cmd.local_nodes > 0)  // validated like any other key, e.g. against replicas
       source.sets.push_back("cluster.nodes=" + std::to_string(cmd.local_nodes));
-    const auto json = load_job_json(source);
+    if (!cmd.resume.empty())
+      resumed = find_resume_point(cmd.resume);
+    const auto json = resumed ? resumed_job_json(cmd, *resumed, source) : load_job_json(source);
     if (is_suite(json)) {
       if (cmd.local_nodes > 0 || !cmd.listen.empty())
         throw job_error({cmd.job.path + ": a suite runs its jobs as processes of this machine; "
@@ -123,16 +160,24 @@ int run_job_command(const run_command& cmd) {
       return run_suite(cmd, json);
     }
     plan = plan_job(cmd, source, json, options);
+    if (resumed)
+      check_resume_matches(*resumed, *plan);
     if (!cmd.quiet)
       fmt::print("{}", render_plan(*plan));
-    dir.emplace(cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out, cmd.force);
+    if (resumed) {
+      dir.emplace(run_directory::reopen(cmd.resume));
+      fmt::print(stderr, "resuming after step {} from {}\n", resumed->checkpoint->step,
+                 resumed->folder);
+    } else {
+      dir.emplace(cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out, cmd.force);
+    }
   } catch (const job_error& e) {
     print_problems(stderr, e);
     return exit_usage;
   }
   run_report report;
   try {
-    report = train(cmd, *plan, *dir, options);
+    report = train(cmd, *plan, *dir, options, resumed);
   } catch (const std::exception& e) {
     // Bad data files and I/O failures end the run here; it is still summarized below.
     report.status = run_status::failed;
@@ -146,6 +191,11 @@ int run_job_command(const run_command& cmd) {
     return exit_failed;
   }
   print_result(report, dir->path());
+  if (!report.succeeded() && std::filesystem::exists(checkpoints_folder(dir->path()) + "/latest"))
+    fmt::print(stderr, "continue it with: troupe {} --resume {}{}\n",
+               cmd.listen.empty() ? std::string("run") : "coordinator --listen " + cmd.listen,
+               dir->path(),
+               cmd.local_nodes > 0 ? " --local-nodes " + std::to_string(cmd.local_nodes) : "");
   return report.succeeded() ? exit_ok : exit_failed;
 }
 

@@ -11,6 +11,7 @@
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/suite_commands.hpp"
 #include "apps/troupe/suite_watch.hpp"
+#include "core/checkpoint/checkpoint_store.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
@@ -89,6 +90,7 @@ struct running_job {
   std::optional<clock_type::time_point> kill_at;  ///< after a stop request
   std::string cause;                              ///< why the runner stopped it
   bool lost = false;  ///< stopped by stop_losers: the job ends stopped, not failed
+  int64_t attempts = 1;
 };
 
 // Everything the loop of run_suite works on.
@@ -241,6 +243,40 @@ std::string describe_end(const suite_job_result& r) {
   return "";
 }
 
+// A job whose process crashed (not one the runner stopped) starts again while it has retries
+// left: `troupe run --resume` from its newest checkpoint, else from the start.
+bool retry(suite_run& s, running_job& r, suite_job_result& result) {
+  if (result.status != run_status::failed || !r.cause.empty() || r.lost ||
+      suite_interrupted.load() || r.attempts > s.suite.jobs[r.index].retries)
+    return false;
+  const auto folder = s.dir.file(result.name);
+  const bool resumable = std::filesystem::exists(checkpoints_folder(folder) + "/latest");
+  auto args = resumable ? std::vector<std::string>{s.program, "run", "--resume", folder, "--quiet"}
+                        : std::vector<std::string>{s.program,
+                                                   "run",
+                                                   s.dir.file("specs/" + result.name + ".json"),
+                                                   "--set",
+                                                   "device=" + result.device,
+                                                   "--out",
+                                                   folder,
+                                                   "--force",
+                                                   "--quiet"};
+  ++r.attempts;
+  result.retries = r.attempts - 1;
+  fmt::print("retrying {} ({} of {}) {}: {}\n", result.name, result.retries,
+             s.suite.jobs[r.index].retries,
+             resumable ? "from its newest checkpoint" : "from the start", result.error);
+  try {
+    r.child = std::make_unique<child_process>(
+        args,
+        s.dir.file("logs/" + result.name + ".retry" + std::to_string(result.retries) + ".log"));
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    return false;
+  }
+  return true;
+}
+
 // One look at every running job: limits, stop_losers, and the ones that ended.
 void poll_running(suite_run& s, placement_queue& queue) {
   for (auto it = s.running.begin(); it != s.running.end();) {
@@ -255,6 +291,10 @@ void poll_running(suite_run& s, placement_queue& queue) {
       continue;
     }
     collect(s.dir.file(result.name), *exit, *it, result);
+    if (retry(s, *it, result)) {
+      ++it;
+      continue;
+    }
     s.watch.finished(it->index, s.dir.file(result.name + "/metrics.jsonl"),
                      result.status == run_status::succeeded);
     fmt::print("{} {}{}\n", to_string(result.status), result.name, describe_end(result));

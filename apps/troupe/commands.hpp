@@ -19,7 +19,9 @@ struct job_source {
 };
 
 struct run_command {
-  job_source job;
+  job_source job;  ///< empty path with `resume`: the job is the checkpoint's
+  /// `--resume DIR`: continue the run in DIR from its newest checkpoint that verifies.
+  std::string resume;
   std::string out;  ///< empty: runs/NAME-TIMESTAMP
   bool force = false;
   bool quiet = false;
@@ -28,6 +30,11 @@ struct run_command {
   /// `troupe run --local-nodes K`: start K node processes here and coordinate them.
   int64_t local_nodes = 0;
   std::string token_file;  ///< empty: the token comes from TROUPE_TOKEN, if set
+  /// `troupe coordinator --tls DIR`: mutual TLS with DIR/ca.pem and DIR/coordinator.{pem,key}.
+  std::string tls_dir;
+  /// `troupe run --local-nodes K --tls`: mutual TLS with a CA made for this run.
+  bool local_tls = false;
+  bool insecure = false;  ///< accept plain TCP on a non-loopback --listen (with a warning)
 };
 
 struct node_command {
@@ -38,10 +45,21 @@ struct node_command {
   std::string token_file;
   double connect_timeout_s = 30;
   std::string claim_version;  ///< tests only: claim another troupe version
+  std::string claim_name;     ///< tests only: join under another name than the certificate's
+  std::string tls_dir;        ///< mutual TLS with DIR/ca.pem and DIR/NAME.{pem,key}
+  bool insecure = false;      ///< accept plain TCP on a non-loopback --listen (with a warning)
+};
+
+/// `troupe certs init DIR` (make a CA) or `troupe certs issue DIR NAME`.
+struct certs_command {
+  std::string action;  ///< "init" or "issue"
+  std::string dir;
+  std::string name;  ///< issue only
 };
 
 int run_job_command(const run_command& cmd);
 int run_node_command(const node_command& cmd);
+int run_certs_command(const certs_command& cmd);
 int validate_job(const job_source& job);
 
 }  // namespace troupe

@@ -1,9 +1,11 @@
 // troupe: trains neural networks with actors, from one JSON job file.
 //
 //   troupe run JOB.json [--out DIR] [--set PATH=VALUE ...] [--force] [--quiet]
+//   troupe run --resume DIR (and troupe coordinator --resume DIR --listen HOST:PORT)
 //   troupe validate JOB.json [--set PATH=VALUE ...]
-//   troupe coordinator JOB.json --listen HOST:PORT [--token-file F] [run's options]
-//   troupe node --join HOST:PORT [--name NAME] [--threads N] [--token-file F]
+//   troupe coordinator JOB.json --listen HOST:PORT [--token-file F] [--tls DIR] [run's options]
+//   troupe node --join HOST:PORT [--name NAME] [--threads N] [--token-file F] [--tls DIR]
+//   troupe certs init DIR | troupe certs issue DIR NAME
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "apps/troupe/commands.hpp"
@@ -14,12 +16,28 @@
 
 namespace {
 
-void add_job_options(CLI::App& sub, troupe::job_source& job) {
-  sub.add_option("job", job.path, "Job file (JSON)")->required();
+CLI::Option* add_job_options(CLI::App& sub, troupe::job_source& job, bool required = true) {
+  auto* path = sub.add_option("job", job.path, "Job file (JSON)");
+  if (required)
+    path->required();
   sub.add_option("--set", job.sets,
                  "Override a job key before validation, e.g. --set optimizer.lr=0.1 "
                  "(dotted path; the value is parsed as JSON, else taken as a string)")
       ->type_name("PATH=VALUE");
+  return path;
+}
+
+// run and coordinator: a job file, or --resume DIR (whose checkpoint holds the job).
+void add_job_or_resume(CLI::App& sub, troupe::run_command& cmd) {
+  auto* job = add_job_options(sub, cmd.job, false);
+  sub.add_option("--resume", cmd.resume,
+                 "Continue the run in DIR from its newest checkpoint that verifies, with the "
+                 "checkpoint's job (no job file)")
+      ->excludes(job);
+  sub.callback([&cmd] {
+    if (cmd.job.path.empty() && cmd.resume.empty())
+      throw CLI::RequiredError("a job file (or --resume DIR)");
+  });
 }
 
 }  // namespace
@@ -31,20 +49,25 @@ int main(int argc, char** argv) {
 
   troupe::run_command run;
   auto* run_cmd = app.add_subcommand("run", "Train the job and write its outputs");
-  add_job_options(*run_cmd, run.job);
+  add_job_or_resume(*run_cmd, run);
   run_cmd->add_option("--out", run.out, "Output folder (default: runs/NAME-TIMESTAMP)");
   run_cmd->add_flag("--force", run.force, "Reuse a non-empty output folder");
   run_cmd->add_flag("--quiet", run.quiet, "Print only the result, not the plan and progress");
 
+  auto* local_nodes =
+      run_cmd
+          ->add_option("--local-nodes", run.local_nodes,
+                       "Run across K node processes started on this machine (sets cluster.nodes)")
+          ->check(CLI::Range(int64_t{1}, int64_t{64}));
   run_cmd
-      ->add_option("--local-nodes", run.local_nodes,
-                   "Run across K node processes started on this machine (sets cluster.nodes)")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+      ->add_flag("--tls", run.local_tls,
+                 "The local nodes and the coordinator use mutual TLS, with a CA made for this run")
+      ->needs(local_nodes);
 
   troupe::run_command coord;
   auto* coord_cmd =
       app.add_subcommand("coordinator", "Wait for the job's nodes to join, then train across them");
-  add_job_options(*coord_cmd, coord.job);
+  add_job_or_resume(*coord_cmd, coord);
   coord_cmd->add_option("--listen", coord.listen, "HOST:PORT to listen on (default host 127.0.0.1)")
       ->required();
   coord_cmd->add_option("--out", coord.out, "Output folder (default: runs/NAME-TIMESTAMP)");
@@ -66,9 +89,30 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   // For tests of the version check only.
   node_cmd->add_option("--claim-version", node.claim_version)->group("");
+  node_cmd->add_option("--claim-name", node.claim_name)->group("");
   const auto token_help = "File whose first line is the shared token (else $TROUPE_TOKEN)";
   coord_cmd->add_option("--token-file", coord.token_file, token_help);
   node_cmd->add_option("--token-file", node.token_file, token_help);
+  coord_cmd->add_option("--tls", coord.tls_dir,
+                        "Mutual TLS with every node: DIR/ca.pem, DIR/coordinator.pem and .key "
+                        "(troupe certs)");
+  node_cmd->add_option("--tls", node.tls_dir,
+                       "Mutual TLS: DIR/ca.pem, DIR/NAME.pem and DIR/NAME.key (troupe certs)");
+  const auto insecure_help = "Listen on an address other machines reach without TLS (warns)";
+  coord_cmd->add_flag("--insecure", coord.insecure, insecure_help);
+  node_cmd->add_flag("--insecure", node.insecure, insecure_help);
+
+  troupe::certs_command certs;
+  auto* certs_cmd = app.add_subcommand("certs", "Make a cluster's CA, keys and certificates");
+  certs_cmd->require_subcommand(1);
+  auto* init_cmd = certs_cmd->add_subcommand("init", "Make a CA in DIR (DIR/ca.pem, DIR/ca.key)");
+  init_cmd->add_option("dir", certs.dir, "Certificate directory")->required();
+  auto* issue_cmd = certs_cmd->add_subcommand(
+      "issue",
+      "Issue DIR/NAME.pem and DIR/NAME.key, signed by DIR's CA (NAME: a node's "
+      "--name, or coordinator)");
+  issue_cmd->add_option("dir", certs.dir, "Certificate directory")->required();
+  issue_cmd->add_option("name", certs.name, "The node's name, or coordinator")->required();
 
   troupe::job_source validate;
   auto* validate_cmd = app.add_subcommand("validate", "Check the job file and print the plan");
@@ -88,5 +132,9 @@ int main(int argc, char** argv) {
     return troupe::run_job_command(coord);
   if (node_cmd->parsed())
     return troupe::run_node_command(node);
+  if (certs_cmd->parsed()) {
+    certs.action = init_cmd->parsed() ? "init" : "issue";
+    return troupe::run_certs_command(certs);
+  }
   return troupe::validate_job(validate);
 }

@@ -1,5 +1,7 @@
 #include "core/cluster/join_check.hpp"
 
+#include "core/cluster/certs.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -19,6 +21,13 @@ std::string join_refusal(const join_claim& claim, const join_terms& terms) {
   // The token first: a stranger learns nothing else about the run.
   if (!terms.token.empty() && !same_secret(claim.token, terms.token))
     return who + ": " + (claim.token.empty() ? "no token" : "wrong token");
+  if (terms.certificates && claim.name == coordinator_name)
+    return who + ": that name is the coordinator's";
+  if (terms.certificates && claim.certificate_name != claim.name)
+    return who + ": its connection presented " +
+           (claim.certificate_name.empty()
+                ? "no certificate"
+                : "the certificate of \"" + claim.certificate_name + "\"");
   if (claim.version != terms.version)
     return who + " runs troupe " + claim.version + ", this coordinator runs troupe " +
            terms.version + ": both must run the same version";

@@ -14,6 +14,8 @@ struct join_claim {
   std::string token;
   std::string name;
   int64_t threads = 0;
+  /// With TLS: the CN of the certificate the node's connection presented ("" when none).
+  std::string certificate_name{};
 };
 
 /// What the coordinator expects.
@@ -22,6 +24,8 @@ struct join_terms {
   std::string token;                ///< "" when the coordinator has none: any token is fine
   std::vector<std::string> joined;  ///< names of the nodes already in
   int64_t wanted = 0;               ///< nodes the job needs
+  /// TLS: a node joins under the name on its certificate, and never as the coordinator.
+  bool certificates = false;
 };
 
 /// Returns why `claim` is refused, or "" when it may join. The token is compared in time

@@ -167,8 +167,22 @@ struct cluster_config {
   double node_timeout_s = 5;
   /// Gradients cross processes in ring all-reduce buckets of at most this many MiB.
   double bucket_mb = 1;
+  /// No step completed for this long ends the run, naming the silent workers
+  /// (core/policy/step_watch.hpp); 0: derived from the run's own step times.
+  double step_timeout_s = 0;
 
   bool enabled() const { return nodes > 0; }
+};
+
+/// Checkpoints of the run's whole state into the run directory's checkpoints/ (core/checkpoint),
+/// from which `troupe run --resume` continues exactly. A stopped run (Ctrl-C) writes one where it
+/// stops whatever these say.
+struct checkpoint_config {
+  int64_t every_steps = 0;  ///< after every this many steps; 0: not by count
+  double every_s = 0;       ///< at the first step this long after the last one; 0: not by time
+  int64_t keep = 3;         ///< the newest this many are kept
+
+  bool enabled() const { return every_steps > 0 || every_s > 0; }
 };
 
 /// Fault injection, for tests and demos of failure handling. Off unless set.
@@ -191,6 +205,7 @@ struct job_config {
   parallelism_config parallelism;
   ensemble_config ensemble;
   cluster_config cluster;
+  checkpoint_config checkpoint;
   faults_config faults;
   /// Where the workers compute: one device for all of them, or one per worker (replica-major:
   /// worker r * stages + s). make_device_plan (core/device) resolves "cuda" to a GPU.

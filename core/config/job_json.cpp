@@ -132,11 +132,18 @@ nlohmann::ordered_json to_json(const job_config& job) {
       ensemble["lrs"] = job.ensemble.lrs;
     out["ensemble"] = ensemble;
   }
+  if (job.checkpoint.enabled())
+    out["checkpoint"] = {{"every_steps", job.checkpoint.every_steps},
+                         {"every_s", job.checkpoint.every_s},
+                         {"keep", job.checkpoint.keep}};
   if (job.cluster.enabled())
     out["cluster"] = {{"nodes", job.cluster.nodes},
                       {"join_timeout_s", job.cluster.join_timeout_s},
                       {"node_timeout_s", job.cluster.node_timeout_s},
-                      {"bucket_mb", job.cluster.bucket_mb}};
+                      {"bucket_mb", job.cluster.bucket_mb},
+                      {"step_timeout_s", job.cluster.step_timeout_s}};
+  else if (job.cluster.step_timeout_s > 0)  // the watch also applies in one process
+    out["cluster"] = {{"step_timeout_s", job.cluster.step_timeout_s}};
   if (job.device.size() == 1) {
     out["device"] = job.device.front().str();
   } else {

@@ -1,6 +1,7 @@
 // read_json_file(): a job or suite file from disk, with every way the text can be wrong named by
 // file, line and column or JSON path: unreadable, not JSON, a number beyond a double, a key
 // given twice (JSON allows it and the last would silently win), a top level that is no object.
+// parse_json_text() does the same checks on text already in memory (the fuzz targets use it).
 #include "core/config/parse_job.hpp"
 
 #include "core/config/json_fields.hpp"
@@ -119,20 +120,23 @@ std::string read_text(const std::string& path) {
 }  // namespace
 
 nlohmann::json read_json_file(const std::string& path) {
-  const std::string text = read_text(path);
+  return parse_json_text(read_text(path), path);
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
   json parsed;
   try {
     parsed = json::parse(text, key_tracker());
   } catch (const json::parse_error& e) {
-    throw job_error({path + ":" + line_and_column(text, e.byte) + ": invalid JSON: " + plain(e)});
+    throw job_error({name + ":" + line_and_column(text, e.byte) + ": invalid JSON: " + plain(e)});
   } catch (const json::exception& e) {
     // Numbers beyond a double ("1e400") end up here, without a position.
-    throw job_error({path + ": invalid JSON: " + plain(e)});
+    throw job_error({name + ": invalid JSON: " + plain(e)});
   } catch (const job_error& e) {
-    throw job_error({path + ": " + e.problems().front()});
+    throw job_error({name + ": " + e.problems().front()});
   }
   if (!parsed.is_object())
-    throw job_error({path + ": the job must be a JSON object, got " + parsed.type_name()});
+    throw job_error({name + ": the job must be a JSON object, got " + parsed.type_name()});
   return parsed;
 }
 

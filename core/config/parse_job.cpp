@@ -329,7 +329,15 @@ void read_cluster(object_reader r, cluster_config& c) {
   r.number("join_timeout_s", c.join_timeout_s, 0, true, 24 * 3600, false);
   r.number("node_timeout_s", c.node_timeout_s, 0.1, false, 3600, false);
   r.number("bucket_mb", c.bucket_mb, 0, true, 1024, false);
-  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb"});
+  r.number("step_timeout_s", c.step_timeout_s, 0, false, 7 * 24 * 3600, false);
+  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "step_timeout_s"});
+}
+
+void read_checkpoint(object_reader r, checkpoint_config& c) {
+  r.integer("every_steps", c.every_steps, 0, INT64_C(1) << 40);
+  r.number("every_s", c.every_s, 0, false, 365 * 24 * 3600, false);
+  r.integer("keep", c.keep, 1, 1000000);
+  r.finish({"every_steps", "every_s", "keep"});
 }
 
 void read_device(object_reader& top, std::vector<device_spec>& device) {
@@ -391,10 +399,11 @@ job_config parse_job(const nlohmann::json& json) {
   read_parallelism(top.object("parallelism"), job.parallelism);
   read_ensemble(top.object("ensemble"), job.ensemble);
   read_cluster(top.object("cluster"), job.cluster);
+  read_checkpoint(top.object("checkpoint"), job.checkpoint);
   read_faults(top.object("faults"), job.faults);
   read_device(top, job.device);
   top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "ensemble",
-              "cluster", "faults", "device"});
+              "cluster", "checkpoint", "faults", "device"});
 
   check_feature_combinations(job, problems);
   if (!problems.empty())

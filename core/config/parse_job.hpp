@@ -19,4 +19,7 @@ nlohmann::ordered_json to_json(const job_config& job);
 /// (with line and column), or a top level that is not an object.
 nlohmann::json read_json_file(const std::string& path);
 
+/// read_json_file's checks on text in memory; `name` (a file name) starts every message.
+nlohmann::json parse_json_text(const std::string& text, const std::string& name);
+
 }  // namespace troupe

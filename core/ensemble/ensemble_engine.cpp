@@ -138,4 +138,32 @@ ensemble_evaluation ensemble_engine::evaluate(const labeled_images& set) const {
   return r;
 }
 
+at::Tensor ensemble_engine::weights() const {
+  std::vector<at::Tensor> flat;
+  for (const auto& p : model_.parameters())
+    flat.push_back(p.detach().reshape({-1}));
+  return at::cat(flat);
+}
+
+std::string ensemble_engine::optimizer_state() const {
+  return save_optimizer(*optimizer_);
+}
+
+void ensemble_engine::restore(const at::Tensor& flat, const std::string& optimizer) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (auto& p : model_.parameters()) {
+    const auto n = p.numel();
+    if (offset + n > flat.numel())
+      throw std::runtime_error("the checkpoint's ensemble weights are too short");
+    p.copy_(flat.slice(0, offset, offset + n).view_as(p));
+    offset += n;
+  }
+  if (offset != flat.numel())
+    throw std::runtime_error("the checkpoint's ensemble weights have " +
+                             std::to_string(flat.numel()) + " values, the ensemble " +
+                             std::to_string(offset));
+  load_optimizer(*optimizer_, optimizer);
+}
+
 }  // namespace troupe

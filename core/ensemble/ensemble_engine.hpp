@@ -47,6 +47,12 @@ class ensemble_engine {
     return model_.member_weights(k);
   }
 
+  /// Every member's parameters as one flat tensor (a copy), and the optimizer's state: what a
+  /// checkpoint holds. restore() puts both back, exactly.
+  at::Tensor weights() const;
+  std::string optimizer_state() const;
+  void restore(const at::Tensor& flat, const std::string& optimizer);
+
  private:
   int64_t batch_;
   dataset_ptr data_;

@@ -1,11 +1,13 @@
 #include "core/io/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace troupe {
@@ -15,10 +17,40 @@ namespace {
   throw std::runtime_error(path + ": cannot " + what + ": " + std::strerror(err));
 }
 
+constexpr std::string_view temporary_marker = ".tmp.";
+
+// The process id that names a temporary (NAME.tmp.PID), or -1 for any other name.
+pid_t temporary_owner(const std::string& name) {
+  const auto at = name.rfind(temporary_marker);
+  if (at == std::string::npos || at == 0)
+    return -1;
+  const auto digits = name.substr(at + temporary_marker.size());
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
+  return static_cast<pid_t>(std::stol(digits));
+}
+
 }  // namespace
 
+int remove_abandoned_temporaries(const std::string& folder) {
+  namespace fs = std::filesystem;
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const auto owner = temporary_owner(entry.path().filename().string());
+    if (owner <= 0 || !entry.is_regular_file(ec))
+      continue;
+    if (::kill(owner, 0) == 0 || errno == EPERM)
+      continue;  // its writer still runs
+    if (fs::remove(entry.path(), ec))
+      ++removed;
+  }
+  return removed;
+}
+
 void write_file_atomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = path + std::string(temporary_marker) + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     fail(tmp, "create", errno);

@@ -11,4 +11,8 @@ namespace troupe {
 /// Throws std::runtime_error naming the path if any step fails; the temporary is removed then.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
+/// Removes the temporaries of write_file_atomically in `folder` that a process killed mid-write
+/// left behind (those whose process no longer runs). Returns how many it removed.
+int remove_abandoned_temporaries(const std::string& folder);
+
 }  // namespace troupe

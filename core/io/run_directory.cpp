@@ -7,6 +7,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 
 namespace troupe {
 
@@ -29,14 +30,51 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
     if (!overwrite && !fs::is_empty(path_, ec))
       throw job_error({"--out " + path_ +
                        ": folder is not empty (choose another or pass --force to reuse it)"});
-    if (overwrite)
+    if (overwrite) {
       for (const char* name : {"metrics.jsonl", "summary.json", "final_weights.pt",
                                "best_weights.pt", "job.json", "validation_rows.json"})
         fs::remove(fs::path(path_) / name, ec);
+      fs::remove_all(fs::path(path_) / "checkpoints", ec);
+      remove_abandoned_temporaries(path_);
+    }
   }
   fs::create_directories(path_, ec);
   if (ec)
     throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
+}
+
+namespace {
+
+// Cuts `path` after its last newline: a record half-written when its run was killed.
+void drop_torn_record(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec || size == 0)
+    return;
+  std::ifstream in(path, std::ios::binary);
+  std::uintmax_t keep = size;
+  char c = 0;
+  while (keep > 0) {
+    in.seekg(static_cast<std::streamoff>(keep - 1));
+    if (!in.get(c) || c == '\n')
+      break;
+    --keep;
+  }
+  if (keep < size)
+    fs::resize_file(path, keep, ec);
+}
+
+}  // namespace
+
+run_directory run_directory::reopen(std::string path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec))
+    throw job_error({"--resume " + path + ": not a run folder"});
+  drop_torn_record(fs::path(path) / "metrics.jsonl");
+  remove_abandoned_temporaries(path);
+  run_directory dir;
+  dir.path_ = std::move(path);
+  return dir;
 }
 
 std::string member_weights_file(int64_t k) {

@@ -22,6 +22,9 @@ class run_directory {
   /// Creates `path` (and parents). Refuses, with job_error, a path that is a file or a folder
   /// that is not empty, unless `overwrite` is set: a run never mixes its files with another's.
   run_directory(std::string path, bool overwrite);
+  /// A run folder to continue in (`--resume`): it must exist; nothing in it is removed, and
+  /// metrics.jsonl loses only a record a killed run left half-written.
+  static run_directory reopen(std::string path);
 
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
@@ -36,6 +39,8 @@ class run_directory {
                      const std::string& name = "final_weights.pt") const;
 
  private:
+  run_directory() = default;
+
   std::string path_;
 };
 

@@ -1,5 +1,6 @@
 #include "core/io/weights_file.hpp"
 
+#include "core/io/archive_check.hpp"
 #include "core/io/atomic_file.hpp"
 
 #include <ATen/core/Dict.h>
@@ -25,6 +26,9 @@ std::vector<std::pair<std::string, at::Tensor>> load_weights(const std::string& 
   if (!in)
     throw std::runtime_error(path + ": cannot open");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const auto problem = archive_problem(std::string_view(bytes.data(), bytes.size()));
+      !problem.empty())
+    throw std::runtime_error(path + ": " + problem);
   auto value = torch::jit::pickle_load(bytes);
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& entry : value.toGenericDict())

@@ -94,5 +94,24 @@ nlohmann::json to_json(const failure& r) {
   return {{"event", failure::event}, {"error", r.error}, {"t", r.t}};
 }
 
+nlohmann::json to_json(const checkpoint& r) {
+  nlohmann::json j = {{"event", checkpoint::event},
+                      {"step", r.step},
+                      {"bytes", r.bytes},
+                      {"seconds", r.seconds},
+                      {"t", r.t}};
+  if (!r.error.empty())
+    j["error"] = r.error;
+  return j;
+}
+
+nlohmann::json to_json(const resumed& r) {
+  return {{"event", resumed::event},
+          {"step", r.step},
+          {"path", r.path},
+          {"skipped", r.skipped},
+          {"t", r.t}};
+}
+
 }  // namespace records
 }  // namespace troupe

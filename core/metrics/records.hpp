@@ -120,6 +120,25 @@ struct failure {
   double t = 0;
 };
 
+/// A checkpoint of the state after `step` was written (or, with `error`, could not be).
+struct checkpoint {
+  static constexpr const char* event = "checkpoint";
+  int64_t step = 0;
+  int64_t bytes = 0;
+  double seconds = 0;  ///< encoding and writing, beside the training
+  std::string error;   ///< empty when it was written
+  double t = 0;
+};
+
+/// The run resumed from the checkpoint of `step` in `path`; `skipped` newer ones did not verify.
+struct resumed {
+  static constexpr const char* event = "resumed";
+  int64_t step = 0;
+  std::string path;
+  int64_t skipped = 0;
+  double t = 0;
+};
+
 nlohmann::json to_json(const step& r);
 nlohmann::json to_json(const worker_step& r);
 nlohmann::json to_json(const stage_step& r);
@@ -129,6 +148,8 @@ nlohmann::json to_json(const applied& r);
 nlohmann::json to_json(const waited& r);
 nlohmann::json to_json(const phase& r);
 nlohmann::json to_json(const failure& r);
+nlohmann::json to_json(const checkpoint& r);
+nlohmann::json to_json(const resumed& r);
 
 }  // namespace records
 }  // namespace troupe

@@ -1,8 +1,13 @@
 #include "core/optim/make_optimizer.hpp"
 
+#include "core/io/archive_check.hpp"
+
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 
+#include <torch/serialize/archive.h>
+
+#include <sstream>
 #include <stdexcept>
 
 namespace troupe {
@@ -26,6 +31,28 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& 
     }
   }
   throw std::logic_error("unknown optimizer kind");
+}
+
+std::string save_optimizer(const torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes) {
+  if (const auto problem = archive_problem(bytes); !problem.empty())
+    throw std::runtime_error("optimizer state does not load: " + problem);
+  try {
+    std::istringstream in(bytes);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    optimizer.load(archive);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(std::string("optimizer state does not load: ") +
+                             e.what_without_backtrace());
+  }
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {

@@ -18,4 +18,11 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& 
 /// Sets every parameter group's learning rate (a schedule's rate for the coming step).
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 
+/// The optimizer's whole state (momentum buffers, Adam's moments and step counts) as bytes,
+/// LibTorch's archive format; load_optimizer puts it back into an optimizer over parameters of
+/// the same shapes in the same order, exactly (checkpoints: a resumed run continues bit for bit).
+std::string save_optimizer(const torch::optim::Optimizer& optimizer);
+/// Throws std::runtime_error when `bytes` is not such a state.
+void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes);
+
 }  // namespace troupe

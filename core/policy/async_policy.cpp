@@ -98,4 +98,12 @@ async_decision async_policy::on_worker_left(std::size_t worker) {
   return d;
 }
 
+void async_policy::resume_at(int64_t version) {
+  version_ = version;
+  for (auto& w : workers_) {
+    w.clock = version / static_cast<int64_t>(workers_.size());
+    w.pulled_version = version;
+  }
+}
+
 }  // namespace troupe

@@ -5,13 +5,16 @@
 namespace troupe {
 
 async_strategy::async_strategy(int64_t ranks, std::optional<int64_t> max_staleness, bool lr_scaling,
-                               const step_rules& rules)
+                               const step_rules& rules, int64_t first_step)
     : ranks_(ranks),
       lr_scaling_(lr_scaling),
       rules_(rules),
       policy_(static_cast<std::size_t>(ranks), max_staleness),
       waiting_since_(static_cast<std::size_t>(ranks), 0.0),
-      handed_out_(static_cast<std::size_t>(ranks), false) {}
+      handed_out_(static_cast<std::size_t>(ranks), false),
+      issued_(first_step * ranks) {
+  policy_.resume_at(first_step * ranks);
+}
 
 step_actions async_strategy::start() {
   step_actions out;

@@ -23,8 +23,10 @@ namespace troupe {
 class async_strategy : public step_strategy {
  public:
   /// `lr_scaling`: a gradient of staleness k is applied with lr / (1 + k).
+  /// `first_step` > 0: a resumed run, whose server already applied first_step x ranks pushes;
+  /// every worker starts at that clock.
   async_strategy(int64_t ranks, std::optional<int64_t> max_staleness, bool lr_scaling,
-                 const step_rules& rules);
+                 const step_rules& rules, int64_t first_step = 0);
 
   const char* name() const override { return "async"; }
   step_actions start() override;

@@ -5,16 +5,17 @@
 namespace troupe {
 
 local_sgd_strategy::local_sgd_strategy(int64_t ranks, const policy_schedule& schedule,
-                                       const step_rules& rules)
+                                       const step_rules& rules, int64_t first_step)
     : ranks_(ranks),
       schedule_(schedule),
       rules_(rules),
-      next_average_(schedule.next_averaging_step(0)),
+      first_step_(first_step),
+      next_average_(schedule.next_averaging_step(first_step)),
       round_(ranks, "weights"),
-      reports_(ranks) {}
+      reports_(ranks, first_step) {}
 
 step_actions local_sgd_strategy::start() {
-  return {act::compute{0, all_ranks(ranks_)}};
+  return {act::compute{first_step_, all_ranks(ranks_)}};
 }
 
 step_actions local_sgd_strategy::on_weights(const arrival& a) {

@@ -16,7 +16,9 @@ namespace troupe {
 
 class local_sgd_strategy : public step_strategy {
  public:
-  local_sgd_strategy(int64_t ranks, const policy_schedule& schedule, const step_rules& rules);
+  /// `first_step`: where the run starts (after the checkpoint of a resumed run, else 0).
+  local_sgd_strategy(int64_t ranks, const policy_schedule& schedule, const step_rules& rules,
+                     int64_t first_step = 0);
 
   const char* name() const override { return "local_sgd"; }
   step_actions start() override;
@@ -27,6 +29,7 @@ class local_sgd_strategy : public step_strategy {
   int64_t ranks_;
   policy_schedule schedule_;
   step_rules rules_;
+  int64_t first_step_;
   int64_t next_average_;  ///< the step after which the next average is due
   contribution_round round_;
   report_barrier reports_;

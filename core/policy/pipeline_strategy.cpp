@@ -4,13 +4,15 @@
 
 namespace troupe {
 
-pipeline_strategy::pipeline_strategy(int64_t pipelines, int64_t stages, const step_rules& rules)
+pipeline_strategy::pipeline_strategy(int64_t pipelines, int64_t stages, const step_rules& rules,
+                                     int64_t first_step)
     : pipelines_(pipelines),
       stages_(stages),
       rules_(rules),
+      step_(first_step),
       rounds_(static_cast<std::size_t>(stages), contribution_round(pipelines, "gradient")),
       losses_(static_cast<std::size_t>(pipelines)),
-      reports_(pipelines * stages) {}
+      reports_(pipelines * stages, first_step) {}
 
 std::vector<int64_t> pipeline_strategy::stage_workers(int64_t stage,
                                                       const std::vector<int64_t>& pipelines) const {
@@ -21,7 +23,7 @@ std::vector<int64_t> pipeline_strategy::stage_workers(int64_t stage,
 }
 
 step_actions pipeline_strategy::start() {
-  return {act::compute{0, all_ranks(pipelines_ * stages_)}};
+  return {act::compute{step_, all_ranks(pipelines_ * stages_)}};
 }
 
 step_actions pipeline_strategy::next_step() {

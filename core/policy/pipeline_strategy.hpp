@@ -23,7 +23,9 @@ namespace troupe {
 
 class pipeline_strategy : public step_strategy {
  public:
-  pipeline_strategy(int64_t pipelines, int64_t stages, const step_rules& rules);
+  /// `first_step`: where the run starts (after the checkpoint of a resumed run, else 0).
+  pipeline_strategy(int64_t pipelines, int64_t stages, const step_rules& rules,
+                    int64_t first_step = 0);
 
   const char* name() const override { return "pipeline (sync)"; }
   step_actions start() override;
@@ -39,7 +41,7 @@ class pipeline_strategy : public step_strategy {
   int64_t pipelines_;
   int64_t stages_;
   step_rules rules_;
-  int64_t step_ = 0;                        ///< the step in progress
+  int64_t step_;                            ///< the step in progress
   std::vector<contribution_round> rounds_;  ///< by stage: the pipelines' gradients of the step
   std::vector<step_part> losses_;           ///< by pipeline, from its last stage
   report_barrier reports_;

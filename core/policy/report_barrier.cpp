@@ -2,7 +2,8 @@
 
 namespace troupe {
 
-report_barrier::report_barrier(int64_t ranks) : ranks_(ranks) {}
+report_barrier::report_barrier(int64_t ranks, int64_t first_step)
+    : ranks_(ranks), completed_through_(first_step - 1) {}
 
 report_barrier::result report_barrier::add(const arrival& a) {
   result r;

@@ -19,7 +19,8 @@ namespace troupe {
 
 class report_barrier {
  public:
-  explicit report_barrier(int64_t ranks);
+  /// Steps before `first_step` count as complete (a resumed run starts there).
+  explicit report_barrier(int64_t ranks, int64_t first_step = 0);
 
   struct result {
     std::optional<std::vector<step_part>> complete;  ///< the step's parts, in rank order

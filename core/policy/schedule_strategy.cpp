@@ -5,11 +5,13 @@
 namespace troupe {
 
 schedule_strategy::schedule_strategy(int64_t ranks, const policy_schedule& schedule,
-                                     const step_rules& rules, bool driver_combines)
+                                     const step_rules& rules, bool driver_combines,
+                                     int64_t first_step)
     : ranks_(ranks),
+      first_step_(first_step),
       schedule_(schedule),
-      sync_(ranks, schedule, rules, driver_combines),
-      local_sgd_(ranks, schedule, rules) {}
+      sync_(ranks, schedule, rules, driver_combines, first_step),
+      local_sgd_(ranks, schedule, rules, first_step) {}
 
 step_strategy& schedule_strategy::phase_of(int64_t step) {
   if (schedule_.policy_at(step) == policy_kind::local_sgd)
@@ -18,7 +20,7 @@ step_strategy& schedule_strategy::phase_of(int64_t step) {
 }
 
 step_actions schedule_strategy::start() {
-  return {act::compute{0, all_ranks(ranks_)}};
+  return {act::compute{first_step_, all_ranks(ranks_)}};
 }
 
 step_actions schedule_strategy::on_gradient(const arrival& a) {

@@ -12,8 +12,9 @@ namespace troupe {
 
 class schedule_strategy : public step_strategy {
  public:
+  /// `first_step`: where the run starts (after the checkpoint of a resumed run, else 0).
   schedule_strategy(int64_t ranks, const policy_schedule& schedule, const step_rules& rules,
-                    bool driver_combines);
+                    bool driver_combines, int64_t first_step = 0);
 
   const char* name() const override { return "schedule"; }
   step_actions start() override;
@@ -25,6 +26,7 @@ class schedule_strategy : public step_strategy {
   step_strategy& phase_of(int64_t step);
 
   int64_t ranks_;
+  int64_t first_step_;
   policy_schedule schedule_;
   sync_strategy sync_;
   local_sgd_strategy local_sgd_;

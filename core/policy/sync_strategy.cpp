@@ -5,17 +5,18 @@
 namespace troupe {
 
 sync_strategy::sync_strategy(int64_t ranks, const policy_schedule& schedule,
-                             const step_rules& rules, bool driver_combines)
+                             const step_rules& rules, bool driver_combines, int64_t first_step)
     : ranks_(ranks),
       schedule_(schedule),
       rules_(rules),
       driver_combines_(driver_combines),
-      next_step_(schedule.next_step_under(policy_kind::sync, 0)),
+      first_step_(first_step),
+      next_step_(schedule.next_step_under(policy_kind::sync, first_step)),
       round_(ranks, "gradient"),
-      reports_(ranks) {}
+      reports_(ranks, first_step) {}
 
 step_actions sync_strategy::start() {
-  return {act::compute{0, all_ranks(ranks_)}};
+  return {act::compute{first_step_, all_ranks(ranks_)}};
 }
 
 step_actions sync_strategy::on_gradient(const arrival& a) {

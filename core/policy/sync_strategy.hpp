@@ -21,8 +21,9 @@ namespace troupe {
 class sync_strategy : public step_strategy {
  public:
   /// `driver_combines`: the gradients meet at the driver (else among the workers).
+  /// `first_step`: where the run starts (after the checkpoint of a resumed run, else 0).
   sync_strategy(int64_t ranks, const policy_schedule& schedule, const step_rules& rules,
-                bool driver_combines);
+                bool driver_combines, int64_t first_step = 0);
 
   const char* name() const override { return "sync"; }
   step_actions start() override;
@@ -34,6 +35,7 @@ class sync_strategy : public step_strategy {
   policy_schedule schedule_;
   step_rules rules_;
   bool driver_combines_;
+  int64_t first_step_;
   int64_t next_step_;  ///< the step whose gradients come next (driver meeting)
   contribution_round round_;
   report_barrier reports_;

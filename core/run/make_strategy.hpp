@@ -9,7 +9,8 @@
 namespace troupe {
 
 /// Pipelines flush every step; replicas run their policy (sync, local_sgd, a schedule of both,
-/// or async); the ensemble's one worker runs sync with nothing to combine.
-std::unique_ptr<step_strategy> make_strategy(const run_plan& plan);
+/// or async); the ensemble's one worker runs sync with nothing to combine. `first_step`: where
+/// the run starts (a resumed run: after its checkpoint).
+std::unique_ptr<step_strategy> make_strategy(const run_plan& plan, int64_t first_step = 0);
 
 }  // namespace troupe

@@ -169,6 +169,21 @@ void render_optimizer(std::ostringstream& out, const run_plan& p) {
         << " as best_weights.pt\n";
 }
 
+void render_checkpoints(std::ostringstream& out, const run_plan& p) {
+  const auto& c = p.job.checkpoint;
+  if (!c.enabled())
+    return;
+  out << "  checkpoints:";
+  if (c.every_steps > 0)
+    out << " every " << c.every_steps << " steps";
+  if (c.every_steps > 0 && c.every_s > 0)
+    out << " and";
+  if (c.every_s > 0)
+    out << " every " << c.every_s << " s";
+  out << " (" << p.checkpoint_parts() << " part(s) of state), the newest " << c.keep
+      << " kept in checkpoints/\n";
+}
+
 }  // namespace
 
 std::string render_plan(const run_plan& p) {
@@ -183,6 +198,7 @@ std::string render_plan(const run_plan& p) {
     render_ensemble(out, p);
   render_data(out, p);
   render_optimizer(out, p);
+  render_checkpoints(out, p);
   out << "  training: " << p.rules.total_steps() << " steps (" << p.rules.steps_per_epoch()
       << " per epoch) of global batch " << job.training.batch_size << ", rows per replica:";
   for (auto rows : p.rows_per_replica)

@@ -151,6 +151,15 @@ int64_t run_plan::worker_steps() const {
   return parameter_server() ? rules.total_steps() * workers : rules.total_steps();
 }
 
+int64_t run_plan::checkpoint_parts() const {
+  if (mode == run_mode::pipeline)
+    return job.parallelism.stages;
+  if (mode == run_mode::ensemble || parameter_server() ||
+      job.parallelism.policy == policy_kind::sync)
+    return 1;
+  return workers;
+}
+
 int64_t run_plan::eval_shards() const {
   if (mode == run_mode::ensemble || parameter_server())
     return 1;

@@ -87,6 +87,10 @@ struct run_plan {
   /// The most steps one worker may run: total_steps, or under async every push of the run
   /// (replicas x steps) when one worker is that much quicker than the rest.
   int64_t worker_steps() const;
+  /// The parts a checkpoint of the run holds (core/checkpoint/run_checkpoint.hpp): pipeline
+  /// 0's stages; one (sync replicas hold the same state; the server; the ensemble); else every
+  /// replica's, whose optimizers (and, between averages, weights) are their own.
+  int64_t checkpoint_parts() const;
   /// How many shards each evaluation is split into (each pipeline or replica evaluates its
   /// share; the parameter server or the ensemble evaluates all of it).
   int64_t eval_shards() const;

@@ -6,6 +6,7 @@
 #include "core/device/device_plan.hpp"
 #include "core/errors.hpp"
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -101,6 +102,18 @@ void read_limits(const nlohmann::json& job, const std::string& where, job_limits
   r.finish({"memory_mb", "time_s"});
 }
 
+void read_retries(const nlohmann::json& job, const std::string& where, int64_t& retries,
+                  std::vector<std::string>& problems) {
+  if (!job.contains("retries"))
+    return;
+  const auto& v = job["retries"];
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100)
+    problems.push_back(where + "/retries: must be an integer from 0 to 100, got " +
+                       render_value(v));
+  else
+    retries = v.get<int64_t>();
+}
+
 // `"stop_losers": {"after": K}`. The rule compares validation accuracies, so every job must hold
 // out a validation set: ranking or stopping on the test set would tune on it.
 std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
@@ -129,6 +142,25 @@ std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
   return after;
 }
 
+// More would take minutes to expand and validate (and each job is a process to run): a few
+// hundred bytes of sweep can ask for billions.
+constexpr std::size_t max_suite_jobs = 10000;
+
+// entries x the sweep's combinations, or max_suite_jobs + 1 when that is more.
+std::size_t job_count(std::size_t entries,
+                      const std::vector<std::pair<std::string, nlohmann::json>>& axes) {
+  std::size_t count = entries;
+  for (const auto& [key, values] : axes)
+    count = values.size() > max_suite_jobs / count ? max_suite_jobs + 1 : count * values.size();
+  return std::min(count, max_suite_jobs + 1);
+}
+
+// json.value(key, fallback) throws when the key holds something else than a string.
+std::string string_or(const nlohmann::json& json, const char* key, const std::string& fallback) {
+  const auto it = json.find(key);
+  return it != json.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 }  // namespace
 
 bool is_suite(const nlohmann::json& file) {
@@ -144,7 +176,9 @@ suite_config parse_suite(const nlohmann::json& file) {
   nlohmann::json base = file;
   for (const auto& key : suite_keys)
     base.erase(key);
-  suite.name = base.value("name", std::string("suite"));
+  suite.name = string_or(base, "name", "suite");
+  if (base.contains("name") && !base["name"].is_string())
+    problems.push_back("/name: must be a string, got " + render_value(base["name"]));
 
   std::vector<nlohmann::json> entries{nlohmann::json::object()};
   if (file.contains("jobs")) {
@@ -163,6 +197,12 @@ suite_config parse_suite(const nlohmann::json& file) {
     }
   }
   suite.entries = entries.size();
+  if (job_count(entries.size(), axes) > max_suite_jobs) {
+    problems.push_back(std::string(axes.empty() ? "/jobs" : "/sweep") +
+                       ": the suite expands to more than " + std::to_string(max_suite_jobs) +
+                       " jobs, the most it may hold");
+    throw job_error(std::move(problems));
+  }
   const auto combos = combinations(axes);
   suite.combinations = combos.size();
 
@@ -190,18 +230,20 @@ suite_config parse_suite(const nlohmann::json& file) {
       overrides.erase("name");
       suite_job job;
       job.overrides = overrides;
-      job.request.device = json.value("device", std::string("cpu"));
+      job.request.device = string_or(json, "device", "cpu");
       if (json.contains("device") &&
           (!json["device"].is_string() || !is_device_name(job.request.device)))
         problems.push_back(where + "/device: must be \"cpu\", \"cuda\" or \"cuda:N\", got " +
                            render_value(json["device"]));
       read_limits(json, where, job.limits, problems);
+      read_retries(json, where, job.retries, problems);
       json.erase("device");
       json.erase("limits");
+      json.erase("retries");
       try {
         job.job = parse_job(json);
       } catch (const job_error& err) {
-        const auto label = json.value("name", std::string("?"));
+        const auto label = string_or(json, "name", "?");
         for (const auto& p : err.problems())
           problems.push_back("job " + label + (where.empty() ? "" : " (" + where + ")") + ": " + p);
         continue;

@@ -29,6 +29,9 @@ struct suite_job {
   nlohmann::json overrides;  ///< what it changes on the base, for the plan and leaderboard
   placement_request request;
   job_limits limits;
+  /// How often a job whose process crashed is started again, from its newest checkpoint when
+  /// it wrote one (else from the start).
+  int64_t retries = 0;
 };
 
 struct suite_config {

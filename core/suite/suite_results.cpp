@@ -99,6 +99,8 @@ nlohmann::json to_json(const suite_job_result& r) {
                       {"peak_rss_mb", r.peak_rss_mb}};
   if (!r.error.empty())
     j["error"] = r.error;
+  if (r.retries > 0)
+    j["retries"] = r.retries;
   return j;
 }
 

@@ -26,6 +26,7 @@ struct suite_job_result {
   std::optional<double> final_train_loss;
   double wall_s = 0;       ///< from its start to its end, as the runner saw it
   double peak_rss_mb = 0;  ///< of its process, sampled
+  int64_t retries = 0;     ///< restarts after its process crashed (jobs[i].retries)
   double samples_per_s = 0;
   std::optional<double> validation_accuracy;  ///< its last evaluation, on the validation set
   std::optional<double> validation_loss;

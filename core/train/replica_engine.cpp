@@ -95,6 +95,15 @@ void replica_engine::set_weights(const at::Tensor& flat) {
     flat_->weights().copy_(flat);
 }
 
+std::string replica_engine::optimizer_state() const {
+  return save_optimizer(*optimizer_);
+}
+
+void replica_engine::restore(const at::Tensor& flat, const std::string& optimizer_state) {
+  set_weights(flat.to(flat_->weights().device()));
+  load_optimizer(*optimizer_, optimizer_state);
+}
+
 namespace {
 
 // The key of a parameter's optimizer state: LibTorch 1.x keys by the TensorImpl's address

@@ -62,6 +62,11 @@ class replica_engine {
   /// Overwrites the weights (e.g. with the replicas' average).
   void set_weights(const at::Tensor& flat);
 
+  /// The optimizer's state as bytes (core/optim/make_optimizer), for a checkpoint.
+  std::string optimizer_state() const;
+  /// Puts a checkpoint's weights and optimizer state back.
+  void restore(const at::Tensor& flat, const std::string& optimizer_state);
+
   /// SGD's momentum buffers, concatenated in parameter order (zeros before the first step).
   /// Throws for other optimizers.
   at::Tensor momenta() const;

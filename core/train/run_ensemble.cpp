@@ -1,5 +1,8 @@
 #include "core/train/run_ensemble.hpp"
 
+#include "core/checkpoint/checkpoint_schedule.hpp"
+#include "core/checkpoint/checkpoint_writer.hpp"
+#include "core/config/parse_job.hpp"
 #include "core/ensemble/ensemble_engine.hpp"
 #include "core/run/run_ending.hpp"
 #include "core/train/run_tracker.hpp"
@@ -25,7 +28,54 @@ struct ensemble_run {
   run_tracker& tracker;
   std::vector<member_report>& members;
   std::optional<metric_watch> stopping;  ///< early stopping, on the ensemble's validation figure
+  /// With a checkpoint directory: when checkpoints are due, and who writes them.
+  std::optional<checkpoint_schedule> schedule;
+  std::unique_ptr<checkpoint_writer> writer;
 };
+
+void record_written(ensemble_run& run, const std::vector<checkpoint_written>& written) {
+  for (const auto& w : written)
+    run.tracker.record(records::checkpoint{w.step, w.bytes, w.seconds, w.error, 0});
+}
+
+// The state after `step` (the one part: every member's weights and the optimizer), handed to
+// the writer's thread.
+void take_checkpoint(ensemble_run& run, int64_t step) {
+  run_checkpoint c;
+  c.step = step;
+  c.job = nlohmann::json(to_json(run.plan.job));
+  c.progress = {{"tracker", run.tracker.save()},
+                {"stopping", run.stopping ? run.stopping->save() : nlohmann::json()}};
+  c.parts.push_back({0, run.engine.weights(), run.engine.optimizer_state()});
+  run.writer->submit(std::move(c));
+  record_written(run, run.writer->finished());
+}
+
+// The first step to run: after the checkpoint of a resumed run, else 0.
+int64_t restore(ensemble_run& run) {
+  const auto& from = run.options.resume_from;
+  if (!from)
+    return 0;
+  const auto& part = from->parts.at(0);
+  run.engine.restore(part.weights, part.optimizer);
+  run.tracker.restore(from->progress.at("tracker"));
+  if (run.stopping && !from->progress.at("stopping").is_null())
+    run.stopping->restore(from->progress.at("stopping"));
+  return from->step + 1;
+}
+
+// A stop request: the checkpoint of `step` is written before the run ends.
+std::string stop_after(ensemble_run& run, int64_t step, std::string reason) {
+  if (!run.writer)
+    return reason;
+  take_checkpoint(run, step);
+  for (const auto& w : run.writer->flush()) {
+    record_written(run, {w});
+    if (w.step == step && !w.error.empty())
+      reason += "; its checkpoint could not be written: " + w.error;
+  }
+  return reason;
+}
 
 // Each member's figures on `set` (into `members` and member_eval records); returns the
 // ensemble's (the averaged prediction).
@@ -77,7 +127,13 @@ void evaluate_test(ensemble_run& run, int64_t step) {
 std::string train(ensemble_run& run, std::optional<int64_t>& stopped_at) {
   const auto& rules = run.plan.rules;
   run.tracker.start();
-  for (int64_t step = 0; step < rules.total_steps(); ++step) {
+  const auto first = restore(run);
+  if (!run.options.checkpoint_dir.empty()) {
+    run.schedule.emplace(run.plan.job.checkpoint, rules.total_steps(), run.tracker.elapsed_s());
+    run.writer = std::make_unique<checkpoint_writer>(
+        run.options.checkpoint_dir, run.plan.job.checkpoint.keep, 1, parameter_layout{});
+  }
+  for (int64_t step = first; step < rules.total_steps(); ++step) {
     const auto start = clock_type::now();
     const double loss = run.engine.step(step, run.plan.lr_at(step));
     run.tracker.on_worker_step(0, step, seconds_since(start), 0, 0);
@@ -90,8 +146,12 @@ std::string train(ensemble_run& run, std::optional<int64_t>& stopped_at) {
       break;
     }
     if (auto stop = stop_reason(run.options, rules, step); !stop.empty())
-      return stop;
+      return stop_after(run, step, stop);
+    if (run.schedule && run.schedule->due(step, run.tracker.elapsed_s()))
+      take_checkpoint(run, step);
   }
+  if (run.writer)
+    record_written(run, run.writer->flush());
   if (run.plan.data.validation_rows > 0)
     evaluate_test(run, stopped_at.value_or(rules.total_steps() - 1));
   return "";
@@ -116,7 +176,7 @@ run_report run_ensemble(const run_plan& plan, dataset_ptr data, const run_option
   std::unique_ptr<ensemble_engine> engine;
   try {
     engine = std::make_unique<ensemble_engine>(job, data);
-    ensemble_run run{plan, options, *engine, tracker, members, std::nullopt};
+    ensemble_run run{plan, options, *engine, tracker, members, std::nullopt, std::nullopt, nullptr};
     if (job.training.early_stopping)
       run.stopping.emplace(job.training.early_stopping->metric,
                            job.training.early_stopping->min_delta);

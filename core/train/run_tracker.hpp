@@ -81,6 +81,10 @@ class run_tracker {
     write(to_json(r));
   }
 
+  /// Its figures so far, for a checkpoint (run_tracker_state.cpp).
+  nlohmann::json save() const;
+  /// A resumed run: carries on from the figures save() returned, its clock included.
+  void restore(const nlohmann::json& saved);
   /// The report of the run so far; `error` empty means it succeeded.
   run_report report(const std::string& error, at::Tensor final_weights) const;
 

@@ -137,6 +137,18 @@ void stage_engine::apply(const at::Tensor& combined, double lr) {
   optimizer_->step();
 }
 
+std::string stage_engine::optimizer_state() const {
+  return save_optimizer(*optimizer_);
+}
+
+void stage_engine::restore(const at::Tensor& weights, const std::string& optimizer_state) {
+  {
+    torch::NoGradGuard no_grad;
+    flat_->weights().copy_(weights);
+  }
+  load_optimizer(*optimizer_, optimizer_state);
+}
+
 row_range stage_engine::eval_range(int64_t chunk) const {
   const auto begin = eval_rows_.begin + chunk * eval_chunk_rows;
   return {begin, std::min(begin + eval_chunk_rows, eval_rows_.end)};

@@ -69,6 +69,9 @@ class stage_engine {
   /// global norm spans the stages) and takes one optimizer step with learning rate `lr`.
   void apply(const at::Tensor& combined, double lr);
   const at::Tensor& weights() const { return flat_->weights(); }
+  /// The optimizer's state as bytes, for a checkpoint; restore puts both back.
+  std::string optimizer_state() const;
+  void restore(const at::Tensor& weights, const std::string& optimizer_state);
   const flat_parameters& parameters() const { return *flat_; }
 
   /// Evaluation of this pipeline's share of the evaluation set (validation, else test), in chunks

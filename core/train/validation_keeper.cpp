@@ -77,4 +77,43 @@ void validation_keeper::settle(int64_t step) {
   pending_.erase(it);
 }
 
+nlohmann::json metric_watch::save() const {
+  return {{"best", best_ ? nlohmann::json(*best_) : nlohmann::json()}, {"since_best", since_best_}};
+}
+
+void metric_watch::restore(const nlohmann::json& saved) {
+  const auto& best = saved.at("best");
+  best_ = best.is_null() ? std::nullopt : std::optional<double>(best.get<double>());
+  since_best_ = saved.at("since_best").get<int64_t>();
+}
+
+namespace {
+
+nlohmann::json save_watch(const std::optional<metric_watch>& w) {
+  return w ? w->save() : nlohmann::json();
+}
+
+void restore_watch(std::optional<metric_watch>& w, const nlohmann::json& saved) {
+  if (w && !saved.is_null())
+    w->restore(saved);
+}
+
+}  // namespace
+
+nlohmann::json validation_keeper::save() const {
+  return {{"keep", save_watch(keep_)},
+          {"stop", save_watch(stop_)},
+          {"best_step", best_step_ ? nlohmann::json(*best_step_) : nlohmann::json()}};
+}
+
+void validation_keeper::restore(const nlohmann::json& saved, at::Tensor best_weights) {
+  restore_watch(keep_, saved.at("keep"));
+  restore_watch(stop_, saved.at("stop"));
+  const auto& step = saved.at("best_step");
+  if (!step.is_null() && best_weights.defined()) {
+    best_step_ = step.get<int64_t>();
+    best_weights_ = std::move(best_weights);
+  }
+}
+
 }  // namespace troupe

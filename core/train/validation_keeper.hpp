@@ -10,6 +10,7 @@
 #include "core/config/job_config.hpp"
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
@@ -26,6 +27,9 @@ class metric_watch {
   bool improves(double loss, double accuracy);
   int64_t since_best() const { return since_best_; }
   std::optional<double> best() const { return best_; }
+  /// Its state, for a checkpoint; restore() puts it back in a resumed run.
+  nlohmann::json save() const;
+  void restore(const nlohmann::json& saved);
 
  private:
   monitor_metric metric_;
@@ -55,6 +59,16 @@ class validation_keeper {
   std::optional<int64_t> best_step() const { return best_step_; }
   std::optional<double> best_value() const;
   const at::Tensor& best_weights() const { return best_weights_; }
+
+  /// Whether nothing about the evaluation after `step` is still awaited (its verdict and its
+  /// weights are in, or it was never seen).
+  bool settled(int64_t step) const { return pending_.count(step) == 0; }
+
+  /// The verdicts so far, for a checkpoint (the best weights go beside it, as a tensor). Call
+  /// only when no evaluation is pending, as at a checkpoint's step.
+  nlohmann::json save() const;
+  /// A resumed run: the state save() returned, and the best weights.
+  void restore(const nlohmann::json& saved, at::Tensor best_weights);
 
  private:
   struct pending {

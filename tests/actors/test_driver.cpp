@@ -2,10 +2,12 @@
 // breaks the step protocol ends the run with errc::protocol_error naming what it sent and what
 // was expected; replicas that end with different weights fail the run; a worker that dies is
 // named. Each fake is a plain actor that speaks the replica protocol (messages/training_step.hpp)
-// just wrongly enough.
+// just wrongly enough; like a real replica, it runs the steps the driver released one after
+// the other (core/policy/step_pace.hpp).
 #include "actors/run_driver.hpp"
 #include "actors/run_job.hpp"
 #include "actors/system_config.hpp"
+#include "core/policy/step_pace.hpp"
 #include "training_fixtures.hpp"
 
 #include <ATen/ATen.h>
@@ -18,7 +20,7 @@ using namespace troupe;
 
 namespace {
 
-/// How a fake replica answers (compute, step): by default with a zero gradient for that step.
+/// How a fake replica runs a step: by default it answers with a zero gradient for that step.
 struct fake_script {
   std::function<void(caf::event_based_actor*, const run_driver_actor&, int64_t rank, int64_t step)>
       on_compute;
@@ -28,21 +30,30 @@ struct fake_script {
 
 caf::behavior fake_replica(caf::event_based_actor* self, run_driver_actor driver, int64_t rank,
                            int64_t parameters, fake_script script) {
+  auto pace = std::make_shared<step_pace>();
+  auto advance = [=] {
+    if (!pace->may_start())
+      return;
+    const auto step = pace->begin();
+    if (script.on_compute)
+      return script.on_compute(self, driver, rank, step);
+    self->send(driver, gradient_atom_v, gradient_meta{rank, step, 1.0, 16},
+               at::zeros({parameters}));
+  };
   return {
       [=](compute_atom, int64_t step) {
-        if (script.on_compute)
-          return script.on_compute(self, driver, rank, step);
-        self->send(driver, gradient_atom_v, gradient_meta{rank, step, 1.0, 16},
-                   at::zeros({parameters}));
+        pace->release(step);
+        advance();
       },
       [=](update_atom, const update_meta& meta, const at::Tensor&) {
         self->send(driver, step_stats{rank, meta.step, 1.0, 16, 0.0, 0.0, 0.0});
         if (meta.evaluate)
           self->send(driver, eval_report{rank, meta.step, 1.0, 1, 2, 0.0});
+        pace->finish(meta.step);
         if (meta.last)
           self->send(driver, weights_atom_v, rank, script.final_weights(rank));
         else
-          self->send(self, compute_atom_v, meta.step + 1);
+          advance();
       },
   };
 }
@@ -95,6 +106,27 @@ TEST_SUITE("driver") {
     CHECK(r.error.find("worker 1 sent a gradient for step 5, expected step 0") !=
           std::string::npos);
     CHECK(r.steps == 0);
+  }
+
+  TEST_CASE("a worker that goes silent ends the run after cluster.step_timeout_s, named") {
+    // Replica 1 stops sending after step 2, as behind a link that passes heartbeats but no
+    // gradient: nothing else would end the wait.
+    auto script = agreeing();
+    script.on_compute = [](caf::event_based_actor* self, const run_driver_actor& driver,
+                           int64_t rank, int64_t step) {
+      if (rank == 1 && step >= 3)
+        return;
+      self->send(driver, gradient_atom_v, gradient_meta{rank, step, 1.0, 16}, at::zeros({4}));
+    };
+    auto job = test::small_job(2, 10);
+    job.cluster.step_timeout_s = 0.3;
+    const auto r = run_with_fakes(job, script);
+    CHECK(r.status == run_status::failed);
+    CHECK(r.steps == 3);
+    CHECK_MESSAGE(r.error.find("without a completed step since step 2 (the limit: 0.3 s, "
+                               "cluster.step_timeout_s); furthest behind: worker 1, last heard "
+                               "of at step 2") != std::string::npos,
+                  r.error);
   }
 
   TEST_CASE("a report from a worker that does not exist ends the run with a protocol error") {

@@ -225,4 +225,21 @@ TEST_SUITE("async_strategy") {
       CHECK(busy.empty());
     }
   }
+
+  TEST_CASE("async resumed at step 2: the server's version and every clock carry on") {
+    const step_rules rules(4, 4, 0);
+    async_strategy s(3, int64_t{0}, false, rules, 2);
+    auto out = s.start();
+    REQUIRE(kinds(out) == "hand_out hand_out hand_out");
+    for (const auto& a : out) {
+      CHECK(as<act::hand_out>(a).version == 6);
+      CHECK(as<act::hand_out>(a).step == 2);
+    }
+    // Pushes 7, 8 and 9 make global step 2.
+    CHECK(kinds(s.on_push(arr(0, 2), 1.0)) == "apply_push");
+    CHECK(kinds(s.on_push(arr(1, 2), 1.0)) == "apply_push");
+    out = s.on_push(arr(2, 2), 1.0);
+    REQUIRE(kinds(out).rfind("apply_push complete", 0) == 0);
+    CHECK(as<act::complete>(out[1]).step == 2);
+  }
 }

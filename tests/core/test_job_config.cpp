@@ -251,7 +251,8 @@ TEST_SUITE("job_config") {
                     {"optimizer", {{"type", "sgd"}, {"lr", 0.2}, {"momentum", 0.5}}},
                     {"training", {{"steps", 9}, {"batch_size", 6}}},
                     {"parallelism", {{"replicas", 2}}},
-                    {"faults", {{"throw_worker", 1}, {"throw_step", 2}}}};
+                    {"faults", {{"throw_worker", 1}, {"throw_step", 2}}},
+                    {"cluster", {{"step_timeout_s", 4.5}}}};
     const json b = {{"model", {{"type", "cnn"}, {"channels", {4, 8, 8}}, {"kernel_size", 3}}},
                     {"data", {{"type", "synthetic"}, {"noise", 0.5}, {"train_samples", 99}}},
                     {"optimizer", {{"type", "adam"}, {"betas", {0.8, 0.9}}, {"eps", 1e-6}}},
@@ -264,6 +265,7 @@ TEST_SUITE("job_config") {
     }
     const auto ra = to_json(parse_job(a));
     CHECK(ra["seed"] == 42);
+    CHECK(ra["cluster"] == json({{"step_timeout_s", 4.5}}));  // in one process, only the limit
     CHECK(ra["model"]["hidden"] == json({32}));
     CHECK(!ra["model"].contains("channels"));
     CHECK(!ra["model"].contains("kernel_size"));

@@ -208,4 +208,13 @@ TEST_SUITE("pipeline_strategy") {
       CHECK(as<act::cannot_continue>(out[0]).rank == 2);
     }
   }
+
+  TEST_CASE("pipeline resumed at step 3: starts there and refuses step 2's events") {
+    const step_rules rules(6, 6, 0);
+    pipeline_strategy s(1, 2, rules, 3);
+    auto out = s.start();
+    REQUIRE(kinds(out) == "compute");
+    CHECK(as<act::compute>(out[0]).step == 3);
+    CHECK(contains(violation_of(s.on_gradient(arr(0, 2))), "expected step 3"));
+  }
 }

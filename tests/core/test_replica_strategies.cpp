@@ -344,4 +344,40 @@ TEST_SUITE("strategies") {
       }
     }
   }
+
+  // ---- resumed runs ---------------------------------------------------------------------------
+
+  TEST_CASE("resumed at step 5: sync starts there and refuses what belongs before it") {
+    const step_rules rules(10, 5, 0);
+    sync_strategy at_driver(2, plain(policy_kind::sync, rules), rules, true, 5);
+    auto out = at_driver.start();
+    REQUIRE(kinds(out) == "compute");
+    CHECK(as<act::compute>(out[0]).step == 5);
+    CHECK(contains(violation_of(at_driver.on_gradient(arr(0, 4))), "expected step 5"));
+    sync_strategy among(2, plain(policy_kind::sync, rules), rules, false, 5);
+    CHECK(contains(violation_of(among.on_report(arr(1, 4))), "step 4, which is complete"));
+    CHECK(kinds(among.on_report(arr(0, 5))) == "");
+    CHECK(kinds(among.on_report(arr(1, 5))) == "complete");
+  }
+
+  TEST_CASE("resumed at step 5: local_sgd averages next at its period's step") {
+    const step_rules rules(20, 20, 0);
+    local_sgd_strategy s(2, plain(policy_kind::local_sgd, rules, 4), rules, 5);
+    CHECK(as<act::compute>(s.start()[0]).step == 5);
+    CHECK(contains(violation_of(s.on_weights(arr(0, 3))), "expected after step 7"));
+    CHECK(kinds(s.on_weights(arr(0, 7, 0, 1))) == "");
+    CHECK(kinds(s.on_weights(arr(1, 7, 0, 1))) == "combine");
+  }
+
+  TEST_CASE("resumed at step 5: a schedule starts in the phase of step 5") {
+    const step_rules rules(10, 10, 0);
+    parallelism_config p;
+    p.policy = policy_kind::schedule;
+    p.phases = {{policy_kind::sync, 4, 8, false}, {policy_kind::local_sgd, 0, 2, false}};
+    const policy_schedule schedule(p, rules);
+    schedule_strategy s(2, schedule, rules, true, 5);
+    CHECK(as<act::compute>(s.start()[0]).step == 5);
+    CHECK(kinds(s.on_report(arr(0, 5))) == "");
+    CHECK(kinds(s.on_report(arr(1, 5))) == "complete");
+  }
 }

@@ -1,12 +1,14 @@
 // The small pieces a run is assembled from: step_rules, the report barrier and contribution
 // round the strategies complete steps with, the final weights' assembly, the pipeline stages'
-// idle windows, run statuses and metrics records, and the loaded data checked against the plan.
+// idle windows, run statuses and metrics records, the loaded data checked against the plan, and
+// the watch that ends a run whose steps stopped completing.
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/metrics/records.hpp"
 #include "core/policy/contribution_round.hpp"
 #include "core/policy/report_barrier.hpp"
 #include "core/policy/step_rules.hpp"
+#include "core/policy/step_watch.hpp"
 #include "core/run/final_weights.hpp"
 #include "core/train/stage_windows.hpp"
 
@@ -420,5 +422,50 @@ TEST_SUITE("run_pieces") {
     CHECK_THROWS_WITH_AS(check_data_matches({60000, 0, 2, 10}, loaded, files),
                          "/data/fm: holds 4 training rows, the plan (fashion_mnist) expects 60000",
                          data_error);
+  }
+
+  TEST_CASE("step_watch: a fixed limit, and the workers furthest behind") {
+    step_watch watch(3, 2.0);
+    CHECK_FALSE(watch.overdue(100).has_value());  // not started
+    watch.start(10);
+    watch.heard(0, 0);
+    CHECK_FALSE(watch.overdue(12).has_value());
+    auto stall = watch.overdue(12.5);
+    REQUIRE(stall.has_value());
+    CHECK(stall->last_step == -1);
+    CHECK(stall->limit_s == 2.0);
+    CHECK(stall->silent_s == doctest::Approx(2.5));
+    CHECK(stall->behind == std::vector<int64_t>{1, 2});
+    CHECK(stall->behind_step == -1);
+    watch.heard(1, 0);
+    watch.heard(2, 0);
+    watch.completed(0, 12.6);
+    watch.heard(0, 1);
+    watch.heard(2, 1);
+    watch.heard(7, 1);  // out of range: ignored
+    CHECK_FALSE(watch.overdue(14.6).has_value());
+    stall = watch.overdue(14.7);
+    REQUIRE(stall.has_value());
+    CHECK(stall->last_step == 0);
+    CHECK(stall->behind == std::vector<int64_t>{1});
+    CHECK(stall->behind_step == 0);
+    watch.heard(1, 1);  // all together (a stalled ring): every worker is named
+    CHECK(watch.overdue(14.7)->behind == std::vector<int64_t>{0, 1, 2});
+  }
+
+  TEST_CASE("step_watch: derived from the run's own step times") {
+    step_watch watch(1, 0, /*startup_s=*/60, /*floor_s=*/5);
+    watch.start(0);
+    CHECK(watch.limit_s() == 60);  // until the first step completes
+    watch.completed(0, 50);        // the first step's compilation is not a gap
+    CHECK(watch.limit_s() == 5);
+    watch.completed(1, 50.1);
+    CHECK(watch.limit_s() == 5);  // 20 x 0.1 s is below the floor
+    watch.completed(2, 51.1);
+    CHECK(watch.limit_s() == doctest::Approx(20));  // 20 x the longest gap, 1 s
+    watch.completed(3, 51.2);
+    CHECK(watch.limit_s() == doctest::Approx(20));  // the longest gap stays
+    CHECK_FALSE(watch.overdue(71.1).has_value());
+    CHECK(watch.overdue(71.3).has_value());
   }
 }

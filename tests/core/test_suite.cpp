@@ -85,6 +85,11 @@ TEST_SUITE("suite") {
     const auto lrs = parse_suite({{"sweep", {{"optimizer.lr", {0.01, 0.1}}}}});
     REQUIRE(lrs.jobs.size() == 2);
     CHECK(lrs.jobs[1].job.optimizer.lr == 0.1);
+    CHECK(lrs.jobs[1].retries == 0);
+    const auto retried =
+        parse_suite({{"retries", 3}, {"jobs", {{{"name", "a"}}, {{"name", "b"}, {"retries", 0}}}}});
+    CHECK(retried.jobs[0].retries == 3);
+    CHECK(retried.jobs[1].retries == 0);
   }
 
   TEST_CASE("bad suites name the job or key at fault") {
@@ -98,6 +103,10 @@ TEST_SUITE("suite") {
                        "\"a\" names two jobs"));
     CHECK(any_contains(problems_of({{"jobs", {{{"limits", {{"memory_mb", 0}}}}}}}),
                        "/jobs/0/limits/memory_mb: must be > 0"));
+    CHECK(any_contains(problems_of({{"jobs", {{{"retries", 101}}}}}),
+                       "/jobs/0/retries: must be an integer from 0 to 100, got 101"));
+    CHECK(any_contains(problems_of({{"jobs", {{{"retries", "twice"}}}}}),
+                       "/jobs/0/retries: must be an integer from 0 to 100, got \"twice\""));
     CHECK(any_contains(problems_of({{"jobs", {json::object()}},
                                     {"devices", {{{"device", "cuda:0"}, {"threads", 1}}}}}),
                        "/devices/0/device: cuda:0 is not available: this build of troupe has no "

@@ -2,7 +2,8 @@
 # End-to-end test of suites: several jobs from one file run as child processes, two at a time on
 # a 2-thread cpu device; a job that throws, one over its memory limit and one over its time
 # budget fail with their cause while the others finish; the leaderboard ranks the survivors;
-# bad suites are refused before anything runs.
+# a job killed mid-run is retried from its newest checkpoint; bad suites are refused before
+# anything runs.
 #   suite_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
@@ -77,6 +78,29 @@ cat >"$tmp/ok.json" <<'JSON'
 JSON
 out=$(timeout 300 "$troupe" run "$tmp/ok.json" --out "$tmp/ok" 2>&1)
 [ $? -eq 0 ] && pass || fail "all-succeeding suite: $out"
+
+# A job whose process is killed (SIGKILL, after its first checkpoint) is started again from its
+# newest checkpoint (jobs[i].retries) and ends with the weights of a run never interrupted.
+cat >"$tmp/retry.json" <<'JSON'
+{"name": "retry", "data": {"type": "synthetic", "train_samples": 1024, "test_samples": 128},
+ "model": {"hidden": [16]}, "training": {"steps": 300, "batch_size": 32, "eval_interval": 100},
+ "checkpoint": {"every_steps": 20}, "faults": {"slow_worker": 0, "slow_ms": 5},
+ "jobs": [{"name": "victim", "retries": 1}]}
+JSON
+timeout 300 "$troupe" run "$tmp/retry.json" --out "$tmp/retry" >"$tmp/retry.log" 2>&1 &
+suite_pid=$!
+deadline=$((SECONDS + 120))
+while [ ! -f "$tmp/retry/victim/checkpoints/latest" ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+pkill -KILL -f "$tmp/retry/specs/victim.json" && pass || fail "no victim process to kill"
+wait $suite_pid
+status=$?
+[ $status -eq 0 ] && grep -qF "retrying victim (1 of 1) from its newest checkpoint" "$tmp/retry.log" &&
+  pass || fail "retried suite exited $status: $(cat "$tmp/retry.log")"
+/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; sys.exit(0 if j["status"]=="succeeded" and j["retries"]==1 else 1)' \
+  "$tmp/retry/summary.json" && pass || fail "summary.json of the retried suite: $(cat "$tmp/retry/summary.json")"
+timeout 120 "$troupe" run "$tmp/retry/specs/victim.json" --out "$tmp/victim-full" --quiet >/dev/null 2>&1
+cmp -s "$tmp/victim-full/final_weights.pt" "$tmp/retry/victim/final_weights.pt" && pass ||
+  fail "the retried job's weights differ from an uninterrupted run's"
 
 # Refused before anything runs.
 echo '{"jobs": [{"name": "a", "optimizer": {"lr": -1}}, {"name": "a"}]}' >"$tmp/bad.json"

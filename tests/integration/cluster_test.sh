@@ -2,27 +2,16 @@
 # Integration tests of runs across processes: real `troupe coordinator` and `troupe node`
 # processes on 127.0.0.1 with free ports. Sync with 2 and 3 nodes must give the in-process
 # run's weights (<= 1e-6); async and local_sgd finish; wrong, missing and old-version nodes and
-# garbage bytes on the port are refused without disturbing the run; a killed node and a hung
-# one end the run with a message naming them; nodes that do not come, bad addresses and a
-# token-less public listener are refused. Every process is bounded by `timeout` and killed on
-# exit, pass or fail. Needs Fashion-MNIST and /usr/bin/python3 with torch (a missing torch
-# fails the weight comparisons, it does not skip them).
+# garbage bytes on the port are refused without disturbing the run; a killed node, a hung one
+# and a step that never completes end the run with a message naming them; nodes that do not
+# come, bad addresses and a token-less public listener are refused. Every process is bounded by
+# `timeout` and killed on exit, pass or fail. Needs Fashion-MNIST and /usr/bin/python3 with
+# torch (a missing torch fails the weight comparisons, it does not skip them).
 #   cluster_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$here/../lib/harness.sh"
 
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
@@ -31,46 +20,6 @@ fi
 have_torch=1
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
 [ $have_torch = 1 ] || echo "/usr/bin/python3 has no torch: every weight comparison will fail"
-
-free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# start NAME COMMAND...: runs COMMAND in the background, output in $tmp/NAME.log. No `timeout`
-# wrapper: signals in the tests must reach troupe itself; `finish` bounds every wait instead.
-start() {
-  local name=$1
-  shift
-  "$@" >"$tmp/$name.log" 2>&1 &
-  pids+=($!)
-  last_pid=$!
-}
-
-# finish PID SECONDS: waits for PID at most SECONDS; sets `status` (124 when it had to be killed).
-finish() {
-  local pid=$1 deadline=$((SECONDS + $2))
-  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt "$deadline" ]; do sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    status=124
-  else
-    wait "$pid"
-    status=$?
-  fi
-}
-
-# check WHAT STATUS EXPECTED_STATUS LOG PATTERN: the status and a fixed string in the log.
-check() {
-  local what=$1 got=$2 want=$3 log=$4 pattern=$5
-  if [ "$got" -ne "$want" ]; then
-    fail "$what: exit $got, expected $want"$'\n'"$(tail -20 "$log")"
-  elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$log"; then
-    fail "$what: $log lacks '$pattern'"$'\n'"$(tail -20 "$log")"
-  else
-    pass
-  fi
-}
 
 wait_for_steps() {  # wait_for_steps RUN_DIR: until training has begun (at most 30 s)
   for _ in $(seq 300); do
@@ -285,6 +234,24 @@ check "hung node" $status 1 "$tmp/coord_h.log" "(node b) failed"
 # node_timeout_s (1) plus a generous 3 s.
 ended_by_failure "hung node" "$tmp/dist_h" "node b" 2000 4
 
+# --- a step that never completes while heartbeats go on: ended by cluster.step_timeout_s -------
+# Worker 1 takes 8 s over every step (a stalled link would hold it for ever); node_timeout_s
+# cannot see it, since node b's heartbeats go on.
+port=$(free_port)
+start coord_s "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set training.steps=2000 --set faults.slow_worker=1 --set faults.slow_ms=8000 \
+  --set cluster.step_timeout_s=1.5 --out "$tmp/dist_s" --quiet
+coord=$last_pid
+start stall_a "$troupe" node --join "127.0.0.1:$port" --name a
+start stall_b "$troupe" node --join "127.0.0.1:$port" --name b
+t0=$SECONDS
+finish $coord 30
+check "stalled step" $status 1 "$tmp/coord_s.log" \
+  "without a completed step since the start (the limit: 1.5 s, cluster.step_timeout_s)"
+check "stalled step names its worker" $status 1 "$tmp/coord_s.log" "worker 1 (node b)"
+[ $((SECONDS - t0)) -le 7 ] && pass || fail "the stalled step ended the run after $((SECONDS - t0)) s"
+summary_field "$tmp/dist_s" error | grep -qF "furthest behind" && pass || fail "stalled step: summary error"
+
 # --- nodes that do not come; bad addresses; a public listener without a token ----------------
 port=$(free_port)
 start coord_j "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
@@ -314,5 +281,4 @@ start plainrun "$troupe" run "$tmp/job.json" --out "$tmp/dist_r"
 finish $last_pid 10
 check "cluster job without nodes" $status 2 "$tmp/plainrun.log" "--local-nodes"
 
-echo "cluster_test: $passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+report cluster_test

@@ -1,0 +1,57 @@
+#include "apps/troupe/resume_point.hpp"
+
+#include "core/checkpoint/checkpoint_store.hpp"
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace troupe {
+
+resume_point find_resume_point(const std::string& run_dir) {
+  resume_point point;
+  const auto stored = read_latest_checkpoint(run_dir, [&point](const std::string& line) {
+    fmt::print(stderr, "note: {}\n", line);
+    ++point.skipped;
+  });
+  if (!stored)
+    throw job_error({"--resume " + run_dir + ": no checkpoint in " + checkpoints_folder(run_dir) +
+                     " verifies"});
+  point.folder = checkpoints_folder(run_dir) + "/step-" + std::to_string(stored->step);
+  try {
+    point.checkpoint = std::make_shared<run_checkpoint>(decode_checkpoint(*stored));
+  } catch (const std::exception& e) {
+    throw job_error({"--resume " + point.folder + ": " + e.what()});
+  }
+  return point;
+}
+
+void check_resume_matches(const resume_point& point, const run_plan& plan) {
+  const auto& c = *point.checkpoint;
+  const auto where = "--resume " + point.folder + ": ";
+  if (c.step < 0 || c.step + 1 >= plan.rules.total_steps())
+    throw job_error({where + "the checkpoint is after step " + std::to_string(c.step) +
+                     ", the run has " + std::to_string(plan.rules.total_steps()) + " steps"});
+  const auto parts = static_cast<int64_t>(c.parts.size());
+  if (parts != plan.checkpoint_parts())
+    throw job_error({where + "the checkpoint holds " + std::to_string(parts) +
+                     " part(s) of state, the job's run " +
+                     std::to_string(plan.checkpoint_parts())});
+  if (plan.mode == run_mode::ensemble)
+    return;  // the ensemble engine checks the size of its one part when it restores
+  for (const auto& p : c.parts) {
+    const auto expected = plan.mode == run_mode::pipeline
+                              ? plan.stages[static_cast<std::size_t>(p.part)].parameters
+                              : plan.model.parameters;
+    if (p.weights.numel() != expected)
+      throw job_error({where + "the checkpoint's part " + std::to_string(p.part) + " holds " +
+                       std::to_string(p.weights.numel()) + " weights, the job's " +
+                       (plan.mode == run_mode::pipeline ? "stage " : "model ") +
+                       std::to_string(expected)});
+  }
+  if (c.best_weights.defined() && c.best_weights.numel() != plan.model.parameters)
+    throw job_error({where + "the checkpoint's best weights hold " +
+                     std::to_string(c.best_weights.numel()) + " values, the job's model " +
+                     std::to_string(plan.model.parameters)});
+}
+
+}  // namespace troupe

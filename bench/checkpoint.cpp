@@ -1,0 +1,155 @@
+// Benchmark: what checkpoints cost a run. The Fashion-MNIST MLP (784-256-128-10, Adam, global
+// batch 128) on 2 sync replicas trains the same steps without checkpoints (the reference) and
+// with one every `--every` steps, alternately, `--repeats` times each; the medians of the
+// training-only samples/s give the step-time overhead (target: at most 5% at every 20 steps),
+// and those of the whole run's wall time (until the last checkpoint is on disk) what the
+// writer's thread costs where it competes with the replicas for the cores.
+// It also reports what each checkpoint wrote against the state it holds: the weights and the
+// optimizer's state, plus weights.pt (the weights once more, by name, for PyTorch).
+//
+//   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--data DIR]
+#include "core/data/fashion_mnist.hpp"
+#include "core/metrics/jsonl_writer.hpp"
+#include "core/train/replica_engine.hpp"
+#include "timed_run.hpp"
+
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+job_config bench_job(int64_t steps, int64_t every) {
+  job_config job;
+  job.name = "bench_checkpoint";
+  job.seed = 1;
+  job.model.hidden = {256, 128};
+  job.optimizer.kind = optimizer_kind::adam;
+  job.optimizer.lr = 0.001;
+  job.training.epochs = 0;
+  job.training.steps = steps;
+  job.training.eval_interval = 1 << 30;  // only after the last step
+  job.parallelism.replicas = 2;
+  job.checkpoint.every_steps = every;
+  job.checkpoint.keep = 2;
+  return job;
+}
+
+struct measured {
+  double samples_per_s = 0;    ///< training steps only
+  double wall_s = 0;           ///< the whole run, until its last checkpoint is on disk
+  std::vector<int64_t> bytes;  ///< per checkpoint written
+  std::vector<double> write_s;
+};
+
+// One run; with `every` > 0 its checkpoints go into a fresh folder.
+measured run_once(const dataset_ptr& data, int64_t steps, int64_t every) {
+  const auto dir = fs::temp_directory_path() / ("troupe-ckpt-bench-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  measured m;
+  {
+    jsonl_writer metrics((dir / "metrics.jsonl").string());
+    run_options options;
+    options.metrics = &metrics;
+    if (every > 0)
+      options.checkpoint_dir = dir.string();
+    const auto t = bench::timed_run(bench_job(steps, every), data, 20, steps - 40, options);
+    m.samples_per_s = t.samples_per_s;
+    m.wall_s = t.report.wall_s;
+  }
+  std::ifstream in(dir / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.at("event") == "checkpoint") {
+      m.bytes.push_back(record.at("bytes").get<int64_t>());
+      m.write_s.push_back(record.at("seconds").get<double>());
+    }
+  }
+  fs::remove_all(dir);
+  return m;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The state a checkpoint of this job holds: the flat weights and the optimizer's bytes.
+std::pair<int64_t, int64_t> state_bytes(const dataset_ptr& data, const job_config& job) {
+  replica_engine engine(job, data, initial_weights(job, data->classes), 0);
+  engine.compute_gradient(0, true);
+  engine.apply(engine.gradient(), job.optimizer.lr);  // Adam's moments exist after one step
+  return {engine.weights().numel() * 4, static_cast<int64_t>(engine.optimizer_state().size())};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t steps = 1000, every = 20, repeats = 5;
+  std::string folder = "/usr/share/datasets/fashion-mnist";
+  CLI::App app{"troupe checkpoint benchmark: step-time overhead and bytes written"};
+  app.add_option("--steps", steps, "steps per run")->check(CLI::Range(100, 100000));
+  app.add_option("--every", every, "checkpoint every this many steps")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--repeats", repeats, "runs of each kind")->check(CLI::Range(1, 100));
+  app.add_option("--data", folder, "Fashion-MNIST folder");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    auto data = std::make_shared<const dataset>(load_fashion_mnist(folder));
+    std::vector<double> without, with, wall_without, wall_with, write_s;
+    std::vector<int64_t> bytes;
+    run_once(data, steps, 0);  // warms the caches and the allocator; not counted
+    for (int64_t r = 0; r < repeats; ++r) {
+      // Alternating which goes first, so that drift favours neither.
+      const auto reference = [&] {
+        const auto m = run_once(data, steps, 0);
+        without.push_back(m.samples_per_s);
+        wall_without.push_back(m.wall_s);
+      };
+      if (r % 2 == 1)
+        reference();
+      auto m = run_once(data, steps, every);
+      with.push_back(m.samples_per_s);
+      wall_with.push_back(m.wall_s);
+      bytes = m.bytes;
+      write_s.insert(write_s.end(), m.write_s.begin(), m.write_s.end());
+      if (r % 2 == 0)
+        reference();
+    }
+    const auto [weights, optimizer] = state_bytes(data, bench_job(steps, every));
+    const double a = median(without), b = median(with);
+    const nlohmann::json out = {{"benchmark", "checkpoint"},
+                                {"steps", steps},
+                                {"every_steps", every},
+                                {"repeats", repeats},
+                                {"samples_per_s_without", a},
+                                {"samples_per_s_with", b},
+                                {"step_time_overhead", a / b - 1},
+                                {"target_overhead", 0.05},
+                                {"wall_s_without", median(wall_without)},
+                                {"wall_s_with", median(wall_with)},
+                                {"wall_overhead", median(wall_with) / median(wall_without) - 1},
+                                {"checkpoints_per_run", bytes.size()},
+                                {"bytes_per_checkpoint", bytes.empty() ? 0 : bytes.back()},
+                                {"state_bytes", {{"weights", weights}, {"optimizer", optimizer}}},
+                                {"bytes_over_state_plus_weights_pt",
+                                 bytes.empty() ? 0.0
+                                               : static_cast<double>(bytes.back()) /
+                                                     static_cast<double>(2 * weights + optimizer)},
+                                {"median_write_s", median(write_s)}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "checkpoint_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,82 @@
+"""What mutual TLS costs between troupe processes, TLS on and off in the same run.
+
+  /usr/bin/python3 bench/tls_cost.py [--build build] [--sizes-mb 1,16,64] [--iters 10]
+                                     [--repeats 3] [--steps 400] [--job configs/fashion_mlp_sync.json]
+
+Two measurements, each alternating plain TCP and --tls `--repeats` times so that both see the
+same machine (a busy neighbour slows both, not one):
+  - bench/allreduce.cpp between 2 processes on loopback (troupe's ring, through the same
+    guarded connections as a cluster run): the bus bandwidth per size, median of the repeats;
+  - a 2-node training run, `troupe run JOB --local-nodes 2 [--tls]` with training.steps=STEPS:
+    the run's samples/s from its summary.json, and the wall time of the whole command (start-up,
+    handshakes, data loading and exit included), medians of the repeats.
+Prints JSON with each figure and tls/plain ratios (1.0 = TLS costs nothing).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def allreduce(build, sizes, iters, tls):
+    cmd = [os.path.join(build, "bench", "allreduce_bench"), "--ranks", "2", "--sizes-mb", sizes,
+           "--iters", str(iters), "--warmup", "2"] + (["--tls"] if tls else [])
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, timeout=600).stdout
+    return {r["size_mb"]: r["busbw_gbs"] for r in json.loads(out.strip().splitlines()[-1])["results"]}
+
+
+def training(build, job, steps, tls, work):
+    out = os.path.join(work, f"run-{time.monotonic_ns()}")
+    cmd = [os.path.join(build, "apps", "troupe"), "run", job, "--local-nodes", "2", "--quiet",
+           "--out", out, "--set", f"training.steps={steps}"] + (["--tls"] if tls else [])
+    start = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=900)
+    wall = time.monotonic() - start
+    with open(os.path.join(out, "summary.json")) as f:
+        summary = json.load(f)
+    return summary["samples_per_s"], wall
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    p.add_argument("--sizes-mb", default="1,16,64")
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--steps", type=int, default=400)
+    p.add_argument("--job", default=os.path.join(HERE, "..", "configs", "fashion_mlp_sync.json"))
+    args = p.parse_args()
+    busbw = {False: [], True: []}
+    rate = {False: [], True: []}
+    wall = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as work:
+        for _ in range(args.repeats):
+            for tls in (False, True):
+                busbw[tls].append(allreduce(args.build, args.sizes_mb, args.iters, tls))
+                r, w = training(args.build, args.job, args.steps, tls, work)
+                rate[tls].append(r)
+                wall[tls].append(w)
+                print(f"tls={tls}: training {r:.0f} samples/s, {w:.2f} s", file=sys.stderr)
+    rows = []
+    for size in busbw[False][0]:
+        plain = statistics.median(b[size] for b in busbw[False])
+        tls = statistics.median(b[size] for b in busbw[True])
+        rows.append({"size_mb": size, "plain_busbw_gbs": round(plain, 3),
+                     "tls_busbw_gbs": round(tls, 3), "tls_over_plain": round(tls / plain, 3)})
+    train = {"job": os.path.basename(args.job), "steps": args.steps, "repeats": args.repeats}
+    for key, values in (("samples_per_s", rate), ("wall_s", wall)):
+        plain, tls = statistics.median(values[False]), statistics.median(values[True])
+        train[f"plain_{key}"] = round(plain, 2)
+        train[f"tls_{key}"] = round(tls, 2)
+        train[f"{key}_tls_over_plain"] = round(tls / plain, 3)
+    print(json.dumps({"allreduce_2_ranks": rows, "training_2_nodes": train}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

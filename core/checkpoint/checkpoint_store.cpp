@@ -1,0 +1,190 @@
+#include "core/checkpoint/checkpoint_store.hpp"
+
+#include "core/checkpoint/sha256.hpp"
+#include "core/io/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace troupe {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* manifest_name = "manifest.json";
+constexpr const char* step_prefix = "step-";
+
+[[noreturn]] void fail(const std::string& path, const char* what, int err) {
+  throw std::runtime_error(path + ": cannot " + what + ": " + std::strerror(err));
+}
+
+// Creates `path` with `bytes` and fsyncs it before it is closed.
+void write_synced(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fail(path, "create", errno);
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail(path, "write", err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail(path, "flush", err);
+  }
+  if (::close(fd) != 0)
+    fail(path, "close", errno);
+}
+
+// A rename or a new entry is only durable once its folder is synced too.
+void sync_folder(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    fail(path, "open", errno);
+  const int status = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (status != 0)
+    fail(path, "flush", err);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot open " + path.filename().string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The step of a folder named step-S, or -1.
+int64_t step_of(const fs::path& folder) {
+  const auto name = folder.filename().string();
+  if (name.rfind(step_prefix, 0) != 0 || name.size() == std::strlen(step_prefix))
+    return -1;
+  const auto digits = name.substr(std::strlen(step_prefix));
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      digits.size() > 15)
+    return -1;
+  return std::stoll(digits);
+}
+
+// Checkpoint folders, newest first.
+std::vector<fs::path> stored_steps(const std::string& folder) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec))
+    if (entry.is_directory() && step_of(entry.path()) >= 0)
+      out.push_back(entry.path());
+  std::sort(out.begin(), out.end(),
+            [](const fs::path& a, const fs::path& b) { return step_of(a) > step_of(b); });
+  return out;
+}
+
+// Loads and verifies one checkpoint folder; throws std::runtime_error saying what is wrong.
+stored_checkpoint load_verified(const fs::path& folder) {
+  const auto manifest = nlohmann::json::parse(read_file(folder / manifest_name));
+  stored_checkpoint c;
+  c.step = manifest.at("step").get<int64_t>();
+  if (c.step != step_of(folder))
+    throw std::runtime_error("the manifest names step " + std::to_string(c.step));
+  for (const auto& entry : manifest.at("files")) {
+    const auto name = entry.at("name").get<std::string>();
+    if (name.find('/') != std::string::npos || name == manifest_name)
+      throw std::runtime_error("the manifest names a file \"" + name + "\"");
+    auto bytes = read_file(folder / name);
+    if (static_cast<int64_t>(bytes.size()) != entry.at("size").get<int64_t>())
+      throw std::runtime_error(name + " has " + std::to_string(bytes.size()) +
+                               " bytes, the "
+                               "manifest says " +
+                               std::to_string(entry.at("size").get<int64_t>()));
+    if (sha256_hex(bytes) != entry.at("sha256").get<std::string>())
+      throw std::runtime_error(name + ": its SHA-256 differs from the manifest's");
+    c.files.push_back({name, std::move(bytes)});
+  }
+  return c;
+}
+
+// Keeps the newest `keep` checkpoints that verify; removes older ones and stray temporaries.
+void retain(const std::string& folder, int64_t keep, int64_t newest) {
+  int64_t kept = 0;
+  for (const auto& path : stored_steps(folder)) {
+    std::error_code ec;
+    if (step_of(path) == newest || (kept < keep && fs::exists(path / manifest_name, ec))) {
+      ++kept;
+      continue;
+    }
+    fs::remove_all(path, ec);
+  }
+}
+
+}  // namespace
+
+const std::string* stored_checkpoint::find(const std::string& name) const {
+  for (const auto& f : files)
+    if (f.name == name)
+      return &f.bytes;
+  return nullptr;
+}
+
+std::string checkpoints_folder(const std::string& run_dir) {
+  return (fs::path(run_dir) / "checkpoints").string();
+}
+
+int64_t write_checkpoint(const std::string& run_dir, const stored_checkpoint& c, int64_t keep) {
+  const auto folder = checkpoints_folder(run_dir);
+  fs::create_directories(folder);
+  const auto name = step_prefix + std::to_string(c.step);
+  const auto tmp = fs::path(folder) / (".tmp-" + name);
+  const auto final_path = fs::path(folder) / name;
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // a torn attempt at the same step, from a killed run
+  fs::create_directories(tmp);
+  nlohmann::json manifest = {{"step", c.step}, {"files", nlohmann::json::array()}};
+  int64_t bytes = 0;
+  for (const auto& f : c.files) {
+    write_synced((tmp / f.name).string(), f.bytes);
+    manifest["files"].push_back(
+        {{"name", f.name}, {"size", f.bytes.size()}, {"sha256", sha256_hex(f.bytes)}});
+    bytes += static_cast<int64_t>(f.bytes.size());
+  }
+  write_synced((tmp / manifest_name).string(), manifest.dump(2) + "\n");
+  sync_folder(tmp.string());
+  fs::remove_all(final_path, ec);  // a checkpoint of the same step from before a resume
+  fs::rename(tmp, final_path);
+  sync_folder(folder);
+  write_file_atomically((fs::path(folder) / "latest").string(), name + "\n");
+  sync_folder(folder);
+  retain(folder, std::max<int64_t>(1, keep), c.step);
+  return bytes;
+}
+
+std::optional<stored_checkpoint> read_latest_checkpoint(
+    const std::string& run_dir, const std::function<void(const std::string&)>& log) {
+  for (const auto& path : stored_steps(checkpoints_folder(run_dir))) {
+    try {
+      return load_verified(path);
+    } catch (const std::exception& e) {
+      if (log)
+        log("checkpoint " + path.filename().string() + " skipped: " + e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace troupe

@@ -1,0 +1,60 @@
+// Writes a run's checkpoints on a thread of its own, so that training does not wait for the
+// disk: the run hands over the state it copied at a step boundary and goes on; the writer
+// encodes and stores it (core/checkpoint/checkpoint_store) in the order handed over and keeps
+// what happened for the run to record.
+//
+// Thread safety: submit() and finished() from one owner thread; the writing runs on the
+// writer's thread. The destructor finishes every checkpoint handed over before it returns.
+#pragma once
+
+#include "core/checkpoint/run_checkpoint.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace troupe {
+
+struct checkpoint_written {
+  int64_t step = 0;
+  int64_t bytes = 0;
+  double seconds = 0;  ///< encoding and writing, on the writer's thread
+  std::string error;   ///< why it was not written; empty when it was
+};
+
+class checkpoint_writer {
+ public:
+  /// Into `run_dir`/checkpoints, keeping the newest `keep`; `stages` and `layout` as
+  /// encode_checkpoint takes them.
+  checkpoint_writer(std::string run_dir, int64_t keep, int64_t stages, parameter_layout layout);
+  ~checkpoint_writer();
+  checkpoint_writer(const checkpoint_writer&) = delete;
+  checkpoint_writer& operator=(const checkpoint_writer&) = delete;
+
+  void submit(run_checkpoint c);
+  /// What was written (or failed) since the last call.
+  std::vector<checkpoint_written> finished();
+  /// Blocks until every checkpoint handed over is written; returns what finished().
+  std::vector<checkpoint_written> flush();
+
+ private:
+  void loop();
+
+  std::string run_dir_;
+  int64_t keep_;
+  int64_t stages_;
+  parameter_layout layout_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<run_checkpoint> queue_;
+  std::vector<checkpoint_written> done_;
+  bool writing_ = false;
+  bool closing_ = false;
+  std::thread thread_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,122 @@
+#include "core/checkpoint/run_checkpoint.hpp"
+
+#include "core/io/archive_check.hpp"
+#include "core/model/flat_parameters.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/core/Dict.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <stdexcept>
+
+namespace troupe {
+namespace {
+
+std::string pickled(const c10::Dict<std::string, at::Tensor>& dict) {
+  const auto bytes = torch::jit::pickle_save(dict);
+  return std::string(bytes.data(), bytes.size());
+}
+
+c10::Dict<std::string, at::Tensor> unpickled(const std::string& bytes, const char* name) {
+  if (const auto problem = archive_problem(bytes); !problem.empty())
+    throw std::runtime_error(std::string(name) + ": " + problem);
+  const auto value = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  if (!value.isGenericDict())
+    throw std::runtime_error(std::string(name) + " holds no dictionary");
+  c10::Dict<std::string, at::Tensor> out;
+  for (const auto& entry : value.toGenericDict())
+    out.insert(entry.key().toStringRef(), entry.value().toTensor());
+  return out;
+}
+
+at::Tensor as_bytes(const std::string& s) {
+  return at::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())}, at::kByte)
+      .clone();
+}
+
+std::string from_bytes(const at::Tensor& t) {
+  const auto c = t.contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel()));
+}
+
+// What decode hands on is copied into the workers' flat buffers: anything but a 1-D tensor of
+// the expected type (a state.pt that verified, yet was written by something else) is refused
+// here, by name, rather than deep inside a worker.
+const at::Tensor& flat_of(const at::Tensor& t, at::ScalarType type, const std::string& name) {
+  if (!t.defined() || t.dim() != 1 || t.scalar_type() != type)
+    throw std::runtime_error("state.pt: " + name + " is not a 1-D tensor of " +
+                             c10::toString(type));
+  return t;
+}
+const at::Tensor& flat_floats(const at::Tensor& t, const std::string& name) {
+  return flat_of(t, at::kFloat, name);
+}
+const at::Tensor& flat_bytes(const at::Tensor& t, const std::string& name) {
+  return flat_of(t, at::kByte, name);
+}
+
+std::string key(int64_t part, const char* what) {
+  return "part" + std::to_string(part) + "/" + what;
+}
+
+const std::string& required(const stored_checkpoint& s, const char* name) {
+  const auto* bytes = s.find(name);
+  if (bytes == nullptr)
+    throw std::runtime_error(std::string("no ") + name);
+  return *bytes;
+}
+
+}  // namespace
+
+stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
+                                    const parameter_layout& layout) {
+  c10::Dict<std::string, at::Tensor> state;
+  std::vector<at::Tensor> stage_weights;
+  for (const auto& p : c.parts) {
+    state.insert(key(p.part, "weights"), p.weights.contiguous());
+    state.insert(key(p.part, "optimizer"), as_bytes(p.optimizer));
+    stage_weights.push_back(p.weights);
+  }
+  if (c.best_weights.defined())
+    state.insert("best_weights", c.best_weights.contiguous());
+  stored_checkpoint s;
+  s.step = c.step;
+  const nlohmann::json meta = {
+      {"step", c.step}, {"job", c.job}, {"progress", c.progress}, {"parts", c.parts.size()}};
+  s.files.push_back({"state.json", meta.dump(2) + "\n"});
+  s.files.push_back({"state.pt", pickled(state)});
+  if (!layout.empty() && !c.parts.empty()) {
+    const auto model = stages > 1 ? at::cat(stage_weights) : c.parts.front().weights;
+    c10::Dict<std::string, at::Tensor> named;
+    for (const auto& [name, tensor] : unflatten(model, layout))
+      named.insert(name, tensor.contiguous());
+    s.files.push_back({"weights.pt", pickled(named)});
+  }
+  return s;
+}
+
+run_checkpoint decode_checkpoint(const stored_checkpoint& stored) {
+  run_checkpoint c;
+  const auto meta = nlohmann::json::parse(required(stored, "state.json"));
+  c.step = meta.at("step").get<int64_t>();
+  c.job = meta.at("job");
+  c.progress = meta.at("progress");
+  const auto state = unpickled(required(stored, "state.pt"), "state.pt");
+  const auto parts = meta.at("parts").get<int64_t>();
+  if (parts < 0 || parts > static_cast<int64_t>(state.size()))
+    throw std::runtime_error("state.json names " + std::to_string(parts) + " parts");
+  for (int64_t p = 0; p < parts; ++p) {
+    if (!state.contains(key(p, "weights")) || !state.contains(key(p, "optimizer")))
+      throw std::runtime_error("state.pt lacks part " + std::to_string(p));
+    auto optimizer = from_bytes(flat_bytes(state.at(key(p, "optimizer")), key(p, "optimizer")));
+    if (const auto problem = archive_problem(optimizer); !optimizer.empty() && !problem.empty())
+      throw std::runtime_error("state.pt: " + key(p, "optimizer") + ": " + problem);
+    c.parts.push_back(
+        {p, flat_floats(state.at(key(p, "weights")), key(p, "weights")), std::move(optimizer)});
+  }
+  if (state.contains("best_weights"))
+    c.best_weights = flat_floats(state.at("best_weights"), "best_weights");
+  return c;
+}
+
+}  // namespace troupe

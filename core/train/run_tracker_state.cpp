@@ -1,0 +1,85 @@
+// A run tracker's figures in a checkpoint: a resumed run's summary counts every step once and
+// its clock goes on from where the checkpoint left it.
+#include "core/train/run_tracker.hpp"
+
+namespace troupe {
+namespace {
+
+nlohmann::json optional_json(const std::optional<double>& x) {
+  return x ? nlohmann::json(*x) : nlohmann::json();
+}
+
+std::optional<double> optional_number(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
+}
+
+nlohmann::json save_worker(const worker_report& w) {
+  return {{"steps", w.steps},   {"samples", w.samples}, {"compute_s", w.compute_s},
+          {"comm_s", w.comm_s}, {"apply_s", w.apply_s}, {"eval_s", w.eval_s},
+          {"wait_s", w.wait_s}, {"idle_s", w.idle_s},   {"peak", w.peak_live_activations}};
+}
+
+void restore_worker(const nlohmann::json& j, worker_report& w) {
+  w.steps = j.at("steps").get<int64_t>();
+  w.samples = j.at("samples").get<int64_t>();
+  w.compute_s = j.at("compute_s").get<double>();
+  w.comm_s = j.at("comm_s").get<double>();
+  w.apply_s = j.at("apply_s").get<double>();
+  w.eval_s = j.at("eval_s").get<double>();
+  w.wait_s = j.at("wait_s").get<double>();
+  w.idle_s = j.at("idle_s").get<double>();
+  w.peak_live_activations = j.at("peak").get<int64_t>();
+}
+
+}  // namespace
+
+nlohmann::json run_tracker::save() const {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const auto& w : workers_)
+    workers.push_back(save_worker(w));
+  nlohmann::json staleness = nlohmann::json::array();
+  for (const auto& [k, n] : staleness_histogram_)
+    staleness.push_back({k, n});
+  return {{"elapsed_s", elapsed_s()},
+          {"completed_steps", completed_steps_},
+          {"samples", samples_},
+          {"eval_s", eval_s_},
+          {"last_loss", last_loss_},
+          {"recent_losses", recent_losses_},
+          {"test_loss", optional_json(test_loss_)},
+          {"test_accuracy", optional_json(test_accuracy_)},
+          {"validation_loss", optional_json(validation_loss_)},
+          {"validation_accuracy", optional_json(validation_accuracy_)},
+          {"last_evaluated", last_evaluated_ ? nlohmann::json(*last_evaluated_) : nlohmann::json()},
+          {"workers", workers},
+          {"staleness", staleness}};
+}
+
+void run_tracker::restore(const nlohmann::json& saved) {
+  const auto elapsed = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(saved.at("elapsed_s").get<double>()));
+  start_ = std::chrono::steady_clock::now() - elapsed;
+  last_step_end_ = std::chrono::steady_clock::now();
+  completed_steps_ = saved.at("completed_steps").get<int64_t>();
+  samples_ = saved.at("samples").get<int64_t>();
+  eval_s_ = saved.at("eval_s").get<double>();
+  last_loss_ = saved.at("last_loss").get<double>();
+  recent_losses_ = saved.at("recent_losses").get<std::deque<double>>();
+  test_loss_ = optional_number(saved.at("test_loss"));
+  test_accuracy_ = optional_number(saved.at("test_accuracy"));
+  validation_loss_ = optional_number(saved.at("validation_loss"));
+  validation_accuracy_ = optional_number(saved.at("validation_accuracy"));
+  const auto& last = saved.at("last_evaluated");
+  last_evaluated_ = last.is_null() ? std::nullopt : std::optional<int64_t>(last.get<int64_t>());
+  const auto& workers = saved.at("workers");
+  if (workers.size() != workers_.size())
+    throw std::runtime_error("the checkpoint's tracker has " + std::to_string(workers.size()) +
+                             " workers, the run " + std::to_string(workers_.size()));
+  for (std::size_t i = 0; i < workers_.size(); ++i)
+    restore_worker(workers[i], workers_[i]);
+  staleness_histogram_.clear();
+  for (const auto& entry : saved.at("staleness"))
+    staleness_histogram_[entry.at(0).get<int64_t>()] = entry.at(1).get<int64_t>();
+}
+
+}  // namespace troupe

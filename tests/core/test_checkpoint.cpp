@@ -1,0 +1,377 @@
+// Checkpoints without actors: the store's crash safety (a child process killed at random
+// moments while it writes), verification and fallback, retention, the encoding of a run's
+// state, the figures the tracker and the keeper carry over, and the pure pieces that decide
+// when a checkpoint is taken (the schedule, the release window, a worker's pace).
+#include "core/checkpoint/checkpoint_schedule.hpp"
+#include "core/checkpoint/checkpoint_store.hpp"
+#include "core/checkpoint/run_checkpoint.hpp"
+#include "core/checkpoint/sha256.hpp"
+#include "core/io/archive_check.hpp"
+#include "core/optim/make_optimizer.hpp"
+#include "core/policy/step_pace.hpp"
+#include "core/policy/step_release.hpp"
+#include "core/train/run_tracker.hpp"
+#include "core/train/validation_keeper.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/core/Dict.h>
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A PyTorch archive (what an optimizer's state and state.pt are) holding `values` floats.
+std::string an_archive(int64_t values) {
+  c10::Dict<std::string, at::Tensor> dict;
+  dict.insert("t", at::arange(values, at::kFloat));
+  const auto bytes = torch::jit::pickle_save(dict);
+  return {bytes.data(), bytes.size()};
+}
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    path = fs::temp_directory_path() /
+           ("troupe-ckpt-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  std::string str() const { return path.string(); }
+};
+
+// A checkpoint of `step` whose files say which step they belong to, a large one included.
+stored_checkpoint sample(int64_t step, std::size_t big = 1 << 20) {
+  stored_checkpoint c;
+  c.step = step;
+  c.files.push_back({"state.json", "{\"step\": " + std::to_string(step) + "}\n"});
+  c.files.push_back({"state.pt", std::string(big, static_cast<char>('a' + step % 26))});
+  return c;
+}
+
+std::vector<std::string> skipped_lines(const std::string& dir) {
+  std::vector<std::string> lines;
+  read_latest_checkpoint(dir, [&](const std::string& l) { lines.push_back(l); });
+  return lines;
+}
+
+void flip_byte(const fs::path& file, std::size_t at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x01));
+}
+
+}  // namespace
+
+TEST_SUITE("checkpoint") {
+  TEST_CASE("sha256 matches the standard's test vectors") {
+    CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  }
+
+  TEST_CASE("the newest checkpoint is read back, byte for byte, with its manifest and latest") {
+    temp_dir dir;
+    write_checkpoint(dir.str(), sample(4), 3);
+    const auto bytes = write_checkpoint(dir.str(), sample(9), 3);
+    CHECK(bytes == static_cast<int64_t>(sample(9).files[0].bytes.size() + (1 << 20)));
+    const auto c = read_latest_checkpoint(dir.str(), nullptr);
+    REQUIRE(c);
+    CHECK(c->step == 9);
+    REQUIRE(c->find("state.pt"));
+    CHECK(*c->find("state.pt") == sample(9).files[1].bytes);
+    const auto folder = fs::path(checkpoints_folder(dir.str()));
+    CHECK(fs::exists(folder / "step-9" / "manifest.json"));
+    std::ifstream latest(folder / "latest");
+    std::string name;
+    latest >> name;
+    CHECK(name == "step-9");
+  }
+
+  TEST_CASE(
+      "a flipped byte, a missing file or a cut file falls back to the one before, saying so") {
+    temp_dir dir;
+    write_checkpoint(dir.str(), sample(1), 5);
+    write_checkpoint(dir.str(), sample(2), 5);
+    write_checkpoint(dir.str(), sample(3), 5);
+    const auto folder = fs::path(checkpoints_folder(dir.str()));
+    flip_byte(folder / "step-3" / "state.pt", 12345);
+    auto c = read_latest_checkpoint(dir.str(), nullptr);
+    REQUIRE(c);
+    CHECK(c->step == 2);
+    auto lines = skipped_lines(dir.str());
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("step-3") != std::string::npos);
+    CHECK(lines[0].find("state.pt: its SHA-256 differs") != std::string::npos);
+
+    fs::remove(folder / "step-2" / "state.json");
+    c = read_latest_checkpoint(dir.str(), nullptr);
+    REQUIRE(c);
+    CHECK(c->step == 1);
+    fs::resize_file(folder / "step-1" / "state.pt", 100);
+    CHECK_FALSE(read_latest_checkpoint(dir.str(), nullptr));
+    lines = skipped_lines(dir.str());
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[2].find("state.pt has 100 bytes") != std::string::npos);
+  }
+
+  TEST_CASE("a damaged manifest is skipped, and a folder naming another step is not trusted") {
+    temp_dir dir;
+    write_checkpoint(dir.str(), sample(1), 5);
+    write_checkpoint(dir.str(), sample(2), 5);
+    const auto folder = fs::path(checkpoints_folder(dir.str()));
+    std::ofstream(folder / "step-2" / "manifest.json") << "{\"step\": 2, \"files\": [";
+    CHECK(read_latest_checkpoint(dir.str(), nullptr)->step == 1);
+    fs::rename(folder / "step-1", folder / "step-7");
+    CHECK_FALSE(read_latest_checkpoint(dir.str(), nullptr));
+  }
+
+  TEST_CASE("retention keeps the newest `keep` and removes stray temporaries") {
+    temp_dir dir;
+    const auto folder = fs::path(checkpoints_folder(dir.str()));
+    fs::create_directories(folder / ".tmp-step-99");
+    for (int64_t s = 0; s < 6; ++s)
+      write_checkpoint(dir.str(), sample(s, 10), 2);
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(folder))
+      names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    CHECK(names == std::vector<std::string>{".tmp-step-99", "latest", "step-4", "step-5"});
+  }
+
+  TEST_CASE("killed at random moments while writing, the store always yields a checkpoint") {
+    // A child writes checkpoints of growing steps as fast as it can; the parent kills it with
+    // SIGKILL after a random delay, 60 times. Every time, the newest verified checkpoint must
+    // be one the child finished or the one before it: never torn, never none.
+    temp_dir dir;
+    write_checkpoint(dir.str(), sample(0, 1 << 18), 2);
+    std::mt19937 random(20261123);
+    int64_t first = 1;
+    int64_t resumed_from_newest = 0;
+    for (int kill = 0; kill < 60; ++kill) {
+      const pid_t child = ::fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        for (int64_t s = first;; ++s)
+          write_checkpoint(dir.str(), sample(s, 1 << 18), 2);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(random() % 30000));
+      ::kill(child, SIGKILL);
+      int status = 0;
+      ::waitpid(child, &status, 0);
+      std::vector<std::string> skipped;
+      const auto c =
+          read_latest_checkpoint(dir.str(), [&](const std::string& l) { skipped.push_back(l); });
+      INFO("kill " << kill);
+      REQUIRE(c);
+      CHECK(skipped.empty());  // a torn write stays a temporary: nothing named step-S is torn
+      CHECK(*c->find("state.pt") == sample(c->step, 1 << 18).files[1].bytes);
+      resumed_from_newest += c->step >= first ? 1 : 0;
+      first = c->step + 1;  // the next child goes on from there, as a resumed run would
+    }
+    CHECK(resumed_from_newest > 0);
+  }
+
+  TEST_CASE("a run's state encodes to files and decodes to the same tensors and bytes") {
+    run_checkpoint c;
+    c.step = 41;
+    c.job = {{"name", "demo"}};
+    c.progress = {{"tracker", {{"completed_steps", 42}}}, {"keeper", nullptr}};
+    c.parts.push_back({0, at::arange(6, at::kFloat), an_archive(3)});
+    c.parts.push_back({1, at::arange(6, 10, at::kFloat), an_archive(5)});
+    c.best_weights = at::ones({10});
+    const parameter_layout layout{{"a.weight", {2, 3}}, {"a.bias", {4}}};
+    const auto stored = encode_checkpoint(c, 2, layout);
+    REQUIRE(stored.find("weights.pt"));
+    const auto back = decode_checkpoint(stored);
+    CHECK(back.step == 41);
+    CHECK(back.job == c.job);
+    CHECK(back.progress == c.progress);
+    REQUIRE(back.parts.size() == 2);
+    CHECK(at::equal(back.parts[0].weights, c.parts[0].weights));
+    CHECK(back.parts[0].optimizer == c.parts[0].optimizer);
+    CHECK(back.parts[1].optimizer == c.parts[1].optimizer);
+    CHECK(at::equal(back.best_weights, c.best_weights));
+    stored_checkpoint broken = stored;
+    broken.files.erase(broken.files.begin());
+    CHECK_THROWS_WITH(decode_checkpoint(broken), "no state.json");
+  }
+
+  TEST_CASE("archives reach LibTorch only when every offset they state lies inside them") {
+    const auto good = an_archive(100);
+    CHECK(archive_problem(good) == "");
+    CHECK(archive_problem(an_archive(0)) == "");
+    CHECK(archive_problem("") == "not a zip archive (no end-of-central-directory record)");
+    CHECK(archive_problem(good.substr(0, good.size() - 1)) ==
+          "not a zip archive (no end-of-central-directory record)");
+    CHECK(archive_problem(good.substr(0, good.size() / 2)) != "");
+    const auto end = good.rfind(std::string("PK\x05\x06", 4));
+    REQUIRE(end != std::string::npos);
+    auto forged = good;  // the central directory's offset moved past the end
+    forged[end + 16] = '\xff';
+    forged[end + 17] = '\xff';
+    CHECK(archive_problem(forged) ==
+          "the zip archive its zip64 record disagrees with its end record");
+    forged = good;  // the same in the zip64 record too
+    const auto wide = good.rfind(std::string("PK\x06\x06", 4));
+    REQUIRE(wide != std::string::npos);
+    forged[wide + 48 + 3] = '\x7f';
+    CHECK(archive_problem(forged) != "");
+    // Every single byte flipped: refused here, or left to LibTorch, which may throw but reads
+    // inside the buffer (under ASan, tests/fuzz/checkpoint_files checks that).
+    int refused = 0;
+    for (std::size_t at = 0; at < good.size(); at += 7) {
+      auto flipped = good;
+      flipped[at] = static_cast<char>(flipped[at] ^ 0x5a);
+      if (!archive_problem(flipped).empty()) {
+        ++refused;
+        continue;
+      }
+      try {
+        torch::jit::pickle_load(std::vector<char>(flipped.begin(), flipped.end()));
+      } catch (const std::exception&) {
+      }
+    }
+    CHECK(refused > 0);
+    // An optimizer's state: its TorchScript code entries are deflated.
+    optimizer_config adam;
+    adam.kind = optimizer_kind::adam;
+    auto weights = at::ones({5}).set_requires_grad(true);
+    auto optimizer = make_optimizer(adam, {weights});
+    weights.mutable_grad() = at::ones({5});
+    optimizer->step();
+    const auto state = save_optimizer(*optimizer);
+    CHECK(archive_problem(state) == "");
+    CHECK_NOTHROW(load_optimizer(*optimizer, state));
+    CHECK_THROWS_WITH(load_optimizer(*optimizer, state.substr(0, state.size() - 3)),
+                      "optimizer state does not load: not a zip archive (no "
+                      "end-of-central-directory record)");
+    // Decoding a checkpoint checks the optimizer state inside state.pt as well.
+    run_checkpoint c;
+    c.step = 1;
+    c.parts.push_back({0, at::zeros({2}), "not an archive"});
+    CHECK_THROWS_WITH(decode_checkpoint(encode_checkpoint(c, 1, {})),
+                      "state.pt: part0/optimizer: not a zip archive (no end-of-central-directory "
+                      "record)");
+  }
+
+  TEST_CASE("the schedule: every N steps, every T seconds, never after the last step") {
+    checkpoint_config by_count;
+    by_count.every_steps = 5;
+    checkpoint_schedule count(by_count, 15, 0);
+    std::vector<int64_t> due;
+    for (int64_t s = 0; s < 15; ++s)
+      if (count.due(s, 0))
+        due.push_back(s);
+    CHECK(due == std::vector<int64_t>{4, 9});  // not 14: the run ends there
+    checkpoint_config by_time;
+    by_time.every_s = 10;
+    checkpoint_schedule time(by_time, 100, 2.0);
+    CHECK_FALSE(time.due(0, 5));
+    CHECK(time.due(1, 12.5));
+    CHECK_FALSE(time.due(2, 20));
+    CHECK(time.due(3, 22.5));
+    CHECK_FALSE(checkpoint_config{}.enabled());
+  }
+
+  TEST_CASE("the release window: a few steps ahead, sliding on completion, stoppable") {
+    step_release r(10, 4);
+    CHECK(r.start(0) == std::vector<int64_t>{0, 1, 2, 3});
+    CHECK(r.on_complete(0) == std::optional<int64_t>(4));
+    CHECK(r.on_complete(1) == std::optional<int64_t>(5));
+    CHECK(r.next() == 6);
+    CHECK(r.release_last() == std::optional<int64_t>(6));
+    CHECK(r.stopped());
+    CHECK_FALSE(r.on_complete(2));
+    step_release resumed(10, 4);
+    CHECK(resumed.start(8) == std::vector<int64_t>{8, 9});
+    CHECK_FALSE(resumed.on_complete(8));
+    CHECK_FALSE(resumed.release_last());
+  }
+
+  TEST_CASE("a worker's pace: only released steps run, announced checkpoints are reported") {
+    step_pace p;
+    CHECK_FALSE(p.may_start());
+    p.release(0);
+    p.release(1);
+    CHECK(p.announce_checkpoint(1));
+    REQUIRE(p.may_start());
+    CHECK(p.begin() == 0);
+    CHECK_FALSE(p.may_start());  // busy
+    CHECK_FALSE(p.finish(0));
+    CHECK(p.begin() == 1);
+    CHECK(p.finish(1));
+    CHECK_FALSE(p.may_start());             // step 2 was not released
+    CHECK_FALSE(p.announce_checkpoint(1));  // passed: the driver broke the protocol
+    step_pace resumed;
+    resumed.start_at(7);
+    resumed.release(7);
+    CHECK(resumed.begin() == 7);
+  }
+
+  TEST_CASE("the tracker carries its figures over: a resumed run counts every step once") {
+    const step_rules rules(10, 5, 0);
+    run_tracker first(2, rules, nullptr);
+    for (int64_t s = 0; s < 4; ++s) {
+      first.on_worker_step(0, s, 0.1, 0.0, 0.0);
+      first.on_step_complete(s, {{0, 1.0 + static_cast<double>(s), 8}, {1, 2.0, 8}}, 0.0);
+    }
+    first.on_eval_shard(0, 4, 5.0, 3, 10, 0.5, 1);
+    const auto saved = first.save();
+    run_tracker resumed(2, rules, nullptr);
+    resumed.restore(saved);
+    CHECK(resumed.elapsed_s() >= saved.at("elapsed_s").get<double>());
+    const auto a = first.report("", {});
+    const auto b = resumed.report("", {});
+    CHECK(b.steps == 4);
+    CHECK(b.samples == a.samples);
+    CHECK(b.final_train_loss == a.final_train_loss);
+    CHECK(b.test_accuracy == a.test_accuracy);
+    CHECK(b.workers[0].steps == 4);
+    CHECK(b.workers[0].compute_s == doctest::Approx(0.4));
+    CHECK(resumed.evaluated(4));
+    run_tracker other(3, rules, nullptr);
+    CHECK_THROWS_WITH(other.restore(saved), "the checkpoint's tracker has 2 workers, the run 3");
+  }
+
+  TEST_CASE("the keeper carries its best and its patience over") {
+    early_stopping_config stop;
+    stop.patience = 2;
+    validation_keeper first(monitor_metric::validation_loss, stop);
+    first.on_evaluation(0, 1.0, 0.5);
+    first.on_snapshot(0, 0, 1, at::full({3}, 7.0));
+    first.on_evaluation(1, 1.5, 0.4);  // worse: one evaluation since the best
+    first.on_snapshot(1, 0, 1, at::zeros({3}));
+    CHECK(first.settled(1));
+    validation_keeper resumed(monitor_metric::validation_loss, stop);
+    resumed.restore(first.save(), first.best_weights());
+    CHECK(resumed.best_step() == std::optional<int64_t>(0));
+    CHECK(resumed.best_value() == std::optional<double>(1.0));
+    CHECK(at::equal(resumed.best_weights(), at::full({3}, 7.0)));
+    resumed.on_evaluation(2, 1.2, 0.4);  // still worse: patience 2 is used up
+    CHECK_FALSE(resumed.settled(2));
+    resumed.on_snapshot(2, 0, 1, at::zeros({3}));
+    CHECK(resumed.stopped_at() == std::optional<int64_t>(2));
+  }
+}

@@ -1,0 +1,63 @@
+# What the shell tests that start troupe processes share; sourced, after `set -uo pipefail`.
+# Gives: $tmp (a scratch folder, removed on exit), $pids (every process started, killed on
+# exit, pass or fail), pass/fail counters, and for processes: free_port, start, finish, check.
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+failures=0
+passes=0
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start NAME COMMAND...: runs COMMAND in the background, output in $tmp/NAME.log, its pid in
+# $last_pid. No `timeout` wrapper: signals in the tests must reach troupe itself; `finish`
+# bounds every wait instead.
+start() {
+  local name=$1
+  shift
+  "$@" >"$tmp/$name.log" 2>&1 &
+  pids+=($!)
+  last_pid=$!
+}
+
+# finish PID SECONDS: waits for PID at most SECONDS; sets `status` (124 when it had to be killed).
+finish() {
+  local pid=$1 deadline=$((SECONDS + $2))
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt "$deadline" ]; do sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    status=124
+  else
+    wait "$pid"
+    status=$?
+  fi
+}
+
+# check WHAT STATUS EXPECTED_STATUS LOG PATTERN: the status and a fixed string in the log.
+check() {
+  local what=$1 got=$2 want=$3 log=$4 pattern=$5
+  if [ "$got" -ne "$want" ]; then
+    fail "$what: exit $got, expected $want"$'\n'"$(tail -20 "$log")"
+  elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$log"; then
+    fail "$what: $log lacks '$pattern'"$'\n'"$(tail -20 "$log")"
+  else
+    pass
+  fi
+}
+
+# report NAME: the last line of a test script; its exit status.
+report() {
+  echo "$1: $passes passed, $failures failed"
+  [ "$failures" -eq 0 ]
+}
