@@ -96,6 +96,11 @@ mkdir -p "$corpus" "$scratch/new" "$scratch/artifacts"
 flags=(-max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048
   -entropic=0 -print_final_stats=1 -artifact_prefix="$scratch/artifacts/")
 [ -f "$root/tests/fuzz/$target.dict" ] && flags+=(-dict="$root/tests/fuzz/$target.dict")
+# tests/fuzz/TARGET.flags: a target's own libFuzzer flags, one per line (# comments).
+if [ -f "$root/tests/fuzz/$target.flags" ]; then
+  mapfile -t own < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$root/tests/fuzz/$target.flags")
+  flags+=("${own[@]}")
+fi
 # UBSan's reports abort (libFuzzer then saves the input); LibTorch's static registries are never
 # freed, but libFuzzer only reports a leak when an input's own allocations outlive it.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
