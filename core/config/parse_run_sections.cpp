@@ -1,0 +1,60 @@
+#include "core/config/parse_run_sections.hpp"
+
+#include "core/device/device_spec.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+namespace troupe {
+
+void read_ensemble(object_reader r, ensemble_config& e) {
+  if (!r.has("members") && (r.has("lrs") || r.has("distinct_data_order")))
+    r.object_problem("needs members");
+  const bool members_ok = r.integer("members", e.members, 1, 4096);
+  if (members_ok && e.members > 0) {
+    if (r.number_array("lrs", e.lrs, 0, HUGE_VAL, static_cast<std::size_t>(e.members)))
+      for (std::size_t i = 0; i < e.lrs.size(); ++i)
+        if (e.lrs[i] <= 0)
+          r.problem("lrs/" + std::to_string(i), "must be > 0, got " + render_value(e.lrs[i]));
+  } else {
+    r.skip("lrs");
+  }
+  r.boolean("distinct_data_order", e.distinct_data_order);
+  r.finish({"members", "lrs", "distinct_data_order"});
+}
+
+void read_cluster(object_reader r, cluster_config& c) {
+  r.integer("nodes", c.nodes, 1, 1024);
+  r.number("join_timeout_s", c.join_timeout_s, 0, true, 24 * 3600, false);
+  r.number("node_timeout_s", c.node_timeout_s, 0.1, false, 3600, false);
+  r.number("bucket_mb", c.bucket_mb, 0, true, 1024, false);
+  r.number("step_timeout_s", c.step_timeout_s, 0, false, 7 * 24 * 3600, false);
+  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "step_timeout_s"});
+}
+
+void read_checkpoint(object_reader r, checkpoint_config& c) {
+  r.integer("every_steps", c.every_steps, 0, INT64_C(1) << 40);
+  r.number("every_s", c.every_s, 0, false, 365 * 24 * 3600, false);
+  r.integer("keep", c.keep, 1, 1000000);
+  r.finish({"every_steps", "every_s", "keep"});
+}
+
+void read_device(object_reader& top, std::vector<device_spec>& device) {
+  std::vector<std::string> texts;
+  if (!top.string_or_strings("device", texts, is_device_name, device_expected, 4096) ||
+      texts.empty())
+    return;
+  device.clear();
+  for (const auto& t : texts)
+    device.push_back(*parse_device(t));
+}
+
+void read_faults(object_reader r, faults_config& f) {
+  r.optional_integer("throw_worker", f.throw_worker, 0, INT64_MAX);
+  r.integer("throw_step", f.throw_step, 0, INT64_MAX);
+  r.optional_integer("slow_worker", f.slow_worker, 0, INT64_MAX);
+  r.integer("slow_ms", f.slow_ms, 0, 3600 * 1000);
+  r.finish({"throw_worker", "throw_step", "slow_worker", "slow_ms"});
+}
+
+}  // namespace troupe
