@@ -1,6 +1,7 @@
 #include "core/checkpoint/run_checkpoint.hpp"
 
 #include "core/io/archive_check.hpp"
+#include "core/io/pickled_tensors.hpp"
 #include "core/model/flat_parameters.hpp"
 
 #include <ATen/ATen.h>
@@ -18,15 +19,7 @@ std::string pickled(const c10::Dict<std::string, at::Tensor>& dict) {
 }
 
 c10::Dict<std::string, at::Tensor> unpickled(const std::string& bytes, const char* name) {
-  if (const auto problem = archive_problem(bytes); !problem.empty())
-    throw std::runtime_error(std::string(name) + ": " + problem);
-  const auto value = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  if (!value.isGenericDict())
-    throw std::runtime_error(std::string(name) + " holds no dictionary");
-  c10::Dict<std::string, at::Tensor> out;
-  for (const auto& entry : value.toGenericDict())
-    out.insert(entry.key().toStringRef(), entry.value().toTensor());
-  return out;
+  return read_pickled_tensors(bytes, name);
 }
 
 at::Tensor as_bytes(const std::string& s) {
@@ -39,13 +32,22 @@ std::string from_bytes(const at::Tensor& t) {
   return std::string(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel()));
 }
 
-// What decode hands on is copied into the workers' flat buffers: anything but a 1-D tensor of
-// the expected type (a state.pt that verified, yet was written by something else) is refused
-// here, by name, rather than deep inside a worker.
+// What decode hands on is copied into the workers' flat buffers: anything but a contiguous 1-D
+// tensor of the expected type whose storage holds it (LibTorch's unpickler takes a tensor's
+// sizes and offset as the archive states them, beside a storage of any length) is refused here,
+// by name, rather than read past its storage deep inside a worker.
 const at::Tensor& flat_of(const at::Tensor& t, at::ScalarType type, const std::string& name) {
-  if (!t.defined() || t.dim() != 1 || t.scalar_type() != type)
+  const auto refuse = [&] {
     throw std::runtime_error("state.pt: " + name + " is not a 1-D tensor of " +
-                             c10::toString(type));
+                             c10::toString(type) + " within its storage");
+  };
+  if (!t.defined() || t.dim() != 1 || t.scalar_type() != type || !t.is_contiguous() ||
+      !t.has_storage() || t.storage_offset() < 0)
+    refuse();
+  const auto values = static_cast<uint64_t>(t.storage_offset()) + static_cast<uint64_t>(t.numel());
+  const auto size = static_cast<uint64_t>(t.element_size());
+  if (values > t.storage().nbytes() / size)
+    refuse();
   return t;
 }
 const at::Tensor& flat_floats(const at::Tensor& t, const std::string& name) {

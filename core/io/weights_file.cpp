@@ -1,7 +1,7 @@
 #include "core/io/weights_file.hpp"
 
-#include "core/io/archive_check.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/io/pickled_tensors.hpp"
 
 #include <ATen/core/Dict.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -25,14 +25,10 @@ std::vector<std::pair<std::string, at::Tensor>> load_weights(const std::string& 
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error(path + ": cannot open");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (const auto problem = archive_problem(std::string_view(bytes.data(), bytes.size()));
-      !problem.empty())
-    throw std::runtime_error(path + ": " + problem);
-  auto value = torch::jit::pickle_load(bytes);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& entry : value.toGenericDict())
-    out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+  for (const auto& entry : read_pickled_tensors(bytes, path))
+    out.emplace_back(entry.key(), entry.value());
   return out;
 }
 

@@ -1,0 +1,110 @@
+#include "core/io/pickled_tensors.hpp"
+
+#include "core/io/archive_check.hpp"
+
+#include <c10/util/Exception.h>
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+#include <torch/csrc/jit/serialization/unpickler.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+
+namespace troupe {
+namespace {
+
+// Reads inside the buffer only: a read past its end returns what there is.
+class buffer_reader final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit buffer_reader(std::string_view bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char*) const override {
+    if (pos >= bytes_.size())
+      return 0;
+    n = std::min<uint64_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+// The unpickling of pickle_load ("data.pkl", tensors in "data/KEY"), with the size of every
+// record handed to a storage kept by its address.
+c10::IValue unpickle(std::string_view bytes, std::map<const void*, size_t>& record_sizes) {
+  caffe2::serialize::PyTorchStreamReader archive(std::make_shared<buffer_reader>(bytes));
+  // Not a structured binding: C++17 lambdas cannot capture one.
+  at::DataPtr pickle;
+  size_t pickle_size = 0;
+  std::tie(pickle, pickle_size) = archive.getRecord("data.pkl");
+  const auto* data = static_cast<const char*>(pickle.get());
+  size_t done = 0;
+  auto reader = [&](char* buffer, size_t length) -> size_t {
+    const auto n = std::min(length, pickle_size - done);
+    std::memcpy(buffer, data + done, n);
+    done += n;
+    return n;
+  };
+  auto read_record = [&](const std::string& key) {
+    auto [record, size] = archive.getRecord("data/" + key);
+    record_sizes[record.get()] = size;
+    return std::move(record);
+  };
+  torch::jit::Unpickler unpickler(reader, nullptr, nullptr, read_record, c10::nullopt);
+  unpickler.set_version(archive.version());
+  return unpickler.parse_ivalue();
+}
+
+// The tensor reads only bytes of the record its storage holds.
+bool within_record(const at::Tensor& t, const std::map<const void*, size_t>& record_sizes) {
+  if (!t.has_storage() || t.storage_offset() < 0)
+    return false;
+  const auto record = record_sizes.find(t.storage().data());
+  if (record == record_sizes.end() || t.storage().nbytes() > record->second)
+    return false;
+  uint64_t last = static_cast<uint64_t>(t.storage_offset());  // furthest element it reaches
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0)
+      return true;
+    if (t.stride(d) < 0)
+      return false;
+    last += static_cast<uint64_t>(t.size(d) - 1) * static_cast<uint64_t>(t.stride(d));
+  }
+  const auto element = static_cast<uint64_t>(t.element_size());
+  return last < t.storage().nbytes() / element;
+}
+
+}  // namespace
+
+c10::Dict<std::string, at::Tensor> read_pickled_tensors(std::string_view bytes,
+                                                        const std::string& what) {
+  if (const auto problem = archive_problem(bytes); !problem.empty())
+    throw std::runtime_error(what + ": " + problem);
+  std::map<const void*, size_t> record_sizes;
+  c10::IValue value;
+  try {
+    value = unpickle(bytes, record_sizes);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(what + ": " + e.what_without_backtrace());
+  }
+  if (!value.isGenericDict())
+    throw std::runtime_error(what + " holds no dictionary");
+  c10::Dict<std::string, at::Tensor> out;
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor())
+      throw std::runtime_error(what + " holds something else than named tensors");
+    const auto& t = entry.value().toTensor();
+    if (!within_record(t, record_sizes))
+      throw std::runtime_error(what + ": tensor " + entry.key().toStringRef() +
+                               " reaches past the bytes stored for it");
+    out.insert(entry.key().toStringRef(), t);
+  }
+  return out;
+}
+
+}  // namespace troupe
