@@ -34,6 +34,108 @@ class buffer_reader final : public caffe2::serialize::ReadAdapterInterface {
   std::string_view bytes_;
 };
 
+// LibTorch's unpickler allocates what a pickle states before it reads: a string of the length an
+// opcode announces, a memo table as large as the largest memo index. The opcodes pickle_save
+// writes are walked here first; every length must fit in the bytes that follow, every memo index
+// in the pickle's own size, and any other opcode is refused.
+std::string pickle_problem(const char* data, size_t size) {
+  size_t at = 0;
+  const auto take = [&](size_t n) {
+    if (n > size - at)
+      return false;
+    at += n;
+    return true;
+  };
+  const auto length = [&](int bytes, uint64_t& out) {
+    if (static_cast<size_t>(bytes) > size - at)
+      return false;
+    out = 0;
+    for (int i = bytes - 1; i >= 0; --i)
+      out = (out << 8) | static_cast<unsigned char>(data[at + static_cast<size_t>(i)]);
+    at += static_cast<size_t>(bytes);
+    return true;
+  };
+  while (at < size) {
+    const auto op = static_cast<unsigned char>(data[at++]);
+    uint64_t n = 0;
+    bool ok = true;
+    switch (op) {
+      case '(':
+      case '0':
+      case '1':
+      case 'Q':
+      case 'N':
+      case ')':
+      case 't':
+      case 0x85:
+      case 0x86:
+      case 0x87:
+      case ']':
+      case 'a':
+      case 'e':
+      case 'l':
+      case '}':
+      case 's':
+      case 'u':
+      case 0x88:
+      case 0x89:
+      case 'b':
+      case 'R':
+      case 0x81:
+      case 'd':
+      case 0x94:
+        break;
+      case '.':
+        return "";
+      case 'K':
+      case 'h':
+      case 0x80:
+        ok = take(1);
+        break;
+      case 'M':
+        ok = take(2);
+        break;
+      case 'J':
+        ok = take(4);
+        break;
+      case 'G':
+        ok = take(8);
+        break;
+      case 'q':
+      case 'j':
+      case 'r':
+        ok = length(op == 'q' ? 1 : 4, n) && n <= size;
+        break;
+      case 0x8a:
+      case 'C':
+      case 'U':
+      case 0x8c:
+        ok = length(1, n) && take(n);
+        break;
+      case 'X':
+      case 'B':
+        ok = length(4, n) && take(n);
+        break;
+      case 0x8d:
+      case 0x8e:
+      case 0x95:
+        ok = length(8, n) && (op == 0x95 || take(n));
+        break;
+      case 'c':
+        for (int line = 0; line < 2 && ok; ++line) {
+          const auto* end = static_cast<const char*>(std::memchr(data + at, '\n', size - at));
+          ok = end != nullptr && take(static_cast<size_t>(end - (data + at)) + 1);
+        }
+        break;
+      default:
+        return "the pickle holds an opcode (" + std::to_string(op) + ") troupe does not read";
+    }
+    if (!ok)
+      return "the pickle announces more than it holds";
+  }
+  return "the pickle has no end";
+}
+
 // The unpickling of pickle_load ("data.pkl", tensors in "data/KEY"), with the size of every
 // record handed to a storage kept by its address.
 c10::IValue unpickle(std::string_view bytes, std::map<const void*, size_t>& record_sizes) {
@@ -43,6 +145,8 @@ c10::IValue unpickle(std::string_view bytes, std::map<const void*, size_t>& reco
   size_t pickle_size = 0;
   std::tie(pickle, pickle_size) = archive.getRecord("data.pkl");
   const auto* data = static_cast<const char*>(pickle.get());
+  if (const auto problem = pickle_problem(data, pickle_size); !problem.empty())
+    throw std::runtime_error(problem);
   size_t done = 0;
   auto reader = [&](char* buffer, size_t length) -> size_t {
     const auto n = std::min(length, pickle_size - done);
@@ -91,6 +195,8 @@ c10::Dict<std::string, at::Tensor> read_pickled_tensors(std::string_view bytes,
     value = unpickle(bytes, record_sizes);
   } catch (const c10::Error& e) {
     throw std::runtime_error(what + ": " + e.what_without_backtrace());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(what + ": " + e.what());
   }
   if (!value.isGenericDict())
     throw std::runtime_error(what + " holds no dictionary");
