@@ -7,7 +7,8 @@ Two measurements, each alternating plain TCP and --tls `--repeats` times so that
 same machine (a busy neighbour slows both, not one):
   - bench/allreduce.cpp between 2 processes on loopback (troupe's ring, through the same
     guarded connections as a cluster run): the bus bandwidth per size, median of the repeats;
-  - a 2-node training run, `troupe run JOB --local-nodes 2 [--tls]` with training.steps=STEPS:
+  - a 2-node training run, `troupe run JOB --local-nodes 2 [--tls]` of STEPS steps (the job
+    file's training with `steps` in place of `epochs`):
     the run's samples/s from its summary.json, and the wall time of the whole command (start-up,
     handshakes, data loading and exit included), medians of the repeats.
 Prints JSON with each figure and tls/plain ratios (1.0 = TLS costs nothing).
@@ -31,10 +32,22 @@ def allreduce(build, sizes, iters, tls):
     return {r["size_mb"]: r["busbw_gbs"] for r in json.loads(out.strip().splitlines()[-1])["results"]}
 
 
-def training(build, job, steps, tls, work):
+def with_steps(job, steps, work):
+    """The job file with its training length set to `steps` (replacing epochs, if it has them)."""
+    with open(job) as f:
+        spec = json.load(f)
+    spec.setdefault("training", {}).pop("epochs", None)
+    spec["training"]["steps"] = steps
+    path = os.path.join(work, "job.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    return path
+
+
+def training(build, job, tls, work):
     out = os.path.join(work, f"run-{time.monotonic_ns()}")
     cmd = [os.path.join(build, "apps", "troupe"), "run", job, "--local-nodes", "2", "--quiet",
-           "--out", out, "--set", f"training.steps={steps}"] + (["--tls"] if tls else [])
+           "--out", out] + (["--tls"] if tls else [])
     start = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=900)
     wall = time.monotonic() - start
@@ -56,10 +69,11 @@ def main():
     rate = {False: [], True: []}
     wall = {False: [], True: []}
     with tempfile.TemporaryDirectory() as work:
+        job = with_steps(args.job, args.steps, work)
         for _ in range(args.repeats):
             for tls in (False, True):
                 busbw[tls].append(allreduce(args.build, args.sizes_mb, args.iters, tls))
-                r, w = training(args.build, args.job, args.steps, tls, work)
+                r, w = training(args.build, job, tls, work)
                 rate[tls].append(r)
                 wall[tls].append(w)
                 print(f"tls={tls}: training {r:.0f} samples/s, {w:.2f} s", file=sys.stderr)
