@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <cstdio>
 
 namespace troupe {
 namespace {
