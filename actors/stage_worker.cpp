@@ -150,6 +150,54 @@ void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Te
   st.eval_chunks_seen = 0;
 }
 
+// The update of the step in flight: applied, then the step's figures (and, after the last
+// step, the weights) go to the driver.
+void finish_step(self_pointer self, const update_meta& meta, const at::Tensor& combined) {
+  auto& st = self->state;
+  if (meta.step != st.step || st.running)
+    violated(
+        st, "update for step " + std::to_string(meta.step) + " at step " + std::to_string(st.step));
+  const double comm_s = seconds_since(st.sent_at);
+  const auto apply_start = clock_type::now();
+  st.engine->apply(combined, st.context->plan->lr_at(meta.step));
+  stage_stats stats;
+  stats.worker = st.worker;
+  stats.step = meta.step;
+  stats.busy_s = st.busy_s;
+  stats.first_op_ns = nanoseconds(st.step_began);
+  stats.last_op_ns = nanoseconds(st.sent_at);
+  stats.peak_live = st.peak_live;
+  stats.comm_s = comm_s;
+  stats.apply_s = seconds_since(apply_start);
+  self->send(st.driver, stats);
+  if (meta.last)
+    self->send(st.driver, weights_atom_v, st.worker, st.engine->weights().clone());
+  st.step = meta.step + 1;
+}
+
+// The stage's part of a checkpoint, asked between two steps (after `step`'s update, before the
+// next compute).
+void hand_in_state(self_pointer self, int64_t step) {
+  auto& st = self->state;
+  if (step + 1 != st.step || st.running)
+    violated(st, "asked for the state after step " + std::to_string(step) + " at step " +
+                     std::to_string(st.step));
+  self->send(st.driver, checkpoint_atom_v, step, st.where.stage,
+             st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true),
+             st.engine->optimizer_state());
+}
+
+// A resumed run: before the first compute, after the link that built the engine.
+void restore_state(self_pointer self, int64_t step, const at::Tensor& weights,
+                   const std::string& optimizer) {
+  auto& st = self->state;
+  if (!st.engine || st.running || st.step != 0)
+    violated(st, "asked to restore the state after step " + std::to_string(step) + " at step " +
+                     std::to_string(st.step));
+  st.engine->restore(weights, optimizer);
+  st.step = step + 1;
+}
+
 stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr context,
                                                stage_position where, run_driver_actor driver) {
   // On the stage's own (detached) thread: bounds this stage's intra-op threads only.
@@ -199,26 +247,7 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         receive_input(self, self->state.gradients, "gradient", meta, std::move(gradient));
       },
       [self](update_atom, const update_meta& meta, const at::Tensor& combined) {
-        auto& st = self->state;
-        if (meta.step != st.step || st.running)
-          violated(st, "update for step " + std::to_string(meta.step) + " at step " +
-                           std::to_string(st.step));
-        const double comm_s = seconds_since(st.sent_at);
-        const auto apply_start = clock_type::now();
-        st.engine->apply(combined, st.context->plan->lr_at(meta.step));
-        stage_stats stats;
-        stats.worker = st.worker;
-        stats.step = meta.step;
-        stats.busy_s = st.busy_s;
-        stats.first_op_ns = nanoseconds(st.step_began);
-        stats.last_op_ns = nanoseconds(st.sent_at);
-        stats.peak_live = st.peak_live;
-        stats.comm_s = comm_s;
-        stats.apply_s = seconds_since(apply_start);
-        self->send(st.driver, stats);
-        if (meta.last)
-          self->send(st.driver, weights_atom_v, st.worker, st.engine->weights().clone());
-        st.step = meta.step + 1;
+        finish_step(self, meta, combined);
       },
       [self](snapshot_atom, int64_t step) {
         // Asked while the stage waits for the evaluation after `step`: its weights are that
@@ -226,24 +255,9 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         auto& st = self->state;
         self->send(st.driver, snapshot_atom_v, step, st.where.stage, st.engine->weights().clone());
       },
-      [self](checkpoint_atom, int64_t step) {
-        // Asked between two steps (after `step`'s update, before the next compute).
-        auto& st = self->state;
-        if (step + 1 != st.step || st.running)
-          violated(st, "asked for the state after step " + std::to_string(step) + " at step " +
-                           std::to_string(st.step));
-        self->send(st.driver, checkpoint_atom_v, step, st.where.stage,
-                   st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true),
-                   st.engine->optimizer_state());
-      },
+      [self](checkpoint_atom, int64_t step) { hand_in_state(self, step); },
       [self](restore_atom, int64_t step, const at::Tensor& weights, const std::string& optimizer) {
-        // A resumed run: before the first compute, after the link that built the engine.
-        auto& st = self->state;
-        if (!st.engine || st.running || st.step != 0)
-          violated(st, "asked to restore the state after step " + std::to_string(step) +
-                           " at step " + std::to_string(st.step));
-        st.engine->restore(weights, optimizer);
-        st.step = step + 1;
+        restore_state(self, step, weights, optimizer);
       },
       [self](evaluate_atom, int64_t step) {
         auto& st = self->state;

@@ -8,10 +8,12 @@
 #include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 namespace troupe {
@@ -34,101 +36,95 @@ class buffer_reader final : public caffe2::serialize::ReadAdapterInterface {
   std::string_view bytes_;
 };
 
+// What follows each opcode pickle_save writes.
+enum class operand_kind : uint8_t {
+  unknown,  // not an opcode troupe reads: refused
+  fixed,    // `bytes` bytes
+  counted,  // a little-endian length of `bytes` bytes, then that many
+  index,    // a memo index (or frame size) of `bytes` bytes, at most the pickle's size
+  lines,    // GLOBAL: two newline-terminated names
+  stop,
+};
+struct operand {
+  operand_kind kind = operand_kind::unknown;
+  int bytes = 0;
+};
+
+const std::array<operand, 256>& operands() {
+  static const auto table = [] {
+    std::array<operand, 256> t{};
+    const auto set = [&t](std::string_view ops, operand o) {
+      for (const char op : ops)
+        t[static_cast<unsigned char>(op)] = o;
+    };
+    using k = operand_kind;
+    // (Hex escapes end their literal: the next character could read as a hex digit.)
+    set("(01QN)t]aels}ubRd", {k::fixed, 0});
+    set("\x81\x85\x86\x87\x88\x89\x94", {k::fixed, 0});
+    set("Kh\x80", {k::fixed, 1});
+    set("M", {k::fixed, 2});
+    set("J", {k::fixed, 4});
+    set("G", {k::fixed, 8});
+    set("CU\x8a\x8c", {k::counted, 1});
+    set("XB", {k::counted, 4});
+    set("\x8d\x8e", {k::counted, 8});
+    set("q", {k::index, 1});
+    set("jr", {k::index, 4});
+    set("\x95", {k::index, 8});
+    set("c", {k::lines, 0});
+    set(".", {k::stop, 0});
+    return t;
+  }();
+  return table;
+}
+
 // LibTorch's unpickler allocates what a pickle states before it reads: a string of the length an
 // opcode announces, a memo table as large as the largest memo index. The opcodes pickle_save
 // writes are walked here first; every length must fit in the bytes that follow, every memo index
 // in the pickle's own size, and any other opcode is refused.
-std::string pickle_problem(const char* data, size_t size) {
+std::string pickle_problem(std::string_view pickle) {
   size_t at = 0;
-  const auto take = [&](size_t n) {
-    if (n > size - at)
+  // Reads a little-endian number of `bytes` bytes, or fails at the end.
+  const auto number = [&](int bytes, uint64_t& out) {
+    if (static_cast<size_t>(bytes) > pickle.size() - at)
+      return false;
+    out = 0;
+    for (int i = bytes - 1; i >= 0; --i)
+      out = (out << 8) | static_cast<unsigned char>(pickle[at + static_cast<size_t>(i)]);
+    at += static_cast<size_t>(bytes);
+    return true;
+  };
+  const auto skip = [&](uint64_t n) {
+    if (n > pickle.size() - at)
       return false;
     at += n;
     return true;
   };
-  const auto length = [&](int bytes, uint64_t& out) {
-    if (static_cast<size_t>(bytes) > size - at)
-      return false;
-    out = 0;
-    for (int i = bytes - 1; i >= 0; --i)
-      out = (out << 8) | static_cast<unsigned char>(data[at + static_cast<size_t>(i)]);
-    at += static_cast<size_t>(bytes);
-    return true;
-  };
-  while (at < size) {
-    const auto op = static_cast<unsigned char>(data[at++]);
+  while (at < pickle.size()) {
+    const auto op = static_cast<unsigned char>(pickle[at++]);
+    const auto [kind, bytes] = operands()[op];
     uint64_t n = 0;
     bool ok = true;
-    switch (op) {
-      case '(':
-      case '0':
-      case '1':
-      case 'Q':
-      case 'N':
-      case ')':
-      case 't':
-      case 0x85:
-      case 0x86:
-      case 0x87:
-      case ']':
-      case 'a':
-      case 'e':
-      case 'l':
-      case '}':
-      case 's':
-      case 'u':
-      case 0x88:
-      case 0x89:
-      case 'b':
-      case 'R':
-      case 0x81:
-      case 'd':
-      case 0x94:
-        break;
-      case '.':
+    switch (kind) {
+      case operand_kind::unknown:
+        return "the pickle holds an opcode (" + std::to_string(op) + ") troupe does not read";
+      case operand_kind::stop:
         return "";
-      case 'K':
-      case 'h':
-      case 0x80:
-        ok = take(1);
+      case operand_kind::fixed:
+        ok = skip(static_cast<uint64_t>(bytes));
         break;
-      case 'M':
-        ok = take(2);
+      case operand_kind::counted:
+        ok = number(bytes, n) && skip(n);
         break;
-      case 'J':
-        ok = take(4);
+      case operand_kind::index:
+        ok = number(bytes, n) && n <= pickle.size();
         break;
-      case 'G':
-        ok = take(8);
-        break;
-      case 'q':
-      case 'j':
-      case 'r':
-        ok = length(op == 'q' ? 1 : 4, n) && n <= size;
-        break;
-      case 0x8a:
-      case 'C':
-      case 'U':
-      case 0x8c:
-        ok = length(1, n) && take(n);
-        break;
-      case 'X':
-      case 'B':
-        ok = length(4, n) && take(n);
-        break;
-      case 0x8d:
-      case 0x8e:
-      case 0x95:
-        ok = length(8, n) && (op == 0x95 || take(n));
-        break;
-      case 'c':
+      case operand_kind::lines:
         for (int line = 0; line < 2 && ok; ++line) {
-          const auto* end = static_cast<const char*>(std::memchr(data + at, '\n', size - at));
-          ok = end != nullptr && take(static_cast<size_t>(end - (data + at)) + 1);
+          const auto end = pickle.find('\n', at);
+          ok = end != std::string_view::npos && skip(end - at + 1);
         }
         break;
-      default:
-        return "the pickle holds an opcode (" + std::to_string(op) + ") troupe does not read";
     }
     if (!ok)
       return "the pickle announces more than it holds";
@@ -145,7 +141,7 @@ c10::IValue unpickle(std::string_view bytes, std::map<const void*, size_t>& reco
   size_t pickle_size = 0;
   std::tie(pickle, pickle_size) = archive.getRecord("data.pkl");
   const auto* data = static_cast<const char*>(pickle.get());
-  if (const auto problem = pickle_problem(data, pickle_size); !problem.empty())
+  if (const auto problem = pickle_problem({data, pickle_size}); !problem.empty())
     throw std::runtime_error(problem);
   size_t done = 0;
   auto reader = [&](char* buffer, size_t length) -> size_t {

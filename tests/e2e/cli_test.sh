@@ -8,14 +8,8 @@ set -uo pipefail
 troupe=$1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
-failures=0
-passes=0
-
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # expect STATUS PATTERN -- COMMAND...: runs COMMAND (bounded), checks its exit status and that
 # its output (stdout + stderr) contains PATTERN (a fixed string; empty matches anything).
@@ -225,5 +219,4 @@ else
   echo "SKIP: $fashion is absent; Fashion-MNIST runs not checked"
 fi
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+report cli_test

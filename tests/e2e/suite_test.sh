@@ -7,12 +7,7 @@
 #   suite_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/../lib/harness.sh"
 check() {  # check DESCRIPTION PYTHON-EXPRESSION-ON-s (the suite summary) and b (leaderboard)
   if /usr/bin/python3 - "$tmp/out" "$2" <<'PY'; then pass; else fail "$1"; fi
 import json, sys
@@ -112,5 +107,4 @@ out=$(timeout 60 "$troupe" validate "$tmp/big.json" 2>&1)
 [ $? -eq 2 ] && grep -qF "job big: needs 2 threads on cpu" <<<"$out" && pass ||
   fail "job that fits nowhere: $out"
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+report suite_test

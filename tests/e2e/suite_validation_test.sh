@@ -7,12 +7,7 @@
 #   suite_validation_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/../lib/harness.sh"
 check() {  # check FOLDER DESCRIPTION PYTHON-EXPRESSION: s (summary), b (leaderboard), jobs, own
   if /usr/bin/python3 - "$1" "$3" <<'PY'; then pass; else fail "$2"; fi
 import json, math, statistics, sys
@@ -123,5 +118,4 @@ out=$(timeout 60 "$troupe" run "$tmp/bad_k.json" --out "$tmp/bad_k" 2>&1)
 [ $? -eq 2 ] && grep -qF "/stop_losers/after: must be an integer" <<<"$out" && [ ! -e "$tmp/bad_k" ] &&
   pass || fail "stop_losers with after 0: $out"
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+report suite_validation_test

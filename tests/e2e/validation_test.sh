@@ -10,13 +10,8 @@ set -uo pipefail
 troupe=$1
 config=$2
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 if [ ! -f "$fashion/train-images-idx3-ubyte.gz" ]; then
   echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
@@ -79,5 +74,4 @@ out=$(timeout 60 "$troupe" validate "$config" --set data.validation=1.5 2>&1)
 [ $? -eq 2 ] && grep -qF "/data/validation: must be a fraction in (0, 1) or a whole number" <<<"$out" &&
   pass || fail "fractional count: $out"
 
-echo "validation_test: $passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+report validation_test
