@@ -35,3 +35,7 @@ if(NOT TARGET troupe_torch)
   target_link_libraries(troupe_torch INTERFACE ${TORCH_LIBRARIES})
   target_include_directories(troupe_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 endif()
+
+# cpp-httplib (Debian's libcpp-httplib-dev, a compiled library): `troupe report --serve`.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)

@@ -11,9 +11,9 @@ set -euo pipefail
 # libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/tls_session.hpp).
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
   doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
-  libssl-dev)
+  libssl-dev libcpp-httplib-dev)
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-numpy chromium)
 fi
 missing=()
 for p in "${packages[@]}"; do

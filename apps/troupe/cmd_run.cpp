@@ -12,6 +12,7 @@
 #include "core/config/overrides.hpp"
 #include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
+#include "core/io/atomic_file.hpp"
 #include "core/io/run_directory.hpp"
 
 #include <fmt/format.h>
@@ -93,6 +94,8 @@ run_plan plan_job(const run_command& cmd, const job_source& source, const nlohma
 run_report train(const run_command& cmd, const run_plan& plan, const run_directory& dir,
                  run_options options, const std::optional<resume_point>& resumed) {
   dir.write_job(plan.job);
+  // The plan as printed, for `troupe report` (and for whoever reads the folder later).
+  write_file_atomically(dir.file("plan.txt"), render_plan(plan));
   jsonl_writer metrics(dir.file("metrics.jsonl"));
   options.checkpoint_dir = dir.path();
   if (resumed) {

@@ -57,7 +57,14 @@ struct certs_command {
   std::string name;  ///< issue only
 };
 
+/// `troupe report DIR [--serve HOST:PORT]`.
+struct report_command {
+  std::string folder;  ///< a run's or a suite's output folder
+  std::string serve;   ///< empty: write DIR/report.html; else HOST:PORT, ":PORT" or "PORT"
+};
+
 int run_job_command(const run_command& cmd);
+int run_report_command(const report_command& cmd);
 int run_node_command(const node_command& cmd);
 int run_certs_command(const certs_command& cmd);
 int validate_job(const job_source& job);

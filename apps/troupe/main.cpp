@@ -6,6 +6,7 @@
 //   troupe coordinator JOB.json --listen HOST:PORT [--token-file F] [--tls DIR] [run's options]
 //   troupe node --join HOST:PORT [--name NAME] [--threads N] [--token-file F] [--tls DIR]
 //   troupe certs init DIR | troupe certs issue DIR NAME
+//   troupe report DIR [--serve HOST:PORT]
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "apps/troupe/commands.hpp"
@@ -118,6 +119,16 @@ int main(int argc, char** argv) {
   auto* validate_cmd = app.add_subcommand("validate", "Check the job file and print the plan");
   add_job_options(*validate_cmd, validate);
 
+  troupe::report_command report;
+  auto* report_cmd = app.add_subcommand(
+      "report", "Draw a run's or a suite's output folder as one HTML page (DIR/report.html)");
+  report_cmd->add_option("dir", report.folder, "The run's or suite's output folder")->required();
+  report_cmd
+      ->add_option("--serve", report.serve,
+                   "Serve the page on HOST:PORT (default host 127.0.0.1; port 0: any) and "
+                   "keep it current while the run writes, instead of writing the file")
+      ->type_name("HOST:PORT");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
@@ -132,6 +143,8 @@ int main(int argc, char** argv) {
     return troupe::run_job_command(coord);
   if (node_cmd->parsed())
     return troupe::run_node_command(node);
+  if (report_cmd->parsed())
+    return troupe::run_report_command(report);
   if (certs_cmd->parsed()) {
     certs.action = init_cmd->parsed() ? "init" : "issue";
     return troupe::run_certs_command(certs);

@@ -24,6 +24,7 @@ void jsonl_writer::write(const nlohmann::json& record) {
   line += '\n';
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
     throw std::runtime_error(path_ + ": cannot write: " + std::strerror(errno));
+  bytes_written_ += line.size();
 }
 
 }  // namespace troupe

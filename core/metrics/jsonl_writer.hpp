@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -20,10 +21,13 @@ class jsonl_writer {
   jsonl_writer& operator=(const jsonl_writer&) = delete;
 
   void write(const nlohmann::json& record);
+  /// Bytes this writer appended so far (what the metrics budget counts).
+  std::size_t bytes_written() const { return bytes_written_; }
 
  private:
   std::FILE* file_ = nullptr;
   std::string path_;
+  std::size_t bytes_written_ = 0;
 };
 
 }  // namespace troupe

@@ -21,6 +21,11 @@ std::string stop_reason(const run_options& options, const step_rules& rules, int
 
 run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,
                    at::Tensor weights) {
+  try {
+    tracker.flush_records();
+  } catch (const std::exception&) {
+    // As below: a full disk must not hide how the run ended.
+  }
   if (!error.empty()) {
     try {
       tracker.record(records::failure{error, 0});

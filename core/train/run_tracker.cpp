@@ -10,7 +10,10 @@ constexpr std::size_t loss_window = 50;
 
 run_tracker::run_tracker(int64_t workers, const step_rules& rules, jsonl_writer* metrics,
                          tracker_options options)
-    : rules_(rules), metrics_(metrics), options_(std::move(options)) {
+    : rules_(rules),
+      metrics_(metrics),
+      options_(std::move(options)),
+      windows_([this](const nlohmann::json& record) { write(record); }) {
   workers_.resize(static_cast<std::size_t>(workers));
   for (int64_t r = 0; r < workers; ++r)
     workers_[static_cast<std::size_t>(r)].rank = r;
@@ -71,8 +74,10 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   if (recent_losses_.size() > loss_window)
     recent_losses_.pop_front();
   const double lr = options_.learning_rate ? options_.learning_rate(step) : 0.0;
-  write(to_json(records::step{step, rules_.epoch_of(step), last_loss_, samples, last_samples_per_s_,
-                              step_s, reduce_s, elapsed_s(), lr}));
+  windows_.add(records::step{step, rules_.epoch_of(step), last_loss_, samples, last_samples_per_s_,
+                             step_s, reduce_s, elapsed_s(), lr});
+  if (metrics_ != nullptr)
+    windows_.set_stride(options_.budget.stride_after(metrics_->bytes_written(), elapsed_s()));
   return snapshot();
 }
 
@@ -85,7 +90,7 @@ void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute
   w->compute_s += compute_s;
   w->comm_s += comm_s;
   w->apply_s += apply_s;
-  write(to_json(records::worker_step{step, worker_id, compute_s, comm_s, apply_s}));
+  windows_.add(records::worker_step{step, worker_id, compute_s, comm_s, apply_s});
 }
 
 std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int64_t step,
@@ -137,13 +142,13 @@ void run_tracker::on_test_evaluation(int64_t step, const std::string& weights, d
 
 void run_tracker::on_applied(int64_t worker_id, int64_t step, int64_t version, int64_t staleness) {
   staleness_histogram_[staleness] += 1;
-  write(to_json(records::applied{worker_id, step + 1, version, staleness}));
+  windows_.add(records::applied{worker_id, step + 1, version, staleness});
 }
 
 void run_tracker::on_waited(int64_t worker_id, int64_t step, double wait_s) {
   if (auto* w = worker(worker_id))
     w->wait_s += wait_s;
-  write(to_json(records::waited{worker_id, step, wait_s}));
+  windows_.add(records::waited{worker_id, step, wait_s});
 }
 
 void run_tracker::set_pipelines(int64_t pipelines, int64_t stages, double predicted_bubble) {
@@ -164,8 +169,8 @@ void run_tracker::on_stage_timing(const stage_timing& t) {
     w->stage = x.stage;
     w->idle_s += x.idle_s;
     w->peak_live_activations = std::max(w->peak_live_activations, s.peak_live);
-    write(to_json(records::stage_step{s.step, s.worker, x.pipeline, x.stage, s.busy_s, x.idle_s,
-                                      s.peak_live}));
+    windows_.add(records::stage_step{s.step, s.worker, x.pipeline, x.stage, s.busy_s, x.idle_s,
+                                     s.peak_live});
   }
 }
 

@@ -7,6 +7,8 @@
 #pragma once
 
 #include "core/metrics/jsonl_writer.hpp"
+#include "core/metrics/metrics_budget.hpp"
+#include "core/metrics/record_windows.hpp"
 #include "core/metrics/records.hpp"
 #include "core/policy/step_rules.hpp"
 #include "core/train/progress.hpp"
@@ -27,6 +29,8 @@ namespace troupe {
 struct tracker_options {
   bool validation = false;  ///< evaluations use the validation set (else the test set)
   std::function<double(int64_t step)> learning_rate;  ///< recorded with each step; may be empty
+  /// How big metrics.jsonl may grow before per-step records are summed over windows.
+  metrics_budget budget;
 };
 
 class run_tracker {
@@ -81,6 +85,9 @@ class run_tracker {
     write(to_json(r));
   }
 
+  /// Writes the per-step records still summed in open windows (the run ends).
+  void flush_records() { windows_.flush(); }
+
   /// Its figures so far, for a checkpoint (run_tracker_state.cpp).
   nlohmann::json save() const;
   /// A resumed run: carries on from the figures save() returned, its clock included.
@@ -122,6 +129,7 @@ class run_tracker {
   std::map<int64_t, int64_t> staleness_histogram_;
   std::optional<stage_windows> stage_windows_;
   std::optional<double> predicted_bubble_;
+  record_windows windows_;
 };
 
 }  // namespace troupe

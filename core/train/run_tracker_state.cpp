@@ -52,7 +52,8 @@ nlohmann::json run_tracker::save() const {
           {"validation_accuracy", optional_json(validation_accuracy_)},
           {"last_evaluated", last_evaluated_ ? nlohmann::json(*last_evaluated_) : nlohmann::json()},
           {"workers", workers},
-          {"staleness", staleness}};
+          {"staleness", staleness},
+          {"metrics_stride", options_.budget.stride()}};
 }
 
 void run_tracker::restore(const nlohmann::json& saved) {
@@ -80,6 +81,11 @@ void run_tracker::restore(const nlohmann::json& saved) {
   staleness_histogram_.clear();
   for (const auto& entry : saved.at("staleness"))
     staleness_histogram_[entry.at(0).get<int64_t>()] = entry.at(1).get<int64_t>();
+  // Checkpoints from before the metrics budget have no stride: theirs was 1.
+  if (saved.contains("metrics_stride")) {
+    options_.budget.restore_stride(saved.at("metrics_stride").get<int64_t>());
+    windows_.set_stride(options_.budget.stride());
+  }
 }
 
 }  // namespace troupe

@@ -1,0 +1,211 @@
+#include "core/report/run_history.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace troupe {
+namespace {
+
+namespace fs = std::filesystem;
+
+double number(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+int64_t integer(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+
+std::string text(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Worker indices come from the file: a corrupt one must not make the report allocate gigabytes.
+constexpr int64_t max_workers = 65536;
+
+template <class Row>
+Row* slot(std::vector<Row>& rows, int64_t index) {
+  if (index < 0 || index >= max_workers)
+    return nullptr;
+  if (rows.size() <= static_cast<std::size_t>(index))
+    rows.resize(static_cast<std::size_t>(index) + 1);
+  return &rows[static_cast<std::size_t>(index)];
+}
+
+worker_time* worker_slot(run_history& h, int64_t w) {
+  auto* row = slot(h.workers, w);
+  if (row != nullptr)
+    row->worker = w;
+  return row;
+}
+
+stage_time* stage_slot(run_history& h, int64_t pipeline, int64_t stage) {
+  for (auto& s : h.stages)
+    if (s.pipeline == pipeline && s.stage == stage)
+      return &s;
+  if (h.stages.size() >= static_cast<std::size_t>(max_workers))
+    return nullptr;
+  h.stages.push_back({pipeline, stage, 0, 0});
+  return &h.stages.back();
+}
+
+nlohmann::json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in)
+    return nullptr;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto parsed = nlohmann::json::parse(buffer.str(), nullptr, false);
+  if (parsed.is_discarded())
+    throw data_error(path.string() + ": not JSON (was it cut off while being written?)");
+  return parsed;
+}
+
+std::string read_text_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  if (in)
+    buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void fold_event(run_history& h, const std::string& event, const nlohmann::json& r) {
+  const double t = number(r, "t");
+  if (event == "checkpoint") {
+    auto error = text(r, "error");
+    h.events.push_back({t, "checkpoint",
+                        error.empty() ? fmt::format("checkpoint after step {} ({:.1f} MB)",
+                                                    integer(r, "step"), number(r, "bytes") / 1e6)
+                                      : "checkpoint failed: " + error});
+  } else if (event == "resumed") {
+    h.events.push_back({t, "resumed", fmt::format("resumed after step {}", integer(r, "step"))});
+  } else if (event == "phase") {
+    h.events.push_back(
+        {t, "phase", fmt::format("{} from step {}", text(r, "policy"), integer(r, "step"))});
+  } else if (event == "failure") {
+    h.events.push_back({t, "failure", "failed: " + text(r, "error")});
+  }
+}
+
+// summary.json's per-worker totals are the run's own; the records may have been aggregated.
+void take_summary_workers(run_history& h) {
+  auto it = h.summary.find("workers");
+  if (it == h.summary.end() || !it->is_array())
+    return;
+  for (const auto& w : *it) {
+    if (!w.is_object())
+      continue;
+    auto* row = worker_slot(h, integer(w, "rank"));
+    if (row == nullptr)
+      continue;
+    row->compute_s = number(w, "compute_s");
+    row->comm_s = number(w, "comm_s");
+    row->apply_s = number(w, "apply_s");
+    row->wait_s = number(w, "wait_s");
+    row->idle_s = number(w, "idle_s");
+  }
+}
+
+}  // namespace
+
+std::string run_history::name() const {
+  if (job.is_object() && job.contains("name") && job["name"].is_string())
+    return job["name"].get<std::string>();
+  return fs::path(folder).filename().string();
+}
+
+bool fold_metrics_line(run_history& h, const std::string& line) {
+  auto r = nlohmann::json::parse(line, nullptr, false);
+  if (r.is_discarded() || !r.is_object() || !r.contains("event") || !r["event"].is_string()) {
+    ++h.skipped_lines;
+    return false;
+  }
+  const auto event = r["event"].get<std::string>();
+  if (event == "step") {
+    h.steps.push_back({integer(r, "step"), number(r, "t"), number(r, "loss"),
+                       number(r, "samples_per_s"), integer(r, "samples")});
+  } else if (event == "eval") {
+    // The split is the keys' prefix (records::eval).
+    const std::string split = r.contains("validation_loss") ? "validation" : "test";
+    h.evals.push_back({integer(r, "step"), number(r, "t"), split,
+                       number(r, (split + "_loss").c_str()),
+                       number(r, (split + "_accuracy").c_str())});
+  } else if (event == "worker_step") {
+    if (auto* w = worker_slot(h, integer(r, "worker"))) {
+      w->compute_s += number(r, "compute_s");
+      w->comm_s += number(r, "comm_s");
+      w->apply_s += number(r, "apply_s");
+    }
+  } else if (event == "waited") {
+    if (auto* w = worker_slot(h, integer(r, "worker")))
+      w->wait_s += number(r, "wait_s");
+  } else if (event == "applied") {
+    h.staleness[integer(r, "staleness")] += std::max<int64_t>(1, integer(r, "count"));
+  } else if (event == "stage_step") {
+    if (auto* s = stage_slot(h, integer(r, "pipeline"), integer(r, "stage"))) {
+      s->busy_s += number(r, "busy_s");
+      s->idle_s += number(r, "idle_s");
+    }
+    if (auto* w = worker_slot(h, integer(r, "worker")))
+      w->idle_s += number(r, "idle_s");
+  } else {
+    fold_event(h, event, r);
+  }
+  return true;
+}
+
+run_follower::run_follower(std::string folder) {
+  history_.folder = std::move(folder);
+}
+
+const run_history& run_follower::refresh() {
+  const fs::path dir(history_.folder);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw data_error(history_.folder + ": not a folder (give a run's or a suite's output folder)");
+  const auto metrics = dir / "metrics.jsonl";
+  const auto summary = dir / "summary.json";
+  if (!fs::exists(metrics, ec) && !fs::exists(summary, ec))
+    throw data_error(history_.folder +
+                     ": holds neither metrics.jsonl nor summary.json: not a run's output folder");
+  history_.job = read_json_file(dir / "job.json");
+  history_.summary = read_json_file(summary);
+  history_.plan = read_text_file(dir / "plan.txt");
+  if (fs::file_size(metrics, ec) < offset_ && !ec) {
+    // Rewritten from the start (or cut back by a resume): fold it again.
+    history_ = run_history{};
+    history_.folder = dir.string();
+    offset_ = 0;
+    history_.job = read_json_file(dir / "job.json");
+    history_.summary = read_json_file(summary);
+    history_.plan = read_text_file(dir / "plan.txt");
+  }
+  std::ifstream in(metrics, std::ios::binary);
+  if (in) {
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string appended((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Only whole lines: the rest may still be being written.
+    std::size_t begin = 0;
+    for (std::size_t end; (end = appended.find('\n', begin)) != std::string::npos; begin = end + 1)
+      if (end > begin)
+        fold_metrics_line(history_, appended.substr(begin, end - begin));
+    offset_ += begin;
+  }
+  take_summary_workers(history_);
+  return history_;
+}
+
+run_history read_run_history(const std::string& folder) {
+  return run_follower(folder).refresh();
+}
+
+}  // namespace troupe

@@ -1,0 +1,253 @@
+#include "core/report/svg_chart.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace troupe {
+namespace {
+
+// The plot area inside a chart of width x height pixels.
+constexpr double width = 760;
+constexpr double height = 300;
+constexpr double left = 64;
+constexpr double right = 16;
+constexpr double top = 38;
+constexpr double bottom = 44;
+
+struct range {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  void add(double v) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  bool empty() const { return lo > hi; }
+  // A flat or empty range still needs a width to divide by.
+  void widen() {
+    if (empty()) {
+      lo = 0;
+      hi = 1;
+    } else if (hi - lo < 1e-12 * std::max(1.0, std::abs(hi))) {
+      const double pad = std::max(std::abs(hi) * 0.05, 1e-9);
+      lo -= pad;
+      hi += pad;
+    }
+  }
+};
+
+bool finite(const chart_point& p) {
+  return std::isfinite(p.x) && std::isfinite(p.y);
+}
+
+std::string tick_label(double v) {
+  if (v == 0)
+    return "0";
+  const double a = std::abs(v);
+  if (a >= 1e5 || a < 1e-3)
+    return fmt::format("{:.2g}", v);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string chart_open(const std::string& id, const std::string& title, double h) {
+  return fmt::format(
+      "<svg class=\"chart\" data-chart=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
+      "role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">"
+      "<text class=\"title\" x=\"{}\" y=\"16\">{}</text>",
+      html_escape(id), width, h, width, h, html_escape(title), left, html_escape(title));
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+const char* palette_color(std::size_t k) {
+  static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return colors[k % (sizeof(colors) / sizeof(colors[0]))];
+}
+
+std::vector<double> nice_ticks(double lo, double hi, int count) {
+  std::vector<double> ticks;
+  if (!(hi > lo) || count < 1)
+    return ticks;
+  const double rough = (hi - lo) / count;
+  const double power = std::pow(10.0, std::floor(std::log10(rough)));
+  double step = power;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * power;
+    if (step >= rough)
+      break;
+  }
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+    ticks.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+  return ticks;
+}
+
+std::string render_svg(const line_chart& chart) {
+  range xs;
+  range ys;
+  for (const auto& s : chart.series)
+    for (const auto& p : s.points)
+      if (finite(p)) {
+        xs.add(p.x);
+        ys.add(p.y);
+      }
+  for (const auto& m : chart.markers)
+    if (std::isfinite(m.x))
+      xs.add(m.x);
+  if (chart.y_from_zero && !ys.empty())
+    ys.lo = std::min(ys.lo, 0.0);
+  xs.widen();
+  ys.widen();
+  const double pw = width - left - right;
+  const double ph = height - top - bottom;
+  auto px = [&](double x) { return left + (x - xs.lo) / (xs.hi - xs.lo) * pw; };
+  auto py = [&](double y) { return top + ph - (y - ys.lo) / (ys.hi - ys.lo) * ph; };
+
+  std::string out = chart_open(chart.id, chart.title, height);
+  out += fmt::format("<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>", left,
+                     top, pw, ph);
+  for (double t : nice_ticks(ys.lo, ys.hi, 5))
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
+        "<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
+        left, left + pw, py(t), py(t), left - 6, py(t) + 4, tick_label(t));
+  for (double t : nice_ticks(xs.lo, xs.hi, 6))
+    out +=
+        fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                    px(t), top + ph + 16, tick_label(t));
+  out += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                     left + pw / 2, height - 6, html_escape(chart.x_label));
+  out += fmt::format(
+      "<text class=\"axis\" transform=\"translate(14,{}) rotate(-90)\" "
+      "text-anchor=\"middle\">{}</text>",
+      top + ph / 2, html_escape(chart.y_label));
+  for (const auto& m : chart.markers) {
+    if (!std::isfinite(m.x))
+      continue;
+    out += fmt::format(
+        "<line class=\"marker\" data-marker=\"{}\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" "
+        "y2=\"{}\"><title>{}</title></line>",
+        html_escape(m.label), px(m.x), px(m.x), top, top + ph, html_escape(m.label));
+  }
+  auto color_of = [&](std::size_t k) {
+    return chart.series[k].color.empty() ? std::string(palette_color(k)) : chart.series[k].color;
+  };
+  for (std::size_t k = 0; k < chart.series.size(); ++k) {
+    const auto& s = chart.series[k];
+    std::string coords;
+    std::size_t drawn = 0;
+    for (const auto& p : s.points) {
+      if (!finite(p))
+        continue;
+      coords += fmt::format("{:.1f},{:.1f} ", px(p.x), py(p.y));
+      ++drawn;
+    }
+    out += fmt::format(
+        "<polyline class=\"{}\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" "
+        "points=\"{}\"/>",
+        s.faint ? "line faint" : "line", html_escape(s.name), drawn, color_of(k), coords);
+    if (s.dots)
+      for (const auto& p : s.points)
+        if (finite(p))
+          out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", px(p.x),
+                             py(p.y), color_of(k));
+  }
+  // Legend entries right-aligned along the top, the last series rightmost; faint series are
+  // the raw values under a smoothed line and share its entry.
+  double legend_x = left + pw;
+  for (std::size_t k = chart.series.size(); k-- > 0;) {
+    const auto& s = chart.series[k];
+    if (s.faint)
+      continue;
+    legend_x -= 7.0 * static_cast<double>(s.name.size()) + 18;
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+        "<text class=\"legend\" x=\"{:.1f}\" y=\"{}\">{}</text>",
+        legend_x, top - 14, color_of(k), legend_x + 13, top - 5, html_escape(s.name));
+  }
+  out += "</svg>";
+  return out;
+}
+
+std::string render_svg(const bar_chart& chart) {
+  constexpr double row_h = 22;
+  constexpr double label_w = 150;
+  const double h = top + row_h * static_cast<double>(chart.rows.size()) + 40;
+  double widest = 0;
+  for (const auto& r : chart.rows) {
+    double total = 0;
+    for (const auto& s : r.segments)
+      total += std::max(0.0, s.value);
+    widest = std::max(widest, total);
+  }
+  if (!(widest > 0))
+    widest = 1;
+  const double pw = width - label_w - right - 70;
+  std::string out = chart_open(chart.id, chart.title, h);
+  for (std::size_t i = 0; i < chart.rows.size(); ++i) {
+    const auto& r = chart.rows[i];
+    const double y = top + row_h * static_cast<double>(i);
+    out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
+                       label_w - 6, y + 15, html_escape(r.label));
+    double x = label_w;
+    double total = 0;
+    for (std::size_t k = 0; k < r.segments.size(); ++k) {
+      const auto& s = r.segments[k];
+      const double w = std::max(0.0, s.value) / widest * pw;
+      out += fmt::format(
+          "<rect class=\"bar\" data-segment=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+          "height=\"{}\" fill=\"{}\"><title>{}: {} {}</title></rect>",
+          html_escape(s.name), x, y + 3, w, row_h - 6, palette_color(k), html_escape(s.name),
+          tick_label(s.value), html_escape(chart.unit));
+      x += w;
+      total += std::max(0.0, s.value);
+    }
+    out += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">{} {}</text>", x + 4, y + 15,
+                       tick_label(total), html_escape(chart.unit));
+  }
+  // Legend from the first row's segment names.
+  double legend_x = label_w;
+  const double legend_y = h - 14;
+  if (!chart.rows.empty())
+    for (std::size_t k = 0; k < chart.rows.front().segments.size(); ++k) {
+      const auto& name = chart.rows.front().segments[k].name;
+      out += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+          "<text class=\"legend\" x=\"{:.1f}\" y=\"{}\">{}</text>",
+          legend_x, legend_y - 9, palette_color(k), legend_x + 13, legend_y, html_escape(name));
+      legend_x += 7.0 * static_cast<double>(name.size()) + 30;
+    }
+  out += "</svg>";
+  return out;
+}
+
+}  // namespace troupe

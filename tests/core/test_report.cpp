@@ -1,0 +1,298 @@
+// troupe report's pieces: a run folder read back, series shaped for charts, SVG and the page;
+// and the metrics budget that keeps long runs' metrics.jsonl small enough to read back.
+#include "core/errors.hpp"
+#include "core/metrics/metrics_budget.hpp"
+#include "core/metrics/record_windows.hpp"
+#include "core/report/report_page.hpp"
+#include "core/report/run_history.hpp"
+#include "core/report/series.hpp"
+#include "core/report/svg_chart.hpp"
+#include "core/train/run_tracker.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_folder {
+  fs::path path;
+  temp_folder() {
+    path = fs::temp_directory_path() /
+           ("troupe-report-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~temp_folder() { fs::remove_all(path); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name, std::ios::binary) << text;
+  }
+  void append(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name, std::ios::binary | std::ios::app) << text;
+  }
+};
+
+std::vector<nlohmann::json> lines_of(const fs::path& file) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line))
+    out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_SUITE("report") {
+  TEST_CASE("a run folder's records fold into series and totals; bad lines are counted") {
+    temp_folder f;
+    f.write("job.json", R"({"name": "demo", "parallelism": {"policy": "async"}})");
+    f.write(
+        "metrics.jsonl",
+        R"({"event":"step","step":0,"loss":2.0,"samples":8,"samples_per_s":100,"t":0.1})"
+        "\n"
+        R"({"event":"worker_step","step":0,"worker":1,"compute_s":0.5,"comm_s":0.25,"apply_s":0.125})"
+        "\n"
+        "not json\n"
+        R"({"event":"applied","worker":0,"clock":1,"version":1,"staleness":2})"
+        "\n"
+        R"({"event":"applied","worker":0,"clock":9,"version":9,"staleness":2,"count":4})"
+        "\n"
+        R"({"event":"eval","step":0,"t":0.2,"validation_loss":1.5,"validation_accuracy":0.5})"
+        "\n"
+        R"({"event":"checkpoint","step":0,"bytes":2000000,"seconds":0.1,"error":"","t":0.3})"
+        "\n"
+        R"({"event":"step","step":1,"loss":1.)");  // still being written
+    const auto h = read_run_history(f.path.string());
+    CHECK(h.name() == "demo");
+    CHECK(!h.finished());
+    REQUIRE(h.steps.size() == 1);
+    CHECK(h.steps[0].loss == 2.0);
+    REQUIRE(h.evals.size() == 1);
+    CHECK(h.evals[0].split == "validation");
+    CHECK(h.evals[0].accuracy == 0.5);
+    REQUIRE(h.workers.size() == 2);
+    CHECK(h.workers[1].compute_s == 0.5);
+    CHECK(h.staleness.at(2) == 5);  // one, then a window of four
+    REQUIRE(h.events.size() == 1);
+    CHECK(h.events[0].label == "checkpoint after step 0 (2.0 MB)");
+    CHECK(h.skipped_lines == 1);  // "not json"; the unfinished last line is not counted
+  }
+
+  TEST_CASE("a follower reads only what was appended, and whole lines only") {
+    temp_folder f;
+    f.write("metrics.jsonl", R"({"event":"step","step":0,"loss":2.0,"t":0.1})"
+                             "\n"
+                             R"({"event":"step","st)");
+    run_follower follower(f.path.string());
+    CHECK(follower.refresh().steps.size() == 1);
+    f.append("metrics.jsonl", R"(ep":1,"loss":1.0,"t":0.2})"
+                              "\n");
+    const auto& h = follower.refresh();
+    REQUIRE(h.steps.size() == 2);
+    CHECK(h.steps[1].loss == 1.0);
+    CHECK(h.skipped_lines == 0);
+    f.write("metrics.jsonl", R"({"event":"step","step":0,"loss":3.0,"t":0.1})"
+                             "\n");  // rewritten, shorter: read again from the start
+    CHECK(follower.refresh().steps.size() == 1);
+    CHECK(follower.refresh().steps[0].loss == 3.0);
+  }
+
+  TEST_CASE("summary.json's worker totals win over the records'") {
+    temp_folder f;
+    f.write("metrics.jsonl",
+            R"({"event":"worker_step","step":0,"worker":0,"compute_s":1,"comm_s":1,"apply_s":1})"
+            "\n");
+    f.write("summary.json",
+            R"({"status":"succeeded","workers":[{"rank":0,"compute_s":7,"wait_s":2}]})");
+    const auto h = read_run_history(f.path.string());
+    CHECK(h.finished());
+    CHECK(h.workers[0].compute_s == 7);
+    CHECK(h.workers[0].wait_s == 2);
+  }
+
+  TEST_CASE("folders that are not runs are refused with their name") {
+    temp_folder f;
+    CHECK_THROWS_WITH_AS(read_run_history((f.path / "nope").string()),
+                         doctest::Contains("not a folder"), data_error);
+    CHECK_THROWS_WITH_AS(read_run_history(f.path.string()),
+                         doctest::Contains("holds neither metrics.jsonl nor summary.json"),
+                         data_error);
+    f.write("summary.json", "{\"status\": ");
+    CHECK_THROWS_WITH_AS(read_run_history(f.path.string()),
+                         doctest::Contains("summary.json: not JSON"), data_error);
+  }
+
+  TEST_CASE("long series are thinned to bucket means, short ones kept; smoothing follows") {
+    std::vector<chart_point> points;
+    for (int i = 0; i < 10; ++i)
+      points.push_back({double(i), double(i % 2)});
+    CHECK(thinned(points, 20).size() == 10);
+    const auto five = thinned(points, 5);
+    REQUIRE(five.size() == 5);
+    CHECK(five[0].x == 0.5);
+    CHECK(five[0].y == 0.5);
+    const auto s = smoothed(points);
+    REQUIRE(s.size() == 10);
+    CHECK(s[0].y == 0.0);  // debiased: starts at the first value
+    std::vector<chart_point> flat(100, chart_point{0, 3.0});
+    for (const auto& p : smoothed(flat))
+      CHECK(p.y == doctest::Approx(3.0));
+  }
+
+  TEST_CASE("ticks are round numbers inside the range") {
+    const auto t = nice_ticks(0.13, 2.4, 5);
+    REQUIRE(!t.empty());
+    CHECK(t.front() == doctest::Approx(0.5));
+    CHECK(t.back() == doctest::Approx(2.0));
+    CHECK(nice_ticks(1, 1, 5).empty());
+  }
+
+  TEST_CASE("an SVG line chart states and draws each series' points, skipping non-finite ones") {
+    line_chart c{"loss", "Loss <&>", "step", "loss", {}, {{1.5, "checkpoint \"a\""}}, false};
+    c.series.push_back({"train", {{0, 1}, {1, NAN}, {2, 0.5}}, "", false, true});
+    const auto svg = render_svg(c);
+    CHECK(svg.find("data-chart=\"loss\"") != std::string::npos);
+    CHECK(svg.find("data-points=\"2\"") != std::string::npos);
+    CHECK(count_of(svg, "<circle") == 2);
+    CHECK(svg.find("Loss &lt;&amp;&gt;") != std::string::npos);
+    CHECK(svg.find("checkpoint &quot;a&quot;") != std::string::npos);
+    CHECK(svg.find("nan") == std::string::npos);
+    bar_chart b{"workers", "Workers", "s", {{"worker 0", {{"compute", 1}, {"comm", 0.5}}}}};
+    CHECK(count_of(render_svg(b), "class=\"bar\"") == 2);
+  }
+
+  TEST_CASE("a run page holds its charts, facts and job, and a script only when live") {
+    temp_folder f;
+    f.write("job.json", R"({"name": "<b>demo</b>"})");
+    std::string metrics;
+    for (int s = 0; s < 3000; ++s)
+      metrics += nlohmann::json{{"event", "step"},
+                                {"step", s},
+                                {"loss", 1.0 / (s + 1)},
+                                {"t", s * 0.01},
+                                {"samples_per_s", 1000.0}}
+                     .dump() +
+                 "\n";
+    f.write("metrics.jsonl", metrics);
+    const auto h = read_run_history(f.path.string());
+    const auto page = render_run_page(h, {});
+    CHECK(page.find("<script") == std::string::npos);
+    CHECK(page.find("&lt;b&gt;demo&lt;/b&gt;") != std::string::npos);
+    CHECK(page.find("data-chart=\"loss_by_step\"") != std::string::npos);
+    CHECK(page.find("data-chart=\"throughput\"") != std::string::npos);
+    CHECK(page.find("data-chart=\"accuracy_by_step\"") == std::string::npos);  // no evaluations
+    // 3,000 steps thinned to the chart limit, raw and smoothed, by step and by time.
+    CHECK(count_of(page, "data-points=\"" + std::to_string(max_chart_points) + "\"") == 6);
+    CHECK(render_run_page(h, {true}).find("fetch('version'") != std::string::npos);
+  }
+
+  TEST_CASE("record windows sum what they stand for; stride 1 writes records as they are") {
+    std::vector<nlohmann::json> out;
+    record_windows w([&](const nlohmann::json& j) { out.push_back(j); });
+    w.add(records::step{0, 0, 2.0, 4, 40, 0.1, 0.01, 0.1, 0.5});
+    REQUIRE(out.size() == 1);
+    CHECK(out[0] == to_json(records::step{0, 0, 2.0, 4, 40, 0.1, 0.01, 0.1, 0.5}));
+    w.set_stride(3);
+    for (int64_t s = 1; s <= 4; ++s) {
+      w.add(records::step{s, 0, double(s), 4 * s, 0, 0.5, 0.01, 0.1 * s, 0.5});
+      w.add(records::worker_step{s, 0, 1.0, 0.5, 0.25});
+      w.add(records::applied{0, s, s, s % 2});
+      w.add(records::waited{0, s, 0.125});
+    }
+    // Steps 1..3 form a window; step 4 waits for its window to fill.
+    nlohmann::json step_window;
+    for (const auto& j : out)
+      if (j["event"] == "step" && j.contains("steps"))
+        step_window = j;
+    REQUIRE(!step_window.is_null());
+    CHECK(step_window["steps"] == 3);
+    CHECK(step_window["step"] == 3);
+    CHECK(step_window["samples"] == 4 + 8 + 12);
+    CHECK(step_window["loss"].get<double>() == doctest::Approx((4 * 1 + 8 * 2 + 12 * 3) / 24.0));
+    CHECK(step_window["samples_per_s"].get<double>() == doctest::Approx(24 / 1.5));
+    w.flush();
+    int64_t steps = 0;
+    int64_t pushes = 0;
+    int64_t waits = 0;
+    double compute = 0;
+    double waited = 0;
+    for (const auto& j : out) {
+      if (j["event"] == "step")
+        steps += j.value("steps", 1);
+      if (j["event"] == "worker_step")
+        compute += j["compute_s"].get<double>();
+      if (j["event"] == "applied")
+        pushes += j.value("count", 1);
+      if (j["event"] == "waited") {
+        waits += j.value("count", 1);
+        waited += j["wait_s"].get<double>();
+      }
+    }
+    CHECK(steps == 5);
+    CHECK(compute == 4.0);
+    CHECK(pushes == 4);
+    CHECK(waits == 4);
+    CHECK(waited == 0.5);
+  }
+
+  TEST_CASE("the metrics budget doubles the stride only while over it and growing too fast") {
+    metrics_budget b(1000, 100, 5);
+    CHECK(b.stride_after(900, 10) == 1);   // within 1000 + 100 * 10
+    CHECK(b.stride_after(3000, 10) == 2);  // over, at 300 B/s
+    CHECK(b.stride_after(3200, 12) == 2);  // too soon to judge the new stride
+    CHECK(b.stride_after(4400, 16) == 4);  // 200 B/s over 6 s: still too fast
+    CHECK(b.stride_after(4800, 30) == 4);  // 28 B/s: over the allowance (3,000) no longer
+    CHECK(b.stride_after(5200, 40) == 4);  // over, but 33 B/s since it became 4: catching up
+    CHECK(b.stride_after(9000, 41) == 8);  // 184 B/s since then: too fast again
+  }
+
+  TEST_CASE("a tracker on a tiny budget keeps metrics.jsonl small and its totals whole") {
+    temp_folder f;
+    const auto file = (f.path / "metrics.jsonl").string();
+    {
+      jsonl_writer metrics(file);
+      tracker_options o;
+      o.budget = metrics_budget(20'000, 0, 0);
+      run_tracker tracker(2, step_rules(20'000, 20'000, 0), &metrics, o);
+      for (int64_t s = 0; s < 20'000; ++s) {
+        tracker.on_step_complete(s, {{0, 1.0, 4}, {1, 3.0, 4}}, 0.0);
+        tracker.on_worker_step(0, s, 0.001, 0.0, 0.0);
+        tracker.on_worker_step(1, s, 0.002, 0.0, 0.0);
+      }
+      tracker.flush_records();
+    }
+    CHECK(fs::file_size(file) < 60'000);  // unthinned: about 9 MB
+    int64_t steps = 0;
+    int64_t samples = 0;
+    double compute = 0;
+    for (const auto& j : lines_of(file)) {
+      if (j["event"] == "step") {
+        steps += j.value("steps", 1);
+        samples += j["samples"].get<int64_t>();
+        CHECK(j["loss"].get<double>() == doctest::Approx(2.0));
+      } else if (j["event"] == "worker_step") {
+        compute += j["compute_s"].get<double>();
+      }
+    }
+    CHECK(steps == 20'000);
+    CHECK(samples == 20'000 * 8);
+    CHECK(compute == doctest::Approx(20'000 * 0.003));
+  }
+}

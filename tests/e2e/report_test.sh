@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# End-to-end test of `troupe report`: real runs (sync, async, a 2-stage pipeline, a suite over
+# seeds) drawn as report.html and opened in headless Chromium, which must draw every chart with
+# as many points as the metrics hold and log no console error (a screenshot of each page is kept
+# in ARTIFACTS); the live page (--serve) shows a step written after it was opened; bad folders
+# and addresses are refused with their name. Skips (77) where Chromium is not installed.
+#   report_test.sh PATH/TO/troupe JOB.json ARTIFACTS
+set -uo pipefail
+troupe=$1
+job=$2
+artifacts=$3
+source "$(dirname "$0")/../lib/harness.sh"
+if ! command -v chromium >/dev/null; then
+  echo "SKIP: chromium is not installed (scripts/install_deps.sh --tests installs it)"
+  exit 77
+fi
+browser=$(dirname "$0")/../python/report_browser.py
+mkdir -p "$artifacts"
+
+# run NAME ARGS...: a short run into $tmp/NAME; then its report and the page in the browser.
+run_and_view() {
+  local name=$1
+  shift
+  if ! "$troupe" run "$job" --out "$tmp/$name" --quiet "$@" >"$tmp/$name.log" 2>&1; then
+    fail "$name: run failed"$'\n'"$(tail -5 "$tmp/$name.log")"
+    return
+  fi
+  "$troupe" report "$tmp/$name" >"$tmp/$name.report.log" 2>&1
+  check "$name: report" $? 0 "$tmp/$name.report.log" "wrote $tmp/$name/report.html"
+  if /usr/bin/python3 "$browser" static "file://$tmp/$name/report.html" "$tmp/$name" \
+    "$artifacts/report-$name.png"; then pass; else fail "$name: the page in Chromium"; fi
+}
+
+run_and_view sync
+run_and_view async --set parallelism.policy=async
+run_and_view pipeline --set parallelism.replicas=1 --set parallelism.stages=2 \
+  --set parallelism.micro_batches=4 --set 'model.hidden=[64,32]'
+grep -q 'id="bubble"' "$tmp/pipeline/report.html" && pass || fail "pipeline: no bubble line"
+grep -q 'data-chart="staleness"' "$tmp/async/report.html" && pass || fail "async: no staleness"
+grep -q 'id="plan"' "$tmp/sync/report.html" && pass || fail "sync: the plan is not on the page"
+
+# A suite over two seeds: overlaid curves, leaderboard, mean ± std, and each job's own page.
+cat >"$tmp/suite.json" <<'JSON'
+{
+  "name": "report_suite",
+  "model": {"type": "mlp", "hidden": [32], "activation": "tanh"},
+  "data": {"type": "synthetic", "train_samples": 1024, "test_samples": 256},
+  "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+  "training": {"steps": 40, "batch_size": 32, "eval_interval": 20},
+  "jobs": [{"name": "small"}, {"name": "wide", "model": {"hidden": [64]}}],
+  "sweep": {"seed": [1, 2]}
+}
+JSON
+if "$troupe" run "$tmp/suite.json" --out "$tmp/suite" >"$tmp/suite.log" 2>&1; then
+  "$troupe" report "$tmp/suite" >"$tmp/suite.report.log" 2>&1
+  check "suite: report" $? 0 "$tmp/suite.report.log" "wrote $tmp/suite/report.html"
+  if /usr/bin/python3 "$browser" static "file://$tmp/suite/report.html" "$tmp/suite" \
+    "$artifacts/report-suite.png"; then pass; else fail "suite: the page in Chromium"; fi
+  for f in 'id="leaderboard"' 'id="settings"' 'href="wide-1/report.html"'; do
+    grep -qF "$f" "$tmp/suite/report.html" && pass || fail "suite page lacks $f"
+  done
+  [ -s "$tmp/suite/wide-1/report.html" ] && pass || fail "suite: no page for job wide-1"
+else
+  fail "suite: run failed"$'\n'"$(tail -5 "$tmp/suite.log")"
+fi
+
+# Live: a run still going (no summary yet) served on a free port; a step appended after the
+# page opened must show up; Ctrl-C ends the server with exit 0.
+cp -r "$tmp/sync" "$tmp/live"
+rm "$tmp/live/summary.json"
+start serve "$troupe" report "$tmp/live" --serve 127.0.0.1:0
+serve_pid=$last_pid
+for _ in $(seq 50); do grep -q "http://" "$tmp/serve.log" && break; sleep 0.1; done
+url=$(grep -o 'http://[^ ]*' "$tmp/serve.log" | head -1)
+if [ -n "$url" ] && /usr/bin/python3 "$browser" live "$url" "$tmp/live"; then pass; else
+  fail "live page"$'\n'"$(cat "$tmp/serve.log")"
+fi
+[ -n "$url" ] && curl_like=$(/usr/bin/python3 -c "import urllib.request,sys
+try: urllib.request.urlopen(sys.argv[1] + '../../etc/report.html'); print('served')
+except Exception as e: print(getattr(e, 'code', e))" "${url}x/")
+[ "${curl_like:-}" = "404" ] && pass || fail "a job outside the folder answered: ${curl_like:-}"
+kill -INT "$serve_pid"
+finish "$serve_pid" 10
+check "serve: Ctrl-C" "$status" 0 "$tmp/serve.log" "serving the report of"
+
+# Bad input: each names what is wrong.
+"$troupe" report "$tmp/none" >"$tmp/bad1.log" 2>&1
+check "missing folder" $? 1 "$tmp/bad1.log" "$tmp/none: not a folder"
+mkdir "$tmp/empty"
+"$troupe" report "$tmp/empty" >"$tmp/bad2.log" 2>&1
+check "empty folder" $? 1 "$tmp/bad2.log" "holds neither metrics.jsonl nor summary.json"
+cp -r "$tmp/sync" "$tmp/torn"
+printf '{"status": "succ' >"$tmp/torn/summary.json"
+"$troupe" report "$tmp/torn" >"$tmp/bad3.log" 2>&1
+check "torn summary" $? 1 "$tmp/bad3.log" "$tmp/torn/summary.json: not JSON"
+cp -r "$tmp/sync" "$tmp/noisy"
+printf 'garbage\n\x00\xff\n' >>"$tmp/noisy/metrics.jsonl"
+"$troupe" report "$tmp/noisy" >"$tmp/bad4.log" 2>&1
+check "garbage lines" $? 0 "$tmp/bad4.log" "wrote"
+grep -q "2 line(s) held no record" "$tmp/noisy/report.html" && pass || fail "skipped lines unsaid"
+"$troupe" report "$tmp/sync" --serve 127.0.0.1:99999 >"$tmp/bad5.log" 2>&1
+check "bad port" $? 2 "$tmp/bad5.log" "--serve"
+port=$(grep -o ':[0-9]*/' <<<"$url" | tr -d ':/')
+start busy "$troupe" report "$tmp/sync" --serve "127.0.0.1:${port:-1}"
+finish "$last_pid" 10
+check "port in use" "$status" 2 "$tmp/busy.log" "cannot listen on 127.0.0.1:${port:-1}"
+ls "$tmp/sync" | grep -q '\.tmp' && fail "a temporary file was left" || pass
+
+report report_test
