@@ -160,6 +160,22 @@ std::string learning_charts(const run_history& h) {
   return out;
 }
 
+// Stacked ensembles: each member's accuracy per evaluation, beside the ensemble's.
+std::string member_chart(const run_history& h) {
+  if (h.member_evals.empty())
+    return {};
+  std::map<int64_t, std::vector<chart_point>> by_member;
+  for (const auto& e : h.member_evals)
+    by_member[e.member].push_back({static_cast<double>(e.step), e.accuracy * 100});
+  line_chart c{
+      "member_accuracy", "Each ensemble member's accuracy", "step", "accuracy (%)", {}, {}, false};
+  std::size_t k = 0;
+  for (auto& [member, points] : by_member)
+    c.series.push_back({fmt::format("member {}", member), thinned(points, max_chart_points),
+                        palette_color(k++), false, true});
+  return render_svg(c);
+}
+
 std::string throughput_chart(const run_history& h) {
   line_chart c{"throughput", "Throughput", "seconds since the start", "samples/s", {}, {}, true};
   add_noisy(c, "samples/s", step_series(h, true, &step_row::samples_per_s), palette_color(2));
@@ -265,7 +281,7 @@ std::string run_body(const run_history& h, const page_options& o) {
   if (o.live)
     out += "<p class=\"live\">Live: this page redraws itself as the run writes.</p>";
   out += facts_table(h);
-  out += "<h2>Learning</h2>" + learning_charts(h);
+  out += "<h2>Learning</h2>" + learning_charts(h) + member_chart(h);
   if (!h.steps.empty())
     out += "<h2>Speed</h2>" + throughput_chart(h);
   if (!h.workers.empty())

@@ -133,12 +133,17 @@ bool fold_metrics_line(run_history& h, const std::string& line) {
   if (event == "step") {
     h.steps.push_back({integer(r, "step"), number(r, "t"), number(r, "loss"),
                        number(r, "samples_per_s"), integer(r, "samples")});
-  } else if (event == "eval") {
-    // The split is the keys' prefix (records::eval).
+  } else if (event == "eval" || event == "member_eval") {
+    // The split is the keys' prefix (records::eval, records::member_eval).
     const std::string split = r.contains("validation_loss") ? "validation" : "test";
-    h.evals.push_back({integer(r, "step"), number(r, "t"), split,
-                       number(r, (split + "_loss").c_str()),
-                       number(r, (split + "_accuracy").c_str())});
+    eval_row e{integer(r, "step"), number(r, "t"), split, number(r, (split + "_loss").c_str()),
+               number(r, (split + "_accuracy").c_str())};
+    if (event == "eval") {
+      h.evals.push_back(e);
+    } else {
+      e.member = integer(r, "member");
+      h.member_evals.push_back(e);
+    }
   } else if (event == "worker_step") {
     if (auto* w = worker_slot(h, integer(r, "worker"))) {
       w->compute_s += number(r, "compute_s");

@@ -27,6 +27,7 @@ struct eval_row {
   std::string split;  ///< "test" or "validation"
   double loss = 0;
   double accuracy = 0;
+  int64_t member = -1;  ///< a stacked ensemble member's own evaluation; -1: the run's
 };
 
 /// A worker's time, summed over its steps: where the time went, and why scaling falls short.
@@ -62,6 +63,7 @@ struct run_history {
   std::string plan;        ///< plan.txt; empty when absent
   std::vector<step_row> steps;
   std::vector<eval_row> evals;
+  std::vector<eval_row> member_evals;    ///< stacked ensembles: each member's evaluations
   std::vector<worker_time> workers;      ///< by worker index
   std::vector<stage_time> stages;        ///< by pipeline, then stage
   std::map<int64_t, int64_t> staleness;  ///< async: applied gradients by staleness

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of `troupe report`: real runs (sync, async, a 2-stage pipeline, a suite over
-# seeds) drawn as report.html and opened in headless Chromium, which must draw every chart with
+# End-to-end test of `troupe report`: real runs (sync, async, a 2-stage pipeline, a stacked
+# ensemble, a suite over seeds) drawn as report.html and opened in headless Chromium, which must draw every chart with
 # as many points as the metrics hold and log no console error (a screenshot of each page is kept
 # in ARTIFACTS); the live page (--serve) shows a step written after it was opened; bad folders
 # and addresses are refused with their name. Skips (77) where Chromium is not installed.
@@ -35,6 +35,7 @@ run_and_view sync
 run_and_view async --set parallelism.policy=async
 run_and_view pipeline --set parallelism.replicas=1 --set parallelism.stages=2 \
   --set parallelism.micro_batches=4 --set 'model.hidden=[64,32]'
+run_and_view ensemble --set parallelism.replicas=1 --set ensemble.members=3
 grep -q 'id="bubble"' "$tmp/pipeline/report.html" && pass || fail "pipeline: no bubble line"
 grep -q 'data-chart="staleness"' "$tmp/async/report.html" && pass || fail "async: no staleness"
 grep -q 'id="plan"' "$tmp/sync/report.html" && pass || fail "sync: the plan is not on the page"

@@ -184,6 +184,13 @@ def expected_run_series(run_dir):
             expected["accuracy" + suffix] = {s + " accuracy": n for s, n in evals.items()}
     expected["throughput"] = {"samples/s (raw)": min(steps, MAX_POINTS),
                               "samples/s": min(steps, MAX_POINTS)}
+    members = {}
+    for r in recs:
+        if r.get("event") == "member_eval":
+            name = f"member {r['member']}"
+            members[name] = members.get(name, 0) + 1
+    if members:
+        expected["member_accuracy"] = members
     workers = {r["worker"] for r in recs if r.get("event") == "worker_step"}
     expected_bars = {"worker_time": 4 * len(workers)}
     staleness = {r["staleness"] for r in recs if r.get("event") == "applied"}
