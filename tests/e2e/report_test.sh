@@ -80,6 +80,23 @@ fi
 try: urllib.request.urlopen(sys.argv[1] + '../../etc/report.html'); print('served')
 except Exception as e: print(getattr(e, 'code', e))" "${url}x/")
 [ "${curl_like:-}" = "404" ] && pass || fail "a job outside the folder answered: ${curl_like:-}"
+# Hostile bytes on the port (garbage, a 1 MB request line, a cut-off request): the server
+# goes on answering.
+/usr/bin/python3 - "$url" <<'PY' && pass || fail "the server stopped answering after garbage"
+import os, socket, sys, urllib.request
+host, port = sys.argv[1].split("//")[1].rstrip("/").split(":")
+for payload in (os.urandom(4096), b"GET /" + b"a" * (1 << 20) + b" HTTP/1.1\r\n\r\n",
+                b"GET /version HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n"):
+    s = socket.create_connection((host, int(port)), timeout=5)
+    try:
+        s.sendall(payload)
+        s.settimeout(2)
+        s.recv(100)
+    except OSError:
+        pass
+    s.close()
+sys.exit(0 if urllib.request.urlopen(sys.argv[1] + "version", timeout=5).status == 200 else 1)
+PY
 kill -INT "$serve_pid"
 finish "$serve_pid" 10
 check "serve: Ctrl-C" "$status" 0 "$tmp/serve.log" "serving the report of"
