@@ -201,7 +201,10 @@ std::string render_svg(const line_chart& chart) {
 std::string render_svg(const bar_chart& chart) {
   constexpr double row_h = 22;
   constexpr double label_w = 150;
-  const double h = top + row_h * static_cast<double>(chart.rows.size()) + 40;
+  // A corrupt or hostile metrics file may name a million workers: draw the first rows only.
+  const std::size_t drawn = std::min(chart.rows.size(), max_bar_rows);
+  const double more = chart.rows.size() > drawn ? row_h : 0;
+  const double h = top + row_h * static_cast<double>(drawn) + more + 40;
   double widest = 0;
   for (const auto& r : chart.rows) {
     double total = 0;
@@ -213,7 +216,7 @@ std::string render_svg(const bar_chart& chart) {
     widest = 1;
   const double pw = width - label_w - right - 70;
   std::string out = chart_open(chart.id, chart.title, h);
-  for (std::size_t i = 0; i < chart.rows.size(); ++i) {
+  for (std::size_t i = 0; i < drawn; ++i) {
     const auto& r = chart.rows[i];
     const double y = top + row_h * static_cast<double>(i);
     out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
@@ -234,6 +237,10 @@ std::string render_svg(const bar_chart& chart) {
     out += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">{} {}</text>", x + 4, y + 15,
                        tick_label(total), html_escape(chart.unit));
   }
+  if (more > 0)
+    out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{:.1f}\">{} more rows not drawn</text>",
+                       label_w, top + row_h * static_cast<double>(drawn) + 15,
+                       chart.rows.size() - drawn);
   // Legend from the first row's segment names.
   double legend_x = label_w;
   const double legend_y = h - 14;

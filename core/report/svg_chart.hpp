@@ -4,6 +4,7 @@
 // attribute: the chart's `data-chart` id, and each series' `data-series` and `data-points`.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct bar_chart {
   std::string unit;  ///< shown after values, e.g. "s"
   std::vector<bar_row> rows;
 };
+
+/// The most rows a bar chart draws; it says how many more there are.
+constexpr std::size_t max_bar_rows = 64;
 
 std::string render_svg(const line_chart& chart);
 std::string render_svg(const bar_chart& chart);

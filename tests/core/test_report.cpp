@@ -176,6 +176,11 @@ TEST_SUITE("report") {
     CHECK(svg.find("nan") == std::string::npos);
     bar_chart b{"workers", "Workers", "s", {{"worker 0", {{"compute", 1}, {"comm", 0.5}}}}};
     CHECK(count_of(render_svg(b), "class=\"bar\"") == 2);
+    for (int w = 1; w < 1000; ++w)
+      b.rows.push_back(b.rows.front());
+    const auto many = render_svg(b);
+    CHECK(count_of(many, "class=\"bar\"") == 2 * int(max_bar_rows));
+    CHECK(many.find("936 more rows not drawn") != std::string::npos);
   }
 
   TEST_CASE("a run page holds its charts, facts and job, and a script only when live") {
