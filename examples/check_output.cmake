@@ -1,10 +1,18 @@
 # Runs one example and checks what it prints (ctest's example.* tests, in the tree and in the
 # standalone examples build):
-#   cmake -DEXAMPLE=path/to/example [-DARGS=a;b] -DMAX_LOSS=0.5 -DMIN_ACCURACY=0.9 -P check_output.cmake
+#   cmake -DEXAMPLE=path/to/example [-DARGS=a;b] [-DPREPARE=command;args] -DMAX_LOSS=0.5
+#         -DMIN_ACCURACY=0.9 -P check_output.cmake
+# PREPARE, when given, runs first and must succeed (it writes a file the example reads).
 # It must exit 0, print each "step N/M" line at most once, and print "final train loss X" with
 # 0 < X < MAX_LOSS (a loss printed as 0 means it read the wrong figure) and every
 # "test accuracy Y" at least MIN_ACCURACY.
 cmake_minimum_required(VERSION 3.16)  # IN_LIST and friends in script mode
+if(PREPARE)
+  execute_process(COMMAND ${PREPARE} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${PREPARE} exited with ${rc}:\n${out}")
+  endif()
+endif()
 execute_process(COMMAND ${EXAMPLE} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out
   ERROR_VARIABLE err)
 message("${out}${err}")
