@@ -15,13 +15,7 @@ find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
 set(TROUPE_CUDA_TOOLKIT OFF)
 if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
   set(TROUPE_CUDA_TOOLKIT ON)
-  if(NOT TARGET troupe_nccl)
-    add_library(troupe_nccl UNKNOWN IMPORTED)
-    set_target_properties(troupe_nccl PROPERTIES
-      IMPORTED_LOCATION "${NCCL_LIBRARY}"
-      INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}"
-      INTERFACE_LINK_LIBRARIES CUDA::cudart)
-  endif()
+  include(${CMAKE_CURRENT_LIST_DIR}/troupe_imported.cmake)  # troupe::nccl
 endif()
 
 set(_torch_cuda OFF)

@@ -12,28 +12,11 @@ find_package(OpenSSL REQUIRED)
 # which is what system CAF needs (a pre-cxx11-ABI LibTorch would not link with it).
 find_package(Torch REQUIRED)
 
-# Debian's libcaf-dev ships no CAFConfig.cmake: wrap the pieces in imported targets.
-find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
-find_library(CAF_CORE_LIB caf_core REQUIRED)
-find_library(CAF_IO_LIB caf_io REQUIRED)
+# caf::core, caf::io and troupe::torch (shared with the installed troupeConfig.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/troupe_imported.cmake)
 if(NOT TARGET caf::core)
-  add_library(caf::core UNKNOWN IMPORTED)
-  set_target_properties(caf::core PROPERTIES
-    IMPORTED_LOCATION "${CAF_CORE_LIB}"
-    INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
-    # CAF starts std::threads; libcaf_core.so does not pull in -pthread for us.
-    INTERFACE_LINK_LIBRARIES Threads::Threads)
-  add_library(caf::io UNKNOWN IMPORTED)
-  set_target_properties(caf::io PROPERTIES
-    IMPORTED_LOCATION "${CAF_IO_LIB}"
-    INTERFACE_LINK_LIBRARIES caf::core)
-endif()
-
-# TorchConfig.cmake hands back a list of libraries; wrap it so targets link one name.
-if(NOT TARGET troupe_torch)
-  add_library(troupe_torch INTERFACE)
-  target_link_libraries(troupe_torch INTERFACE ${TORCH_LIBRARIES})
-  target_include_directories(troupe_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+  message(FATAL_ERROR "CAF not found (caf/all.hpp '${CAF_INCLUDE_DIR}', libcaf_core "
+    "'${CAF_CORE_LIB}', libcaf_io '${CAF_IO_LIB}'): install Debian's libcaf-dev")
 endif()
 
 # cpp-httplib (Debian's libcpp-httplib-dev, a compiled library): `troupe report --serve`.

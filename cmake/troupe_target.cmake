@@ -1,15 +1,21 @@
 # Helpers shared by every troupe target: warnings, sanitizers, one way to add a test.
 
 add_library(troupe_options INTERFACE)
-target_compile_options(troupe_options INTERFACE -Wall -Wextra)
+# Exported with the libraries (as troupe::options, see cmake/install.cmake) for what a user's
+# code needs too: the include root, TROUPE_VERSION (actors/run_node.hpp), TROUPE_WITH_CUDA and the
+# sanitizer flags the archives were built with. Our warnings stay ours (BUILD_INTERFACE).
+set_target_properties(troupe_options PROPERTIES EXPORT_NAME options)
+target_compile_options(troupe_options INTERFACE $<BUILD_INTERFACE:-Wall;-Wextra>)
 # GCC 12 at -O2/-O3 reports every move of a std::variant whose alternatives hold vectors or
 # strings as "may be used uninitialized" (the step strategies' actions are such variants). LLVM's
 # build turns the same check off on GCC for the same reason; -Wuninitialized, which reports
 # what is certainly uninitialized, stays on.
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  target_compile_options(troupe_options INTERFACE -Wno-maybe-uninitialized)
+  target_compile_options(troupe_options INTERFACE $<BUILD_INTERFACE:-Wno-maybe-uninitialized>)
 endif()
-target_include_directories(troupe_options INTERFACE ${PROJECT_SOURCE_DIR})
+# Installed headers keep their paths ("actors/run_job.hpp") under include/troupe.
+target_include_directories(troupe_options INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/troupe>)
 # Nodes and coordinators of different versions refuse each other (core/cluster/join_check).
 target_compile_definitions(troupe_options INTERFACE TROUPE_VERSION="${PROJECT_VERSION}")
 if(TROUPE_CUDA)

@@ -1,0 +1,38 @@
+# The imported targets troupe's libraries link that no package defines for us: CAF (Debian's
+# libcaf-dev ships no CAFConfig.cmake), LibTorch as one target (TorchConfig.cmake hands back a
+# list of libraries) and, in CUDA builds, NCCL. Included by the build (cmake/dependencies.cmake,
+# cmake/cuda.cmake) and by the installed troupeConfig.cmake, so that a project linking the
+# installed libraries finds these the same way the build did. Expects Threads and Torch found.
+
+# CAF. Without REQUIRED here: the installed config reports a missing CAF as "troupe not found".
+find_path(CAF_INCLUDE_DIR caf/all.hpp)
+find_library(CAF_CORE_LIB caf_core)
+find_library(CAF_IO_LIB caf_io)
+if(CAF_INCLUDE_DIR AND CAF_CORE_LIB AND CAF_IO_LIB AND NOT TARGET caf::core)
+  add_library(caf::core UNKNOWN IMPORTED)
+  set_target_properties(caf::core PROPERTIES
+    IMPORTED_LOCATION "${CAF_CORE_LIB}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+    # CAF starts std::threads; libcaf_core.so does not pull in -pthread for us.
+    INTERFACE_LINK_LIBRARIES Threads::Threads)
+  add_library(caf::io UNKNOWN IMPORTED)
+  set_target_properties(caf::io PROPERTIES
+    IMPORTED_LOCATION "${CAF_IO_LIB}"
+    INTERFACE_LINK_LIBRARIES caf::core)
+endif()
+
+if(TORCH_LIBRARIES AND NOT TARGET troupe::torch)
+  add_library(troupe::torch INTERFACE IMPORTED)
+  set_target_properties(troupe::torch PROPERTIES
+    INTERFACE_LINK_LIBRARIES "${TORCH_LIBRARIES}"
+    INTERFACE_INCLUDE_DIRECTORIES "${TORCH_INCLUDE_DIRS}")
+endif()
+
+# NCCL, where the caller found it (NCCL_INCLUDE_DIR, NCCL_LIBRARY) beside the CUDA toolkit.
+if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY AND TARGET CUDA::cudart AND NOT TARGET troupe::nccl)
+  add_library(troupe::nccl UNKNOWN IMPORTED)
+  set_target_properties(troupe::nccl PROPERTIES
+    IMPORTED_LOCATION "${NCCL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES CUDA::cudart)
+endif()
