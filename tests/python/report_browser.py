@@ -38,6 +38,7 @@ class Browser:
 
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-dev-shm-usage",  # containers often give /dev/shm only 64 MB
              "--remote-debugging-pipe", "--user-data-dir=" + self.profile, "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=wire_fds,
             close_fds=False)
