@@ -215,7 +215,9 @@ void read_keep_best(object_reader& r, training_config& t) {
 
 void read_training(object_reader r, training_config& t) {
   if (r.has("epochs") && r.has("steps"))
-    r.object_problem("give either epochs or steps, not both");
+    r.object_problem(
+        "give either epochs or steps, not both (remove one from the file, or give the length "
+        "with --set training.steps=N or --set training.epochs=N, which replaces the other)");
   if (r.has("steps"))
     t.epochs = 0;
   r.integer("epochs", t.epochs, 1, 1000000);

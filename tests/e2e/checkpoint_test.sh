@@ -83,7 +83,7 @@ for name in sync local_sgd schedule pipeline ensemble keep_best; do
   args=()
   for s in ${sets[$name]}; do args+=(--set "$s"); done
   [ "$name" = keep_best ] && args=(--set data.validation=0.1 --set training.keep_best=true
-                                   --set 'optimizer={"type":"adam","lr":0.001}')
+                                   --set 'optimizer={"type":"adam","lr":0.001,"momentum":null}')
   saved_slow=("${slow[@]}")
   [ "$name" = ensemble ] && slow=()
   run_full "$name" "${args[@]}"
@@ -106,7 +106,7 @@ kill_and_resume nodes 9 "--local-nodes 2"
 # A checkpoint part crosses processes whole: a replica's weights and Adam's two moments, for a
 # model of 1.9 M parameters (22 MB), must pass the connections' frame limit.
 out=$(timeout 120 "$troupe" run "$config" --out "$tmp/big_nodes" --quiet --local-nodes 2 \
-  --set 'model.hidden=[1024,1024]' --set 'optimizer={"type":"adam","lr":0.001}' \
+  --set 'model.hidden=[1024,1024]' --set 'optimizer={"type":"adam","lr":0.001,"momentum":null}' \
   --set parallelism.policy=local_sgd --set training.steps=12 --set checkpoint.every_steps=5 2>&1)
 [ $? -eq 0 ] && [ -f "$tmp/big_nodes/checkpoints/step-9/state.pt" ] && pass ||
   fail "Adam checkpoint of a large model across nodes: $out"
