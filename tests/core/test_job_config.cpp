@@ -68,12 +68,14 @@ TEST_SUITE("job_config") {
   }
 
   TEST_CASE("unknown top-level key") {
-    check_one_problem({{"nmae", "x"}}, {"/nmae: unknown key", "known: name, seed, model"});
+    check_one_problem({{"nmae", "x"}},
+                      {"/nmae: unknown key (did you mean \"name\"?", "known: name, seed, model"});
   }
 
   TEST_CASE("unknown nested key lists the known ones") {
     check_one_problem({{"optimizer", {{"lrr", 0.1}}}},
-                      {"/optimizer/lrr: unknown key (known: type, lr, weight_decay, momentum"});
+                      {"/optimizer/lrr: unknown key (did you mean \"lr\"? known: type, lr, "
+                       "weight_decay, momentum"});
     check_one_problem({{"training", {{"epoch", 3}}}}, {"/training/epoch", "unknown key", "epochs"});
   }
 
