@@ -68,19 +68,25 @@ std::string render_suite_plan(const suite_config& suite) {
   return out;
 }
 
-// Checks every job's plan against its data (batch sizes, pipeline splits) before anything runs.
-void check_plans(const suite_config& suite) {
+// Checks every job's plan against its data (batch sizes, pipeline splits) before anything runs;
+// returns each job's steps.
+std::vector<int64_t> check_plans(const suite_config& suite) {
   std::vector<std::string> problems;
+  std::vector<int64_t> steps;
   for (const auto& j : suite.jobs) {
     try {
-      make_run_plan(j.job, describe_data(j.job.data));
+      // A missing data file stops the suite here rather than failing every job that reads it.
+      steps.push_back(make_run_plan(j.job, read_data_facts(j.job.data)).rules.total_steps());
     } catch (const job_error& e) {
       for (const auto& p : e.problems())
         problems.push_back("job " + j.job.name + ": " + p);
+    } catch (const data_error& e) {
+      problems.push_back("job " + j.job.name + ": data: " + e.what());
     }
   }
   if (!problems.empty())
     throw job_error(std::move(problems));
+  return steps;
 }
 
 struct running_job {
