@@ -32,6 +32,10 @@ extern "C" void on_interrupt(int) {
   interrupted.store(true);
 }
 
+std::string steps_text(int64_t n) {
+  return fmt::format("{} step{}", n, n == 1 ? "" : "s");
+}
+
 void print_result(const run_report& r, const std::string& folder) {
   if (r.succeeded()) {
     fmt::print("succeeded: {} steps, {:.0f} samples/s, final train loss {:.4f}", r.steps,
@@ -44,11 +48,12 @@ void print_result(const run_report& r, const std::string& folder) {
         best = std::max(best, m.test_accuracy.value_or(0));
       fmt::print(" (ensemble of {}; best member {:.2f}%)", r.members.size(), best * 100);
     }
+    // Messages count steps; summary.json and metrics.jsonl hold the 0-based index of the step.
     if (r.stopped_early_at)
-      fmt::print("; stopped early after step {}", *r.stopped_early_at);
+      fmt::print("; stopped early after {}", steps_text(*r.stopped_early_at + 1));
     if (r.best_step)
-      fmt::print("; best {} {:.4g} after step {} (best_weights.pt)", r.best_metric,
-                 r.best_value.value_or(NAN), *r.best_step);
+      fmt::print("; best {} {:.4g} after {} (best_weights.pt)", r.best_metric,
+                 r.best_value.value_or(NAN), steps_text(*r.best_step + 1));
     fmt::print("\n");
   } else {
     fmt::print(stderr, "error: run failed: {}\n", r.error);
@@ -165,15 +170,20 @@ int run_job_command(const run_command& cmd) {
     plan = plan_job(cmd, source, json, options);
     if (resumed)
       check_resume_matches(*resumed, *plan);
+    // The folder is claimed before the plan is shown: an existing --out is refused at once,
+    // not under a screenful of plan.
+    if (resumed)
+      dir.emplace(run_directory::reopen(cmd.resume));
+    else
+      dir.emplace(cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out, cmd.force);
     if (!cmd.quiet)
       fmt::print("{}", render_plan(*plan));
-    if (resumed) {
-      dir.emplace(run_directory::reopen(cmd.resume));
-      fmt::print(stderr, "resuming after step {} from {}\n", resumed->checkpoint->step,
+    // The plan goes to stdout, progress to stderr: with `> log 2>&1` the plan must reach the
+    // file before the first progress line does.
+    std::fflush(stdout);
+    if (resumed)
+      fmt::print(stderr, "resuming after {} from {}\n", steps_text(resumed->checkpoint->step + 1),
                  resumed->folder);
-    } else {
-      dir.emplace(cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out, cmd.force);
-    }
   } catch (const job_error& e) {
     print_problems(stderr, e);
     return exit_usage;

@@ -10,6 +10,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/suite_commands.hpp"
+#include "apps/troupe/suite_display.hpp"
 #include "apps/troupe/suite_watch.hpp"
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/data/data_source.hpp"
@@ -68,19 +69,25 @@ std::string render_suite_plan(const suite_config& suite) {
   return out;
 }
 
-// Checks every job's plan against its data (batch sizes, pipeline splits) before anything runs.
-void check_plans(const suite_config& suite) {
+// Checks every job's plan against its data (batch sizes, pipeline splits) before anything runs;
+// returns each job's steps.
+std::vector<int64_t> check_plans(const suite_config& suite) {
   std::vector<std::string> problems;
+  std::vector<int64_t> steps;
   for (const auto& j : suite.jobs) {
     try {
-      make_run_plan(j.job, describe_data(j.job.data));
+      // A missing data file stops the suite here rather than failing every job that reads it.
+      steps.push_back(make_run_plan(j.job, read_data_facts(j.job.data)).rules.total_steps());
     } catch (const job_error& e) {
       for (const auto& p : e.problems())
         problems.push_back("job " + j.job.name + ": " + p);
+    } catch (const data_error& e) {
+      problems.push_back("job " + j.job.name + ": data: " + e.what());
     }
   }
   if (!problems.empty())
     throw job_error(std::move(problems));
+  return steps;
 }
 
 struct running_job {
@@ -101,6 +108,11 @@ struct suite_run {
   std::vector<suite_job_result>& results;
   std::vector<running_job> running;
   loser_watch watch;
+  suite_display& display;
+
+  std::string metrics_of(std::size_t job) const {
+    return dir.file(results[job].name + "/metrics.jsonl");
+  }
 };
 
 std::optional<double> number_at(const nlohmann::json& summary, const char* key) {
@@ -200,7 +212,7 @@ void watch_for_loser(suite_run& s, running_job& r) {
   const auto& name = s.results[r.index].name;
   s.watch.read(r.index, s.dir.file(name + "/metrics.jsonl"));
   if (auto reason = s.watch.verdict(r.index)) {
-    fmt::print("stopping {}: {}\n", name, *reason);
+    s.display.event(fmt::format("stopping {}: {}", name, *reason));
     r.lost = true;
     ask_to_stop(r, std::move(*reason));
   }
@@ -219,7 +231,7 @@ void start_ready(suite_run& s, placement_queue& queue) {
           // The job runs on the device the queue placed it on ("cuda" becomes one GPU).
           std::vector<std::string>{s.program, "run", s.dir.file("specs/" + result.name + ".json"),
                                    "--set", "device=" + result.device, "--out",
-                                   s.dir.file(result.name), "--quiet"},
+                                   s.dir.file(result.name)},
           s.dir.file("logs/" + result.name + ".log"));
     } catch (const std::exception& e) {
       result.status = run_status::failed;
@@ -227,8 +239,9 @@ void start_ready(suite_run& s, placement_queue& queue) {
       queue.finished(p.job);
       continue;
     }
-    fmt::print("started {} on {} ({} thread(s))\n", result.name, result.device,
-               s.suite.jobs[p.job].request.threads);
+    s.display.set_status(p.job, "running");
+    s.display.event(fmt::format("started {} on {} ({} thread(s))", result.name, result.device,
+                                s.suite.jobs[p.job].request.threads));
     s.running.push_back(std::move(r));
   }
 }
@@ -251,7 +264,8 @@ bool retry(suite_run& s, running_job& r, suite_job_result& result) {
     return false;
   const auto folder = s.dir.file(result.name);
   const bool resumable = std::filesystem::exists(checkpoints_folder(folder) + "/latest");
-  auto args = resumable ? std::vector<std::string>{s.program, "run", "--resume", folder, "--quiet"}
+  // The job's log holds its progress lines (no --quiet): its plan, steps and evaluations.
+  auto args = resumable ? std::vector<std::string>{s.program, "run", "--resume", folder}
                         : std::vector<std::string>{s.program,
                                                    "run",
                                                    s.dir.file("specs/" + result.name + ".json"),
@@ -259,13 +273,12 @@ bool retry(suite_run& s, running_job& r, suite_job_result& result) {
                                                    "device=" + result.device,
                                                    "--out",
                                                    folder,
-                                                   "--force",
-                                                   "--quiet"};
+                                                   "--force"};
   ++r.attempts;
   result.retries = r.attempts - 1;
-  fmt::print("retrying {} ({} of {}) {}: {}\n", result.name, result.retries,
-             s.suite.jobs[r.index].retries,
-             resumable ? "from its newest checkpoint" : "from the start", result.error);
+  s.display.event(fmt::format(
+      "retrying {} ({} of {}) {}: {}", result.name, result.retries, s.suite.jobs[r.index].retries,
+      resumable ? "from its newest checkpoint" : "from the start", result.error));
   try {
     r.child = std::make_unique<child_process>(
         args,
@@ -297,7 +310,9 @@ void poll_running(suite_run& s, placement_queue& queue) {
     }
     s.watch.finished(it->index, s.dir.file(result.name + "/metrics.jsonl"),
                      result.status == run_status::succeeded);
-    fmt::print("{} {}{}\n", to_string(result.status), result.name, describe_end(result));
+    s.display.set_status(it->index, to_string(result.status));
+    s.display.event(
+        fmt::format("{} {}{}", to_string(result.status), result.name, describe_end(result)));
     queue.finished(it->index);
     it = s.running.erase(it);
   }
@@ -362,7 +377,9 @@ void run_jobs(suite_run& s) {
       break;
     std::this_thread::sleep_for(poll_interval);
     poll_running(s, queue);
+    s.display.poll([&s](std::size_t j) { return s.metrics_of(j); });
   }
+  s.display.close([&s](std::size_t j) { return s.metrics_of(j); });
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 }
@@ -372,7 +389,7 @@ void run_jobs(suite_run& s) {
 int validate_suite(const job_source& source, const nlohmann::json& file) {
   try {
     const auto suite = parse_suite(file);
-    check_plans(suite);
+    (void)check_plans(suite);
     fmt::print("{}: valid\n{}", source.path, render_suite_plan(suite));
     return exit_ok;
   } catch (const job_error& e) {
@@ -387,12 +404,14 @@ int validate_suite(const job_source& source, const nlohmann::json& file) {
 int run_suite(const run_command& cmd, const nlohmann::json& file) {
   suite_config suite;
   std::optional<run_directory> dir;
+  std::vector<int64_t> steps;
   try {
     suite = parse_suite(file);
-    check_plans(suite);
+    steps = check_plans(suite);
+    dir.emplace(cmd.out.empty() ? default_run_directory(suite.name) : cmd.out, cmd.force);
     if (!cmd.quiet)
       fmt::print("{}", render_suite_plan(suite));
-    dir.emplace(cmd.out.empty() ? default_run_directory(suite.name) : cmd.out, cmd.force);
+    std::fflush(stdout);
   } catch (const job_error& e) {
     std::vector<std::string> named;
     for (const auto& p : e.problems())
@@ -402,9 +421,16 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
   }
 
   std::vector<suite_job_result> results(suite.jobs.size());
+  std::vector<job_row> rows(suite.jobs.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].name = suite.jobs[i].job.name;
+    rows[i].total_steps = steps[i];
+  }
+  suite_display display(std::move(rows), stdout, cmd.quiet);
   try {
     suite_run run{suite,   *dir, prepare_folder(file, suite, *dir, results),
-                  results, {},   loser_watch(suite.stop_losers_after, suite.jobs.size())};
+                  results, {},   loser_watch(suite.stop_losers_after, suite.jobs.size()),
+                  display};
     run_jobs(run);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

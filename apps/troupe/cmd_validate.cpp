@@ -2,6 +2,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/suite_commands.hpp"
+#include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/run/run_plan.hpp"
 
@@ -15,11 +16,16 @@ int validate_job(const job_source& source) {
     if (is_suite(json))
       return validate_suite(source, json);
     const auto job = parse_loaded_job(source, json);
-    const auto plan = make_run_plan(job, describe_data(job.data));
+    // The data files' headers, not the published sizes: the plan states the data there is, and
+    // a missing file is found now rather than when the run starts.
+    const auto plan = make_run_plan(job, read_data_facts(job.data));
     fmt::print("{}: valid\n{}", source.path, render_plan(plan));
     return exit_ok;
   } catch (const job_error& e) {
     print_problems(stderr, e);
+    return exit_usage;
+  } catch (const data_error& e) {
+    fmt::print(stderr, "error: {}: data: {}\n", source.path, e.what());
     return exit_usage;
   }
 }

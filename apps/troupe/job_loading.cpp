@@ -6,7 +6,30 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace troupe {
+namespace {
+
+// "a.b=1" -> "/a/b": the JSON pointer an assignment writes to.
+std::string pointer_of(const std::string& assignment) {
+  std::string pointer = "/" + assignment.substr(0, assignment.find('='));
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  return pointer;
+}
+
+}  // namespace
+
+std::string blamed_source(const job_source& source, const std::string& problem) {
+  const auto at = problem.substr(0, problem.find(": "));
+  // The last --set that wrote the key, or an object holding it, is where the user looks.
+  for (auto s = source.sets.rbegin(); s != source.sets.rend(); ++s) {
+    const auto pointer = pointer_of(*s);
+    if (at == pointer || at.rfind(pointer + "/", 0) == 0)
+      return "--set " + *s;
+  }
+  return source.path;
+}
 
 nlohmann::json load_job_json(const job_source& source) {
   auto json = read_json_file(source.path);
@@ -33,7 +56,7 @@ job_config parse_loaded_job(const job_source& source, const nlohmann::json& json
   } catch (const job_error& e) {
     std::vector<std::string> named;
     for (const auto& p : e.problems())
-      named.push_back(source.path + ": " + p);
+      named.push_back(blamed_source(source, p) + ": " + p);
     throw job_error(std::move(named));
   }
 }

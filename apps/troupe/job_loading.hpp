@@ -13,8 +13,12 @@ namespace troupe {
 /// The job file's JSON with the --set overrides applied; throws job_error.
 nlohmann::json load_job_json(const job_source& source);
 
+/// Where a validation problem ("/optimizer/lrr: unknown key ...") came from: the last --set
+/// that wrote that key or an object holding it ("--set optimizer.lrr=1"), else the job file.
+std::string blamed_source(const job_source& source, const std::string& problem);
+
 /// Validates what load_job_json read; throws job_error listing every problem, each prefixed
-/// with the job file's path.
+/// with where it came from (blamed_source).
 job_config parse_loaded_job(const job_source& source, const nlohmann::json& json);
 
 /// Both of the above.

@@ -7,6 +7,7 @@
 //   troupe node --join HOST:PORT [--name NAME] [--threads N] [--token-file F] [--tls DIR]
 //   troupe certs init DIR | troupe certs issue DIR NAME
 //   troupe report DIR [--serve HOST:PORT]
+//   troupe help [SUBCOMMAND]
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "apps/troupe/commands.hpp"
@@ -45,6 +46,7 @@ void add_job_or_resume(CLI::App& sub, troupe::run_command& cmd) {
 
 int main(int argc, char** argv) {
   CLI::App app{"troupe: train neural networks with actors, from one JSON job file"};
+  app.name("troupe");
   app.set_version_flag("--version", "troupe " TROUPE_VERSION);
   app.require_subcommand(1);
 
@@ -115,6 +117,11 @@ int main(int argc, char** argv) {
   issue_cmd->add_option("dir", certs.dir, "Certificate directory")->required();
   issue_cmd->add_option("name", certs.name, "The node's name, or coordinator")->required();
 
+  std::string help_topic;
+  auto* help_cmd =
+      app.add_subcommand("help", "Print this help, or a subcommand's (troupe help run)");
+  help_cmd->add_option("command", help_topic, "The subcommand to explain");
+
   troupe::job_source validate;
   auto* validate_cmd = app.add_subcommand("validate", "Check the job file and print the plan");
   add_job_options(*validate_cmd, validate);
@@ -129,6 +136,12 @@ int main(int argc, char** argv) {
                    "keep it current while the run writes, instead of writing the file")
       ->type_name("HOST:PORT");
 
+  // Taken before parsing: afterwards CLI11's help() describes the subcommand that was parsed.
+  const std::string overview = app.help();
+  if (argc == 1) {  // `troupe` alone: what it can do, rather than "A subcommand is required"
+    std::fputs(overview.c_str(), stderr);
+    return troupe::exit_usage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
@@ -136,6 +149,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return troupe::exit_usage;
+  }
+  if (help_cmd->parsed()) {
+    if (help_topic.empty()) {
+      std::fputs(overview.c_str(), stdout);
+      return troupe::exit_ok;
+    }
+    try {
+      std::fputs(app.get_subcommand(help_topic)->help("troupe").c_str(), stdout);
+      return troupe::exit_ok;
+    } catch (const CLI::OptionNotFound&) {
+      std::fprintf(stderr, "error: no subcommand %s (troupe help lists them)\n",
+                   help_topic.c_str());
+      return troupe::exit_usage;
+    }
   }
   if (run_cmd->parsed())
     return troupe::run_job_command(run);

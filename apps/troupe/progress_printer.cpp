@@ -1,9 +1,13 @@
 #include "apps/troupe/progress_printer.hpp"
 
+#include "core/train/progress_line.hpp"
+
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace troupe {
@@ -13,11 +17,11 @@ namespace {
 constexpr auto terminal_interval = std::chrono::milliseconds(200);
 constexpr auto log_interval = std::chrono::seconds(5);
 
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0)
-    return "?";
-  const auto s = static_cast<long>(seconds + 0.5);
-  return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+// Asked at every line: the terminal may have been resized since the last.
+std::size_t terminal_width(std::FILE* out) {
+  winsize size{};
+  const int columns = ::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
+  return choose_width(columns, std::getenv("COLUMNS"));
 }
 
 }  // namespace
@@ -28,6 +32,8 @@ progress_printer::progress_printer(std::FILE* out, bool quiet)
 void progress_printer::update(const progress_update& p) {
   if (quiet_)
     return;
+  // Every update feeds the rate, shown or not: it is the rate over the last second of steps.
+  const double rate = rate_.add(p.elapsed_s, p.samples).value_or(p.samples_per_s);
   const auto now = std::chrono::steady_clock::now();
   const auto interval = terminal_ ? std::chrono::steady_clock::duration(terminal_interval)
                                   : std::chrono::steady_clock::duration(log_interval);
@@ -35,18 +41,16 @@ void progress_printer::update(const progress_update& p) {
   if (!p.evaluation && now - last_print_ < interval)
     return;
   last_print_ = now;
-  const double eta = p.step > 0 ? p.elapsed_s / static_cast<double>(p.step) *
-                                      static_cast<double>(p.total_steps - p.step)
-                                : NAN;
-  auto line = fmt::format("epoch {} step {}/{} loss {:.4f} {:.0f} samples/s ETA {}", p.epoch + 1,
-                          p.step, p.total_steps, p.loss, p.samples_per_s, format_duration(eta));
-  if (p.accuracy)
-    line += fmt::format(" {} acc {:.2f}%", p.validation ? "val" : "test", *p.accuracy * 100);
   if (terminal_) {
-    fmt::print(out_, "\r{:<100}", line);
+    const auto width = terminal_width(out_);
+    const auto line = progress_line(p, rate, width);
+    // Spaces rub out what a longer previous line left, up to the width and never past it.
+    const auto pad = std::min(std::max(line.size(), shown_), width > 1 ? width - 1 : 1);
+    fmt::print(out_, "\r{:<{}}", line, pad);
+    shown_ = line.size();
     line_open_ = true;
   } else {
-    fmt::print(out_, "{}\n", line);
+    fmt::print(out_, "{}\n", progress_line(p, rate, 0));
   }
   std::fflush(out_);
 }

@@ -1,9 +1,10 @@
 // Shows a run's progress: on a terminal, one line rewritten in place (epoch, step, loss,
-// samples/s, ETA); otherwise (a log file, CI) a plain line every few seconds and after every
-// evaluation, so logs stay readable.
+// samples/s over the last second, ETA), cut to the terminal's width; otherwise (a log file, CI) a
+// plain line every few seconds and after every evaluation, so logs stay readable.
 #pragma once
 
 #include "core/train/progress.hpp"
+#include "core/train/progress_line.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -23,6 +24,8 @@ class progress_printer {
   bool quiet_;
   bool terminal_;
   bool line_open_ = false;
+  std::size_t shown_ = 0;  ///< length of the line on the terminal now
+  rate_window rate_;
   std::chrono::steady_clock::time_point last_print_{};
 };
 

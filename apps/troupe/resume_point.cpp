@@ -29,8 +29,8 @@ void check_resume_matches(const resume_point& point, const run_plan& plan) {
   const auto& c = *point.checkpoint;
   const auto where = "--resume " + point.folder + ": ";
   if (c.step < 0 || c.step + 1 >= plan.rules.total_steps())
-    throw job_error({where + "the checkpoint is after step " + std::to_string(c.step) +
-                     ", the run has " + std::to_string(plan.rules.total_steps()) + " steps"});
+    throw job_error({where + "the checkpoint is after " + std::to_string(c.step + 1) +
+                     " steps, the run has " + std::to_string(plan.rules.total_steps())});
   const auto parts = static_cast<int64_t>(c.parts.size());
   if (parts != plan.checkpoint_parts())
     throw job_error({where + "the checkpoint holds " + std::to_string(parts) +

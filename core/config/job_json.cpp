@@ -3,6 +3,8 @@
 // optimizer's other settings) are left out, so the file reads as the job that ran.
 #include "core/config/parse_job.hpp"
 
+#include "core/data/preprocessing.hpp"
+
 namespace troupe {
 namespace {
 
@@ -53,6 +55,7 @@ nlohmann::ordered_json to_json(const job_config& job) {
   json data = {{"type", to_string(job.data.kind)}};
   if (job.data.kind == data_kind::fashion_mnist) {
     data["path"] = job.data.path;
+    data["preprocessing"] = preprocessing_json(job.data.kind);
   } else {
     data["train_samples"] = job.data.train_samples;
     data["test_samples"] = job.data.test_samples;

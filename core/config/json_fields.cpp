@@ -2,6 +2,8 @@
 // "<JSON pointer>: must be <expected>, got <compact JSON>".
 #include "core/config/json_fields.hpp"
 
+#include "core/config/near_miss.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -358,9 +360,14 @@ void object_reader::finish(const std::vector<std::string>& known) {
   std::string list;
   for (const auto& k : known)
     list += (list.empty() ? "" : ", ") + k;
-  for (const auto& item : object_.items())
-    if (seen_.count(item.key()) == 0)
-      problem(shown_key(item.key()), "unknown key (known: " + list + ")");
+  for (const auto& item : object_.items()) {
+    if (seen_.count(item.key()) != 0)
+      continue;
+    const auto near = nearest_key(item.key(), known);
+    problem(shown_key(item.key()), "unknown key (" +
+                                       (near ? "did you mean \"" + *near + "\"? " : std::string()) +
+                                       "known: " + list + ")");
+  }
 }
 
 }  // namespace troupe

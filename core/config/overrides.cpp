@@ -1,5 +1,6 @@
-// --set PATH=VALUE: walks (and creates) the dotted path in a job's JSON and stores the value,
-// reporting a bad assignment as one job_error problem that quotes it.
+// --set PATH=VALUE: walks (and creates) the dotted path in a job's JSON and merges the value in
+// as a suite merges its jobs (RFC 7386), reporting a bad assignment as one job_error problem
+// that quotes it.
 #include "core/config/overrides.hpp"
 
 #include "core/errors.hpp"
@@ -34,6 +35,23 @@ bool is_index(const std::string& key) {
   return true;
 }
 
+// A training length given here replaces the other one, so that `--set training.steps=50` shortens a
+// job whose file counts epochs (and vice versa). The length may come as a dotted key or inside a
+// `training` object.
+void replace_other_length(nlohmann::json& job, const std::vector<std::string>& keys,
+                          const nlohmann::json& value) {
+  nlohmann::json patch = value;
+  for (auto k = keys.rbegin(); k != keys.rend(); ++k)
+    patch = nlohmann::json{{*k, std::move(patch)}};
+  const auto training = patch.find("training");
+  if (training == patch.end() || !training->is_object() || !job.contains("training") ||
+      !job["training"].is_object())
+    return;
+  for (const auto& [given, other] : {std::pair{"steps", "epochs"}, std::pair{"epochs", "steps"}})
+    if (training->contains(given) && !(*training)[given].is_null() && !training->contains(other))
+      job["training"].erase(other);
+}
+
 }  // namespace
 
 void apply_override(nlohmann::json& job, const std::string& assignment) {
@@ -62,7 +80,9 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
   nlohmann::json* node = &result;
   std::string pointer;
   auto where = [&] { return pointer.empty() ? std::string("/") : pointer; };
-  for (const auto& key : keys) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& key = keys[i];
+    const bool last = i + 1 == keys.size();
     if (node->is_array()) {
       if (!is_index(key))
         fail(where() + " is an array: '" + key + "' is not an index");
@@ -72,13 +92,24 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
         fail(where() + " has " + std::to_string(node->size()) + " elements, no index " + key);
       node = &(*node)[index];
     } else if (node->is_object() || node->is_null()) {
+      // The suite's rules (a JSON merge patch, RFC 7386): null removes the key.
+      if (last && value.is_null()) {
+        if (node->is_null())
+          *node = nlohmann::json::object();
+        node->erase(key);
+        break;
+      }
       node = &(*node)[key];  // creates the key (and turns null into an object)
     } else {
       fail(where() + " is not an object");
     }
     pointer += "/" + key;
+    // ... and an object merges into the object there instead of replacing it, as a suite's
+    // `jobs` entry merges onto its base.
+    if (last)
+      node->merge_patch(value);
   }
-  *node = std::move(value);
+  replace_other_length(result, keys, value);
   job = std::move(result);
 }
 

@@ -5,6 +5,7 @@
 #include "core/config/feature_rules.hpp"
 #include "core/config/json_fields.hpp"
 #include "core/config/parse_run_sections.hpp"
+#include "core/data/preprocessing.hpp"
 #include "core/errors.hpp"
 
 #include <cctype>
@@ -100,13 +101,29 @@ void read_validation(object_reader& r, double& validation) {
   validation = v;
 }
 
+// job.json states the preprocessing for whoever uses the weights; the file may be run again, so
+// the key is accepted when it states what troupe does, and refused when it asks for anything else
+// (troupe has one normalization per data set).
+void read_preprocessing(object_reader& r, data_kind kind) {
+  const auto* v = r.peek("preprocessing");
+  if (v == nullptr)
+    return;
+  r.skip("preprocessing");
+  const nlohmann::json fixed = preprocessing_json(kind);
+  if (*v != fixed)
+    r.problem("preprocessing",
+              "states what troupe does to every image, " + fixed.value("formula", "") +
+                  ", and cannot be changed; remove the key, got " + render_value(*v));
+}
+
 void read_data(object_reader r, data_config& d) {
   if (!read_enum(r, "type", data_names, d.kind))
     skip_all(r, {"path", "train_samples", "test_samples", "noise"});
   read_validation(r, d.validation);
   if (d.kind == data_kind::fashion_mnist) {
     r.string("path", d.path, non_empty, "a non-empty string (a folder)");
-    r.finish({"type", "path", "validation"});
+    read_preprocessing(r, d.kind);
+    r.finish({"type", "path", "validation", "preprocessing"});
   } else {
     r.integer("train_samples", d.train_samples, 1, 1000000);
     r.integer("test_samples", d.test_samples, 1, 1000000);
@@ -215,7 +232,9 @@ void read_keep_best(object_reader& r, training_config& t) {
 
 void read_training(object_reader r, training_config& t) {
   if (r.has("epochs") && r.has("steps"))
-    r.object_problem("give either epochs or steps, not both");
+    r.object_problem(
+        "give either epochs or steps, not both (remove one from the file, or give the length "
+        "with --set training.steps=N or --set training.epochs=N, which replaces the other)");
   if (r.has("steps"))
     t.epochs = 0;
   r.integer("epochs", t.epochs, 1, 1000000);

@@ -24,9 +24,13 @@ data_facts fashion_facts(const std::string& folder) {
   return facts;
 }
 
-data_facts raw_facts(const data_config& config) {
+data_facts raw_facts(const data_config& config, bool strict) {
   switch (config.kind) {
     case data_kind::fashion_mnist:
+      if (strict) {
+        const auto rows = count_fashion_mnist(config.path);
+        return {rows.train, 0, rows.test, fashion_mnist_classes};
+      }
       return fashion_facts(config.path);
     case data_kind::synthetic:
       return {config.train_samples, 0, config.test_samples, synthetic_classes};
@@ -34,13 +38,20 @@ data_facts raw_facts(const data_config& config) {
   throw std::logic_error("unknown data kind");
 }
 
-}  // namespace
-
-data_facts describe_data(const data_config& config) {
-  auto facts = raw_facts(config);
+data_facts hold_out(data_facts facts, const data_config& config) {
   facts.validation_rows = validation_rows(config.validation, facts.train_rows);
   facts.train_rows -= facts.validation_rows;
   return facts;
+}
+
+}  // namespace
+
+data_facts describe_data(const data_config& config) {
+  return hold_out(raw_facts(config, false), config);
+}
+
+data_facts read_data_facts(const data_config& config) {
+  return hold_out(raw_facts(config, true), config);
 }
 
 data_facts facts_of(const dataset& data) {

@@ -24,6 +24,11 @@ struct data_facts {
 /// read; the load then fails naming the file), or the synthetic set's configured sizes.
 data_facts describe_data(const data_config& config);
 
+/// As describe_data, but a data file whose header cannot be read is an error (data_error naming
+/// the file) instead of a guess: `troupe validate` and a suite's checks must not pass a job whose
+/// data is missing.
+data_facts read_data_facts(const data_config& config);
+
 /// The facts of a data set in memory.
 data_facts facts_of(const dataset& data);
 

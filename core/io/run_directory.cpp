@@ -1,6 +1,7 @@
 #include "core/io/run_directory.hpp"
 
 #include "core/config/parse_job.hpp"
+#include "core/data/preprocessing.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/weights_file.hpp"
@@ -95,6 +96,10 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
     j["schedule"] = to_string(job.parallelism.schedule);
   }
   j["outputs"] = {{"job", "job.json"}, {"metrics", "metrics.jsonl"}};
+  // Beside the weights: what their inputs must look like (a .pt state dict cannot carry it and
+  // still load with load_state_dict(strict=True)).
+  if (const auto pre = preprocessing_json(job.data.kind); !pre.is_null())
+    j["preprocessing"] = pre;
   if (job.data.validation > 0)
     j["outputs"]["validation_rows"] = "validation_rows.json";
   if (report.final_weights.defined())

@@ -16,7 +16,10 @@ tracker_options tracking_of(const run_plan& plan) {
 std::string stop_reason(const run_options& options, const step_rules& rules, int64_t step) {
   if (options.stop_requested == nullptr || !options.stop_requested->load() || rules.is_last(step))
     return "";
-  return "interrupted after step " + std::to_string(step);
+  // Messages count steps ("after 3 steps"); `step` is the 0-based index of the last one, as in
+  // metrics.jsonl, so that the count matches summary.json's "steps".
+  const auto done = step + 1;
+  return "interrupted after " + std::to_string(done) + (done == 1 ? " step" : " steps");
 }
 
 run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,

@@ -47,6 +47,7 @@ progress_update run_tracker::snapshot() const {
   p.epoch = rules_.epoch_of(completed_steps_ - 1);
   p.loss = last_loss_;
   p.samples_per_s = last_samples_per_s_;
+  p.samples = samples_;
   p.elapsed_s = elapsed_s();
   p.validation = options_.validation;
   p.accuracy = options_.validation ? validation_accuracy_ : test_accuracy_;

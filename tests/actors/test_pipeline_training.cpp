@@ -161,7 +161,7 @@ TEST_SUITE("pipeline_training") {
     };
     const auto r = plan_and_run(job, test::small_data(job), options);
     CHECK(r.status == run_status::failed);
-    CHECK(r.error == "interrupted after step 2");
+    CHECK(r.error == "interrupted after 3 steps");
     CHECK(r.steps == 3);
   }
 }

@@ -154,7 +154,7 @@ TEST_SUITE("training") {
       };
       auto r = plan_and_run(job, test::small_data(job), options);
       CHECK(r.status == run_status::failed);
-      CHECK(r.error == "interrupted after step 2");
+      CHECK(r.error == "interrupted after 3 steps");
       CHECK(r.steps == 3);
       CHECK(!r.final_weights.defined());
     }

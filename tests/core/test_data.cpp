@@ -226,6 +226,7 @@ TEST_SUITE("data") {
     config.path = t.path.string();
     const auto facts = describe_data(config);
     CHECK(facts.train_rows == 7);
+    CHECK(read_data_facts(config).train_rows == 7);
     CHECK(facts.test_rows == 7);
     CHECK(facts.classes == 10);
     CHECK(read_idx_dims(t / split_file("train", "images")) == std::vector<int64_t>{7, 28, 28});
@@ -233,6 +234,9 @@ TEST_SUITE("data") {
     // Unreadable files are planned with the published sizes; loading them names the file.
     config.path = (t.path / "missing").string();
     CHECK(describe_data(config).train_rows == fashion_mnist_train_rows);
+    // ... except where a missing file must be an error (troupe validate, a suite's checks).
+    CHECK(contains(error_of([&] { read_data_facts(config); }),
+                   (t.path / "missing" / "train-images-idx3-ubyte.gz").string()));
     CHECK(contains(error_of([&] { load_dataset(config, 0); }), "train-images-idx3-ubyte.gz"));
     // Data that changed after the plan was made is refused, naming both figures.
     config.path = t.path.string();

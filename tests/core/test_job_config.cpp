@@ -68,12 +68,14 @@ TEST_SUITE("job_config") {
   }
 
   TEST_CASE("unknown top-level key") {
-    check_one_problem({{"nmae", "x"}}, {"/nmae: unknown key", "known: name, seed, model"});
+    check_one_problem({{"nmae", "x"}},
+                      {"/nmae: unknown key (did you mean \"name\"?", "known: name, seed, model"});
   }
 
   TEST_CASE("unknown nested key lists the known ones") {
     check_one_problem({{"optimizer", {{"lrr", 0.1}}}},
-                      {"/optimizer/lrr: unknown key (known: type, lr, weight_decay, momentum"});
+                      {"/optimizer/lrr: unknown key (did you mean \"lr\"? known: type, lr, "
+                       "weight_decay, momentum"});
     check_one_problem({{"training", {{"epoch", 3}}}}, {"/training/epoch", "unknown key", "epochs"});
   }
 
@@ -148,7 +150,8 @@ TEST_SUITE("job_config") {
   TEST_CASE("epochs and steps together") {
     const auto p = problems_of({{"training", {{"epochs", 1}, {"steps", 5}}}});
     REQUIRE(p.size() == 1);
-    CHECK(p[0] == "/training: give either epochs or steps, not both");
+    CHECK(p[0].find("/training: give either epochs or steps, not both (") == 0);
+    CHECK(p[0].find("--set training.steps=N") != std::string::npos);
   }
 
   TEST_CASE("batch smaller than the replicas") {
@@ -336,6 +339,36 @@ TEST_SUITE("job_config") {
     CHECK(j["training"]["steps"] == 4);
     apply_override(j, "a.b.c=true");
     CHECK(j["a"]["b"]["c"] == true);
+  }
+
+  TEST_CASE("--set follows the suite's merge-patch rules: objects merge, null removes") {
+    json j = {{"training", {{"epochs", 8}, {"batch_size", 128}, {"eval_interval", 0}}}};
+    apply_override(j, "training={\"steps\": 20}");  // merges: batch_size stays
+    CHECK(j["training"] == json({{"steps", 20}, {"batch_size", 128}, {"eval_interval", 0}}));
+    apply_override(j, "training.eval_interval=null");
+    CHECK(!j["training"].contains("eval_interval"));
+    apply_override(j, "training={\"batch_size\": null}");
+    CHECK(j["training"] == json({{"steps", 20}}));
+    apply_override(j, "optimizer.momentum=null");  // removing what is not there: nothing
+    CHECK(j["optimizer"] == json::object());
+    // The same patch the suite applies to a base gives the same job.
+    json base = {{"training", {{"epochs", 8}, {"batch_size", 128}}}};
+    json merged = base;
+    merged.merge_patch(json::parse(R"({"training": {"batch_size": 64, "epochs": null}})"));
+    apply_override(base, "training={\"batch_size\": 64, \"epochs\": null}");
+    CHECK(base == merged);
+  }
+
+  TEST_CASE("--set: a training length replaces the other length from the file") {
+    json j = {{"training", {{"epochs", 8}, {"batch_size", 128}}}};
+    apply_override(j, "training.steps=50");
+    CHECK(j["training"] == json({{"steps", 50}, {"batch_size", 128}}));
+    CHECK(parse_job(j).training.steps == 50);
+    apply_override(j, "training={\"epochs\": 2}");
+    CHECK(j["training"] == json({{"epochs", 2}, {"batch_size", 128}}));
+    // Both given in one --set: validation still says to choose.
+    apply_override(j, "training={\"epochs\": 1, \"steps\": 5}");
+    CHECK(problems_of(j).size() == 1);
   }
 
   TEST_CASE("--set: bad assignments name themselves and leave the job untouched") {

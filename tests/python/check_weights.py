@@ -54,8 +54,14 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
+# The run states its preprocessing in job.json and summary.json; the evaluation uses what it
+# states (set in main), so a wrong statement shows up as lost accuracy.
+PREPROCESSING = {"scale": 1 / 255.0, "mean": 0.2860, "std": 0.3530}
+
+
 def normalized(images):
-    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - 0.2860) / 0.3530
+    p = PREPROCESSING
+    x = (torch.from_numpy(images.astype(np.float32)) * p["scale"] - p["mean"]) / p["std"]
     return x.unsqueeze(1)
 
 
@@ -96,6 +102,10 @@ def main():
             "final_weights.pt" if member is None else f"member_{member}.pt")
     job = json.load(open(f"{run}/job.json"))
     summary = json.load(open(f"{run}/summary.json"))
+    if job["data"]["type"] == "fashion_mnist":
+        stated = job["data"]["preprocessing"]
+        assert stated == summary["preprocessing"], (stated, summary["preprocessing"])
+        PREPROCESSING.update({k: stated[k] for k in ("scale", "mean", "std")})
     weights = torch.load(f"{run}/{file}")
     if not isinstance(weights, dict):
         sys.exit(f"{file} holds a {type(weights).__name__}, not a dict")

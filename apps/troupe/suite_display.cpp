@@ -1,0 +1,116 @@
+#include "apps/troupe/suite_display.hpp"
+
+#include "core/train/progress_line.hpp"
+
+#include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+namespace troupe {
+namespace {
+
+// A terminal redraws twice a second; a log gets a job's line at most every 10 s.
+constexpr auto poll_interval = std::chrono::milliseconds(500);
+constexpr auto log_interval = std::chrono::seconds(10);
+
+std::size_t width_of(std::FILE* out) {
+  winsize size{};
+  const int columns = ::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
+  return choose_width(columns, std::getenv("COLUMNS"));
+}
+
+}  // namespace
+
+suite_display::suite_display(std::vector<job_row> rows, std::FILE* out, bool quiet)
+    : rows_(std::move(rows)),
+      offsets_(rows_.size(), 0),
+      last_lines_(rows_.size()),
+      last_printed_(rows_.size()),
+      out_(out),
+      quiet_(quiet),
+      terminal_(::isatty(::fileno(out)) == 1) {}
+
+void suite_display::erase_table() {
+  if (drawn_ > 0)
+    fmt::print(out_, "\x1b[{}A\r\x1b[J", drawn_);  // up to the table's first line, clear below
+  drawn_ = 0;
+}
+
+void suite_display::draw_table() {
+  const auto lines = render_table(rows_, width_of(out_));
+  for (const auto& line : lines)
+    fmt::print(out_, "{}\n", line);
+  drawn_ = lines.size();
+}
+
+void suite_display::event(const std::string& text) {
+  const bool table = terminal_ && !quiet_;
+  if (table)
+    erase_table();
+  fmt::print(out_, "{}\n", text);
+  if (table)
+    draw_table();
+  std::fflush(out_);
+}
+
+void suite_display::set_status(std::size_t job, const std::string& status) {
+  rows_[job].status = status;
+}
+
+void suite_display::read(std::size_t job, const std::string& path) {
+  // The child creates the file after it starts; until then there is nothing to read.
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return;
+  in.seekg(static_cast<std::streamoff>(offsets_[job]));
+  if (!in)
+    return;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  offsets_[job] += text.size();
+  rows_[job].feed(text);
+}
+
+void suite_display::poll(const std::function<std::string(std::size_t)>& metrics_path) {
+  if (quiet_)
+    return;
+  const auto now = clock::now();
+  if (now - last_poll_ < poll_interval)
+    return;
+  last_poll_ = now;
+  // Ended jobs too: their last records may have come after the previous look.
+  for (std::size_t j = 0; j < rows_.size(); ++j)
+    if (rows_[j].status != "queued")
+      read(j, metrics_path(j));
+  if (terminal_) {
+    erase_table();
+    draw_table();
+  } else {
+    for (std::size_t j = 0; j < rows_.size(); ++j) {
+      if (rows_[j].status != "running" || rows_[j].steps == 0)
+        continue;
+      auto line = row_line(rows_[j]);
+      if (line == last_lines_[j] || now - last_printed_[j] < log_interval)
+        continue;
+      fmt::print(out_, "{}\n", line);
+      last_lines_[j] = std::move(line);
+      last_printed_[j] = now;
+    }
+  }
+  std::fflush(out_);
+}
+
+void suite_display::close(const std::function<std::string(std::size_t)>& metrics_path) {
+  if (quiet_ || !terminal_)
+    return;
+  for (std::size_t j = 0; j < rows_.size(); ++j)
+    read(j, metrics_path(j));
+  erase_table();
+  draw_table();
+  std::fflush(out_);
+}
+
+}  // namespace troupe

@@ -1,0 +1,21 @@
+#include "core/data/preprocessing.hpp"
+
+#include "core/data/fashion_mnist.hpp"
+
+#include <fmt/format.h>
+
+namespace troupe {
+
+nlohmann::ordered_json preprocessing_json(data_kind kind) {
+  if (kind != data_kind::fashion_mnist)
+    return nullptr;
+  // Built from the constants the loader uses, so the description cannot drift from the code.
+  return {
+      {"input", "uint8 pixels x (0..255) of a 28x28 grayscale image, as [N, 1, 28, 28]"},
+      {"scale", 1.0 / 255.0},
+      {"mean", fashion_mnist_mean},
+      {"std", fashion_mnist_std},
+      {"formula", fmt::format("(x/255 - {:.4f})/{:.4f}", fashion_mnist_mean, fashion_mnist_std)}};
+}
+
+}  // namespace troupe
