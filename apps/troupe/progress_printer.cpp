@@ -17,14 +17,13 @@ namespace {
 constexpr auto terminal_interval = std::chrono::milliseconds(200);
 constexpr auto log_interval = std::chrono::seconds(5);
 
-// Asked at every line: the terminal may have been resized since the last.
+}  // namespace
+
 std::size_t terminal_width(std::FILE* out) {
   winsize size{};
   const int columns = ::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
   return choose_width(columns, std::getenv("COLUMNS"));
 }
-
-}  // namespace
 
 progress_printer::progress_printer(std::FILE* out, bool quiet)
     : out_(out), quiet_(quiet), terminal_(::isatty(::fileno(out)) == 1) {}

@@ -11,6 +11,10 @@
 
 namespace troupe {
 
+/// The width to draw in on `out`: its terminal's columns, else $COLUMNS, else 80. Asked at every
+/// redraw: the terminal may have been resized since the last.
+std::size_t terminal_width(std::FILE* out);
+
 class progress_printer {
  public:
   progress_printer(std::FILE* out, bool quiet);

@@ -1,9 +1,9 @@
 #include "apps/troupe/suite_display.hpp"
 
+#include "apps/troupe/progress_printer.hpp"
 #include "core/train/progress_line.hpp"
 
 #include <fmt/format.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,12 +16,6 @@ namespace {
 // A terminal redraws twice a second; a log gets a job's line at most every 10 s.
 constexpr auto poll_interval = std::chrono::milliseconds(500);
 constexpr auto log_interval = std::chrono::seconds(10);
-
-std::size_t width_of(std::FILE* out) {
-  winsize size{};
-  const int columns = ::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
-  return choose_width(columns, std::getenv("COLUMNS"));
-}
 
 }  // namespace
 
@@ -41,7 +35,7 @@ void suite_display::erase_table() {
 }
 
 void suite_display::draw_table() {
-  const auto lines = render_table(rows_, width_of(out_));
+  const auto lines = render_table(rows_, terminal_width(out_));
   for (const auto& line : lines)
     fmt::print(out_, "{}\n", line);
   drawn_ = lines.size();

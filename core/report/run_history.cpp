@@ -123,11 +123,10 @@ std::string run_history::name() const {
   return fs::path(folder).filename().string();
 }
 
-bool fold_metrics_line(run_history& h, const std::string& line) {
-  auto r = nlohmann::json::parse(line, nullptr, false);
-  if (r.is_discarded() || !r.is_object() || !r.contains("event") || !r["event"].is_string()) {
+void fold_record(run_history& h, const nlohmann::json& r) {
+  if (!r.contains("event") || !r["event"].is_string()) {
     ++h.skipped_lines;
-    return false;
+    return;
   }
   const auto event = r["event"].get<std::string>();
   if (event == "step") {
@@ -165,7 +164,6 @@ bool fold_metrics_line(run_history& h, const std::string& line) {
   } else {
     fold_event(h, event, r);
   }
-  return true;
 }
 
 run_follower::run_follower(std::string folder) {
@@ -182,28 +180,25 @@ const run_history& run_follower::refresh() {
   if (!fs::exists(metrics, ec) && !fs::exists(summary, ec))
     throw data_error(history_.folder +
                      ": holds neither metrics.jsonl nor summary.json: not a run's output folder");
-  history_.job = read_json_file(dir / "job.json");
-  history_.summary = read_json_file(summary);
-  history_.plan = read_text_file(dir / "plan.txt");
   if (fs::file_size(metrics, ec) < offset_ && !ec) {
     // Rewritten from the start (or cut back by a resume): fold it again.
     history_ = run_history{};
     history_.folder = dir.string();
     offset_ = 0;
-    history_.job = read_json_file(dir / "job.json");
-    history_.summary = read_json_file(summary);
-    history_.plan = read_text_file(dir / "plan.txt");
+    lines_.clear();
   }
+  history_.job = read_json_file(dir / "job.json");
+  history_.summary = read_json_file(summary);
+  history_.plan = read_text_file(dir / "plan.txt");
   std::ifstream in(metrics, std::ios::binary);
   if (in) {
     in.seekg(static_cast<std::streamoff>(offset_));
-    std::string appended((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // Only whole lines: the rest may still be being written.
-    std::size_t begin = 0;
-    for (std::size_t end; (end = appended.find('\n', begin)) != std::string::npos; begin = end + 1)
-      if (end > begin)
-        fold_metrics_line(history_, appended.substr(begin, end - begin));
-    offset_ += begin;
+    const std::string appended((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+    offset_ += appended.size();
+    // A last line without its newline may still be being written: it waits for the next read.
+    history_.skipped_lines += lines_.feed(
+        appended, [this](const nlohmann::json& record) { fold_record(history_, record); });
   }
   take_summary_workers(history_);
   return history_;

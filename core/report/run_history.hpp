@@ -4,6 +4,8 @@
 // line cut off mid-write is skipped and counted, as is any other line that is not a record.
 #pragma once
 
+#include "core/metrics/jsonl_lines.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -90,11 +92,12 @@ class run_follower {
 
  private:
   run_history history_;
-  std::uintmax_t offset_ = 0;  ///< bytes of metrics.jsonl folded so far (whole lines)
+  std::uintmax_t offset_ = 0;  ///< bytes of metrics.jsonl read so far
+  jsonl_lines lines_;
 };
 
-/// Folds one metrics.jsonl line into `h` (what read_run_history does for each line); returns
-/// false, counting it in skipped_lines, when the line is not a record.
-bool fold_metrics_line(run_history& h, const std::string& line);
+/// Folds one metrics.jsonl object into `h` (what read_run_history does for each line); one
+/// without an "event" name is counted in skipped_lines.
+void fold_record(run_history& h, const nlohmann::json& record);
 
 }  // namespace troupe

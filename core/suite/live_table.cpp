@@ -25,15 +25,7 @@ std::string accuracy_text(const job_row& r) {
 }  // namespace
 
 void job_row::feed(std::string_view text) {
-  partial_.append(text.data(), text.size());
-  std::size_t start = 0;
-  for (auto end = partial_.find('\n'); end != std::string::npos; end = partial_.find('\n', start)) {
-    const auto line =
-        nlohmann::json::parse(partial_.begin() + static_cast<std::ptrdiff_t>(start),
-                              partial_.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
-    start = end + 1;
-    if (!line.is_object() || !line.contains("event"))
-      continue;
+  lines_.feed(text, [this](const nlohmann::json& line) {
     const auto event = line.value("event", std::string());
     if (event == "step" && line.contains("step") && line["step"].is_number_integer()) {
       // metrics.jsonl's "step" is the 0-based index of the step: after it, index + 1 are done.
@@ -48,8 +40,7 @@ void job_row::feed(std::string_view text) {
           accuracy_split = split;
         }
     }
-  }
-  partial_.erase(0, start);
+  });
 }
 
 std::vector<std::string> render_table(const std::vector<job_row>& rows, std::size_t width) {

@@ -3,6 +3,8 @@
 // runner (apps/troupe/suite_display) decides when to read and where to draw.
 #pragma once
 
+#include "core/metrics/jsonl_lines.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,7 +26,7 @@ struct job_row {
   void feed(std::string_view text);
 
  private:
-  std::string partial_;
+  jsonl_lines lines_;  ///< the records as they arrive
 };
 
 /// The table: a header and a row per job, columns aligned, each line at most `width` - 1

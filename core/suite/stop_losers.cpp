@@ -26,19 +26,12 @@ std::optional<std::string> stop_loser_reason(int64_t after, double accuracy,
 }
 
 void validation_history::feed(std::string_view text) {
-  partial_.append(text.data(), text.size());
-  std::size_t start = 0;
-  for (auto end = partial_.find('\n'); end != std::string::npos; end = partial_.find('\n', start)) {
-    const auto line =
-        nlohmann::json::parse(partial_.begin() + static_cast<std::ptrdiff_t>(start),
-                              partial_.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
-    start = end + 1;
+  lines_.feed(text, [this](const nlohmann::json& line) {
     // The final test evaluation is an eval too, without validation keys: it does not count.
-    if (line.is_object() && line.value("event", std::string()) == "eval" &&
-        line.contains("validation_accuracy") && line["validation_accuracy"].is_number())
+    if (line.value("event", std::string()) == "eval" && line.contains("validation_accuracy") &&
+        line["validation_accuracy"].is_number())
       accuracies_.push_back(line["validation_accuracy"].get<double>());
-  }
-  partial_.erase(0, start);
+  });
 }
 
 std::optional<double> validation_history::at(int64_t k) const {

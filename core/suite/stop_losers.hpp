@@ -5,6 +5,8 @@
 // is pure; the suite runner feeds it what it reads from the jobs' metrics.jsonl as they grow.
 #pragma once
 
+#include "core/metrics/jsonl_lines.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,7 +36,7 @@ class validation_history {
   std::optional<double> at(int64_t k) const;
 
  private:
-  std::string partial_;  ///< the start of a line whose newline has not arrived
+  jsonl_lines lines_;  ///< the records as they arrive
   std::vector<double> accuracies_;
 };
 

@@ -5,6 +5,7 @@
 #include "core/io/run_directory.hpp"
 #include "core/io/weights_file.hpp"
 #include "core/train/run_tracker.hpp"
+#include "temp_folder.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -18,20 +19,6 @@ using namespace troupe;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct temp_folder {
-  fs::path path;
-  temp_folder() {
-    path = fs::temp_directory_path() /
-           ("troupe-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    fs::create_directories(path);
-  }
-  ~temp_folder() { fs::remove_all(path); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-};
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p);

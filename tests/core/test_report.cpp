@@ -8,6 +8,7 @@
 #include "core/report/series.hpp"
 #include "core/report/svg_chart.hpp"
 #include "core/train/run_tracker.hpp"
+#include "temp_folder.hpp"
 
 #include <doctest/doctest.h>
 
@@ -19,27 +20,6 @@ using namespace troupe;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct temp_folder {
-  fs::path path;
-  temp_folder() {
-    path = fs::temp_directory_path() /
-           ("troupe-report-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_folder() { fs::remove_all(path); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-  }
-  void append(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary | std::ios::app) << text;
-  }
-};
 
 std::vector<nlohmann::json> lines_of(const fs::path& file) {
   std::vector<nlohmann::json> out;
