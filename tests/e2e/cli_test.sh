@@ -11,23 +11,6 @@ root=$(cd "$here/../.." && pwd)
 source "$(dirname "$0")/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
 
-# expect STATUS PATTERN -- COMMAND...: runs COMMAND (bounded), checks its exit status and that
-# its output (stdout + stderr) contains PATTERN (a fixed string; empty matches anything).
-expect() {
-  local status=$1 pattern=$2
-  shift 3
-  local out
-  out=$(timeout 120 "$@" 2>&1)
-  local got=$?
-  if [ "$got" -ne "$status" ]; then
-    fail "$* -> exit $got, expected $status"$'\n'"$out"
-  elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" <<<"$out"; then
-    fail "$* -> output lacks '$pattern'"$'\n'"$out"
-  else
-    pass
-  fi
-}
-
 json_field() {  # json_field FILE KEY
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }

@@ -13,22 +13,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$(dirname "$0")/../lib/harness.sh"
 
-# expect STATUS PATTERN -- COMMAND...: runs COMMAND (bounded), checks its exit status and that
-# its output (stdout + stderr) contains PATTERN (a fixed string; empty matches anything).
-expect() {
-  local status=$1 pattern=$2
-  shift 3
-  local out
-  out=$(timeout 120 "$@" 2>&1)
-  local got=$?
-  if [ "$got" -ne "$status" ]; then
-    fail "$* -> exit $got, expected $status"$'\n'"$out"
-  elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" <<<"$out"; then
-    fail "$* -> output lacks '$pattern'"$'\n'"$out"
-  else
-    pass
-  fi
-}
 # lacks PATTERN -- COMMAND...: COMMAND's output does not contain PATTERN (any exit status).
 lacks() {
   local pattern=$1

@@ -1,6 +1,7 @@
 # What the shell tests that start troupe processes share; sourced, after `set -uo pipefail`.
 # Gives: $tmp (a scratch folder, removed on exit), $pids (every process started, killed on
-# exit, pass or fail), pass/fail counters, and for processes: free_port, start, finish, check.
+# exit, pass or fail), pass/fail counters, and for processes: free_port, start, finish, check,
+# expect.
 
 tmp=$(mktemp -d)
 pids=()
@@ -51,6 +52,23 @@ check() {
     fail "$what: exit $got, expected $want"$'\n'"$(tail -20 "$log")"
   elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$log"; then
     fail "$what: $log lacks '$pattern'"$'\n'"$(tail -20 "$log")"
+  else
+    pass
+  fi
+}
+
+# expect STATUS PATTERN -- COMMAND...: runs COMMAND (bounded), checks its exit status and that
+# its output (stdout + stderr) contains PATTERN (a fixed string; empty matches anything).
+expect() {
+  local status=$1 pattern=$2
+  shift 3
+  local out
+  out=$(timeout 120 "$@" 2>&1)
+  local got=$?
+  if [ "$got" -ne "$status" ]; then
+    fail "$* -> exit $got, expected $status"$'\n'"$out"
+  elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" <<<"$out"; then
+    fail "$* -> output lacks '$pattern'"$'\n'"$out"
   else
     pass
   fi
