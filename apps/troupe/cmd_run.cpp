@@ -187,6 +187,9 @@ int run_job_command(const run_command& cmd) {
   } catch (const job_error& e) {
     print_problems(stderr, e);
     return exit_usage;
+  } catch (const data_error& e) {  // data read to plan (tensor files): nothing has run yet
+    fmt::print(stderr, "error: {}: data: {}\n", cmd.job.path, e.what());
+    return exit_usage;
   }
   run_report report;
   try {

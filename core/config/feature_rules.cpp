@@ -137,6 +137,12 @@ void check_cluster(const job_config& job, problem_list& problems) {
     problems.push_back(
         "/cluster: pipelines and ensembles run in one process; across nodes troupe places "
         "data-parallel replicas (stages 1, micro_batches 1, no ensemble)");
+  else if (job.data.kind == data_kind::tensors)
+    // Each node would read its own copy of the files; until nodes prove theirs are the
+    // coordinator's (by checksum), such runs stay in one process.
+    problems.push_back(
+        "/data/type: tensor files are read in one process for now; across nodes use "
+        "fashion_mnist or synthetic data");
   else if (!reported_at(problems, "/parallelism/replicas") && par.replicas < job.cluster.nodes)
     problems.push_back("/cluster/nodes: every node hosts at least one replica, but " +
                        std::to_string(job.cluster.nodes) + " nodes were asked for " +

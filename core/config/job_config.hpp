@@ -27,7 +27,7 @@ struct model_config {
   int64_t kernel_size = 5;
 };
 
-enum class data_kind { fashion_mnist, synthetic };
+enum class data_kind { fashion_mnist, synthetic, tensors };
 
 struct data_config {
   /// Rows held out of the training set as a validation set, by a seeded split: 0 none, a
@@ -41,6 +41,9 @@ struct data_config {
   int64_t train_samples = 4096;
   int64_t test_samples = 1024;
   double noise = 1.0;
+  /// tensors only: files of Python's torch.save({"x": X, "y": Y}, path) (core/data/tensor_files).
+  std::string train_file;
+  std::string test_file;
 };
 
 enum class optimizer_kind { sgd, adam };

@@ -56,6 +56,10 @@ nlohmann::ordered_json to_json(const job_config& job) {
   if (job.data.kind == data_kind::fashion_mnist) {
     data["path"] = job.data.path;
     data["preprocessing"] = preprocessing_json(job.data.kind);
+  } else if (job.data.kind == data_kind::tensors) {
+    data["train"] = job.data.train_file;
+    data["test"] = job.data.test_file;
+    data["preprocessing"] = preprocessing_json(job.data.kind);
   } else {
     data["train_samples"] = job.data.train_samples;
     data["test_samples"] = job.data.test_samples;

@@ -28,7 +28,7 @@ constexpr std::size_t max_conv_blocks = 3;
 // Names of enum values, in enum order: the single table both parsing and printing use.
 const std::vector<std::string> model_names{"mlp", "cnn"};
 const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
-const std::vector<std::string> data_names{"fashion_mnist", "synthetic"};
+const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
 const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
 const std::vector<std::string> schedule_names{"gpipe", "1f1b"};
@@ -118,12 +118,21 @@ void read_preprocessing(object_reader& r, data_kind kind) {
 
 void read_data(object_reader r, data_config& d) {
   if (!read_enum(r, "type", data_names, d.kind))
-    skip_all(r, {"path", "train_samples", "test_samples", "noise"});
+    skip_all(r, {"path", "train_samples", "test_samples", "noise", "train", "test"});
   read_validation(r, d.validation);
   if (d.kind == data_kind::fashion_mnist) {
     r.string("path", d.path, non_empty, "a non-empty string (a folder)");
     read_preprocessing(r, d.kind);
     r.finish({"type", "path", "validation", "preprocessing"});
+  } else if (d.kind == data_kind::tensors) {
+    if (!r.has("train") || !r.has("test"))
+      r.object_problem(
+          "data of type tensors needs \"train\" and \"test\": files written by "
+          "torch.save({\"x\": X, \"y\": Y}, path)");
+    r.string("train", d.train_file, non_empty, "a non-empty string (a file)");
+    r.string("test", d.test_file, non_empty, "a non-empty string (a file)");
+    read_preprocessing(r, d.kind);
+    r.finish({"type", "train", "test", "validation", "preprocessing"});
   } else {
     r.integer("train_samples", d.train_samples, 1, 1000000);
     r.integer("test_samples", d.test_samples, 1, 1000000);

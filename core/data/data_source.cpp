@@ -2,6 +2,7 @@
 
 #include "core/data/fashion_mnist.hpp"
 #include "core/data/synthetic.hpp"
+#include "core/data/tensor_files.hpp"
 #include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
 
@@ -34,6 +35,12 @@ data_facts raw_facts(const data_config& config, bool strict) {
       return fashion_facts(config.path);
     case data_kind::synthetic:
       return {config.train_samples, 0, config.test_samples, synthetic_classes};
+    case data_kind::tensors: {
+      // No header to read without unpickling: the files are read (and checked) whole, strict or
+      // not, since there are no published sizes to plan with.
+      const auto data = load_tensor_files(config.train_file, config.test_file);
+      return {data.train.size(), 0, data.test.size(), data.classes};
+    }
   }
   throw std::logic_error("unknown data kind");
 }
@@ -61,7 +68,9 @@ data_facts facts_of(const dataset& data) {
 void check_data_matches(const data_facts& planned, const dataset& loaded,
                         const data_config& config) {
   const auto got = facts_of(loaded);
-  const auto where = config.kind == data_kind::fashion_mnist ? config.path : "the synthetic set";
+  const auto where = config.kind == data_kind::fashion_mnist ? config.path
+                     : config.kind == data_kind::tensors     ? config.train_file
+                                                             : std::string("the synthetic set");
   const auto differ = [&](const char* what, int64_t want, int64_t have) {
     throw data_error(where + ": holds " + std::to_string(have) + " " + what + ", the plan (" +
                      to_string(config.kind) + ") expects " + std::to_string(want));
@@ -77,8 +86,9 @@ void check_data_matches(const data_facts& planned, const dataset& loaded,
 }
 
 dataset_ptr load_dataset(const data_config& config, uint64_t seed) {
-  auto data = config.kind == data_kind::fashion_mnist
-                  ? load_fashion_mnist(config.path)
+  auto data = config.kind == data_kind::fashion_mnist ? load_fashion_mnist(config.path)
+              : config.kind == data_kind::tensors
+                  ? load_tensor_files(config.train_file, config.test_file)
                   : make_synthetic(config.train_samples, config.test_samples, config.noise, seed);
   hold_out_validation(data, config.validation, seed);
   return std::make_shared<const dataset>(std::move(data));

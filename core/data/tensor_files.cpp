@@ -1,0 +1,112 @@
+#include "core/data/tensor_files.hpp"
+
+#include "core/errors.hpp"
+#include "core/io/weights_file.hpp"
+#include "core/model/model_builder.hpp"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <map>
+
+namespace troupe {
+namespace {
+
+std::string shape_text(const at::Tensor& t) {
+  std::string out = "[";
+  for (int64_t d = 0; d < t.dim(); ++d)
+    out += (d > 0 ? ", " : "") + std::to_string(t.size(d));
+  return out + "]";
+}
+
+std::map<std::string, at::Tensor> read_dict(const std::string& path) {
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  try {
+    named = load_weights(path);
+  } catch (const std::exception& e) {
+    // Python's torch.save writes the zip format since PyTorch 1.6; the legacy format (or
+    // pickle_protocol > 2 objects LibTorch cannot rebuild) fails here.
+    throw data_error(
+        fmt::format("{}: not a readable torch.save file of tensors ({}); write it with "
+                    "torch.save({{\"x\": X, \"y\": Y}}, path) (the default zip format, "
+                    "_use_new_zipfile_serialization=True)",
+                    path, e.what()));
+  }
+  std::map<std::string, at::Tensor> dict(named.begin(), named.end());
+  if (dict.size() != 2 || !dict.count("x") || !dict.count("y")) {
+    std::string keys;
+    for (const auto& [k, v] : dict)
+      keys += (keys.empty() ? "" : ", ") + ("\"" + k + "\"");
+    throw data_error(fmt::format(
+        "{}: needs a dict with exactly the keys \"x\" and \"y\", got {{{}}}", path, keys));
+  }
+  return dict;
+}
+
+at::Tensor images_of(const std::string& path, const at::Tensor& x) {
+  const auto side = image_side;
+  const bool shaped = (x.dim() == 4 && x.size(1) == 1 && x.size(2) == side && x.size(3) == side) ||
+                      (x.dim() == 3 && x.size(1) == side && x.size(2) == side) ||
+                      (x.dim() == 2 && x.size(1) == side * side);
+  if (!shaped)
+    throw data_error(fmt::format(
+        "{}: \"x\" has shape {}; the built-in models take [N, 1, 28, 28], [N, 28, 28] or [N, 784]",
+        path, shape_text(x)));
+  at::Tensor images;
+  if (x.scalar_type() == at::kByte)
+    images = x.to(at::kFloat).div_(255.0);
+  else if (x.scalar_type() == at::kFloat)
+    images = x.contiguous().clone();
+  else
+    throw data_error(fmt::format("{}: \"x\" is {}; it must be float32 or uint8", path,
+                                 c10::toString(x.scalar_type())));
+  images = images.reshape({x.size(0), 1, side, side});
+  if (!at::isfinite(images).all().item<bool>()) {
+    const auto bad = at::logical_not(at::isfinite(images)).reshape({x.size(0), -1}).any(1);
+    throw data_error(fmt::format("{}: \"x\" holds non-finite values (first in row {})", path,
+                                 bad.nonzero()[0][0].item<int64_t>()));
+  }
+  return images;
+}
+
+}  // namespace
+
+labeled_images read_tensor_split(const std::string& path, int64_t classes) {
+  auto dict = read_dict(path);
+  const auto& y = dict.at("y");
+  if (y.scalar_type() != at::kLong || y.dim() != 1)
+    throw data_error(fmt::format(
+        "{}: \"y\" is {} {}; class labels must be int64 [N] (float targets are not supported yet)",
+        path, c10::toString(y.scalar_type()), shape_text(y)));
+  const auto& x = dict.at("x");
+  if (x.dim() < 1 || x.size(0) != y.size(0))
+    throw data_error(fmt::format("{}: \"x\" has {} rows and \"y\" {}: they must be equal", path,
+                                 x.dim() < 1 ? 0 : x.size(0), y.size(0)));
+  if (y.size(0) == 0)
+    throw data_error(path + ": holds no rows");
+  const auto lowest = y.min().item<int64_t>();
+  const auto highest = y.max().item<int64_t>();
+  if (lowest < 0)
+    throw data_error(
+        fmt::format("{}: \"y\" holds the label {}; labels count from 0", path, lowest));
+  if (classes == 0 && highest >= max_tensor_classes)
+    throw data_error(fmt::format("{}: \"y\" holds the label {}; at most {} classes", path, highest,
+                                 max_tensor_classes));
+  if (classes > 0 && highest >= classes)
+    throw data_error(
+        fmt::format("{}: \"y\" holds the label {}, but the training file has {} classes (0..{})",
+                    path, highest, classes, classes - 1));
+  return {images_of(path, x), y.contiguous().clone()};
+}
+
+dataset load_tensor_files(const std::string& train_path, const std::string& test_path) {
+  dataset data;
+  data.train = read_tensor_split(train_path, 0);
+  data.classes = data.train.labels.max().item<int64_t>() + 1;
+  data.test = read_tensor_split(test_path, data.classes);
+  data.description =
+      fmt::format("tensors ({} train, {} test)", data.train.size(), data.test.size());
+  return data;
+}
+
+}  // namespace troupe

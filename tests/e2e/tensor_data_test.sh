@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Your own data as tensor files (data.type "tensors"): files Python's torch.save wrote train
+# (uint8 and normalized float32 inputs), and every bad file is refused before anything runs,
+# exit 2, naming the file and the key. Skips (77) where /usr/bin/python3 lacks torch.
+#   tensor_data_test.sh PATH/TO/troupe
+set -uo pipefail
+troupe=$1
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../lib/harness.sh"
+fashion=/usr/share/datasets/fashion-mnist
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -d "$fashion" ]; then
+  echo "SKIP: needs /usr/bin/python3 with torch and $fashion"
+  exit 77
+fi
+/usr/bin/python3 "$here/../python/make_tensor_files.py" "$fashion" "$tmp" || fail "making files"
+
+job() {  # job TRAIN TEST: a job file on those files
+  cat >"$tmp/job.json" <<JSON
+{"name": "own_data", "seed": 1, "model": {"type": "mlp", "hidden": [64]},
+ "data": {"type": "tensors", "train": "$1", "test": "$2"},
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+ "training": {"steps": 150, "batch_size": 64, "eval_interval": 75},
+ "parallelism": {"policy": "sync", "replicas": 2}}
+JSON
+}
+
+job "$tmp/train.pt" "$tmp/test.pt"
+expect 0 "data: tensors, 3000 training samples, 1000 test samples" -- \
+  "$troupe" validate "$tmp/job.json"
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/run" --quiet
+/usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s['test_accuracy'] > 0.65 else 1)" \
+  "$tmp/run/summary.json" && pass || fail "own data: test accuracy $(grep -o '"test_accuracy": [0-9.]*' "$tmp/run/summary.json")"
+grep -q '"formula": "x/255 for uint8 x, else x"' "$tmp/run/job.json" && pass ||
+  fail "job.json does not state the preprocessing"
+expect 0 "succeeded" -- "$troupe" run "$tmp/run/job.json" --out "$tmp/again" --quiet
+
+bad() {  # bad FILE PATTERN: FILE as the training set is refused, naming it
+  job "$tmp/$1" "$tmp/test.pt"
+  expect 2 "$tmp/$1: $2" -- "$troupe" run "$tmp/job.json" --out "$tmp/bad_$1" --quiet
+  [ ! -e "$tmp/bad_$1" ] && pass || fail "$1: an output folder was made"
+}
+bad wrong_keys.pt 'needs a dict with exactly the keys "x" and "y", got {"labels", "x"}'
+bad rows_differ.pt '"x" has 10 rows and "y" 9'
+bad double_x.pt '"x" is Double; it must be float32 or uint8'
+bad float_y.pt '"y" is Float [10]; class labels must be int64 [N]'
+bad shape.pt '"x" has shape [10, 3, 32, 32]'
+bad nan.pt '"x" holds non-finite values (first in row 3)'
+bad legacy.pt 'not a readable torch.save file'
+bad random.pt 'not a readable torch.save file'
+bad truncated.pt 'not a readable torch.save file'
+bad short_storage.pt 'tensor x reaches past the bytes stored for it'
+bad missing.pt 'cannot open'
+job "$tmp/train.pt" "$tmp/big_label.pt"
+expect 2 "$tmp/big_label.pt: \"y\" holds the label 12, but the training file has 10 classes" -- \
+  "$troupe" validate "$tmp/job.json"
+job "$tmp/train.pt" "$tmp/test.pt"
+expect 2 "/data/type: tensor files are read in one process for now" -- \
+  "$troupe" validate "$tmp/job.json" --set cluster.nodes=2
+cat >"$tmp/nofiles.json" <<'JSON'
+{"name": "x", "data": {"type": "tensors", "train": "a.pt"}}
+JSON
+expect 2 'data of type tensors needs "train" and "test"' -- "$troupe" validate "$tmp/nofiles.json"
+
+report tensor_data_test
