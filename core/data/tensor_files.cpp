@@ -56,7 +56,7 @@ at::Tensor images_of(const std::string& path, const at::Tensor& x) {
   if (x.scalar_type() == at::kByte)
     images = x.to(at::kFloat).div_(255.0);
   else if (x.scalar_type() == at::kFloat)
-    images = x.contiguous().clone();
+    images = x.contiguous();  // the unpickler's own copy, not the file's bytes: no clone needed
   else
     throw data_error(fmt::format("{}: \"x\" is {}; it must be float32 or uint8", path,
                                  c10::toString(x.scalar_type())));
