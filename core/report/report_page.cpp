@@ -257,8 +257,11 @@ std::string facts_table(const run_history& h) {
                          ? field_text(s, "steps")
                          : (h.steps.empty() ? "0" : std::to_string(h.steps.back().step + 1));
   out += row("steps", steps);
-  out += row("policy", field_text(s.is_object() ? s : h.job.value("parallelism", nlohmann::json()),
-                                  "policy"));
+  // While the run goes, its job.json says the policy (a hand-made folder may have neither).
+  const auto& job = h.job;
+  const nlohmann::json parallelism =
+      job.is_object() && job.contains("parallelism") ? job["parallelism"] : nlohmann::json();
+  out += row("policy", field_text(s.is_object() ? s : parallelism, "policy"));
   if (h.finished()) {
     out += row("samples/s", field_text(s, "samples_per_s"));
     out += row("final train loss", field_text(s, "final_train_loss"));

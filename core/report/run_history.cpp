@@ -58,18 +58,6 @@ stage_time* stage_slot(run_history& h, int64_t pipeline, int64_t stage) {
   return &h.stages.back();
 }
 
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in)
-    return nullptr;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  auto parsed = nlohmann::json::parse(buffer.str(), nullptr, false);
-  if (parsed.is_discarded())
-    throw data_error(path.string() + ": not JSON (was it cut off while being written?)");
-  return parsed;
-}
-
 std::string read_text_file(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream buffer;
@@ -116,6 +104,21 @@ void take_summary_workers(run_history& h) {
 }
 
 }  // namespace
+
+nlohmann::json read_json_object(const std::string& file) {
+  const fs::path path(file);
+  std::ifstream in(path);
+  if (!in)
+    return nullptr;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto parsed = nlohmann::json::parse(buffer.str(), nullptr, false);
+  if (parsed.is_discarded())
+    throw data_error(path.string() + ": not JSON (was it cut off while being written?)");
+  if (!parsed.is_object())
+    throw data_error(path.string() + ": not a JSON object, as troupe writes it");
+  return parsed;
+}
 
 std::string run_history::name() const {
   if (job.is_object() && job.contains("name") && job["name"].is_string())
@@ -187,8 +190,8 @@ const run_history& run_follower::refresh() {
     offset_ = 0;
     lines_.clear();
   }
-  history_.job = read_json_file(dir / "job.json");
-  history_.summary = read_json_file(summary);
+  history_.job = read_json_object((dir / "job.json").string());
+  history_.summary = read_json_object(summary.string());
   history_.plan = read_text_file(dir / "plan.txt");
   std::ifstream in(metrics, std::ios::binary);
   if (in) {

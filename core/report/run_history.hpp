@@ -76,6 +76,10 @@ struct run_history {
   bool finished() const { return !summary.is_null(); }
 };
 
+/// A JSON file troupe writes (job.json, summary.json, leaderboard.json): null when absent;
+/// throws data_error naming it when it is not a JSON object.
+nlohmann::json read_json_object(const std::string& file);
+
 /// Reads the run folder `folder`. Throws data_error naming the folder when it holds neither
 /// metrics.jsonl nor summary.json, or naming the file when job.json or summary.json is not JSON.
 run_history read_run_history(const std::string& folder);

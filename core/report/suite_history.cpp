@@ -1,25 +1,12 @@
 #include "core/report/suite_history.hpp"
 
-#include "core/errors.hpp"
-
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 namespace troupe {
 namespace {
 
 namespace fs = std::filesystem;
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in)
-    return nullptr;
-  auto parsed = nlohmann::json::parse(in, nullptr, false);
-  if (parsed.is_discarded())
-    throw data_error(path.string() + ": not JSON (was it cut off while being written?)");
-  return parsed;
-}
 
 // The job names in suite order: summary.json lists them once the suite ends; before that the
 // expanded specs (specs/NAME.json, written when the suite starts) do, in name order.
@@ -51,9 +38,9 @@ suite_history read_suite_history(const std::string& folder,
   const fs::path dir(folder);
   suite_history s;
   s.folder = folder;
-  s.summary = read_json(dir / "summary.json");
-  s.leaderboard = read_json(dir / "leaderboard.json");
-  const auto spec = read_json(dir / "suite.json");
+  s.summary = read_json_object((dir / "summary.json").string());
+  s.leaderboard = read_json_object((dir / "leaderboard.json").string());
+  const auto spec = read_json_object((dir / "suite.json").string());
   if (spec.is_object() && spec.contains("name") && spec["name"].is_string())
     s.name = spec["name"].get<std::string>();
   else

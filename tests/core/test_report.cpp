@@ -107,6 +107,17 @@ TEST_SUITE("report") {
     CHECK(h.workers[0].wait_s == 2);
   }
 
+  TEST_CASE("a folder with metrics only draws; a summary that is not an object is refused") {
+    temp_folder f;
+    f.write("metrics.jsonl", R"({"event":"step","step":0,"loss":2.0,"t":0.1})"
+                             "\n");
+    CHECK(render_run_page(read_run_history(f.path.string()), {}).find("loss_by_step") !=
+          std::string::npos);
+    f.write("summary.json", "7");
+    CHECK_THROWS_WITH_AS(read_run_history(f.path.string()),
+                         doctest::Contains("summary.json: not a JSON object"), data_error);
+  }
+
   TEST_CASE("folders that are not runs are refused with their name") {
     temp_folder f;
     CHECK_THROWS_WITH_AS(read_run_history((f.path / "nope").string()),
