@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,9 +20,16 @@ double number(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
+// A file from outside may hold 1e300 where a step belongs: converting that to int64 is
+// undefined, so only values that fit are taken.
 int64_t integer(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+  if (it == j.end() || !it->is_number())
+    return 0;
+  if (it->is_number_integer())
+    return it->get<int64_t>();
+  const double v = it->get<double>();
+  return std::isfinite(v) && std::abs(v) < 9e18 ? static_cast<int64_t>(v) : 0;
 }
 
 std::string text(const nlohmann::json& j, const char* key) {

@@ -50,6 +50,8 @@ TEST_SUITE("report") {
         R"({"event":"worker_step","step":0,"worker":1,"compute_s":0.5,"comm_s":0.25,"apply_s":0.125})"
         "\n"
         "not json\n"
+        R"({"event":"step","step":1e300,"loss":1.0,"worker":-5})"
+        "\n"
         R"({"event":"applied","worker":0,"clock":1,"version":1,"staleness":2})"
         "\n"
         R"({"event":"applied","worker":0,"clock":9,"version":9,"staleness":2,"count":4})"
@@ -62,8 +64,9 @@ TEST_SUITE("report") {
     const auto h = read_run_history(f.path.string());
     CHECK(h.name() == "demo");
     CHECK(!h.finished());
-    REQUIRE(h.steps.size() == 1);
+    REQUIRE(h.steps.size() == 2);
     CHECK(h.steps[0].loss == 2.0);
+    CHECK(h.steps[1].step == 0);  // 1e300 is no step number
     REQUIRE(h.evals.size() == 1);
     CHECK(h.evals[0].split == "validation");
     CHECK(h.evals[0].accuracy == 0.5);
