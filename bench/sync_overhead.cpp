@@ -17,6 +17,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <sys/resource.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -36,13 +37,21 @@ struct bench_options {
   int64_t warmup = 30;
   int64_t batch = 128;
   std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string model = "mlp";
 };
 
 job_config bench_job(const bench_options& o) {
   job_config job;
   job.name = "bench";
   job.seed = 1;
-  job.model.hidden = {256, 128};  // 784-256-128-10
+  if (o.model == "cnn") {  // configs/fashion_cnn_sync.json's network
+    job.model.kind = model_kind::cnn;
+    job.model.channels = {16, 32};
+    job.model.kernel_size = 5;
+    job.model.hidden = {128};
+  } else {
+    job.model.hidden = {256, 128};  // 784-256-128-10
+  }
   job.optimizer.lr = 0.05;
   job.optimizer.momentum = 0.9;
   job.training.epochs = 0;
@@ -86,6 +95,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(1, 1000000));
   app.add_option("--batch", o.batch, "global batch")->check(CLI::Range(1, 100000));
   app.add_option("--data", o.data, "Fashion-MNIST folder");
+  app.add_option("--model", o.model, "mlp (784-256-128-10) or cnn (configs/fashion_cnn_sync.json)")
+      ->check(CLI::IsMember({"mlp", "cnn"}));
   CLI11_PARSE(app, argc, argv);
   if (o.variant != "troupe" && o.replicas != 1) {
     std::fprintf(stderr, "--replicas applies to --variant troupe only\n");
@@ -98,9 +109,13 @@ int main(int argc, char** argv) {
                             ? bench::plain_loop(job, *data, o.threads, o.warmup, o.steps)
                         : o.variant == "engine" ? engine_loop(o, job, data)
                                                 : troupe_sync(o, job, data);
-    nlohmann::json out = {{"variant", o.variant}, {"replicas", o.replicas},
-                          {"threads", o.threads}, {"batch", o.batch},
-                          {"steps", o.steps},     {"samples_per_s", rate}};
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    nlohmann::json out = {
+        {"variant", o.variant},   {"model", o.model},
+        {"replicas", o.replicas}, {"threads", o.threads},
+        {"batch", o.batch},       {"steps", o.steps},
+        {"samples_per_s", rate},  {"peak_rss_mb", static_cast<double>(usage.ru_maxrss) / 1024.0}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
   } catch (const std::exception& e) {
