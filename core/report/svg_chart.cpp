@@ -111,91 +111,112 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
   return ticks;
 }
 
-std::string render_svg(const line_chart& chart) {
+namespace {
+
+// The data ranges of a line chart and the pixel positions they map to.
+struct plot_area {
   range xs;
   range ys;
+  double pw = width - left - right;
+  double ph = height - top - bottom;
+  double px(double x) const { return left + (x - xs.lo) / (xs.hi - xs.lo) * pw; }
+  double py(double y) const { return top + ph - (y - ys.lo) / (ys.hi - ys.lo) * ph; }
+};
+
+plot_area fit(const line_chart& chart) {
+  plot_area a;
   for (const auto& s : chart.series)
     for (const auto& p : s.points)
       if (finite(p)) {
-        xs.add(p.x);
-        ys.add(p.y);
+        a.xs.add(p.x);
+        a.ys.add(p.y);
       }
   for (const auto& m : chart.markers)
     if (std::isfinite(m.x))
-      xs.add(m.x);
-  if (chart.y_from_zero && !ys.empty())
-    ys.lo = std::min(ys.lo, 0.0);
-  xs.widen();
-  ys.widen();
-  const double pw = width - left - right;
-  const double ph = height - top - bottom;
-  auto px = [&](double x) { return left + (x - xs.lo) / (xs.hi - xs.lo) * pw; };
-  auto py = [&](double y) { return top + ph - (y - ys.lo) / (ys.hi - ys.lo) * ph; };
+      a.xs.add(m.x);
+  if (chart.y_from_zero && !a.ys.empty())
+    a.ys.lo = std::min(a.ys.lo, 0.0);
+  a.xs.widen();
+  a.ys.widen();
+  return a;
+}
 
-  std::string out = chart_open(chart.id, chart.title, height);
-  out += fmt::format("<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>", left,
-                     top, pw, ph);
-  for (double t : nice_ticks(ys.lo, ys.hi, 5))
+std::string axes_svg(const line_chart& chart, const plot_area& a) {
+  std::string out = fmt::format(
+      "<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>", left, top, a.pw, a.ph);
+  for (double t : nice_ticks(a.ys.lo, a.ys.hi, 5))
     out += fmt::format(
         "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
         "<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
-        left, left + pw, py(t), py(t), left - 6, py(t) + 4, tick_label(t));
-  for (double t : nice_ticks(xs.lo, xs.hi, 6))
+        left, left + a.pw, a.py(t), a.py(t), left - 6, a.py(t) + 4, tick_label(t));
+  for (double t : nice_ticks(a.xs.lo, a.xs.hi, 6))
     out +=
         fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                    px(t), top + ph + 16, tick_label(t));
+                    a.px(t), top + a.ph + 16, tick_label(t));
   out += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                     left + pw / 2, height - 6, html_escape(chart.x_label));
+                     left + a.pw / 2, height - 6, html_escape(chart.x_label));
   out += fmt::format(
       "<text class=\"axis\" transform=\"translate(14,{}) rotate(-90)\" "
       "text-anchor=\"middle\">{}</text>",
-      top + ph / 2, html_escape(chart.y_label));
-  for (const auto& m : chart.markers) {
-    if (!std::isfinite(m.x))
+      top + a.ph / 2, html_escape(chart.y_label));
+  for (const auto& m : chart.markers)
+    if (std::isfinite(m.x))
+      out += fmt::format(
+          "<line class=\"marker\" data-marker=\"{}\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" "
+          "y2=\"{}\"><title>{}</title></line>",
+          html_escape(m.label), a.px(m.x), a.px(m.x), top, top + a.ph, html_escape(m.label));
+  return out;
+}
+
+std::string series_svg(const chart_series& s, const std::string& color, const plot_area& a) {
+  std::string coords;
+  std::string dots;
+  std::size_t drawn = 0;
+  for (const auto& p : s.points) {
+    if (!finite(p))
       continue;
-    out += fmt::format(
-        "<line class=\"marker\" data-marker=\"{}\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" "
-        "y2=\"{}\"><title>{}</title></line>",
-        html_escape(m.label), px(m.x), px(m.x), top, top + ph, html_escape(m.label));
+    coords += fmt::format("{:.1f},{:.1f} ", a.px(p.x), a.py(p.y));
+    if (s.dots)
+      dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", a.px(p.x),
+                          a.py(p.y), color);
+    ++drawn;
   }
+  return fmt::format(
+             "<polyline class=\"{}\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" "
+             "points=\"{}\"/>",
+             s.faint ? "line faint" : "line", html_escape(s.name), drawn, color, coords) +
+         dots;
+}
+
+// A legend's colored square and name, the text's baseline at y.
+std::string legend_entry(double x, double y, const std::string& color, const std::string& name) {
+  return fmt::format(
+      "<rect x=\"{:.1f}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+      "<text class=\"legend\" x=\"{:.1f}\" y=\"{}\">{}</text>",
+      x, y - 9, color, x + 13, y, html_escape(name));
+}
+
+}  // namespace
+
+std::string render_svg(const line_chart& chart) {
+  const auto area = fit(chart);
   auto color_of = [&](std::size_t k) {
     return chart.series[k].color.empty() ? std::string(palette_color(k)) : chart.series[k].color;
   };
-  for (std::size_t k = 0; k < chart.series.size(); ++k) {
-    const auto& s = chart.series[k];
-    std::string coords;
-    std::size_t drawn = 0;
-    for (const auto& p : s.points) {
-      if (!finite(p))
-        continue;
-      coords += fmt::format("{:.1f},{:.1f} ", px(p.x), py(p.y));
-      ++drawn;
-    }
-    out += fmt::format(
-        "<polyline class=\"{}\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" "
-        "points=\"{}\"/>",
-        s.faint ? "line faint" : "line", html_escape(s.name), drawn, color_of(k), coords);
-    if (s.dots)
-      for (const auto& p : s.points)
-        if (finite(p))
-          out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", px(p.x),
-                             py(p.y), color_of(k));
-  }
+  std::string out = chart_open(chart.id, chart.title, height) + axes_svg(chart, area);
+  for (std::size_t k = 0; k < chart.series.size(); ++k)
+    out += series_svg(chart.series[k], color_of(k), area);
   // Legend entries right-aligned along the top, the last series rightmost; faint series are
   // the raw values under a smoothed line and share its entry.
-  double legend_x = left + pw;
+  double legend_x = left + area.pw;
   for (std::size_t k = chart.series.size(); k-- > 0;) {
     const auto& s = chart.series[k];
     if (s.faint)
       continue;
     legend_x -= 7.0 * static_cast<double>(s.name.size()) + 18;
-    out += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
-        "<text class=\"legend\" x=\"{:.1f}\" y=\"{}\">{}</text>",
-        legend_x, top - 14, color_of(k), legend_x + 13, top - 5, html_escape(s.name));
+    out += legend_entry(legend_x, top - 5, color_of(k), s.name);
   }
-  out += "</svg>";
-  return out;
+  return out + "</svg>";
 }
 
 std::string render_svg(const bar_chart& chart) {
@@ -247,10 +268,7 @@ std::string render_svg(const bar_chart& chart) {
   if (!chart.rows.empty())
     for (std::size_t k = 0; k < chart.rows.front().segments.size(); ++k) {
       const auto& name = chart.rows.front().segments[k].name;
-      out += fmt::format(
-          "<rect x=\"{:.1f}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
-          "<text class=\"legend\" x=\"{:.1f}\" y=\"{}\">{}</text>",
-          legend_x, legend_y - 9, palette_color(k), legend_x + 13, legend_y, html_escape(name));
+      out += legend_entry(legend_x, legend_y, palette_color(k), name);
       legend_x += 7.0 * static_cast<double>(name.size()) + 30;
     }
   out += "</svg>";
