@@ -124,7 +124,7 @@ link_options coordinator_links(const run_plan& plan, const cluster_options& clus
   link_options o;
   o.tls = cluster.tls;
   o.limits.max_message_bytes =
-      largest_message_bytes(plan.model.parameters, plan.job.cluster.bucket_mb, job_json_bytes);
+      largest_message_bytes(plan.model.flat_size(), plan.job.cluster.bucket_mb, job_json_bytes);
   o.limits.idle_timeout_s = plan.job.cluster.node_timeout_s;
   o.log = log;
   return o;

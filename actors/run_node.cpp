@@ -64,7 +64,7 @@ void take_job(agent_actor* self, const std::string& job_json) {
   auto data = load_dataset(job.data, job.seed);
   check_data_matches(plan.data, *data, job.data);
   st.links->set_max_message_bytes(
-      largest_message_bytes(plan.model.parameters, job.cluster.bucket_mb, job_json.size()));
+      largest_message_bytes(plan.model.flat_size(), job.cluster.bucket_mb, job_json.size()));
   st.links->set_idle_timeout(job.cluster.node_timeout_s);
   st.context = make_worker_context(std::move(plan), std::move(data), st.trusted);
   st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {})", st.node_name, job.name,

@@ -6,7 +6,7 @@
 #include "core/config/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
-#include "core/model/model_builder.hpp"
+#include "core/model/network.hpp"
 #include "core/optim/make_optimizer.hpp"
 
 #include <ATen/ATen.h>
@@ -27,9 +27,10 @@ inline double plain_loop(const job_config& job, const dataset& data, int64_t thr
   const int64_t batch = job.training.batch_size;
   at::set_num_threads(static_cast<int>(threads));
   at::manual_seed(job.seed);
-  auto model = build_model(job.model, data.classes);
-  model->to(device);
-  auto optimizer = make_optimizer(job.optimizer, model->parameters());
+  network model(job.model, data.classes);  // the built-in layers, or the job's TorchScript file
+  model.to(device);
+  model.set_training(true);
+  auto optimizer = make_optimizer(job.optimizer, model.parameters());
   batch_plan plan(data.train.size(), batch, job.seed);
   clock_type::time_point start;
   for (int64_t step = 0; step < warmup + steps; ++step) {
@@ -39,7 +40,7 @@ inline double plain_loop(const job_config& job, const dataset& data, int64_t thr
     auto images = data.train.images.index_select(0, index).to(device);
     auto labels = data.train.labels.index_select(0, index).to(device);
     optimizer->zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
+    auto loss = torch::nn::functional::cross_entropy(model.forward(images), labels);
     loss.backward();
     optimizer->step();
   }

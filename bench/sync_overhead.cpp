@@ -6,6 +6,7 @@
 //   sync_overhead --variant plain  --threads T   [--steps N --warmup W --batch B --data DIR]
 //   sync_overhead --variant engine --threads T   [...]   (troupe's replica compute, no actors)
 //   sync_overhead --variant troupe --replicas R --threads T  [...]
+//   ... --script FILE trains a TorchScript module instead of --model (bench/script_model.py)
 //
 // samples/s counts the N timed steps after W warm-up steps; data loading, model building and
 // evaluation are outside the timed region in both variants.
@@ -38,6 +39,7 @@ struct bench_options {
   int64_t batch = 128;
   std::string data = "/usr/share/datasets/fashion-mnist";
   std::string model = "mlp";
+  std::string script;  ///< a TorchScript file instead of the built-in model
 };
 
 job_config bench_job(const bench_options& o) {
@@ -51,6 +53,10 @@ job_config bench_job(const bench_options& o) {
     job.model.hidden = {128};
   } else {
     job.model.hidden = {256, 128};  // 784-256-128-10
+  }
+  if (!o.script.empty()) {
+    job.model.kind = model_kind::torchscript;
+    job.model.path = o.script;
   }
   job.optimizer.lr = 0.05;
   job.optimizer.momentum = 0.9;
@@ -97,6 +103,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", o.data, "Fashion-MNIST folder");
   app.add_option("--model", o.model, "mlp (784-256-128-10) or cnn (configs/fashion_cnn_sync.json)")
       ->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--script", o.script,
+                 "a TorchScript file to train instead (bench/script_model.py)")
+      ->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
   if (o.variant != "troupe" && o.replicas != 1) {
     std::fprintf(stderr, "--replicas applies to --variant troupe only\n");
@@ -112,7 +121,7 @@ int main(int argc, char** argv) {
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
     nlohmann::json out = {
-        {"variant", o.variant},   {"model", o.model},
+        {"variant", o.variant},   {"model", o.script.empty() ? o.model : o.script},
         {"replicas", o.replicas}, {"threads", o.threads},
         {"batch", o.batch},       {"steps", o.steps},
         {"samples_per_s", rate},  {"peak_rss_mb", static_cast<double>(usage.ru_maxrss) / 1024.0}};

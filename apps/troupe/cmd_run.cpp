@@ -14,6 +14,7 @@
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/run_directory.hpp"
+#include "core/model/network.hpp"
 
 #include <fmt/format.h>
 
@@ -129,6 +130,8 @@ run_report train(const run_command& cmd, const run_plan& plan, const run_directo
   printer.close();
   if (report.final_weights.defined())
     dir.write_weights(named_weights(plan, report.final_weights));
+  if (report.final_weights.defined() && plan.job.model.kind == model_kind::torchscript)
+    dir.write_bytes("final_model.pt", script_with_weights(plan.job.model, report.final_weights));
   if (report.best_weights.defined())
     dir.write_weights(named_weights(plan, report.best_weights), "best_weights.pt");
   for (std::size_t k = 0; k < report.member_weights.size(); ++k)

@@ -41,17 +41,17 @@ void check_resume_matches(const resume_point& point, const run_plan& plan) {
   for (const auto& p : c.parts) {
     const auto expected = plan.mode == run_mode::pipeline
                               ? plan.stages[static_cast<std::size_t>(p.part)].parameters
-                              : plan.model.parameters;
+                              : plan.model.flat_size();
     if (p.weights.numel() != expected)
       throw job_error({where + "the checkpoint's part " + std::to_string(p.part) + " holds " +
                        std::to_string(p.weights.numel()) + " weights, the job's " +
                        (plan.mode == run_mode::pipeline ? "stage " : "model ") +
                        std::to_string(expected)});
   }
-  if (c.best_weights.defined() && c.best_weights.numel() != plan.model.parameters)
+  if (c.best_weights.defined() && c.best_weights.numel() != plan.model.flat_size())
     throw job_error({where + "the checkpoint's best weights hold " +
                      std::to_string(c.best_weights.numel()) + " values, the job's model " +
-                     std::to_string(plan.model.parameters)});
+                     std::to_string(plan.model.flat_size())});
 }
 
 }  // namespace troupe

@@ -176,7 +176,28 @@ void check_devices(const job_config& job, problem_list& problems) {
 
 }  // namespace
 
+// A TorchScript module trains as data-parallel replicas in one process: its layers are the
+// file's, so the pipeline split and the stacked ensemble (built from the built-in layers) do not
+// apply yet, and nodes would each need the coordinator's file.
+void check_torchscript(const job_config& job, problem_list& problems) {
+  if (job.model.kind != model_kind::torchscript || reported_at(problems, "/model"))
+    return;
+  if (job.parallelism.pipelined())
+    problems.push_back(
+        "/model/type: a torchscript model trains as whole replicas for now; pipelines (stages, "
+        "micro_batches) split the built-in mlp and cnn");
+  if (job.ensemble.enabled())
+    problems.push_back(
+        "/model/type: stacked ensembles stack the built-in mlp and cnn; a torchscript model "
+        "cannot be stacked (run its members as a suite of jobs)");
+  if (job.cluster.enabled())
+    problems.push_back(
+        "/model/type: a torchscript model is trained in one process for now; across nodes use "
+        "the built-in mlp or cnn");
+}
+
 void check_feature_combinations(const job_config& job, problem_list& problems) {
+  check_torchscript(job, problems);
   check_batch(job, problems);
   check_pipeline(job, problems);
   check_training(job, problems);

@@ -13,7 +13,7 @@
 
 namespace troupe {
 
-enum class model_kind { mlp, cnn };
+enum class model_kind { mlp, cnn, torchscript };
 enum class activation_kind { relu, tanh, gelu };
 
 struct model_config {
@@ -25,6 +25,9 @@ struct model_config {
   std::vector<int64_t> channels{16, 32};
   /// cnn only: odd square kernel size; padding keeps the spatial size before each pool.
   int64_t kernel_size = 5;
+  /// torchscript only: a module saved from Python with torch.jit.script(m).save(path) (or
+  /// torch.jit.trace); it trains from the weights saved in it.
+  std::string path;
 };
 
 enum class data_kind { fashion_mnist, synthetic, tensors };

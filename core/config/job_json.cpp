@@ -45,9 +45,13 @@ void add_training_options(const training_config& t, nlohmann::ordered_json& trai
 
 nlohmann::ordered_json to_json(const job_config& job) {
   using json = nlohmann::ordered_json;
-  json model = {{"type", to_string(job.model.kind)},
-                {"hidden", job.model.hidden},
-                {"activation", to_string(job.model.activation)}};
+  json model = {{"type", to_string(job.model.kind)}};
+  if (job.model.kind == model_kind::torchscript) {
+    model["path"] = job.model.path;
+  } else {
+    model["hidden"] = job.model.hidden;
+    model["activation"] = to_string(job.model.activation);
+  }
   if (job.model.kind == model_kind::cnn) {
     model["channels"] = job.model.channels;
     model["kernel_size"] = job.model.kernel_size;

@@ -26,7 +26,7 @@ constexpr int64_t max_channels = 1024;
 constexpr std::size_t max_conv_blocks = 3;
 
 // Names of enum values, in enum order: the single table both parsing and printing use.
-const std::vector<std::string> model_names{"mlp", "cnn"};
+const std::vector<std::string> model_names{"mlp", "cnn", "torchscript"};
 const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
 const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
@@ -69,7 +69,17 @@ bool non_empty(const std::string& s) {
 
 void read_model(object_reader r, model_config& m) {
   if (!read_enum(r, "type", model_names, m.kind))
-    skip_all(r, {"channels", "kernel_size"});
+    skip_all(r, {"channels", "kernel_size", "path"});
+  if (m.kind == model_kind::torchscript) {
+    // The layers are the file's: nothing else describes them.
+    if (!r.has("path"))
+      r.object_problem(
+          "a torchscript model needs \"path\": a file written by "
+          "torch.jit.script(model).save(path)");
+    r.string("path", m.path, non_empty, "a non-empty string (a file)");
+    r.finish({"type", "path"});
+    return;
+  }
   if (m.kind == model_kind::cnn)
     m.hidden = {128};
   r.integer_array("hidden", m.hidden, 1, max_width, 0, SIZE_MAX);

@@ -32,8 +32,9 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
       throw job_error({"--out " + path_ +
                        ": folder is not empty (choose another or pass --force to reuse it)"});
     if (overwrite) {
-      for (const char* name : {"metrics.jsonl", "summary.json", "final_weights.pt",
-                               "best_weights.pt", "job.json", "validation_rows.json"})
+      for (const char* name :
+           {"metrics.jsonl", "summary.json", "final_weights.pt", "final_model.pt",
+            "best_weights.pt", "job.json", "validation_rows.json"})
         fs::remove(fs::path(path_) / name, ec);
       fs::remove_all(fs::path(path_) / "checkpoints", ec);
       remove_abandoned_temporaries(path_);
@@ -104,6 +105,8 @@ void run_directory::write_summary(const run_report& report, const job_config& jo
     j["outputs"]["validation_rows"] = "validation_rows.json";
   if (report.final_weights.defined())
     j["outputs"]["weights"] = "final_weights.pt";
+  if (report.final_weights.defined() && job.model.kind == model_kind::torchscript)
+    j["outputs"]["model"] = "final_model.pt";
   if (report.best_weights.defined())
     j["outputs"]["best_weights"] = "best_weights.pt";
   if (!report.member_weights.empty()) {
@@ -123,6 +126,10 @@ void run_directory::write_validation_rows(int64_t rows, const std::vector<int64_
 void run_directory::write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named,
                                   const std::string& name) const {
   save_weights(file(name), named);
+}
+
+void run_directory::write_bytes(const std::string& name, std::string_view bytes) const {
+  write_file_atomically(file(name), bytes);
 }
 
 }  // namespace troupe

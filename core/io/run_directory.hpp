@@ -1,11 +1,13 @@
 // The folder a run leaves behind: job.json (resolved), metrics.jsonl (streamed during the run),
-// summary.json and final_weights.pt. Every file but the streamed log is written atomically.
+// summary.json, final_weights.pt (and final_model.pt for a TorchScript model). Every file but the
+// streamed log is written atomically.
 #pragma once
 
 #include "core/config/job_config.hpp"
 #include "core/train/run_report.hpp"
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,8 @@ class run_directory {
   /// A name -> tensor dictionary torch.load reads, as `name` in the folder.
   void write_weights(const std::vector<std::pair<std::string, at::Tensor>>& named,
                      const std::string& name = "final_weights.pt") const;
+  /// Bytes made elsewhere (final_model.pt, the trained TorchScript module), written atomically.
+  void write_bytes(const std::string& name, std::string_view bytes) const;
 
  private:
   run_directory() = default;

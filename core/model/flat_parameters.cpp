@@ -5,24 +5,39 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 namespace troupe {
+namespace {
 
-flat_parameters::flat_parameters(torch::nn::Module& module) {
-  auto params = module.named_parameters(/*recurse=*/true);
+named_tensors named_parameters_of(torch::nn::Module& module) {
+  named_tensors out;
+  for (auto& p : module.named_parameters(/*recurse=*/true))
+    out.emplace_back(p.key(), p.value());
+  return out;
+}
+
+}  // namespace
+
+flat_parameters::flat_parameters(torch::nn::Module& module)
+    : flat_parameters(named_parameters_of(module), {}) {}
+
+flat_parameters::flat_parameters(const named_tensors& parameters, const named_tensors& buffers) {
   int64_t total = 0;
-  for (const auto& p : params)
-    total += p.value().numel();
+  for (const auto& p : parameters)
+    parameter_count_ += p.second.numel();
+  total = parameter_count_;
+  for (const auto& b : buffers)
+    total += b.second.numel();
   // The buffers live where the module does (a GPU worker moves its model before flattening).
   const auto options =
       at::TensorOptions(at::kFloat)
-          .device(params.is_empty() ? at::Device(at::kCPU) : params[0].value().device());
+          .device(parameters.empty() ? at::Device(at::kCPU) : parameters[0].second.device());
   weights_ = at::empty({total}, options);
   grads_ = at::zeros({total}, options);
 
   torch::NoGradGuard no_grad;
   int64_t offset = 0;
-  for (auto& p : params) {
-    auto& param = p.value();
-    TORCH_CHECK(param.scalar_type() == at::kFloat, "flat_parameters: ", p.key(), " is not float32");
+  for (const auto& [name, tensor] : parameters) {
+    auto param = tensor;  // shares the TensorImpl the module and optimizer hold
+    TORCH_CHECK(param.scalar_type() == at::kFloat, "flat_parameters: ", name, " is not float32");
     const int64_t n = param.numel();
     auto weight_view = weights_.narrow(0, offset, n).view(param.sizes());
     weight_view.copy_(param);
@@ -30,15 +45,57 @@ flat_parameters::flat_parameters(torch::nn::Module& module) {
     // its storage becomes the slice of the flat buffer.
     param.set_data(weight_view);
     param.mutable_grad() = grads_.narrow(0, offset, n).view(param.sizes());
-    layout_.emplace_back(p.key(), param.sizes().vec());
+    layout_.emplace_back(name, param.sizes().vec());
     offset += n;
+  }
+  for (const auto& [name, buffer] : buffers) {
+    TORCH_CHECK(buffer.scalar_type() == at::kFloat || buffer.scalar_type() == at::kLong,
+                "flat_parameters: buffer ", name, " is neither float32 nor int64");
+    buffers_.push_back(buffer);
+    layout_.emplace_back(name, buffer.sizes().vec());
+  }
+  gather_buffers(1.0);
+}
+
+void flat_parameters::gather_buffers(double share) {
+  if (buffers_.empty())
+    return;
+  torch::NoGradGuard no_grad;
+  int64_t offset = parameter_count_;
+  for (const auto& b : buffers_) {
+    weights_.narrow(0, offset, b.numel()).copy_(b.reshape({-1}));
+    offset += b.numel();
+  }
+  const auto count = size() - parameter_count_;
+  auto slots = grads_.narrow(0, parameter_count_, count);
+  slots.copy_(weights_.narrow(0, parameter_count_, count));
+  if (share != 1.0)
+    slots.mul_(share);
+}
+
+void flat_parameters::adopt_combined_buffers() {
+  if (buffers_.empty())
+    return;
+  torch::NoGradGuard no_grad;
+  const auto count = size() - parameter_count_;
+  weights_.narrow(0, parameter_count_, count).copy_(grads_.narrow(0, parameter_count_, count));
+  load_buffers();
+}
+
+void flat_parameters::load_buffers() {
+  torch::NoGradGuard no_grad;
+  int64_t offset = parameter_count_;
+  for (auto& b : buffers_) {
+    auto values = weights_.narrow(0, offset, b.numel()).view(b.sizes());
+    // Integer buffers (BatchNorm's num_batches_tracked) travel as floats: a weighted mean of
+    // equal counts comes back within rounding of the count.
+    b.copy_(b.is_floating_point() ? values : values.round());
+    offset += b.numel();
   }
 }
 
-std::vector<std::pair<std::string, at::Tensor>> unflatten(
-    const at::Tensor& flat,
-    const std::vector<std::pair<std::string, std::vector<int64_t>>>& layout) {
-  std::vector<std::pair<std::string, at::Tensor>> out;
+named_tensors unflatten(const at::Tensor& flat, const tensor_layout& layout) {
+  named_tensors out;
   int64_t offset = 0;
   for (const auto& [name, shape] : layout) {
     int64_t n = 1;

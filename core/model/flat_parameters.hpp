@@ -3,6 +3,14 @@
 // and its weights can be read or overwritten in one copy, with no per-parameter loop on the
 // hot path. Backward accumulates into the gradient slices in place.
 //
+// A module's buffers (BatchNorm's running statistics) ride behind the parameters in both
+// buffers, as float32 copies: in the weights their current values, in the gradient their values
+// times the replica's share of the batch. Whatever combines gradients (the driver's sum, the
+// ring, NCCL, the parameter server) then combines buffers too with no code of its own: a sync
+// step leaves every replica with the batch-weighted mean of the replicas' statistics, a
+// parameter server keeps those of the gradient it applied last, and local SGD averages them
+// with the weights. The optimizer only ever sees the parameters.
+//
 // Thread safety: none; the object belongs to the one actor that owns the module.
 #pragma once
 
@@ -15,32 +23,50 @@
 
 namespace troupe {
 
+using named_tensors = std::vector<std::pair<std::string, at::Tensor>>;
+using tensor_layout = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
 class flat_parameters {
  public:
-  /// Moves the module's current parameter values into the flat weight buffer and attaches a
-  /// zeroed flat gradient buffer. The module must outlive this object.
+  /// A module without buffers (the built-in layers): its parameters.
   explicit flat_parameters(torch::nn::Module& module);
+  /// Moves the parameters' current values into the flat weight buffer, attaches a zeroed flat
+  /// gradient buffer, and copies the buffers' values behind them. The tensors must outlive
+  /// this object; parameters must be float32, buffers float32 or int64.
+  flat_parameters(const named_tensors& parameters, const named_tensors& buffers);
 
+  /// Parameters and buffer values.
   int64_t size() const { return weights_.numel(); }
+  int64_t parameter_count() const { return parameter_count_; }
 
   /// [size] views: writing into them writes the module's parameters / gradients.
   const at::Tensor& weights() const { return weights_; }
   const at::Tensor& grads() const { return grads_; }
+  /// The parameters' part of grads(), what clipping and the optimizer act on.
+  at::Tensor parameter_grads() const { return grads_.narrow(0, 0, parameter_count_); }
 
-  /// Parameter names in module order (PyTorch's state_dict order), with their shapes.
-  const std::vector<std::pair<std::string, std::vector<int64_t>>>& layout() const {
-    return layout_;
-  }
+  /// Copies the buffers into their slots of the weights, and into those of the gradient times
+  /// `share` (the replica's share of the global batch). Call after a training forward.
+  void gather_buffers(double share);
+  /// Makes the buffers (and their slots in the weights) the values their gradient slots hold
+  /// after gradients were combined.
+  void adopt_combined_buffers();
+  /// Makes the buffers the values of their slots in the weights (after the weights were set).
+  void load_buffers();
+
+  /// Names in module order (PyTorch's state_dict order: parameters, then buffers), with their
+  /// shapes.
+  const tensor_layout& layout() const { return layout_; }
 
  private:
   at::Tensor weights_;
   at::Tensor grads_;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> layout_;
+  int64_t parameter_count_ = 0;
+  std::vector<at::Tensor> buffers_;
+  tensor_layout layout_;
 };
 
 /// Cuts a flat weight vector back into named, independently owned tensors following `layout`.
-std::vector<std::pair<std::string, at::Tensor>> unflatten(
-    const at::Tensor& flat,
-    const std::vector<std::pair<std::string, std::vector<int64_t>>>& layout);
+named_tensors unflatten(const at::Tensor& flat, const tensor_layout& layout);
 
 }  // namespace troupe

@@ -39,8 +39,21 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
 }
 
 void render_model(std::ostringstream& out, const run_plan& p) {
-  out << "\n  model: " << to_string(p.job.model.kind) << ", " << p.model.parameters
-      << " parameters, " << p.data.classes << " outputs\n";
+  out << "\n  model: " << to_string(p.job.model.kind);
+  if (p.job.model.kind == model_kind::torchscript)
+    out << " (" << p.job.model.path << ", trained from the weights saved in it)";
+  out << ", " << p.model.parameters << " parameters";
+  if (p.model.buffer_values > 0)
+    out << " and " << p.model.buffer_values
+        << " buffer values (replicas combine them as they combine gradients)";
+  out << ", " << p.data.classes << " outputs\n";
+  if (!p.model.random_layers.empty()) {
+    out << "    [warning: ";
+    for (std::size_t i = 0; i < p.model.random_layers.size(); ++i)
+      out << (i > 0 ? ", " : "") << p.model.random_layers[i];
+    out << " draw random numbers from LibTorch's one global generator, which the replicas share:"
+           " this run is not bit-for-bit reproducible]\n";
+  }
   for (const auto& layer : p.model.layers) {
     out << "    " << layer.name << " (" << layer.kind << ")";
     if (layer.parameters > 0)
@@ -119,7 +132,7 @@ void render_exchange(std::ostringstream& out, const run_plan& p) {
   if (job.cluster.enabled()) {
     out << "\n  across " << job.cluster.nodes << " node process(es)";
     if (p.gradients == gradient_meeting::ring) {
-      const auto grad_bytes = p.model.parameters * 4;
+      const auto grad_bytes = p.model.flat_size() * 4;
       const auto n = job.parallelism.replicas;
       out << ": each replica sends " << grad_bytes * 2 * (n - 1) / n
           << " bytes per step in the ring all-reduce (buckets of " << job.cluster.bucket_mb

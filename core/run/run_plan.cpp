@@ -4,13 +4,16 @@
 #include "core/data/batch_plan.hpp"
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
+#include "core/model/network.hpp"
 #include "core/optim/lr_schedule.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <thread>
 
 namespace troupe {
@@ -68,7 +71,7 @@ gradient_meeting meeting_of(const run_plan& p) {
 // schedule: the mean over its phases. In-process these travel by handle; the figures are what
 // a step would move between processes.
 int64_t bytes_per_step(const run_plan& p) {
-  const double tensor_bytes = static_cast<double>(p.model.parameters) * 4;
+  const double tensor_bytes = static_cast<double>(p.model.flat_size()) * 4;
   double total_bytes = 0;
   for (const auto& ph : p.schedule.phases()) {
     const double steps = static_cast<double>(ph.end_step - ph.first_step);
@@ -97,8 +100,7 @@ void plan_steps(run_plan& p) {
 
 // Weights, gradients and optimizer state of every model copy the run holds must fit in the
 // machine's memory; checked from the parameter count, before any model is built.
-void check_model_fits(const job_config& job, int64_t classes, const device_inventory& inventory) {
-  const double parameters = parameters_of(job.model, classes);
+void check_model_fits(const job_config& job, double parameters, const device_inventory& inventory) {
   const auto& o = job.optimizer;
   const double states =
       o.kind == optimizer_kind::adam ? 2 : (o.momentum > 0 ? 1 : 0);  // Adam: two moments
@@ -113,6 +115,73 @@ void check_model_fits(const job_config& job, int64_t classes, const device_inven
       "/model: {:.0f} parameters: their weights, gradients and optimizer state for {:.0f} model "
       "copies need {:.1f} GiB, more than this machine's {:.1f} GiB",
       parameters, copies, bytes / gib, inventory.memory_bytes / gib)});
+}
+
+void describe_builtin(run_plan& p, const device_inventory& inventory) {
+  check_model_fits(p.job, parameters_of(p.job.model, p.data.classes), inventory);
+  auto model = build_model(p.job.model, p.data.classes);
+  p.model.layers = summarize_layers(model);
+  p.model.parameters = count_parameters(model);
+  p.model.parameter_layout = flat_parameters(*model).layout();
+  if (p.mode == run_mode::pipeline)
+    add_pipeline(model, p);
+}
+
+// A TorchScript error ends with what went wrong, after the interpreter's traceback.
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of("\n ");
+  if (end == std::string::npos)
+    return text;
+  const auto begin = text.rfind('\n', end);
+  return text.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin + 1));
+}
+
+std::string render_shape(at::IntArrayRef sizes) {
+  return fmt::format("[{}]", fmt::join(sizes, ", "));
+}
+
+// One input row through the model before anything runs, so that a model that does not fit the
+// data is refused with both shapes instead of failing in every worker at the first step.
+void dry_forward(network& model, const run_plan& p) {
+  const auto where = "/model/path: " + p.job.model.path + ": ";
+  const std::vector<int64_t> row{1, 1, image_side, image_side};
+  torch::NoGradGuard no_grad;
+  model.set_training(false);
+  at::Tensor out;
+  try {
+    out = model.forward(at::zeros(row));
+  } catch (const c10::Error& e) {
+    throw job_error({where + "its forward fails on one input row of shape " + render_shape(row) +
+                     " (" + last_line(e.what_without_backtrace()) + ")"});
+  } catch (const std::exception& e) {
+    throw job_error({where + "its forward fails on one input row of shape " + render_shape(row) +
+                     " (" + last_line(e.what()) + ")"});
+  }
+  const std::vector<int64_t> wanted{1, p.data.classes};
+  if (out.sizes() != at::IntArrayRef(wanted) || out.scalar_type() != at::kFloat)
+    throw job_error({fmt::format(
+        "{}for one input row of shape {} the model returns {} {}; cross_entropy over the data's "
+        "{} classes needs float32 {}",
+        where, render_shape(row), c10::toString(out.scalar_type()), render_shape(out.sizes()),
+        p.data.classes, render_shape(wanted))});
+}
+
+void describe_script(run_plan& p, const device_inventory& inventory) {
+  std::optional<network> loaded;
+  try {
+    loaded.emplace(p.job.model, p.data.classes);
+  } catch (const model_file_error& e) {
+    throw job_error({std::string("/model/path: ") + e.what()});
+  }
+  auto& model = *loaded;
+  const flat_parameters flat(model.named_parameters(), model.named_buffers());
+  check_model_fits(p.job, static_cast<double>(flat.size()), inventory);
+  p.model.parameters = flat.parameter_count();
+  p.model.buffer_values = flat.size() - flat.parameter_count();
+  p.model.layers = model.layers();
+  p.model.parameter_layout = flat.layout();
+  p.model.random_layers = model.random_layers();
+  dry_forward(model, p);
 }
 
 }  // namespace
@@ -168,25 +237,22 @@ int64_t run_plan::eval_shards() const {
 
 run_plan make_run_plan(const job_config& job, const data_facts& data,
                        const device_inventory& inventory) {
-  check_model_fits(job, data.classes, inventory);
   run_plan p;
   p.job = job;
   p.data = data;
   p.mode = mode_of(job);
   p.devices = make_device_plan(job, inventory);
   plan_steps(p);
-  auto model = build_model(job.model, data.classes);
-  p.model.layers = summarize_layers(model);
-  p.model.parameters = count_parameters(model);
-  p.model.parameter_layout = flat_parameters(*model).layout();
+  if (job.model.kind == model_kind::torchscript)
+    describe_script(p, inventory);
+  else
+    describe_builtin(p, inventory);
   p.workers = p.mode == run_mode::ensemble ? 1 : job.parallelism.replicas * job.parallelism.stages;
   p.gradients = meeting_of(p);
   p.ring_bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));
   p.bytes_sent_per_step = bytes_per_step(p);
   p.bytes_received_per_step = p.bytes_sent_per_step;
-  if (p.mode == run_mode::pipeline)
-    add_pipeline(model, p);
   p.threads_total =
       job.parallelism.replicas * job.parallelism.stages * job.parallelism.threads_per_replica;
   p.hardware_threads = std::thread::hardware_concurrency();

@@ -46,10 +46,14 @@ const char* to_string(gradient_meeting x);
 
 /// The model as the plan knows it: its layers and the names and shapes of its parameters
 /// (PyTorch's state_dict keys), which name the saved weights.
+/// The flat weights are the parameters, then the buffers' values (core/model/flat_parameters).
 struct model_facts {
   int64_t parameters = 0;
+  int64_t buffer_values = 0;  ///< BatchNorm's running statistics and the like
   std::vector<layer_summary> layers;
   std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_layout;
+  std::vector<std::string> random_layers;  ///< dropout and the like, by name
+  int64_t flat_size() const { return parameters + buffer_values; }
 };
 
 struct run_plan {

@@ -27,20 +27,21 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
       training_(job.training),
       global_batch_(job.training.batch_size),
       data_(std::move(data)),
-      model_(build_model(job.model, data_->classes)),
+      model_(job.model, data_->classes),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
       rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)),
       transfer_(transfer) {
   if (transfer_ != nullptr && !transfer_->device().is_cpu())
-    model_->to(transfer_->device());
-  flat_ = std::make_unique<flat_parameters>(*model_);
+    model_.to(transfer_->device());
+  flat_ = std::make_unique<flat_parameters>(model_.named_parameters(), model_.named_buffers());
   TORCH_CHECK(initial_weights.numel() == flat_->size(), "initial weights have ",
               initial_weights.numel(), " elements, the model has ", flat_->size());
   {
     torch::NoGradGuard no_grad;
     flat_->weights().copy_(initial_weights);
   }
-  optimizer_ = make_optimizer(job.optimizer, model_->parameters());
+  flat_->load_buffers();
+  optimizer_ = make_optimizer(job.optimizer, model_.parameters());
 }
 
 replica_engine::~replica_engine() = default;
@@ -64,11 +65,15 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
   if (transfer_ != nullptr)
     prefetched_ = fetch(step + 1);
   flat_->grads().zero_();
-  auto loss = torch::nn::functional::cross_entropy(model_->forward(b.images), b.labels);
+  model_.set_training(true);
+  auto loss = torch::nn::functional::cross_entropy(model_.forward(b.images), b.labels);
   const auto unscaled = loss.detach();
-  if (scale_to_global && rows_.size() != global_batch_)
-    loss = loss * (static_cast<double>(rows_.size()) / static_cast<double>(global_batch_));
+  const bool scaled = scale_to_global && rows_.size() != global_batch_;
+  const double share = static_cast<double>(rows_.size()) / static_cast<double>(global_batch_);
+  if (scaled)
+    loss = loss * share;
   loss.backward();
+  flat_->gather_buffers(scaled ? share : 1.0);
   // Read after backward is queued, so that a GPU is not left idle while the host waits.
   const double value = unscaled.item<double>();
   if (!std::isfinite(value))
@@ -84,15 +89,17 @@ void replica_engine::apply(const at::Tensor& combined, double lr) {
     if (!combined.is_same(flat_->grads()))
       flat_->grads().copy_(combined);
   }
-  clip_gradient(flat_->grads(), training_);
+  clip_gradient(flat_->parameter_grads(), training_);
   set_learning_rate(*optimizer_, lr);
   optimizer_->step();
+  flat_->adopt_combined_buffers();
 }
 
 void replica_engine::set_weights(const at::Tensor& flat) {
   torch::NoGradGuard no_grad;
   if (!flat.is_same(flat_->weights()))
     flat_->weights().copy_(flat);
+  flat_->load_buffers();
 }
 
 std::string replica_engine::optimizer_state() const {
@@ -135,7 +142,7 @@ torch::optim::SGDParamState* momentum_state(torch::optim::Optimizer& optimizer,
 
 at::Tensor replica_engine::momenta() const {
   std::vector<at::Tensor> parts;
-  for (const auto& p : model_->parameters()) {
+  for (const auto& p : model_.parameters()) {
     auto* state = momentum_state(*optimizer_, p);
     parts.push_back(state != nullptr && state->momentum_buffer().defined()
                         ? state->momentum_buffer().reshape({-1})
@@ -147,7 +154,7 @@ at::Tensor replica_engine::momenta() const {
 void replica_engine::set_momenta(const at::Tensor& flat) {
   torch::NoGradGuard no_grad;
   int64_t offset = 0;
-  for (const auto& p : model_->parameters()) {
+  for (const auto& p : model_.parameters()) {
     const int64_t n = p.numel();
     auto* state = momentum_state(*optimizer_, p);
     auto slice = flat.narrow(0, offset, n).view(p.sizes());
@@ -166,6 +173,7 @@ evaluation_result replica_engine::evaluate() {
 
 evaluation_result replica_engine::evaluate(const labeled_images& set, row_range rows) {
   torch::NoGradGuard no_grad;
+  model_.set_training(false);
   evaluation_result result;
   for (int64_t begin = rows.begin; begin < rows.end; begin += eval_chunk_rows) {
     const int64_t n = std::min(eval_chunk_rows, rows.end - begin);
@@ -175,7 +183,7 @@ evaluation_result replica_engine::evaluate(const labeled_images& set, row_range 
       images = transfer_->upload(images);
       labels = transfer_->upload(labels);
     }
-    auto logits = model_->forward(images);
+    auto logits = model_.forward(images);
     result.loss_sum +=
         torch::nn::functional::cross_entropy(
             logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -194,8 +202,8 @@ evaluation_result evaluate_weights(const job_config& job, const dataset_ptr& dat
 
 at::Tensor initial_weights(const job_config& job, int64_t classes) {
   at::manual_seed(job.seed);
-  auto model = build_model(job.model, classes);
-  flat_parameters flat(*model);
+  network model(job.model, classes);
+  flat_parameters flat(model.named_parameters(), model.named_buffers());
   return flat.weights().clone();
 }
 

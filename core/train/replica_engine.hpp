@@ -10,8 +10,8 @@
 #include "core/data/dataset.hpp"
 #include "core/device/device_transfer.hpp"
 #include "core/model/flat_parameters.hpp"
+#include "core/model/network.hpp"
 
-#include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/optimizer.h>
 
 #include <memory>
@@ -94,7 +94,7 @@ class replica_engine {
   training_config training_;
   int64_t global_batch_;
   dataset_ptr data_;
-  torch::nn::Sequential model_;
+  network model_;
   std::unique_ptr<flat_parameters> flat_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;
@@ -108,8 +108,9 @@ class replica_engine {
 evaluation_result evaluate_weights(const job_config& job, const dataset_ptr& data,
                                    const at::Tensor& weights, const labeled_images& set);
 
-/// The flat weights a job starts from: the model's default initialization under the job's seed.
-/// Deterministic for a seed; uses LibTorch's global generator, so call it from one thread.
+/// The flat weights a job starts from: the built-in model's default initialization under the
+/// job's seed, or the weights and buffers saved in a TorchScript file. Deterministic for a seed;
+/// uses LibTorch's global generator, so call it from one thread.
 at::Tensor initial_weights(const job_config& job, int64_t classes);
 
 }  // namespace troupe

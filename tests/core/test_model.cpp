@@ -1,10 +1,13 @@
 // Models: layer order and names (PyTorch state_dict keys), shapes, flat parameter buffers.
 #include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/model/network.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 #include <torch/csrc/autograd/grad_mode.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/linear.h>
 
 using namespace troupe;
 
@@ -95,5 +98,57 @@ TEST_SUITE("model") {
     CHECK(named[0].second.data_ptr() != flat.weights().data_ptr());
     CHECK(at::equal(named[3].second, flat.weights().narrow(0, flat.size() - 10, 10)));
     CHECK_THROWS(unflatten(flat.weights().narrow(0, 0, 10), flat.layout()));
+  }
+
+  TEST_CASE("buffers ride behind the parameters: weighted into the gradient, adopted back") {
+    torch::nn::Sequential m;
+    m->push_back("fc", torch::nn::Linear(3, 2));
+    m->push_back("bn", torch::nn::BatchNorm1d(2));
+    named_tensors params, buffers;
+    for (const auto& p : m->named_parameters())
+      params.emplace_back(p.key(), p.value());
+    for (const auto& b : m->named_buffers())
+      buffers.emplace_back(b.key(), b.value());
+    flat_parameters flat(params, buffers);
+    const int64_t p = 3 * 2 + 2 + 2 + 2;  // fc weight and bias, bn weight and bias
+    CHECK(flat.parameter_count() == p);
+    CHECK(flat.size() == p + 2 + 2 + 1);  // running mean, running var, batches tracked
+    CHECK(flat.layout().back().first == "bn.num_batches_tracked");
+    CHECK(flat.parameter_grads().numel() == p);
+
+    m->train();
+    m->forward(at::randn({4, 3}));  // updates the running statistics and the count
+    flat.gather_buffers(0.25);
+    const auto mean = m->named_buffers()["bn.running_mean"].clone();
+    CHECK(at::equal(flat.weights().narrow(0, p, 2), mean));
+    CHECK(at::allclose(flat.grads().narrow(0, p, 2), mean * 0.25));
+    CHECK(flat.grads()[flat.size() - 1].item<double>() == 0.25);
+
+    // What a sum over four replicas holding the same statistics would hand back: a count of
+    // 0.25 * 4 within rounding, and the mean.
+    {
+      torch::NoGradGuard no_grad;
+      flat.grads().narrow(0, p, flat.size() - p).mul_(4.0).add_(1e-7);
+    }
+    flat.adopt_combined_buffers();
+    CHECK(m->named_buffers()["bn.num_batches_tracked"].item<int64_t>() == 1);
+    CHECK(at::allclose(m->named_buffers()["bn.running_mean"], mean, 1e-5, 1e-6));
+
+    // Setting the weights sets the buffers.
+    {
+      torch::NoGradGuard no_grad;
+      flat.weights().narrow(0, p, 2).fill_(7);
+    }
+    flat.load_buffers();
+    CHECK(at::equal(m->named_buffers()["bn.running_mean"], at::full({2}, 7.0)));
+  }
+
+  TEST_CASE("a torchscript file that cannot be read is refused by name") {
+    model_config c;
+    c.kind = model_kind::torchscript;
+    c.path = "/nonexistent/net.pt";
+    CHECK_THROWS_WITH_AS(network(c, 10),
+                         "/nonexistent/net.pt: cannot be opened (no such file, or not readable)",
+                         model_file_error);
   }
 }

@@ -5,7 +5,8 @@
 Loads final_weights.pt (member_K.pt, or best_weights.pt with --best) with torch.load, builds the
 same module tree in Python from the run's job.json (nn.Sequential of an OrderedDict with troupe's
 layer names), loads the weights with strict=True (so every name and shape must match PyTorch's
-state_dict), and with --evaluate recomputes the test accuracy on Fashion-MNIST and compares it
+state_dict); for a torchscript model it loads them, and final_model.pt's state_dict, strictly into
+the module the job names, and evaluates final_model.pt itself. With --evaluate it recomputes the test accuracy on Fashion-MNIST and compares it
 with summary.json; with --best also the best validation figure summary.json reports, on the
 training rows validation_rows.json names.
 Exit 0 when everything matches, 1 with a message otherwise.
@@ -65,6 +66,21 @@ def normalized(images):
     return x.unsqueeze(1)
 
 
+def script_model(run, job, weights):
+    """final_model.pt, after checking that it and final_weights.pt load into the user's module."""
+    source = torch.jit.load(job["model"]["path"])
+    source.load_state_dict(weights, strict=True)
+    trained = torch.jit.load(f"{run}/final_model.pt")
+    state = trained.state_dict()
+    source.load_state_dict(state, strict=True)
+    for name, value in state.items():
+        if not torch.equal(value.float(), weights[name].float()):
+            sys.exit(f"final_model.pt and final_weights.pt differ at {name}")
+    print(f"final_model.pt: {len(state)} tensors, equal to final_weights.pt, load strictly")
+    trained.eval()
+    return trained
+
+
 def check_best_validation(model, run, folder, summary):
     """The best evaluation's figure, recomputed on the rows troupe held out."""
     split = json.load(open(f"{run}/validation_rows.json"))
@@ -109,7 +125,10 @@ def main():
     weights = torch.load(f"{run}/{file}")
     if not isinstance(weights, dict):
         sys.exit(f"{file} holds a {type(weights).__name__}, not a dict")
-    model = build(job["model"])
+    if job["model"]["type"] == "torchscript":
+        model = script_model(run, job, weights)
+    else:
+        model = build(job["model"])
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in weights.items()}
     if expected != got:

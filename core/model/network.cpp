@@ -1,0 +1,211 @@
+#include "core/model/network.hpp"
+
+#include "core/io/archive_check.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace troupe {
+namespace {
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// "__torch__.torch.nn.modules.linear.Linear" -> "Linear"; "__torch__.ResBlock" -> "ResBlock".
+std::string type_name(const torch::jit::Module& m) {
+  const auto name = m.type()->name();
+  return name ? name->name() : std::string("module");
+}
+
+// LibTorch 1.13 builds a tensor over whatever storage the archive names, even one shorter than
+// the tensor's shape and strides reach (it then reads past it on first use).
+bool inside_its_storage(const at::Tensor& t) {
+  if (t.numel() == 0)
+    return true;
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d)
+    last += (t.size(d) - 1) * t.stride(d);
+  return t.storage_offset() >= 0 &&
+         static_cast<uint64_t>(last + 1) * t.element_size() <= t.storage().nbytes();
+}
+
+void check_loaded(const torch::jit::Module& m, const std::string& path) {
+  if (!m.find_method("forward"))
+    throw model_file_error(path + ": the module has no forward method");
+  int64_t count = 0;
+  for (const auto& p : m.named_parameters()) {
+    if (!inside_its_storage(p.value))
+      throw model_file_error(path + ": parameter " + p.name +
+                             " reaches past the bytes stored for it");
+    if (p.value.scalar_type() != at::kFloat)
+      throw model_file_error(fmt::format(
+          "{}: parameter {} is {}; troupe trains float32 parameters (call .float() on the "
+          "module before saving it)",
+          path, p.name, c10::toString(p.value.scalar_type())));
+    if (!p.value.requires_grad())
+      throw model_file_error(path + ": parameter " + p.name +
+                             " does not require gradients; frozen parameters are not supported "
+                             "(register it as a buffer instead)");
+    ++count;
+  }
+  if (count == 0)
+    throw model_file_error(path + ": the module has no parameters to train");
+  for (const auto& b : m.named_buffers()) {
+    if (!inside_its_storage(b.value))
+      throw model_file_error(path + ": buffer " + b.name + " reaches past the bytes stored for it");
+    if (b.value.scalar_type() != at::kFloat && b.value.scalar_type() != at::kLong)
+      throw model_file_error(fmt::format("{}: buffer {} is {}; buffers must be float32 or int64",
+                                         path, b.name, c10::toString(b.value.scalar_type())));
+  }
+}
+
+std::unique_ptr<torch::jit::Module> load_script(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw model_file_error(path + ": cannot be opened (no such file, or not readable)");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string hint =
+      "; write it from Python with torch.jit.script(model).save(path) or "
+      "torch.jit.trace(model, example).save(path)";
+  if (const auto problem = archive_problem(bytes); !problem.empty())
+    throw model_file_error(path + ": not a TorchScript archive (" + problem + ")" + hint);
+  std::unique_ptr<torch::jit::Module> module;
+  try {
+    std::istringstream stream(bytes);
+    module = std::make_unique<torch::jit::Module>(torch::jit::load(stream, c10::Device(at::kCPU)));
+  } catch (const c10::Error& e) {
+    throw model_file_error(path + ": LibTorch cannot read it as a TorchScript module (" +
+                           first_line(e.what_without_backtrace()) + ")" + hint);
+  } catch (const std::exception& e) {
+    throw model_file_error(path + ": LibTorch cannot read it as a TorchScript module (" +
+                           first_line(e.what()) + ")" + hint);
+  }
+  check_loaded(*module, path);
+  return module;
+}
+
+}  // namespace
+
+network::network(const model_config& config, int64_t classes) {
+  if (config.kind == model_kind::torchscript)
+    script_ = load_script(config.path);
+  else
+    builtin_ = build_model(config, classes);
+}
+
+network::~network() = default;
+network::network(network&&) noexcept = default;
+network& network::operator=(network&&) noexcept = default;
+
+at::Tensor network::forward(const at::Tensor& input) {
+  if (!script_)
+    return builtin_->forward(input);
+  auto out = script_->forward({input});
+  TORCH_CHECK(out.isTensor(), "the TorchScript module's forward returned ", out.tagKind(),
+              ", not a tensor");
+  return out.toTensor();
+}
+
+named_tensors network::named_parameters() const {
+  named_tensors out;
+  if (script_) {
+    for (const auto& p : script_->named_parameters())
+      out.emplace_back(p.name, p.value);
+  } else {
+    for (const auto& p : builtin_->named_parameters())
+      out.emplace_back(p.key(), p.value());
+  }
+  return out;
+}
+
+named_tensors network::named_buffers() const {
+  named_tensors out;
+  if (script_) {
+    for (const auto& b : script_->named_buffers())
+      out.emplace_back(b.name, b.value);
+  } else {
+    for (const auto& b : builtin_->named_buffers())
+      out.emplace_back(b.key(), b.value());
+  }
+  return out;
+}
+
+std::vector<at::Tensor> network::parameters() const {
+  std::vector<at::Tensor> out;
+  for (auto& p : named_parameters())
+    out.push_back(std::move(p.second));
+  return out;
+}
+
+void network::set_training(bool on) {
+  if (script_)
+    script_->train(on);
+  else
+    builtin_->train(on);
+}
+
+void network::to(c10::Device device) {
+  if (script_)
+    script_->to(device);
+  else
+    builtin_->to(device);
+}
+
+std::vector<layer_summary> network::layers() const {
+  if (!script_)
+    return summarize_layers(builtin_);
+  std::vector<layer_summary> rows;
+  for (const auto& child : script_->named_children()) {
+    int64_t params = 0;
+    for (const auto& p : child.value.parameters())
+      params += p.numel();
+    rows.push_back({child.name, type_name(child.value), params});
+  }
+  return rows;
+}
+
+std::vector<std::string> network::random_layers() const {
+  std::vector<std::string> names;
+  if (!script_)
+    return names;
+  for (const auto& m : script_->named_modules())
+    if (type_name(m.value).find("Dropout") != std::string::npos)
+      names.push_back(m.name);
+  return names;
+}
+
+std::string script_with_weights(const model_config& config, const at::Tensor& flat) {
+  auto module = load_script(config.path);
+  torch::NoGradGuard no_grad;
+  const auto values = flat.to(at::kCPU);
+  int64_t offset = 0;
+  auto take = [&](at::Tensor target) {
+    const auto n = target.numel();
+    TORCH_CHECK(offset + n <= values.numel(), "script_with_weights: ", values.numel(),
+                " values are too few for the module");
+    auto slice = values.narrow(0, offset, n).view(target.sizes());
+    target.copy_(target.is_floating_point() ? slice : slice.round());
+    offset += n;
+  };
+  for (const auto& p : module->named_parameters())
+    take(p.value);
+  for (const auto& b : module->named_buffers())
+    take(b.value);
+  TORCH_CHECK(offset == values.numel(), "script_with_weights: ", values.numel(),
+              " values for a module of ", offset);
+  std::ostringstream out;
+  module->save(out);
+  return out.str();
+}
+
+}  // namespace troupe

@@ -1,0 +1,74 @@
+// The model a worker trains: the built-in layers of core/model/model_builder, or a TorchScript
+// module the user saved from Python (`"model": {"type": "torchscript", "path": ...}`). The
+// engines see one interface (forward, parameters, buffers, training or evaluation mode), so every
+// policy trains either kind the same way.
+//
+// A TorchScript file is checked before LibTorch reads it (the zip container, core/io/
+// archive_check) and after (every parameter and buffer inside the bytes stored for it, float32
+// parameters that train, float32 or int64 buffers): a file that fails throws model_file_error
+// naming the file and what is wrong, never a crash.
+//
+// Thread safety: none; each worker owns its own network (a TorchScript file is loaded once per
+// worker, so no two workers share a parameter).
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/model/flat_parameters.hpp"
+#include "core/model/model_builder.hpp"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <torch/nn/modules/container/sequential.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace torch::jit {
+struct Module;
+}
+
+namespace troupe {
+
+/// A TorchScript file that cannot be trained. The message begins with the file's path.
+class model_file_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class network {
+ public:
+  /// Builds the built-in layers of `config` (with LibTorch's global generator: seed it first),
+  /// or loads its TorchScript file with the weights saved in it.
+  network(const model_config& config, int64_t classes);
+  ~network();
+  network(network&&) noexcept;
+  network& operator=(network&&) noexcept;
+
+  bool is_script() const { return script_ != nullptr; }
+
+  at::Tensor forward(const at::Tensor& input);
+  named_tensors named_parameters() const;
+  named_tensors named_buffers() const;
+  std::vector<at::Tensor> parameters() const;
+  /// Training mode (batch statistics, dropout) or evaluation mode.
+  void set_training(bool on);
+  void to(c10::Device device);
+
+  /// The top-level children, for the plan.
+  std::vector<layer_summary> layers() const;
+  /// Submodules that draw random numbers while training (dropout), by name.
+  std::vector<std::string> random_layers() const;
+
+ private:
+  torch::nn::Sequential builtin_{nullptr};
+  std::unique_ptr<torch::jit::Module> script_;
+};
+
+/// Loads the TorchScript file of `config`, puts the flat weights (parameters then buffers, in
+/// the order flat_parameters lays them out) into it, and returns the module as the bytes of a
+/// file that Python's torch.jit.load reads.
+std::string script_with_weights(const model_config& config, const at::Tensor& flat);
+
+}  // namespace troupe

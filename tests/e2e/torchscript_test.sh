@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Your own model (model.type "torchscript"): modules scripted in Python train under sync,
+# local_sgd and async; a scripted copy of the built-in MLP ends where the built-in one does;
+# one step of a BatchNorm CNN equals PyTorch's (1 and 2 replicas); final_model.pt loads back in
+# PyTorch and scores what summary.json says; Ctrl-C and --resume end bit for bit where an
+# uninterrupted run does (buffers included); every bad file and every unsupported combination
+# is refused before anything runs (exit 2, no folder). Skips (77) where /usr/bin/python3 lacks
+# torch.
+#   torchscript_test.sh PATH/TO/troupe
+set -uo pipefail
+troupe=$1
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../lib/harness.sh"
+fashion=/usr/share/datasets/fashion-mnist
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -d "$fashion" ]; then
+  echo "SKIP: needs /usr/bin/python3 with torch and $fashion"
+  exit 77
+fi
+py=/usr/bin/python3
+$py "$here/../python/make_script_models.py" "$tmp" 1 || fail "making models"
+$py "$here/../python/script_step.py" make "$fashion" "$tmp" || fail "making step files"
+
+cat >"$tmp/job.json" <<JSON
+{"name": "own_model", "seed": 1, "model": {"type": "torchscript", "path": "$tmp/bn_cnn.pt"},
+ "data": {"type": "fashion_mnist", "path": "$fashion"},
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+ "training": {"steps": 120, "batch_size": 64, "eval_interval": 60},
+ "parallelism": {"policy": "sync", "replicas": 2}}
+JSON
+model() {  # model FILE: --set arguments that train FILE
+  echo "model={\"type\":\"torchscript\",\"path\":\"$tmp/$1\"}"
+}
+
+# The scripted copy of the built-in MLP (same names, same initialization) ends where it does.
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/mlp_script" --quiet \
+  --set "$(model mlp.pt)"
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/mlp_builtin" --quiet \
+  --set 'model={"type":"mlp","path":null,"hidden":[256,128]}'
+$py "$here/../python/compare_weights.py" "$tmp/mlp_script" "$tmp/mlp_builtin" 1e-6 && pass ||
+  fail "the scripted MLP ended away from the built-in one"
+
+# One step's gradients and buffers equal PyTorch's, with the rows in troupe's order.
+step_job() {
+  cat >"$tmp/step.json" <<JSON
+{"name": "step", "seed": 1, "model": {"type": "torchscript", "path": "$tmp/bn_cnn.pt"},
+ "data": {"type": "tensors", "train": "$tmp/step_train.pt", "test": "$tmp/step_test.pt"},
+ "optimizer": {"type": "sgd", "lr": 1.0, "momentum": 0},
+ "training": {"steps": 1, "batch_size": 64, "eval_interval": 0},
+ "parallelism": {"policy": "sync", "replicas": $1}}
+JSON
+}
+for replicas in 1 2; do
+  step_job $replicas
+  expect 0 "succeeded" -- "$troupe" run "$tmp/step.json" --out "$tmp/step$replicas" --quiet
+  $py "$here/../python/script_step.py" check "$tmp/bn_cnn.pt" "$tmp/step$replicas" $replicas &&
+    pass || fail "one step with $replicas replica(s) differs from PyTorch's"
+done
+
+# Every policy trains the BatchNorm CNN; final_model.pt scores in PyTorch what troupe reported.
+learns() {  # learns NAME FLOOR SETS...
+  local name=$1 floor=$2
+  shift 2
+  expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/$name" --quiet "$@"
+  $py - "$tmp/$name/summary.json" "$floor" <<'PY' && pass || fail "$name did not learn"
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"test accuracy {s['test_accuracy']:.4f}")
+sys.exit(0 if s["test_accuracy"] > float(sys.argv[2]) and s["outputs"]["model"] == "final_model.pt" else 1)
+PY
+  $py "$here/../python/check_weights.py" "$tmp/$name" --evaluate "$fashion" && pass ||
+    fail "$name: final_model.pt in PyTorch"
+}
+learns sync 0.70
+learns local_sgd 0.70 --set parallelism.policy=local_sgd --set parallelism.period=4
+learns async 0.60 --set parallelism.policy=async --set optimizer.lr=0.02
+learns residual 0.70 --set "$(model resnet.pt)" --set optimizer.lr=0.01
+
+# Ctrl-C, then --resume: the same final weights, BatchNorm buffers included, bit for bit.
+slow=(--set training.steps=200 --set checkpoint.every_steps=50 --set faults.slow_worker=0
+      --set faults.slow_ms=5)
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/full" --quiet "${slow[@]}"
+start interrupted "$troupe" run "$tmp/job.json" --out "$tmp/cut" --quiet "${slow[@]}"
+deadline=$((SECONDS + 60))
+while steps=$(grep -c '"event":"step"' "$tmp/cut/metrics.jsonl" 2>/dev/null)
+  [ "${steps:-0}" -lt 40 ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+kill -INT "$last_pid"
+finish "$last_pid" 60
+expect 0 "succeeded" -- "$troupe" run --resume "$tmp/cut" --quiet
+cmp -s "$tmp/full/final_weights.pt" "$tmp/cut/final_weights.pt" && pass ||
+  fail "resumed BatchNorm run differs from the uninterrupted one"
+
+# Random layers are said to make the run irreproducible.
+expect 0 "this run is not bit-for-bit reproducible" -- "$troupe" validate "$tmp/job.json" \
+  --set "$(model dropout.pt)"
+
+bad() {  # bad FILE PATTERN: FILE as the model is refused, naming it; no folder is made
+  expect 2 "/model/path: $tmp/$1: $2" -- "$troupe" run "$tmp/job.json" --out "$tmp/bad_$1" \
+    --quiet --set "$(model "$1")"
+  [ ! -e "$tmp/bad_$1" ] && pass || fail "$1: an output folder was made"
+}
+bad missing.pt 'cannot be opened'
+bad random.pt 'not a TorchScript archive'
+bad truncated.pt 'not a TorchScript archive'
+bad state_dict.pt 'LibTorch cannot read it as a TorchScript module'
+bad double.pt 'parameter 1.weight is Double; troupe trains float32 parameters'
+bad frozen.pt 'parameter 1.bias does not require gradients'
+bad five_outputs.pt 'for one input row of shape [1, 1, 28, 28] the model returns Float [1, 5]; cross_entropy over the data'"'"'s 10 classes needs float32 [1, 10]'
+bad wrong_input.pt 'its forward fails on one input row of shape [1, 1, 28, 28]'
+expect 2 "/model/type: a torchscript model trains as whole replicas for now" -- \
+  "$troupe" validate "$tmp/job.json" --set parallelism.stages=2
+expect 2 "/model/type: stacked ensembles stack the built-in mlp and cnn" -- \
+  "$troupe" validate "$tmp/job.json" --set ensemble.members=2 --set parallelism.replicas=1
+expect 2 "/model/type: a torchscript model is trained in one process for now" -- \
+  "$troupe" validate "$tmp/job.json" --set cluster.nodes=2
+expect 2 'a torchscript model needs "path"' -- "$troupe" validate "$tmp/job.json" \
+  --set 'model={"type":"torchscript","path":null}'
+expect 2 '/model/hidden: unknown key' -- "$troupe" validate "$tmp/job.json" \
+  --set 'model.hidden=[10]'
+
+report torchscript_test
