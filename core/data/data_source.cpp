@@ -39,7 +39,7 @@ data_facts raw_facts(const data_config& config, bool strict) {
       // No header to read without unpickling: the files are read (and checked) whole, strict or
       // not, since there are no published sizes to plan with.
       const auto data = load_tensor_files(config.train_file, config.test_file);
-      return {data.train.size(), 0, data.test.size(), data.classes};
+      return {data.train.size(), 0, data.test.size(), data.classes, row_shape_of(data)};
     }
   }
   throw std::logic_error("unknown data kind");
@@ -62,7 +62,8 @@ data_facts read_data_facts(const data_config& config) {
 }
 
 data_facts facts_of(const dataset& data) {
-  return {data.train.size(), data.validation.size(), data.test.size(), data.classes};
+  return {data.train.size(), data.validation.size(), data.test.size(), data.classes,
+          row_shape_of(data)};
 }
 
 void check_data_matches(const data_facts& planned, const dataset& loaded,
@@ -83,6 +84,8 @@ void check_data_matches(const data_facts& planned, const dataset& loaded,
     differ("test rows", planned.test_rows, got.test_rows);
   if (got.classes != planned.classes)
     differ("classes", planned.classes, got.classes);
+  if (got.row_shape != planned.row_shape)
+    throw data_error(where + ": its input rows changed shape since the plan was made");
 }
 
 dataset_ptr load_dataset(const data_config& config, uint64_t seed) {

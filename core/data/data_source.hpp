@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -17,6 +18,8 @@ struct data_facts {
   int64_t validation_rows = 0;  ///< held out of the training set (data.validation)
   int64_t test_rows = 0;
   int64_t classes = 0;  ///< the model's outputs: one logit per class
+  /// The shape of one input row: [1, 28, 28] images, or whatever tensor files hold.
+  std::vector<int64_t> row_shape{1, 28, 28};
 };
 
 /// What `config` will load (its validation rows held out), known without loading it: the rows

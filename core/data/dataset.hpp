@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
 struct labeled_images {
-  at::Tensor images;  ///< float32 [N, 1, 28, 28], normalized (mean 0, std 1 over the train set)
+  /// float32 [N, 1, 28, 28], normalized (mean 0, std 1 over the train set); tensor files may
+  /// hold rows of any other shape, for a TorchScript model
+  at::Tensor images;
   at::Tensor labels;  ///< int64 [N], values in [0, classes)
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };
@@ -25,6 +28,12 @@ struct dataset {
 };
 
 using dataset_ptr = std::shared_ptr<const dataset>;
+
+/// The shape of one input row of the training set (e.g. [1, 28, 28]).
+inline std::vector<int64_t> row_shape_of(const dataset& data) {
+  const auto sizes = data.train.images.sizes();
+  return std::vector<int64_t>(sizes.begin() + 1, sizes.end());
+}
 
 /// What a run evaluates while it trains: the validation set when the data has one, else the
 /// test set (which a run with a validation set evaluates once, at the end).

@@ -43,15 +43,18 @@ std::map<std::string, at::Tensor> read_dict(const std::string& path) {
   return dict;
 }
 
+// 28 x 28 images in any of their usual layouts become [N, 1, 28, 28], what the built-in models
+// take; any other row shape is kept for a TorchScript model (the plan refuses it for the
+// built-in ones).
 at::Tensor images_of(const std::string& path, const at::Tensor& x) {
   const auto side = image_side;
-  const bool shaped = (x.dim() == 4 && x.size(1) == 1 && x.size(2) == side && x.size(3) == side) ||
-                      (x.dim() == 3 && x.size(1) == side && x.size(2) == side) ||
-                      (x.dim() == 2 && x.size(1) == side * side);
-  if (!shaped)
-    throw data_error(fmt::format(
-        "{}: \"x\" has shape {}; the built-in models take [N, 1, 28, 28], [N, 28, 28] or [N, 784]",
-        path, shape_text(x)));
+  const bool image = (x.dim() == 4 && x.size(1) == 1 && x.size(2) == side && x.size(3) == side) ||
+                     (x.dim() == 3 && x.size(1) == side && x.size(2) == side) ||
+                     (x.dim() == 2 && x.size(1) == side * side);
+  if (x.dim() < 2 || x.numel() == 0)
+    throw data_error(
+        fmt::format("{}: \"x\" has shape {}; it must be [N, ...] with at least one value per row",
+                    path, shape_text(x)));
   at::Tensor images;
   if (x.scalar_type() == at::kByte)
     images = x.to(at::kFloat).div_(255.0);
@@ -60,7 +63,8 @@ at::Tensor images_of(const std::string& path, const at::Tensor& x) {
   else
     throw data_error(fmt::format("{}: \"x\" is {}; it must be float32 or uint8", path,
                                  c10::toString(x.scalar_type())));
-  images = images.reshape({x.size(0), 1, side, side});
+  if (image)
+    images = images.reshape({x.size(0), 1, side, side});
   if (!at::isfinite(images).all().item<bool>()) {
     const auto bad = at::logical_not(at::isfinite(images)).reshape({x.size(0), -1}).any(1);
     throw data_error(fmt::format("{}: \"x\" holds non-finite values (first in row {})", path,
@@ -104,6 +108,10 @@ dataset load_tensor_files(const std::string& train_path, const std::string& test
   data.train = read_tensor_split(train_path, 0);
   data.classes = data.train.labels.max().item<int64_t>() + 1;
   data.test = read_tensor_split(test_path, data.classes);
+  if (data.test.images.sizes().slice(1) != data.train.images.sizes().slice(1))
+    throw data_error(fmt::format(
+        "{}: \"x\" rows have shape {}, the training file's ({}) {}: they must match", test_path,
+        shape_text(data.test.images[0]), train_path, shape_text(data.train.images[0])));
   data.description =
       fmt::format("tensors ({} train, {} test)", data.train.size(), data.test.size());
   return data;

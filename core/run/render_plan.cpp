@@ -156,7 +156,14 @@ void render_data(std::ostringstream& out, const run_plan& p) {
     out << p.data.validation_rows << " validation samples (held out of the training set by "
         << "seed; evaluations use them), ";
   out << p.data.test_rows << " test samples"
-      << (p.data.validation_rows > 0 ? " (evaluated once, at the end)" : "") << '\n';
+      << (p.data.validation_rows > 0 ? " (evaluated once, at the end)" : "");
+  if (p.job.data.kind == data_kind::tensors) {
+    out << ", rows of shape [";
+    for (std::size_t d = 0; d < p.data.row_shape.size(); ++d)
+      out << (d > 0 ? ", " : "") << p.data.row_shape[d];
+    out << "], " << p.data.classes << " classes";
+  }
+  out << '\n';
 }
 
 void render_optimizer(std::ostringstream& out, const run_plan& p) {

@@ -117,7 +117,17 @@ void check_model_fits(const job_config& job, double parameters, const device_inv
       parameters, copies, bytes / gib, inventory.memory_bytes / gib)});
 }
 
+std::string render_shape(at::IntArrayRef sizes) {
+  return fmt::format("[{}]", fmt::join(sizes, ", "));
+}
+
 void describe_builtin(run_plan& p, const device_inventory& inventory) {
+  const std::vector<int64_t> image{1, image_side, image_side};
+  if (p.data.row_shape != image)
+    throw job_error({fmt::format(
+        "/model/type: the built-in {} takes 28x28 images, the data's rows are {} (train on them "
+        "with your own model: \"type\": \"torchscript\")",
+        to_string(p.job.model.kind), render_shape(p.data.row_shape))});
   check_model_fits(p.job, parameters_of(p.job.model, p.data.classes), inventory);
   auto model = build_model(p.job.model, p.data.classes);
   p.model.layers = summarize_layers(model);
@@ -136,15 +146,12 @@ std::string last_line(const std::string& text) {
   return text.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin + 1));
 }
 
-std::string render_shape(at::IntArrayRef sizes) {
-  return fmt::format("[{}]", fmt::join(sizes, ", "));
-}
-
 // One input row through the model before anything runs, so that a model that does not fit the
 // data is refused with both shapes instead of failing in every worker at the first step.
 void dry_forward(network& model, const run_plan& p) {
   const auto where = "/model/path: " + p.job.model.path + ": ";
-  const std::vector<int64_t> row{1, 1, image_side, image_side};
+  std::vector<int64_t> row{1};
+  row.insert(row.end(), p.data.row_shape.begin(), p.data.row_shape.end());
   torch::NoGradGuard no_grad;
   model.set_training(false);
   at::Tensor out;

@@ -43,7 +43,6 @@ bad wrong_keys.pt 'needs a dict with exactly the keys "x" and "y", got {"labels"
 bad rows_differ.pt '"x" has 10 rows and "y" 9'
 bad double_x.pt '"x" is Double; it must be float32 or uint8'
 bad float_y.pt '"y" is Float [10]; class labels must be int64 [N]'
-bad shape.pt '"x" has shape [10, 3, 32, 32]'
 bad nan.pt '"x" holds non-finite values (first in row 3)'
 bad legacy.pt 'not a readable torch.save file'
 bad random.pt 'not a readable torch.save file'
@@ -53,6 +52,12 @@ bad missing.pt 'cannot open'
 job "$tmp/train.pt" "$tmp/big_label.pt"
 expect 2 "$tmp/big_label.pt: \"y\" holds the label 12, but the training file has 10 classes" -- \
   "$troupe" validate "$tmp/job.json"
+job "$tmp/shape.pt" "$tmp/test.pt"
+expect 2 "$tmp/test.pt: \"x\" rows have shape [1, 28, 28], the training file's ($tmp/shape.pt) [3, 32, 32]: they must match" -- \
+  "$troupe" validate "$tmp/job.json"
+job "$tmp/shape.pt" "$tmp/shape.pt"
+expect 2 "/model/type: the built-in mlp takes 28x28 images, the data's rows are [3, 32, 32]" -- \
+  "$troupe" validate "$tmp/job.json" --set training.batch_size=5
 job "$tmp/train.pt" "$tmp/test.pt"
 expect 2 "/data/type: tensor files are read in one process for now" -- \
   "$troupe" validate "$tmp/job.json" --set cluster.nodes=2

@@ -75,6 +75,22 @@ learns local_sgd 0.70 --set parallelism.policy=local_sgd --set parallelism.perio
 learns async 0.60 --set parallelism.policy=async --set optimizer.lr=0.02
 learns residual 0.70 --set "$(model resnet.pt)" --set optimizer.lr=0.01
 
+# Rows that are not images: 20 features, 3 classes, trained by a scripted MLP; the built-in models
+# refuse them.
+cat >"$tmp/tab.json" <<JSON
+{"name": "tabular", "seed": 1, "model": {"type": "torchscript", "path": "$tmp/tabular.pt"},
+ "data": {"type": "tensors", "train": "$tmp/tab_train.pt", "test": "$tmp/tab_test.pt"},
+ "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+ "training": {"steps": 150, "batch_size": 50, "eval_interval": 0},
+ "parallelism": {"policy": "sync", "replicas": 2}}
+JSON
+expect 0 "rows of shape [20], 3 classes" -- "$troupe" validate "$tmp/tab.json"
+expect 0 "succeeded" -- "$troupe" run "$tmp/tab.json" --out "$tmp/tab" --quiet
+$py -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['test_accuracy']); sys.exit(0 if s['test_accuracy'] > 0.85 else 1)" \
+  "$tmp/tab/summary.json" && pass || fail "the tabular model did not learn"
+expect 2 "/model/type: the built-in mlp takes 28x28 images, the data's rows are [20]" -- \
+  "$troupe" validate "$tmp/tab.json" --set 'model={"type":"mlp","path":null}'
+
 # Ctrl-C, then --resume: the same final weights, BatchNorm buffers included, bit for bit.
 slow=(--set training.steps=200 --set checkpoint.every_steps=50 --set faults.slow_worker=0
       --set faults.slow_ms=5)

@@ -7,6 +7,7 @@ OUT_DIR/mlp.pt      the built-in MLP (784-256-128-10, relu) as nn.Sequential wit
 OUT_DIR/bn_cnn.pt   a small CNN with BatchNorm (an nn.Sequential: stages can be cut by child)
 OUT_DIR/dropout.pt  an MLP with dropout (runs are not bit-for-bit reproducible)
 OUT_DIR/resnet.pt   a module that is not an nn.Sequential (a residual block)
+OUT_DIR/tabular.pt  an MLP over 20 features, 3 classes, and its data tab_train.pt, tab_test.pt
 and one bad file per refusal the tests check.
 """
 import collections
@@ -63,6 +64,15 @@ save(nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Dropout(0.2),
                    nn.Linear(64, 10)), "dropout.pt")
 torch.manual_seed(seed)
 save(Residual(), "resnet.pt")
+
+# Tabular data (20 features, 3 classes: which of three random directions a row leans to most)
+# and a model for it.
+directions = torch.randn(3, 20)
+for name, rows in (("tab_train.pt", 2000), ("tab_test.pt", 500)):
+    x = torch.randn(rows, 20)
+    torch.save({"x": x, "y": (x @ directions.T).argmax(1)}, os.path.join(out, name))
+torch.manual_seed(seed)
+save(nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 3)), "tabular.pt")
 
 # Refusals.
 torch.manual_seed(seed)
