@@ -15,20 +15,13 @@ With REPLICAS 2 each half of the batch goes through its own copy of the model, a
 the gradient is the sum of the halves' (each scaled by its share of the batch) and the buffers
 the share-weighted mean of the copies' buffers.
 """
-import gzip
 import os
 import sys
 
 import numpy as np
 import torch
 
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+from check_weights import read_idx
 
 
 MASK = (1 << 64) - 1
