@@ -10,6 +10,7 @@
 #include "apps/troupe/suite_commands.hpp"
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/config/overrides.hpp"
+#include "core/data/data_source.hpp"
 #include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
@@ -79,8 +80,10 @@ nlohmann::json resumed_job_json(const run_command& cmd, const resume_point& poin
 }
 
 // A single job, checked and planned; throws job_error for anything that stops it from running.
+// Tensor files have no header to plan from: they are loaded (and checked) whole here, once, and
+// handed back in `preloaded` for the run to train on.
 run_plan plan_job(const run_command& cmd, const job_source& source, const nlohmann::json& json,
-                  run_options& options) {
+                  run_options& options, dataset_ptr& preloaded) {
   const auto job = parse_loaded_job(source, json);
   if (!cmd.listen.empty() && !job.cluster.enabled())
     throw job_error(
@@ -92,13 +95,18 @@ run_plan plan_job(const run_command& cmd, const job_source& source, const nlohma
                      "--local-nodes K"});
   if (job.cluster.enabled())
     options.cluster = make_cluster_options(cmd);
+  if (job.data.kind == data_kind::tensors) {
+    preloaded = load_dataset(job.data, job.seed);
+    return make_run_plan(job, facts_of(*preloaded));
+  }
   return make_run_plan(job, describe_data(job.data));
 }
 
 // Loads the data and runs the plan, with progress on the terminal and Ctrl-C as a stop request;
 // writes the weights of a run that succeeded.
 run_report train(const run_command& cmd, const run_plan& plan, const run_directory& dir,
-                 run_options options, const std::optional<resume_point>& resumed) {
+                 run_options options, const std::optional<resume_point>& resumed,
+                 dataset_ptr preloaded) {
   dir.write_job(plan.job);
   // The plan as printed, for `troupe report` (and for whoever reads the folder later).
   write_file_atomically(dir.file("plan.txt"), render_plan(plan));
@@ -109,7 +117,7 @@ run_report train(const run_command& cmd, const run_plan& plan, const run_directo
     metrics.write(to_json(
         records::resumed{resumed->checkpoint->step, resumed->folder, resumed->skipped, 0.0}));
   }
-  const auto data = load_dataset(plan.job.data, plan.job.seed);
+  const auto data = preloaded ? preloaded : load_dataset(plan.job.data, plan.job.seed);
   if (plan.data.validation_rows > 0) {
     const auto rows = data->train.size() + data->validation.size();
     dir.write_validation_rows(rows,
@@ -154,6 +162,7 @@ int run_job_command(const run_command& cmd) {
     }
   } restore_on_return;
   std::optional<run_plan> plan;
+  dataset_ptr preloaded;  // tensor files, read once to plan and train
   std::optional<run_directory> dir;
   run_options options;
   std::optional<resume_point> resumed;
@@ -170,7 +179,7 @@ int run_job_command(const run_command& cmd) {
                                         "--local-nodes and troupe coordinator take a single job"});
       return run_suite(cmd, json);
     }
-    plan = plan_job(cmd, source, json, options);
+    plan = plan_job(cmd, source, json, options, preloaded);
     if (resumed)
       check_resume_matches(*resumed, *plan);
     // The folder is claimed before the plan is shown: an existing --out is refused at once,
@@ -196,7 +205,7 @@ int run_job_command(const run_command& cmd) {
   }
   run_report report;
   try {
-    report = train(cmd, *plan, *dir, options, resumed);
+    report = train(cmd, *plan, *dir, options, resumed, std::move(preloaded));
   } catch (const std::exception& e) {
     // Bad data files and I/O failures end the run here; it is still summarized below.
     report.status = run_status::failed;
