@@ -69,7 +69,7 @@ void check_loaded(const torch::jit::Module& m, const std::string& path) {
   }
 }
 
-std::unique_ptr<torch::jit::Module> load_script(const std::string& path) {
+std::shared_ptr<torch::jit::Module> load_script(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw model_file_error(path + ": cannot be opened (no such file, or not readable)");
@@ -79,10 +79,10 @@ std::unique_ptr<torch::jit::Module> load_script(const std::string& path) {
       "torch.jit.trace(model, example).save(path)";
   if (const auto problem = archive_problem(bytes); !problem.empty())
     throw model_file_error(path + ": not a TorchScript archive (" + problem + ")" + hint);
-  std::unique_ptr<torch::jit::Module> module;
+  std::shared_ptr<torch::jit::Module> module;
   try {
     std::istringstream stream(bytes);
-    module = std::make_unique<torch::jit::Module>(torch::jit::load(stream, c10::Device(at::kCPU)));
+    module = std::make_shared<torch::jit::Module>(torch::jit::load(stream, c10::Device(at::kCPU)));
   } catch (const c10::Error& e) {
     throw model_file_error(path + ": LibTorch cannot read it as a TorchScript module (" +
                            first_line(e.what_without_backtrace()) + ")" + hint);
@@ -103,24 +103,99 @@ network::network(const model_config& config, int64_t classes) {
     builtin_ = build_model(config, classes);
 }
 
+network::network(torch::nn::Sequential layers) : builtin_(std::move(layers)) {}
+
 network::~network() = default;
 network::network(network&&) noexcept = default;
 network& network::operator=(network&&) noexcept = default;
 
-at::Tensor network::forward(const at::Tensor& input) {
-  if (!script_)
-    return builtin_->forward(input);
-  auto out = script_->forward({input});
+namespace {
+
+at::Tensor script_forward(torch::jit::Module& module, const at::Tensor& input) {
+  auto out = module.forward({input});
   TORCH_CHECK(out.isTensor(), "the TorchScript module's forward returned ", out.tagKind(),
               ", not a tensor");
   return out.toTensor();
 }
 
+void add_named(named_tensors& out, const std::string& prefix,
+               const torch::jit::named_parameter_list& list) {
+  for (const auto& p : list)
+    out.emplace_back(prefix + p.name, p.value);
+}
+
+void add_named(named_tensors& out, const std::string& prefix,
+               const torch::jit::named_buffer_list& list) {
+  for (const auto& b : list)
+    out.emplace_back(prefix + b.name, b.value);
+}
+
+}  // namespace
+
+at::Tensor network::forward(const at::Tensor& input) {
+  if (!script_)
+    return builtin_->forward(input);
+  if (children_.empty())
+    return script_forward(*script_, input);
+  auto x = input;
+  for (auto& child : children_)
+    x = script_forward(child.second, x);
+  return x;
+}
+
+bool network::is_sequential() const {
+  return !script_ || !children_.empty() || type_name(*script_) == "Sequential";
+}
+
+network network::slice(int64_t begin, int64_t end) const {
+  TORCH_CHECK(is_sequential() && children_.empty(), "network::slice needs a whole Sequential");
+  network part;
+  if (!script_) {
+    part.builtin_ = torch::nn::Sequential();
+    const auto names = builtin_->named_children();
+    for (auto i = begin; i < end; ++i)
+      part.builtin_->push_back(names[static_cast<std::size_t>(i)].key(),
+                               *(builtin_->begin() + static_cast<std::ptrdiff_t>(i)));
+    return part;
+  }
+  part.script_ = script_;
+  int64_t i = 0;
+  for (const auto& child : script_->named_children()) {
+    if (i >= begin && i < end)
+      part.children_.emplace_back(child.name, child.value);
+    ++i;
+  }
+  return part;
+}
+
+int64_t network::child_count() const {
+  if (!script_)
+    return static_cast<int64_t>(builtin_->size());
+  return static_cast<int64_t>(children_.empty() ? script_->named_children().size()
+                                                : children_.size());
+}
+
+at::Tensor network::forward_child(int64_t index, const at::Tensor& input) {
+  if (!script_)
+    return (builtin_->begin() + static_cast<std::ptrdiff_t>(index))->forward(input);
+  if (!children_.empty())
+    return script_forward(children_[static_cast<std::size_t>(index)].second, input);
+  int64_t i = 0;
+  for (const auto& child : script_->named_children())
+    if (i++ == index) {
+      auto module = child.value;
+      return script_forward(module, input);
+    }
+  TORCH_CHECK(false, "network has no child ", index);
+}
+
 named_tensors network::named_parameters() const {
   named_tensors out;
-  if (script_) {
-    for (const auto& p : script_->named_parameters())
-      out.emplace_back(p.name, p.value);
+  if (!children_.empty()) {
+    for (const auto& [name, child] : children_)
+      add_named(out, name + ".", child.named_parameters());
+  } else if (script_) {
+    add_named(out, "", script_->named_parameters());
   } else {
     for (const auto& p : builtin_->named_parameters())
       out.emplace_back(p.key(), p.value());
@@ -130,9 +205,11 @@ named_tensors network::named_parameters() const {
 
 named_tensors network::named_buffers() const {
   named_tensors out;
-  if (script_) {
-    for (const auto& b : script_->named_buffers())
-      out.emplace_back(b.name, b.value);
+  if (!children_.empty()) {
+    for (const auto& [name, child] : children_)
+      add_named(out, name + ".", child.named_buffers());
+  } else if (script_) {
+    add_named(out, "", script_->named_buffers());
   } else {
     for (const auto& b : builtin_->named_buffers())
       out.emplace_back(b.key(), b.value());
@@ -148,14 +225,20 @@ std::vector<at::Tensor> network::parameters() const {
 }
 
 void network::set_training(bool on) {
-  if (script_)
+  if (!children_.empty())
+    for (auto& child : children_)
+      child.second.train(on);
+  else if (script_)
     script_->train(on);
   else
     builtin_->train(on);
 }
 
 void network::to(c10::Device device) {
-  if (script_)
+  if (!children_.empty())
+    for (auto& child : children_)
+      child.second.to(device);
+  else if (script_)
     script_->to(device);
   else
     builtin_->to(device);

@@ -23,6 +23,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torch::jit {
@@ -42,11 +43,23 @@ class network {
   /// Builds the built-in layers of `config` (with LibTorch's global generator: seed it first),
   /// or loads its TorchScript file with the weights saved in it.
   network(const model_config& config, int64_t classes);
+  /// The built-in layers already built.
+  explicit network(torch::nn::Sequential layers);
   ~network();
   network(network&&) noexcept;
   network& operator=(network&&) noexcept;
 
   bool is_script() const { return script_ != nullptr; }
+  /// Whether the top-level children, applied in order, are the whole forward (the built-in
+  /// layers, a scripted nn.Sequential): what a pipeline split needs.
+  bool is_sequential() const;
+
+  /// The top-level children [begin, end) as a network of their own, sharing their parameters
+  /// with this one (which may then be dropped): a pipeline stage. Needs is_sequential().
+  network slice(int64_t begin, int64_t end) const;
+  /// One top-level child's forward, for the plan's walk through the layers.
+  int64_t child_count() const;
+  at::Tensor forward_child(int64_t index, const at::Tensor& input);
 
   at::Tensor forward(const at::Tensor& input);
   named_tensors named_parameters() const;
@@ -62,8 +75,13 @@ class network {
   std::vector<std::string> random_layers() const;
 
  private:
+  network() = default;
+
   torch::nn::Sequential builtin_{nullptr};
-  std::unique_ptr<torch::jit::Module> script_;
+  /// The loaded module, shared by the slices cut from it.
+  std::shared_ptr<torch::jit::Module> script_;
+  /// A slice of a scripted Sequential: its children, in order (empty: the whole module).
+  std::vector<std::pair<std::string, torch::jit::Module>> children_;
 };
 
 /// Loads the TorchScript file of `config`, puts the flat weights (parameters then buffers, in

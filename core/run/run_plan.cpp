@@ -21,13 +21,15 @@ namespace {
 
 // Floats per sample that leave each stage but the last: one row through the model, layer by
 // layer (cheap: no data, no gradients).
-std::vector<int64_t> boundary_floats(torch::nn::Sequential& model,
-                                     const std::vector<stage_slice>& stages) {
+std::vector<int64_t> boundary_floats(network& model, const std::vector<stage_slice>& stages,
+                                     const std::vector<int64_t>& row_shape) {
   torch::NoGradGuard no_grad;
-  auto x = at::zeros({1, 1, image_side, image_side});
+  std::vector<int64_t> row{1};
+  row.insert(row.end(), row_shape.begin(), row_shape.end());
+  auto x = at::zeros(row);
   std::vector<int64_t> after_layer;
-  for (auto& layer : *model) {
-    x = layer.forward(x);
+  for (int64_t i = 0; i < model.child_count(); ++i) {
+    x = model.forward_child(i, x);
     after_layer.push_back(x.numel());
   }
   std::vector<int64_t> floats;
@@ -36,10 +38,10 @@ std::vector<int64_t> boundary_floats(torch::nn::Sequential& model,
   return floats;
 }
 
-void add_pipeline(torch::nn::Sequential& model, run_plan& p) {
+void add_pipeline(network& model, run_plan& p) {
   const auto& par = p.job.parallelism;
   p.stages = split_stages(p.model.layers, par.stages, par.split);
-  p.boundary_floats_per_row = boundary_floats(model, p.stages);
+  p.boundary_floats_per_row = boundary_floats(model, p.stages, p.data.row_shape);
   for (int64_t m = 0; m < par.micro_batches; ++m)
     p.micro_batch_rows.push_back(shard_of(p.rows_per_replica.front(), par.micro_batches, m).size());
   p.predicted_bubble = predicted_bubble_fraction(par.stages, par.micro_batches);
@@ -129,12 +131,14 @@ void describe_builtin(run_plan& p, const device_inventory& inventory) {
         "with your own model: \"type\": \"torchscript\")",
         to_string(p.job.model.kind), render_shape(p.data.row_shape))});
   check_model_fits(p.job, parameters_of(p.job.model, p.data.classes), inventory);
-  auto model = build_model(p.job.model, p.data.classes);
-  p.model.layers = summarize_layers(model);
-  p.model.parameters = count_parameters(model);
-  p.model.parameter_layout = flat_parameters(*model).layout();
-  if (p.mode == run_mode::pipeline)
+  auto layers = build_model(p.job.model, p.data.classes);
+  p.model.layers = summarize_layers(layers);
+  p.model.parameters = count_parameters(layers);
+  p.model.parameter_layout = flat_parameters(*layers).layout();
+  if (p.mode == run_mode::pipeline) {
+    network model(layers);
     add_pipeline(model, p);
+  }
 }
 
 // A TorchScript error ends with what went wrong, after the interpreter's traceback.
@@ -189,6 +193,17 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
   p.model.parameter_layout = flat.layout();
   p.model.random_layers = model.random_layers();
   dry_forward(model, p);
+  if (p.mode != run_mode::pipeline)
+    return;
+  // Stages are consecutive top-level children, each a flat vector of parameters alone.
+  const auto where = "/parallelism/stages: " + p.job.model.path + ": ";
+  if (!model.is_sequential())
+    throw job_error({where + "pipelines (and micro_batches) cut an nn.Sequential into consecutive "
+                             "children; this module's forward is its own code"});
+  if (p.model.buffer_values > 0)
+    throw job_error({where + "the module has buffers (BatchNorm statistics?): pipelines train "
+                             "modules without buffers for now"});
+  add_pipeline(model, p);
 }
 
 }  // namespace

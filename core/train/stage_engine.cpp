@@ -1,7 +1,6 @@
 #include "core/train/stage_engine.hpp"
 
 #include "core/errors.hpp"
-#include "core/model/model_builder.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 
@@ -18,22 +17,19 @@ namespace {
 
 // The stage's layers, taken out of a whole model that holds the job's initial weights, so that
 // the stage starts exactly where an unpartitioned replica would.
-torch::nn::Sequential slice_of(const job_config& job, int64_t classes,
-                               const at::Tensor& initial_weights, const stage_slice& slice) {
-  auto whole = build_model(job.model, classes);
+network slice_of(const job_config& job, int64_t classes, const at::Tensor& initial_weights,
+                 const stage_slice& slice) {
+  network whole(job.model, classes);
   {
-    flat_parameters flat(*whole);
+    // Pipelines train models without buffers (the plan refuses others): the flat weights are
+    // the parameters alone.
+    flat_parameters flat(whole.named_parameters(), {});
     TORCH_CHECK(initial_weights.numel() == flat.size(), "initial weights have ",
                 initial_weights.numel(), " elements, the model has ", flat.size());
     torch::NoGradGuard no_grad;
     flat.weights().copy_(initial_weights);
   }
-  torch::nn::Sequential part;
-  const auto names = whole->named_children();
-  for (auto i = slice.begin; i < slice.end; ++i)
-    part->push_back(names[static_cast<std::size_t>(i)].key(),
-                    *(whole->begin() + static_cast<std::ptrdiff_t>(i)));
-  return part;
+  return whole.slice(slice.begin, slice.end);
 }
 
 }  // namespace
@@ -50,8 +46,8 @@ stage_engine::stage_engine(const job_config& job, dataset_ptr data,
       plan_(data_->train.size(), job.training.batch_size, job.seed),
       rows_(shard_of(job.training.batch_size, where.pipelines, where.pipeline)),
       eval_rows_(shard_of(evaluation_set(*data_).size(), where.pipelines, where.pipeline)) {
-  flat_ = std::make_unique<flat_parameters>(*module_);
-  optimizer_ = make_optimizer(job.optimizer, module_->parameters());
+  flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), named_tensors{});
+  optimizer_ = make_optimizer(job.optimizer, module_.parameters());
 }
 
 stage_engine::~stage_engine() = default;
@@ -63,6 +59,7 @@ row_range stage_engine::micro_range(int64_t micro) const {
 
 void stage_engine::begin_step(int64_t step) {
   flat_->grads().zero_();
+  module_.set_training(true);
   step_ = step;
   loss_sum_ = 0;
   saved_.clear();
@@ -85,7 +82,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
     saved.input = input.detach().requires_grad_(true);
     x = saved.input;
   }
-  auto out = module_->forward(x);
+  auto out = module_.forward(x);
   if (!where_.last()) {
     saved.output = out;
     saved_.emplace(micro, std::move(saved));
@@ -160,12 +157,13 @@ int64_t stage_engine::eval_chunks() const {
 
 at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
   torch::NoGradGuard no_grad;
+  module_.set_training(false);
   if (where_.first()) {
     const auto rows = eval_range(chunk);
-    return module_->forward(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()));
+    return module_.forward(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()));
   }
   TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for test chunk ", chunk);
-  return module_->forward(input);
+  return module_.forward(input);
 }
 
 evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logits) const {

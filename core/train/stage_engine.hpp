@@ -14,10 +14,10 @@
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/model/flat_parameters.hpp"
+#include "core/model/network.hpp"
 #include "core/pipeline/stage_split.hpp"
 #include "core/train/replica_engine.hpp"
 
-#include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/optimizer.h>
 
 #include <map>
@@ -96,7 +96,7 @@ class stage_engine {
   int64_t micro_batches_;
   int64_t global_batch_;
   dataset_ptr data_;
-  torch::nn::Sequential module_;
+  network module_;
   std::unique_ptr<flat_parameters> flat_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Your own model (model.type "torchscript"): modules scripted in Python train under sync,
-# local_sgd and async; a scripted copy of the built-in MLP ends where the built-in one does;
+# local_sgd and async; a scripted copy of the built-in MLP ends where the built-in one does, as
+# replicas and as a 2-stage pipeline;
 # one step of a BatchNorm CNN equals PyTorch's (1 and 2 replicas); final_model.pt loads back in
 # PyTorch and scores what summary.json says; Ctrl-C and --resume end bit for bit where an
 # uninterrupted run does (buffers included); every bad file and every unsupported combination
@@ -38,6 +39,17 @@ expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/mlp_builtin" -
   --set 'model={"type":"mlp","path":null,"hidden":[256,128]}'
 $py "$here/../python/compare_weights.py" "$tmp/mlp_script" "$tmp/mlp_builtin" 1e-6 && pass ||
   fail "the scripted MLP ended away from the built-in one"
+# ... and so does a 2-stage pipeline of it, cut between its children, against the built-in one's;
+# its final_model.pt scores what the run reported.
+pipeline=(--set parallelism.stages=2 --set parallelism.micro_batches=2 --set 'parallelism.split=["fc2"]')
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/pipe_script" --quiet \
+  --set "$(model mlp.pt)" "${pipeline[@]}"
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/pipe_builtin" --quiet \
+  --set 'model={"type":"mlp","path":null,"hidden":[256,128]}' "${pipeline[@]}"
+$py "$here/../python/compare_weights.py" "$tmp/pipe_script" "$tmp/pipe_builtin" 1e-6 && pass ||
+  fail "the scripted MLP's pipeline ended away from the built-in one's"
+$py "$here/../python/check_weights.py" "$tmp/pipe_script" --evaluate "$fashion" && pass ||
+  fail "pipeline: final_model.pt in PyTorch"
 
 # One step's gradients and buffers equal PyTorch's, with the rows in troupe's order.
 step_job() {
@@ -122,8 +134,10 @@ bad double.pt 'parameter 1.weight is Double; troupe trains float32 parameters'
 bad frozen.pt 'parameter 1.bias does not require gradients'
 bad five_outputs.pt 'for one input row of shape [1, 1, 28, 28] the model returns Float [1, 5]; cross_entropy over the data'"'"'s 10 classes needs float32 [1, 10]'
 bad wrong_input.pt 'its forward fails on one input row of shape [1, 1, 28, 28]'
-expect 2 "/model/type: a torchscript model trains as whole replicas for now" -- \
+expect 2 "/parallelism/stages: $tmp/bn_cnn.pt: the module has buffers" -- \
   "$troupe" validate "$tmp/job.json" --set parallelism.stages=2
+expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut an nn.Sequential" -- \
+  "$troupe" validate "$tmp/job.json" --set parallelism.micro_batches=2 --set "$(model resnet.pt)"
 expect 2 "/model/type: stacked ensembles stack the built-in mlp and cnn" -- \
   "$troupe" validate "$tmp/job.json" --set ensemble.members=2 --set parallelism.replicas=1
 expect 2 "/model/type: a torchscript model is trained in one process for now" -- \
