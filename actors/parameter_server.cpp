@@ -40,7 +40,7 @@ void evaluate(self_pointer self, int64_t step) {
   const auto r = engine.evaluate(set, {0, set.size()});
   const double eval_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  self->send(st.driver, eval_report{0, step, r.loss_sum, r.correct, r.count, eval_s});
+  self->send(st.driver, eval_report{0, step, r.loss_sum, r.metric_sum, r.count, eval_s});
   if (st.context->plan->snapshots())
     self->send(st.driver, snapshot_atom_v, step, int64_t{0}, engine.weights().clone());
 }

@@ -72,7 +72,7 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
     const auto r = st.engine->evaluate();
-    self->send(st.driver, eval_report{st.rank, outcome.step, r.loss_sum, r.correct, r.count,
+    self->send(st.driver, eval_report{st.rank, outcome.step, r.loss_sum, r.metric_sum, r.count,
                                       seconds_since(eval_start)});
     // Replicas hold the same weights at an evaluation: rank 0's stand for all of them.
     if (st.rank == 0 && st.plan->snapshots())

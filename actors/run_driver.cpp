@@ -143,7 +143,7 @@ void on_eval_report(driver_pointer self, const eval_report& e) {
   if (!st.plan->rules.evaluates_after(e.step))
     return fail_protocol(self, "an evaluation after step " + std::to_string(e.step) +
                                    ", which the plan does not evaluate after");
-  auto progress = st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.correct, e.count,
+  auto progress = st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.metric_sum, e.count,
                                             e.eval_s, st.plan->eval_shards());
   if (!progress)
     return;

@@ -32,11 +32,11 @@ void evaluate_test_set(const run_plan& plan, const dataset_ptr& data, const run_
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double n = static_cast<double>(std::max<int64_t>(r.count, 1));
   report.test_loss = r.loss_sum / n;
-  report.test_accuracy = static_cast<double>(r.correct) / n;
+  report.test_accuracy = r.metric_sum / n;
   if (options.metrics != nullptr)
     options.metrics->write(to_json(records::eval{
         step, plan.rules.epoch_of(step), "test", *report.test_loss, *report.test_accuracy, r.count,
-        eval_s, report.wall_s + eval_s, best ? "best" : "final"}));
+        eval_s, report.wall_s + eval_s, best ? "best" : "final", report.metric}));
 }
 
 run_report run_in_process(const run_plan& plan, dataset_ptr data, const run_options& options) {

@@ -140,11 +140,11 @@ void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Te
   }
   const auto r = st.engine->eval_score(chunk, out);
   st.eval.loss_sum += r.loss_sum;
-  st.eval.correct += r.correct;
+  st.eval.metric_sum += r.metric_sum;
   st.eval.count += r.count;
   if (++st.eval_chunks_seen < st.engine->eval_chunks())
     return;
-  self->send(st.driver, eval_report{st.worker, step, st.eval.loss_sum, st.eval.correct,
+  self->send(st.driver, eval_report{st.worker, step, st.eval.loss_sum, st.eval.metric_sum,
                                     st.eval.count, seconds_since(st.eval_began)});
   st.eval = {};
   st.eval_chunks_seen = 0;

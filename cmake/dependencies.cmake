@@ -18,6 +18,10 @@ if(NOT TARGET caf::core)
   message(FATAL_ERROR "CAF not found (caf/all.hpp '${CAF_INCLUDE_DIR}', libcaf_core "
     "'${CAF_CORE_LIB}', libcaf_io '${CAF_IO_LIB}'): install Debian's libcaf-dev")
 endif()
+if(NOT TARGET troupe::csv)
+  message(FATAL_ERROR "libcsv not found (csv.h '${CSV_INCLUDE_DIR}', libcsv '${CSV_LIB}'): "
+    "install Debian's libcsv-dev")
+endif()
 
 # cpp-httplib (Debian's libcpp-httplib-dev, a compiled library): `troupe report --serve`.
 find_package(PkgConfig REQUIRED)

@@ -1,5 +1,5 @@
 # The imported targets troupe's libraries link that no package defines for us: CAF (Debian's
-# libcaf-dev ships no CAFConfig.cmake), LibTorch as one target (TorchConfig.cmake hands back a
+# libcaf-dev ships no CAFConfig.cmake), libcsv, LibTorch as one target (TorchConfig.cmake hands back a
 # list of libraries) and, in CUDA builds, NCCL. Included by the build (cmake/dependencies.cmake,
 # cmake/cuda.cmake) and by the installed troupeConfig.cmake, so that a project linking the
 # installed libraries finds these the same way the build did. Expects Threads and Torch found.
@@ -19,6 +19,16 @@ if(CAF_INCLUDE_DIR AND CAF_CORE_LIB AND CAF_IO_LIB AND NOT TARGET caf::core)
   set_target_properties(caf::io PROPERTIES
     IMPORTED_LOCATION "${CAF_IO_LIB}"
     INTERFACE_LINK_LIBRARIES caf::core)
+endif()
+
+# libcsv (Debian's libcsv-dev): data.type csv. No CMake or pkg-config file ships with it.
+find_path(CSV_INCLUDE_DIR csv.h)
+find_library(CSV_LIB csv)
+if(CSV_INCLUDE_DIR AND CSV_LIB AND NOT TARGET troupe::csv)
+  add_library(troupe::csv UNKNOWN IMPORTED)
+  set_target_properties(troupe::csv PROPERTIES
+    IMPORTED_LOCATION "${CSV_LIB}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CSV_INCLUDE_DIR}")
 endif()
 
 if(TORCH_LIBRARIES AND NOT TARGET troupe::torch)

@@ -28,14 +28,14 @@ struct eval_report {
   int64_t worker = 0;
   int64_t step = 0;
   double loss_sum = 0;
-  int64_t correct = 0;
+  double metric_sum = 0;  ///< core/train/loss: summed over rows, like loss_sum
   int64_t count = 0;
   double eval_s = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
-  return f(caf::meta::type_name("eval_report"), x.worker, x.step, x.loss_sum, x.correct, x.count,
+  return f(caf::meta::type_name("eval_report"), x.worker, x.step, x.loss_sum, x.metric_sum, x.count,
            x.eval_s);
 }
 

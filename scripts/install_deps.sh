@@ -9,11 +9,12 @@ set -euo pipefail
 # takes over that alternative and honours each actor thread's at::set_num_threads.
 # libssl-dev: mutual TLS between troupe processes and `troupe certs` (OpenSSL's libssl and
 # libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/tls_session.hpp).
+# libcsv-dev: data.type csv (core/data/csv_table).
 # dpkg-dev and file: `cpack -G DEB` finds the program's Depends with dpkg-shlibdeps, on the files
 # `file` says are ELF (tests/e2e/install_test.sh makes the packages).
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
   doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
-  libssl-dev libcpp-httplib-dev dpkg-dev file)
+  libssl-dev libcpp-httplib-dev libcsv-dev dpkg-dev file)
 if [ "${1:-}" = "--tests" ]; then
   packages+=(python3-torch python3-numpy chromium)
 fi

@@ -42,8 +42,10 @@ void print_result(const run_report& r, const std::string& folder) {
   if (r.succeeded()) {
     fmt::print("succeeded: {} steps, {:.0f} samples/s, final train loss {:.4f}", r.steps,
                r.samples_per_s(), r.final_train_loss.value_or(NAN));
-    if (r.test_accuracy)
+    if (r.test_accuracy && r.metric == "accuracy")
       fmt::print(", test accuracy {:.2f}%", *r.test_accuracy * 100);
+    else if (r.test_accuracy)
+      fmt::print(", test {} {:.6g}", r.metric, *r.test_accuracy);
     if (!r.members.empty()) {
       double best = 0;
       for (const auto& m : r.members)
@@ -95,7 +97,7 @@ run_plan plan_job(const run_command& cmd, const job_source& source, const nlohma
                      "--local-nodes K"});
   if (job.cluster.enabled())
     options.cluster = make_cluster_options(cmd);
-  if (job.data.kind == data_kind::tensors) {
+  if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv) {
     preloaded = load_dataset(job.data, job.seed);
     return make_run_plan(job, facts_of(*preloaded));
   }

@@ -56,6 +56,18 @@ void check_training(const job_config& job, problem_list& problems) {
         "/training/clip_grad_norm: a pipeline's stages each hold a slice of the gradient and "
         "troupe does not yet sum their norms into the global one: use clip_grad_value, or "
         "stages 1");
+  // mse and l1 have no accuracy; their metric (mse, mae) is what validation_loss watches.
+  const bool regression = t.loss == loss_kind::mse || t.loss == loss_kind::l1;
+  const auto accuracy = monitor_metric::validation_accuracy;
+  if (regression && !reported_at(problems, "/training/loss"))
+    for (const auto& [key, watched] :
+         {std::pair{"early_stopping/metric",
+                    t.early_stopping && t.early_stopping->metric == accuracy},
+          std::pair{"keep_best", t.keep_best == accuracy}})
+      if (watched)
+        problems.push_back(std::string("/training/") + key + ": loss " + to_string(t.loss) +
+                           " has no accuracy; watch \"validation_loss\" (its " +
+                           (t.loss == loss_kind::mse ? "mse" : "mae") + ")");
   if (job.data.validation > 0 || reported_at(problems, "/data/validation"))
     return;
   for (const auto& [key, set] : {std::pair{"early_stopping", t.early_stopping.has_value()},
@@ -112,6 +124,10 @@ void check_ensemble(const job_config& job, problem_list& problems) {
           "sync, replicas 1, stages 1 and micro_batches 1");
     if (job.faults.throw_worker || job.faults.slow_worker)
       problems.push_back("/faults: not supported with an ensemble");
+    if (job.training.loss != loss_kind::cross_entropy && !reported_at(problems, "/training/loss"))
+      problems.push_back(std::string("/training/loss: a stacked ensemble averages its members' "
+                                     "class probabilities and needs cross_entropy, got ") +
+                         to_string(job.training.loss));
     if (job.training.keep_best)
       problems.push_back(
           "/training/keep_best: an ensemble's members peak at different steps, so no one best "
@@ -137,11 +153,11 @@ void check_cluster(const job_config& job, problem_list& problems) {
     problems.push_back(
         "/cluster: pipelines and ensembles run in one process; across nodes troupe places "
         "data-parallel replicas (stages 1, micro_batches 1, no ensemble)");
-  else if (job.data.kind == data_kind::tensors)
+  else if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv)
     // Each node would read its own copy of the files; until nodes prove theirs are the
     // coordinator's (by checksum), such runs stay in one process.
     problems.push_back(
-        "/data/type: tensor files are read in one process for now; across nodes use "
+        "/data/type: tensor and csv files are read in one process for now; across nodes use "
         "fashion_mnist or synthetic data");
   else if (!reported_at(problems, "/parallelism/replicas") && par.replicas < job.cluster.nodes)
     problems.push_back("/cluster/nodes: every node hosts at least one replica, but " +

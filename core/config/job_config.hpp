@@ -30,7 +30,7 @@ struct model_config {
   std::string path;
 };
 
-enum class data_kind { fashion_mnist, synthetic, tensors };
+enum class data_kind { fashion_mnist, synthetic, tensors, csv };
 
 struct data_config {
   /// Rows held out of the training set as a validation set, by a seeded split: 0 none, a
@@ -44,9 +44,15 @@ struct data_config {
   int64_t train_samples = 4096;
   int64_t test_samples = 1024;
   double noise = 1.0;
-  /// tensors only: files of Python's torch.save({"x": X, "y": Y}, path) (core/data/tensor_files).
+  /// tensors: files of Python's torch.save({"x": X, "y": Y}, path) (core/data/tensor_files);
+  /// csv: tables with a header row (core/data/csv_table).
   std::string train_file;
   std::string test_file;
+  /// csv only: the column that holds the target; every other column is an input feature.
+  std::string label = "label";
+  /// csv only, set from training.loss (not a key of its own): the target column holds class
+  /// numbers (int64 labels, for cross_entropy) rather than float targets.
+  bool class_labels = true;
 };
 
 enum class optimizer_kind { sgd, adam };
@@ -92,7 +98,13 @@ struct early_stopping_config {
   double min_delta = 0;  ///< an improvement smaller than this does not count
 };
 
+/// What training minimizes (core/train/loss): cross_entropy over integer class labels (metric:
+/// accuracy), mse or l1 against float targets (metrics: mse, mae), or bce_with_logits against
+/// multi-label 0/1 targets (metric: accuracy at 0.5).
+enum class loss_kind { cross_entropy, mse, l1, bce_with_logits };
+
 struct training_config {
+  loss_kind loss = loss_kind::cross_entropy;
   /// Exactly one of epochs and steps is set (> 0); the other is 0. An epoch is every full global
   /// batch of the shuffled train set (an incomplete last batch is dropped).
   int64_t epochs = 1;
@@ -232,5 +244,6 @@ const char* to_string(optimizer_kind x);
 const char* to_string(policy_kind x);
 const char* to_string(lr_schedule_kind x);
 const char* to_string(monitor_metric x);
+const char* to_string(loss_kind x);
 
 }  // namespace troupe

@@ -60,9 +60,11 @@ nlohmann::ordered_json to_json(const job_config& job) {
   if (job.data.kind == data_kind::fashion_mnist) {
     data["path"] = job.data.path;
     data["preprocessing"] = preprocessing_json(job.data.kind);
-  } else if (job.data.kind == data_kind::tensors) {
+  } else if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv) {
     data["train"] = job.data.train_file;
     data["test"] = job.data.test_file;
+    if (job.data.kind == data_kind::csv)
+      data["label"] = job.data.label;
     data["preprocessing"] = preprocessing_json(job.data.kind);
   } else {
     data["train_samples"] = job.data.train_samples;
@@ -87,6 +89,7 @@ nlohmann::ordered_json to_json(const job_config& job) {
     training["steps"] = job.training.steps;
   else
     training["epochs"] = job.training.epochs;
+  training["loss"] = to_string(job.training.loss);
   training["batch_size"] = job.training.batch_size;
   training["eval_interval"] = job.training.eval_interval;
   add_training_options(job.training, training);

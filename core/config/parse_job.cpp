@@ -28,12 +28,13 @@ constexpr std::size_t max_conv_blocks = 3;
 // Names of enum values, in enum order: the single table both parsing and printing use.
 const std::vector<std::string> model_names{"mlp", "cnn", "torchscript"};
 const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
-const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors"};
+const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors", "csv"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
 const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
 const std::vector<std::string> schedule_names{"gpipe", "1f1b"};
 const std::vector<std::string> lr_schedule_names{"constant", "step", "cosine", "one_cycle"};
 const std::vector<std::string> monitor_names{"validation_loss", "validation_accuracy"};
+const std::vector<std::string> loss_names{"cross_entropy", "mse", "l1", "bce_with_logits"};
 
 // False when the value was bad (and reported); a missing key keeps the default.
 template <class Enum>
@@ -128,7 +129,7 @@ void read_preprocessing(object_reader& r, data_kind kind) {
 
 void read_data(object_reader r, data_config& d) {
   if (!read_enum(r, "type", data_names, d.kind))
-    skip_all(r, {"path", "train_samples", "test_samples", "noise", "train", "test"});
+    skip_all(r, {"path", "train_samples", "test_samples", "noise", "train", "test", "label"});
   read_validation(r, d.validation);
   if (d.kind == data_kind::fashion_mnist) {
     r.string("path", d.path, non_empty, "a non-empty string (a folder)");
@@ -143,6 +144,16 @@ void read_data(object_reader r, data_config& d) {
     r.string("test", d.test_file, non_empty, "a non-empty string (a file)");
     read_preprocessing(r, d.kind);
     r.finish({"type", "train", "test", "validation", "preprocessing"});
+  } else if (d.kind == data_kind::csv) {
+    if (!r.has("train") || !r.has("test"))
+      r.object_problem(
+          "data of type csv needs \"train\" and \"test\": tables with a header row, whose "
+          "\"label\" column (default \"label\") is the target");
+    r.string("train", d.train_file, non_empty, "a non-empty string (a file)");
+    r.string("test", d.test_file, non_empty, "a non-empty string (a file)");
+    r.string("label", d.label, non_empty, "a non-empty string (a column of the header row)");
+    read_preprocessing(r, d.kind);
+    r.finish({"type", "train", "test", "label", "validation", "preprocessing"});
   } else {
     r.integer("train_samples", d.train_samples, 1, 1000000);
     r.integer("test_samples", d.test_samples, 1, 1000000);
@@ -259,6 +270,7 @@ void read_training(object_reader r, training_config& t) {
   r.integer("epochs", t.epochs, 1, 1000000);
   t.steps = 0;
   r.integer("steps", t.steps, 1, INT64_C(1) << 40);
+  read_enum(r, "loss", loss_names, t.loss);
   r.integer("batch_size", t.batch_size, 1, 1 << 20);
   r.integer("eval_interval", t.eval_interval, 0, INT64_MAX);
   for (const auto& [key, out] : {std::pair{"clip_grad_norm", &t.clip_grad_norm},
@@ -269,8 +281,8 @@ void read_training(object_reader r, training_config& t) {
   }
   read_early_stopping(r, t.early_stopping);
   read_keep_best(r, t);
-  r.finish({"epochs", "steps", "batch_size", "eval_interval", "clip_grad_norm", "clip_grad_value",
-            "early_stopping", "keep_best"});
+  r.finish({"epochs", "steps", "loss", "batch_size", "eval_interval", "clip_grad_norm",
+            "clip_grad_value", "early_stopping", "keep_best"});
 }
 
 // A phase of a schedule: sync or local_sgd, for `steps` steps (the last runs to the end).
@@ -370,6 +382,9 @@ const char* to_string(lr_schedule_kind x) {
 const char* to_string(monitor_metric x) {
   return monitor_names[static_cast<std::size_t>(x)].c_str();
 }
+const char* to_string(loss_kind x) {
+  return loss_names[static_cast<std::size_t>(x)].c_str();
+}
 
 job_config parse_job(const nlohmann::json& json) {
   std::vector<std::string> problems;
@@ -385,6 +400,7 @@ job_config parse_job(const nlohmann::json& json) {
   read_data(top.object("data"), job.data);
   read_optimizer(top.object("optimizer"), job.optimizer);
   read_training(top.object("training"), job.training);
+  job.data.class_labels = job.training.loss == loss_kind::cross_entropy;
   read_parallelism(top.object("parallelism"), job.parallelism);
   read_ensemble(top.object("ensemble"), job.ensemble);
   read_cluster(top.object("cluster"), job.cluster);

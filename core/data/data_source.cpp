@@ -1,5 +1,6 @@
 #include "core/data/data_source.hpp"
 
+#include "core/data/csv_table.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/data/synthetic.hpp"
 #include "core/data/tensor_files.hpp"
@@ -14,8 +15,18 @@ namespace {
 
 // The rows the files' headers declare. Files that cannot be read are planned with the published
 // sizes: loading them fails the run, naming the file, as with any bad data file.
+// Rows and classes of an image set of 28 x 28 images with class labels.
+data_facts image_facts(int64_t train_rows, int64_t test_rows, int64_t classes) {
+  data_facts facts;
+  facts.train_rows = train_rows;
+  facts.test_rows = test_rows;
+  facts.classes = classes;
+  return facts;
+}
+
 data_facts fashion_facts(const std::string& folder) {
-  data_facts facts{fashion_mnist_train_rows, 0, fashion_mnist_test_rows, fashion_mnist_classes};
+  auto facts =
+      image_facts(fashion_mnist_train_rows, fashion_mnist_test_rows, fashion_mnist_classes);
   try {
     const auto rows = count_fashion_mnist(folder);
     facts.train_rows = rows.train;
@@ -25,22 +36,28 @@ data_facts fashion_facts(const std::string& folder) {
   return facts;
 }
 
+// Files with no header to plan from: read whole.
+dataset load_files(const data_config& config) {
+  if (config.kind == data_kind::csv)
+    return load_csv_files(config.train_file, config.test_file, config.label, config.class_labels);
+  return load_tensor_files(config.train_file, config.test_file);
+}
+
 data_facts raw_facts(const data_config& config, bool strict) {
   switch (config.kind) {
     case data_kind::fashion_mnist:
       if (strict) {
         const auto rows = count_fashion_mnist(config.path);
-        return {rows.train, 0, rows.test, fashion_mnist_classes};
+        return image_facts(rows.train, rows.test, fashion_mnist_classes);
       }
       return fashion_facts(config.path);
     case data_kind::synthetic:
-      return {config.train_samples, 0, config.test_samples, synthetic_classes};
-    case data_kind::tensors: {
-      // No header to read without unpickling: the files are read (and checked) whole, strict or
-      // not, since there are no published sizes to plan with.
-      const auto data = load_tensor_files(config.train_file, config.test_file);
-      return {data.train.size(), 0, data.test.size(), data.classes, row_shape_of(data)};
-    }
+      return image_facts(config.train_samples, config.test_samples, synthetic_classes);
+    case data_kind::tensors:
+    case data_kind::csv:
+      // No header to read without unpickling (or parsing): the files are read (and checked)
+      // whole, strict or not, since there are no published sizes to plan with.
+      return facts_of(load_files(config));
   }
   throw std::logic_error("unknown data kind");
 }
@@ -62,16 +79,16 @@ data_facts read_data_facts(const data_config& config) {
 }
 
 data_facts facts_of(const dataset& data) {
-  return {data.train.size(), data.validation.size(), data.test.size(), data.classes,
-          row_shape_of(data)};
+  return {data.train.size(),  data.validation.size(),          data.test.size(),     data.classes,
+          row_shape_of(data), class_labels(data.train.labels), target_shape_of(data)};
 }
 
 void check_data_matches(const data_facts& planned, const dataset& loaded,
                         const data_config& config) {
   const auto got = facts_of(loaded);
   const auto where = config.kind == data_kind::fashion_mnist ? config.path
-                     : config.kind == data_kind::tensors     ? config.train_file
-                                                             : std::string("the synthetic set");
+                     : config.kind == data_kind::synthetic   ? std::string("the synthetic set")
+                                                             : config.train_file;
   const auto differ = [&](const char* what, int64_t want, int64_t have) {
     throw data_error(where + ": holds " + std::to_string(have) + " " + what + ", the plan (" +
                      to_string(config.kind) + ") expects " + std::to_string(want));
@@ -86,13 +103,15 @@ void check_data_matches(const data_facts& planned, const dataset& loaded,
     differ("classes", planned.classes, got.classes);
   if (got.row_shape != planned.row_shape)
     throw data_error(where + ": its input rows changed shape since the plan was made");
+  if (got.class_labels != planned.class_labels || got.target_shape != planned.target_shape)
+    throw data_error(where + ": its targets changed since the plan was made");
 }
 
 dataset_ptr load_dataset(const data_config& config, uint64_t seed) {
   auto data = config.kind == data_kind::fashion_mnist ? load_fashion_mnist(config.path)
-              : config.kind == data_kind::tensors
-                  ? load_tensor_files(config.train_file, config.test_file)
-                  : make_synthetic(config.train_samples, config.test_samples, config.noise, seed);
+              : config.kind == data_kind::synthetic
+                  ? make_synthetic(config.train_samples, config.test_samples, config.noise, seed)
+                  : load_files(config);
   hold_out_validation(data, config.validation, seed);
   return std::make_shared<const dataset>(std::move(data));
 }

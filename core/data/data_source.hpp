@@ -6,6 +6,7 @@
 
 #include "core/config/job_config.hpp"
 #include "core/data/dataset.hpp"
+#include "core/data/targets.hpp"
 
 #include <cstdint>
 #include <string>
@@ -17,9 +18,13 @@ struct data_facts {
   int64_t train_rows = 0;       ///< what the run trains on, the validation rows held out
   int64_t validation_rows = 0;  ///< held out of the training set (data.validation)
   int64_t test_rows = 0;
-  int64_t classes = 0;  ///< the model's outputs: one logit per class
+  int64_t classes = 0;  ///< the model's outputs: one per class, or per float target value
   /// The shape of one input row: [1, 28, 28] images, or whatever tensor files hold.
   std::vector<int64_t> row_shape{1, 28, 28};
+  /// The targets: int64 class labels, or float targets of target_shape per row
+  /// (core/data/targets.hpp).
+  bool class_labels = true;
+  std::vector<int64_t> target_shape;
 };
 
 /// What `config` will load (its validation rows held out), known without loading it: the rows

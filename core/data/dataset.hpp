@@ -15,13 +15,14 @@ struct labeled_images {
   /// float32 [N, 1, 28, 28], normalized (mean 0, std 1 over the train set); tensor files may
   /// hold rows of any other shape, for a TorchScript model
   at::Tensor images;
-  at::Tensor labels;  ///< int64 [N], values in [0, classes)
+  /// int64 [N], values in [0, classes); or float32 [N, ...] targets (core/data/targets.hpp)
+  at::Tensor labels;
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };
 
 struct dataset {
   std::string description;  ///< for the plan, e.g. "fashion_mnist (60000 train, 10000 test)"
-  int64_t classes = 0;
+  int64_t classes = 0;      ///< the model's outputs: classes, or float target values per row
   labeled_images train;
   labeled_images validation;  ///< held out of the training set (data.validation); may be empty
   labeled_images test;
@@ -32,6 +33,12 @@ using dataset_ptr = std::shared_ptr<const dataset>;
 /// The shape of one input row of the training set (e.g. [1, 28, 28]).
 inline std::vector<int64_t> row_shape_of(const dataset& data) {
   const auto sizes = data.train.images.sizes();
+  return std::vector<int64_t>(sizes.begin() + 1, sizes.end());
+}
+
+/// The shape of one target row: [] for class labels and single float targets.
+inline std::vector<int64_t> target_shape_of(const dataset& data) {
+  const auto sizes = data.train.labels.sizes();
   return std::vector<int64_t>(sizes.begin() + 1, sizes.end());
 }
 

@@ -75,39 +75,25 @@ at::Tensor images_of(const std::string& path, const at::Tensor& x) {
 
 }  // namespace
 
-labeled_images read_tensor_split(const std::string& path, int64_t classes) {
+labeled_images read_tensor_split(const std::string& path, const at::Tensor& train) {
   auto dict = read_dict(path);
   const auto& y = dict.at("y");
-  if (y.scalar_type() != at::kLong || y.dim() != 1)
-    throw data_error(fmt::format(
-        "{}: \"y\" is {} {}; class labels must be int64 [N] (float targets are not supported yet)",
-        path, c10::toString(y.scalar_type()), shape_text(y)));
   const auto& x = dict.at("x");
+  const auto where = path + ": \"y\"";
+  auto targets = checked_targets(where, y, train);
   if (x.dim() < 1 || x.size(0) != y.size(0))
     throw data_error(fmt::format("{}: \"x\" has {} rows and \"y\" {}: they must be equal", path,
                                  x.dim() < 1 ? 0 : x.size(0), y.size(0)));
   if (y.size(0) == 0)
     throw data_error(path + ": holds no rows");
-  const auto lowest = y.min().item<int64_t>();
-  const auto highest = y.max().item<int64_t>();
-  if (lowest < 0)
-    throw data_error(
-        fmt::format("{}: \"y\" holds the label {}; labels count from 0", path, lowest));
-  if (classes == 0 && highest >= max_tensor_classes)
-    throw data_error(fmt::format("{}: \"y\" holds the label {}; at most {} classes", path, highest,
-                                 max_tensor_classes));
-  if (classes > 0 && highest >= classes)
-    throw data_error(
-        fmt::format("{}: \"y\" holds the label {}, but the training file has {} classes (0..{})",
-                    path, highest, classes, classes - 1));
-  return {images_of(path, x), y.contiguous().clone()};
+  return {images_of(path, x), std::move(targets)};
 }
 
 dataset load_tensor_files(const std::string& train_path, const std::string& test_path) {
   dataset data;
-  data.train = read_tensor_split(train_path, 0);
-  data.classes = data.train.labels.max().item<int64_t>() + 1;
-  data.test = read_tensor_split(test_path, data.classes);
+  data.train = read_tensor_split(train_path, at::Tensor());
+  data.classes = outputs_for(data.train.labels);
+  data.test = read_tensor_split(test_path, data.train.labels);
   if (data.test.images.sizes().slice(1) != data.train.images.sizes().slice(1))
     throw data_error(fmt::format(
         "{}: \"x\" rows have shape {}, the training file's ({}) {}: they must match", test_path,

@@ -56,7 +56,7 @@ nlohmann::json to_json(const eval& r) {
                       {"step", r.step},
                       {"epoch", r.epoch},
                       {r.split + "_loss", r.loss},
-                      {r.split + "_accuracy", r.accuracy},
+                      {r.split + "_" + r.metric, r.accuracy},
                       {"samples", r.samples},
                       {"eval_s", r.eval_s},
                       {"t", r.t}};

@@ -61,7 +61,8 @@ struct stage_step {
 };
 
 /// An evaluation after `step` on the whole validation set ("validation_loss",
-/// "validation_accuracy") or test set ("test_loss", "test_accuracy"). A run with a validation
+/// "validation_accuracy") or test set ("test_loss", "test_accuracy"); "_mse" or "_mae" instead
+/// of "_accuracy" for a regression loss (`metric`). A run with a validation
 /// set evaluates the test set once, at the end, on the weights it keeps (`weights`: "final" or
 /// "best"); other runs evaluate the test set as they go (`weights` left out).
 struct eval {
@@ -70,11 +71,12 @@ struct eval {
   int64_t epoch = 0;
   std::string split = "test";  ///< "validation" or "test": the keys' prefix
   double loss = 0;
-  double accuracy = 0;
+  double accuracy = 0;  ///< the metric's value: accuracy, or mse or mae (`metric`)
   int64_t samples = 0;
   double eval_s = 0;
   double t = 0;
   std::string weights;
+  std::string metric = "accuracy";  ///< core/train/loss.hpp metric_name: the key's suffix
 };
 
 /// A stacked ensemble member's evaluation.

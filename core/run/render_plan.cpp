@@ -2,7 +2,9 @@
 // sees before anything runs what will happen (and what each step will send).
 #include "core/run/run_plan.hpp"
 
+#include "core/data/targets.hpp"
 #include "core/optim/lr_schedule.hpp"
+#include "core/train/loss.hpp"
 
 #include <sstream>
 
@@ -157,13 +159,20 @@ void render_data(std::ostringstream& out, const run_plan& p) {
         << "seed; evaluations use them), ";
   out << p.data.test_rows << " test samples"
       << (p.data.validation_rows > 0 ? " (evaluated once, at the end)" : "");
-  if (p.job.data.kind == data_kind::tensors) {
+  if (p.job.data.kind == data_kind::tensors || p.job.data.kind == data_kind::csv) {
     out << ", rows of shape [";
     for (std::size_t d = 0; d < p.data.row_shape.size(); ++d)
       out << (d > 0 ? ", " : "") << p.data.row_shape[d];
-    out << "], " << p.data.classes << " classes";
+    out << "], ";
+    if (p.data.class_labels)
+      out << p.data.classes << " classes";
+    else
+      out << describe_targets(false, p.data.target_shape);
   }
   out << '\n';
+  out << "  loss: " << to_string(p.job.training.loss) << " (evaluations report "
+      << metric_name(p.job.training.loss)
+      << (p.job.training.loss == loss_kind::bce_with_logits ? " at 0.5" : "") << ")\n";
 }
 
 void render_optimizer(std::ostringstream& out, const run_plan& p) {

@@ -1,12 +1,14 @@
 #include "core/run/run_ending.hpp"
 
 #include "core/optim/lr_schedule.hpp"
+#include "core/train/loss.hpp"
 
 namespace troupe {
 
 tracker_options tracking_of(const run_plan& plan) {
   tracker_options o;
   o.validation = plan.data.validation_rows > 0;
+  o.metric = metric_name(plan.job.training.loss);
   o.learning_rate = [optimizer = plan.job.optimizer, total = plan.rules.total_steps()](int64_t s) {
     return learning_rate(optimizer, s, total);
   };

@@ -2,6 +2,7 @@
 
 #include "core/config/feature_rules.hpp"
 #include "core/data/batch_plan.hpp"
+#include "core/data/targets.hpp"
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
@@ -168,13 +169,45 @@ void dry_forward(network& model, const run_plan& p) {
     throw job_error({where + "its forward fails on one input row of shape " + render_shape(row) +
                      " (" + last_line(e.what()) + ")"});
   }
-  const std::vector<int64_t> wanted{1, p.data.classes};
-  if (out.sizes() != at::IntArrayRef(wanted) || out.scalar_type() != at::kFloat)
+  // Class scores are [1, classes]; other targets take any output of as many values per row
+  // (core/train/loss reshapes it to the targets').
+  std::vector<int64_t> wanted{1, p.data.classes};
+  if (!p.data.class_labels) {
+    wanted = {1};
+    wanted.insert(wanted.end(), p.data.target_shape.begin(), p.data.target_shape.end());
+  }
+  const bool fits = p.data.class_labels
+                        ? out.sizes() == at::IntArrayRef(wanted)
+                        : out.dim() >= 1 && out.size(0) == 1 && out.numel() == p.data.classes;
+  if (!fits || out.scalar_type() != at::kFloat)
     throw job_error({fmt::format(
-        "{}for one input row of shape {} the model returns {} {}; cross_entropy over the data's "
-        "{} classes needs float32 {}",
+        "{}for one input row of shape {} the model returns {} {}; {} against the data's {} needs "
+        "float32 {}",
         where, render_shape(row), c10::toString(out.scalar_type()), render_shape(out.sizes()),
-        p.data.classes, render_shape(wanted))});
+        to_string(p.job.training.loss),
+        p.data.class_labels ? fmt::format("{} classes", p.data.classes)
+                            : describe_targets(false, p.data.target_shape),
+        render_shape(wanted))});
+}
+
+// The loss needs targets of its kind: class labels for cross_entropy, floats for the others.
+void check_loss_fits_targets(const run_plan& p) {
+  const auto loss = p.job.training.loss;
+  const bool wants_labels = loss == loss_kind::cross_entropy;
+  if (wants_labels == p.data.class_labels)
+    return;
+  const auto data = p.job.data.kind == data_kind::tensors
+                        ? fmt::format("{} (\"y\")", p.job.data.train_file)
+                        : fmt::format("the {} data", to_string(p.job.data.kind));
+  if (wants_labels)
+    throw job_error({fmt::format(
+        "/training/loss: cross_entropy needs int64 class labels, but {} holds {} (use mse, l1 "
+        "or bce_with_logits for float targets)",
+        data, describe_targets(false, p.data.target_shape))});
+  throw job_error(
+      {fmt::format("/training/loss: {} needs float targets, but {} holds int64 class labels (use "
+                   "cross_entropy, or save y as float32 targets)",
+                   to_string(loss), data)});
 }
 
 void describe_script(run_plan& p, const device_inventory& inventory) {
@@ -265,6 +298,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
   p.mode = mode_of(job);
   p.devices = make_device_plan(job, inventory);
   plan_steps(p);
+  check_loss_fits_targets(p);
   if (job.model.kind == model_kind::torchscript)
     describe_script(p, inventory);
   else

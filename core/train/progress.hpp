@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace troupe {
 
@@ -14,9 +15,10 @@ struct progress_update {
   double samples_per_s = 0;  ///< of the last completed step alone
   int64_t samples = 0;       ///< trained on so far in this process, for rates over a window
   double elapsed_s = 0;
-  std::optional<double> accuracy;  ///< of the latest evaluation, if any yet
-  bool validation = false;         ///< evaluations use the validation set (else the test set)
-  bool evaluation = false;         ///< this update reports a just-finished evaluation
+  std::optional<double> accuracy;   ///< the metric of the latest evaluation, if any yet
+  std::string metric = "accuracy";  ///< or "mse", "mae" (core/train/loss.hpp)
+  bool validation = false;          ///< evaluations use the validation set (else the test set)
+  bool evaluation = false;          ///< this update reports a just-finished evaluation
 };
 
 }  // namespace troupe

@@ -60,9 +60,12 @@ std::string progress_line(const progress_update& p, double samples_per_s, std::s
       {fmt::format("{:.0f} samples/s", samples_per_s), 3},
       {"ETA " + format_duration(eta), 2},
   };
-  if (p.accuracy)
+  if (p.accuracy && p.metric == "accuracy")
     parts.push_back(
         {fmt::format("{} acc {:.2f}%", p.validation ? "val" : "test", *p.accuracy * 100), 0});
+  else if (p.accuracy)
+    parts.push_back(
+        {fmt::format("{} {} {:.4g}", p.validation ? "val" : "test", p.metric, *p.accuracy), 0});
   const auto join = [&parts] {
     std::string line;
     for (const auto& x : parts)

@@ -4,11 +4,11 @@
 #include "core/model/model_builder.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
+#include "core/train/loss.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/grad_mode.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 
 #include <cmath>
@@ -66,7 +66,7 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
     prefetched_ = fetch(step + 1);
   flat_->grads().zero_();
   model_.set_training(true);
-  auto loss = torch::nn::functional::cross_entropy(model_.forward(b.images), b.labels);
+  auto loss = mean_loss(training_.loss, model_.forward(b.images), b.labels);
   const auto unscaled = loss.detach();
   const bool scaled = scale_to_global && rows_.size() != global_batch_;
   const double share = static_cast<double>(rows_.size()) / static_cast<double>(global_batch_);
@@ -183,12 +183,9 @@ evaluation_result replica_engine::evaluate(const labeled_images& set, row_range 
       images = transfer_->upload(images);
       labels = transfer_->upload(labels);
     }
-    auto logits = model_.forward(images);
-    result.loss_sum +=
-        torch::nn::functional::cross_entropy(
-            logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .item<double>();
-    result.correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
+    const auto sums = summed_loss(training_.loss, model_.forward(images), labels);
+    result.loss_sum += sums.loss;
+    result.metric_sum += sums.metric;
     result.count += n;
   }
   return result;

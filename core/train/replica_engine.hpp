@@ -28,8 +28,9 @@ struct gradient_result {
 inline constexpr int64_t eval_chunk_rows = 1000;
 
 struct evaluation_result {
-  double loss_sum = 0.0;  ///< summed (not averaged) cross-entropy, so shards add up
-  int64_t correct = 0;
+  double loss_sum = 0.0;    ///< summed (not averaged) over rows, so shards add up
+  double metric_sum = 0.0;  ///< the metric summed over rows (core/train/loss): correct rows, or
+                            ///< squared or absolute errors
   int64_t count = 0;
 };
 

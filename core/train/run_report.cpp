@@ -44,12 +44,12 @@ nlohmann::json to_json(const run_report& r) {
                       {"samples_per_s", r.samples_per_s()},
                       {"final_train_loss", optional_json(r.final_train_loss)},
                       {"test_loss", optional_json(r.test_loss)},
-                      {"test_accuracy", optional_json(r.test_accuracy)},
+                      {"test_" + r.metric, optional_json(r.test_accuracy)},
                       {"replicas", r.replicas},
                       {"workers", workers}};
   if (r.validation_loss) {
     j["validation_loss"] = *r.validation_loss;
-    j["validation_accuracy"] = optional_json(r.validation_accuracy);
+    j["validation_" + r.metric] = optional_json(r.validation_accuracy);
   }
   if (r.best_step)
     j["best"] = {

@@ -54,7 +54,10 @@ struct run_report {
   int64_t replicas = 0;
   std::optional<double> final_train_loss;  ///< mean of the last (up to) 50 steps' losses
   std::optional<double> test_loss;         ///< of the last evaluation
-  std::optional<double> test_accuracy;     ///< of the last evaluation
+  std::optional<double> test_accuracy;     ///< of the last evaluation: its metric's value
+  /// The evaluations' metric (core/train/loss.hpp): summary.json names the *_accuracy figures
+  /// "test_mse" / "test_mae" (and so on) for a regression loss.
+  std::string metric = "accuracy";
   /// With a validation set: its last evaluation (the test figures are then those of the one
   /// evaluation of the test set, at the end, on the weights the run kept).
   std::optional<double> validation_loss;

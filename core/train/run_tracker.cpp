@@ -51,6 +51,7 @@ progress_update run_tracker::snapshot() const {
   p.elapsed_s = elapsed_s();
   p.validation = options_.validation;
   p.accuracy = options_.validation ? validation_accuracy_ : test_accuracy_;
+  p.metric = options_.metric;
   return p;
 }
 
@@ -95,14 +96,14 @@ void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute
 }
 
 std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int64_t step,
-                                                          double loss_sum, int64_t correct,
+                                                          double loss_sum, double metric_sum,
                                                           int64_t count, double eval_s,
                                                           int64_t expected) {
   if (auto* w = worker(worker_id))
     w->eval_s += eval_s;
   auto& round = evals_[step];
   round.loss_sum += loss_sum;
-  round.correct += correct;
+  round.metric_sum += metric_sum;
   round.count += count;
   round.shards += 1;
   round.max_eval_s = std::max(round.max_eval_s, eval_s);
@@ -110,14 +111,14 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int
     return std::nullopt;
   const double n = static_cast<double>(std::max<int64_t>(round.count, 1));
   const double loss = round.loss_sum / n;
-  const double accuracy = static_cast<double>(round.correct) / n;
+  const double accuracy = round.metric_sum / n;
   (options_.validation ? validation_loss_ : test_loss_) = loss;
   (options_.validation ? validation_accuracy_ : test_accuracy_) = accuracy;
   eval_s_ += round.max_eval_s;
   last_evaluated_ = std::max(step, last_evaluated_.value_or(step));
   write(to_json(records::eval{step, rules_.epoch_of(step),
                               options_.validation ? "validation" : "test", loss, accuracy,
-                              round.count, round.max_eval_s, elapsed_s(), ""}));
+                              round.count, round.max_eval_s, elapsed_s(), "", options_.metric}));
   evals_.erase(step);
   auto p = snapshot();
   p.evaluation = true;
@@ -133,12 +134,12 @@ std::optional<std::pair<double, double>> run_tracker::latest_evaluation() const 
 }
 
 void run_tracker::on_test_evaluation(int64_t step, const std::string& weights, double loss_sum,
-                                     int64_t correct, int64_t count, double eval_s) {
+                                     double metric_sum, int64_t count, double eval_s) {
   const double n = static_cast<double>(std::max<int64_t>(count, 1));
   test_loss_ = loss_sum / n;
-  test_accuracy_ = static_cast<double>(correct) / n;
+  test_accuracy_ = metric_sum / n;
   write(to_json(records::eval{step, rules_.epoch_of(step), "test", *test_loss_, *test_accuracy_,
-                              count, eval_s, elapsed_s(), weights}));
+                              count, eval_s, elapsed_s(), weights, options_.metric}));
 }
 
 void run_tracker::on_applied(int64_t worker_id, int64_t step, int64_t version, int64_t staleness) {
@@ -191,6 +192,7 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
     r.final_train_loss = sum / static_cast<double>(recent_losses_.size());
   }
   r.test_loss = test_loss_;
+  r.metric = options_.metric;
   r.test_accuracy = test_accuracy_;
   r.validation_loss = validation_loss_;
   r.validation_accuracy = validation_accuracy_;

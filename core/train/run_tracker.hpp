@@ -28,6 +28,9 @@ namespace troupe {
 /// What a run's records say beyond the steps: which set evaluations use, and the learning rate.
 struct tracker_options {
   bool validation = false;  ///< evaluations use the validation set (else the test set)
+  /// The evaluations' metric (core/train/loss.hpp metric_name): "accuracy", "mse" or "mae".
+  /// The tracker's and report's *_accuracy figures hold its values.
+  std::string metric = "accuracy";
   std::function<double(int64_t step)> learning_rate;  ///< recorded with each step; may be empty
   /// How big metrics.jsonl may grow before per-step records are summed over windows.
   metrics_budget budget;
@@ -54,12 +57,12 @@ class run_tracker {
 
   /// One worker's evaluation shard. Returns a snapshot once `expected` shards of `step` are in.
   std::optional<progress_update> on_eval_shard(int64_t worker, int64_t step, double loss_sum,
-                                               int64_t correct, int64_t count, double eval_s,
+                                               double metric_sum, int64_t count, double eval_s,
                                                int64_t expected);
   /// A run with a validation set: the test set's one evaluation, of the weights the run kept
   /// (`weights`: "final" or "best", those after `step`).
   void on_test_evaluation(int64_t step, const std::string& weights, double loss_sum,
-                          int64_t correct, int64_t count, double eval_s);
+                          double metric_sum, int64_t count, double eval_s);
   /// The loss and accuracy of the latest complete evaluation (validation or test, as the
   /// options say); nothing before the first.
   std::optional<std::pair<double, double>> latest_evaluation() const;
@@ -98,7 +101,7 @@ class run_tracker {
  private:
   struct eval_round {
     double loss_sum = 0;
-    int64_t correct = 0;
+    double metric_sum = 0;
     int64_t count = 0;
     int64_t shards = 0;
     double max_eval_s = 0;

@@ -7,7 +7,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/grad_mode.h>
-#include <torch/nn/functional/loss.h>
+#include "core/train/loss.hpp"
 
 #include <cmath>
 #include <string>
@@ -89,7 +89,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
     return out;
   }
   auto labels = data_->train.labels.index_select(0, index);
-  auto loss = torch::nn::functional::cross_entropy(out, labels);
+  auto loss = mean_loss(training_.loss, out, labels);
   const double value = loss.item<double>();
   if (!std::isfinite(value))
     throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step_) +
@@ -173,11 +173,9 @@ evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logi
   TORCH_CHECK(logits.size(0) == rows.size(), "test chunk ", chunk, " has ", logits.size(0),
               " rows of logits for ", rows.size(), " labels");
   evaluation_result r;
-  r.loss_sum =
-      torch::nn::functional::cross_entropy(
-          logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-          .item<double>();
-  r.correct = logits.argmax(1).eq(labels).sum().item<int64_t>();
+  const auto sums = summed_loss(training_.loss, logits, labels);
+  r.loss_sum = sums.loss;
+  r.metric_sum = sums.metric;
   r.count = rows.size();
   return r;
 }

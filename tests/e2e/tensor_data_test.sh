@@ -42,7 +42,7 @@ bad() {  # bad FILE PATTERN: FILE as the training set is refused, naming it
 bad wrong_keys.pt 'needs a dict with exactly the keys "x" and "y", got {"labels", "x"}'
 bad rows_differ.pt '"x" has 10 rows and "y" 9'
 bad double_x.pt '"x" is Double; it must be float32 or uint8'
-bad float_y.pt '"y" is Float [10]; class labels must be int64 [N]'
+bad int_y.pt '"y" is Int [10]; it must be int64 [N] class labels (cross_entropy) or float32 [N, ...] targets'
 bad nan.pt '"x" holds non-finite values (first in row 3)'
 bad legacy.pt 'not a readable torch.save file'
 bad random.pt 'not a readable torch.save file'
@@ -50,8 +50,18 @@ bad truncated.pt 'not a readable torch.save file'
 bad short_storage.pt 'tensor x reaches past the bytes stored for it'
 bad missing.pt 'cannot open'
 job "$tmp/train.pt" "$tmp/big_label.pt"
-expect 2 "$tmp/big_label.pt: \"y\" holds the label 12, but the training file has 10 classes" -- \
+expect 2 "$tmp/big_label.pt: \"y\" holds the label 12, but the training data has 10 classes" -- \
   "$troupe" validate "$tmp/job.json"
+job "$tmp/train.pt" "$tmp/float_y.pt"
+expect 2 "$tmp/float_y.pt: \"y\" holds float32 targets (one per row), the training data int64 class labels: they must match" -- \
+  "$troupe" validate "$tmp/job.json"
+# Float targets are for mse, l1 and bce_with_logits; cross_entropy needs class labels.
+job "$tmp/float_y.pt" "$tmp/float_y.pt"
+expect 2 "/training/loss: cross_entropy needs int64 class labels, but $tmp/float_y.pt (\"y\") holds float32 targets (one per row) (use mse, l1 or bce_with_logits" -- \
+  "$troupe" validate "$tmp/job.json" --set training.batch_size=5
+job "$tmp/train.pt" "$tmp/test.pt"
+expect 2 "/training/loss: mse needs float targets, but $tmp/train.pt (\"y\") holds int64 class labels" -- \
+  "$troupe" validate "$tmp/job.json" --set training.loss=mse
 job "$tmp/shape.pt" "$tmp/test.pt"
 expect 2 "$tmp/test.pt: \"x\" rows have shape [1, 28, 28], the training file's ($tmp/shape.pt) [3, 32, 32]: they must match" -- \
   "$troupe" validate "$tmp/job.json"
@@ -59,7 +69,7 @@ job "$tmp/shape.pt" "$tmp/shape.pt"
 expect 2 "/model/type: the built-in mlp takes 28x28 images, the data's rows are [3, 32, 32]" -- \
   "$troupe" validate "$tmp/job.json" --set training.batch_size=5
 job "$tmp/train.pt" "$tmp/test.pt"
-expect 2 "/data/type: tensor files are read in one process for now" -- \
+expect 2 "/data/type: tensor and csv files are read in one process for now" -- \
   "$troupe" validate "$tmp/job.json" --set cluster.nodes=2
 cat >"$tmp/nofiles.json" <<'JSON'
 {"name": "x", "data": {"type": "tensors", "train": "a.pt"}}

@@ -132,7 +132,7 @@ bad truncated.pt 'not a TorchScript archive'
 bad state_dict.pt 'LibTorch cannot read it as a TorchScript module'
 bad double.pt 'parameter 1.weight is Double; troupe trains float32 parameters'
 bad frozen.pt 'parameter 1.bias does not require gradients'
-bad five_outputs.pt 'for one input row of shape [1, 1, 28, 28] the model returns Float [1, 5]; cross_entropy over the data'"'"'s 10 classes needs float32 [1, 10]'
+bad five_outputs.pt 'for one input row of shape [1, 1, 28, 28] the model returns Float [1, 5]; cross_entropy against the data'"'"'s 10 classes needs float32 [1, 10]'
 bad wrong_input.pt 'its forward fails on one input row of shape [1, 1, 28, 28]'
 expect 2 "/parallelism/stages: $tmp/bn_cnn.pt: the module has buffers" -- \
   "$troupe" validate "$tmp/job.json" --set parallelism.stages=2

@@ -1,0 +1,174 @@
+#include "core/data/csv_table.hpp"
+
+#include "core/data/targets.hpp"
+#include "core/errors.hpp"
+
+#include <ATen/ATen.h>
+#include <csv.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <optional>
+
+namespace troupe {
+namespace {
+
+// libcsv calls back from C: the callbacks must not throw, so the first problem is kept here and
+// thrown once parsing returns.
+struct table_reader {
+  std::string path;
+  std::string label;
+  bool class_labels = true;
+  const std::vector<std::string>* expected_header = nullptr;  // the training file's
+
+  std::vector<std::string> header;
+  std::optional<std::size_t> label_column;
+  std::vector<float> features;
+  std::vector<double> targets;
+  std::size_t field = 0;  // within the current row
+  int64_t line = 1;       // of the current row (quoted line breaks aside)
+  std::optional<std::string> problem;
+
+  void fail(std::string message) {
+    if (!problem)
+      problem = fmt::format("{}: line {}: {}", path, line, message);
+  }
+
+  void on_header_field(std::string name) { header.push_back(std::move(name)); }
+
+  void on_header_end() {
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (header[i] == label)
+        label_column = i;
+    if (expected_header != nullptr && header != *expected_header)
+      return fail(fmt::format("the header ({}) differs from the training file's ({})",
+                              fmt::join(header, ","), fmt::join(*expected_header, ",")));
+    if (!label_column)
+      return fail(fmt::format(
+          "no column \"{}\" (data.label) in the header ({}); name the target column there", label,
+          fmt::join(header, ",")));
+    if (header.size() < 2)
+      fail("the header names only the label column: there is no input feature");
+  }
+
+  void on_value_field(const char* text, std::size_t length) {
+    const auto column = field;
+    if (column >= header.size())
+      return;  // counted, and refused, at the row's end
+    const auto& name = header[column];
+    if (length == 0)
+      return fail(fmt::format("column \"{}\" is empty", name));
+    errno = 0;
+    char* end = nullptr;
+    const double value = std::strtod(text, &end);
+    if (end != text + length)
+      return fail(fmt::format("column \"{}\" holds \"{}\", not a number", name,
+                              std::string(text, std::min<std::size_t>(length, 40))));
+    if (!std::isfinite(value) || errno == ERANGE)
+      return fail(fmt::format("column \"{}\" holds {}, not a finite float", name,
+                              std::string(text, std::min<std::size_t>(length, 40))));
+    if (column == *label_column) {
+      if (class_labels && (value != std::floor(value) || value < 0))
+        return fail(fmt::format(
+            "column \"{}\" holds {}: under cross_entropy the label is a class number from 0 (set "
+            "training.loss to mse or l1 for a numeric target)",
+            name, std::string(text, length)));
+      targets.push_back(value);
+    } else {
+      features.push_back(static_cast<float>(value));
+    }
+  }
+
+  void on_field(const char* text, std::size_t length) {
+    if (!problem) {
+      if (line == 1)
+        on_header_field(std::string(text, length));
+      else
+        on_value_field(text, length);
+    }
+    ++field;
+  }
+
+  void on_row_end() {
+    if (!problem && line > 1 && field != header.size())
+      fail(fmt::format("{} fields, the header has {}", field, header.size()));
+    if (!problem && line == 1)
+      on_header_end();
+    field = 0;
+    ++line;
+  }
+};
+
+extern "C" void csv_field_callback(void* text, std::size_t length, void* reader) {
+  static_cast<table_reader*>(reader)->on_field(static_cast<const char*>(text), length);
+}
+extern "C" void csv_row_callback(int, void* reader) {
+  static_cast<table_reader*>(reader)->on_row_end();
+}
+
+void parse_file(table_reader& reader) {
+  std::ifstream in(reader.path, std::ios::binary);
+  if (!in)
+    throw data_error(reader.path + ": cannot be opened");
+  csv_parser parser;
+  if (csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
+    throw std::bad_alloc();
+  const std::unique_ptr<csv_parser, void (*)(csv_parser*)> owned(&parser, csv_free);
+  std::vector<char> chunk(1 << 16);
+  while (!reader.problem && in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (csv_parse(&parser, chunk.data(), n, csv_field_callback, csv_row_callback, &reader) != n)
+      reader.fail(fmt::format("not valid CSV ({})", csv_strerror(csv_error(&parser))));
+  }
+  if (!reader.problem && in.bad())
+    throw data_error(reader.path + ": could not be read");
+  if (!reader.problem && csv_fini(&parser, csv_field_callback, csv_row_callback, &reader) != 0)
+    reader.fail(fmt::format("not valid CSV ({})", csv_strerror(csv_error(&parser))));
+  if (reader.problem)
+    throw data_error(*reader.problem);
+  if (reader.header.empty())
+    throw data_error(reader.path + ": is empty; it needs a header row and rows of numbers");
+  if (reader.targets.empty())
+    throw data_error(reader.path + ": holds a header but no rows");
+}
+
+}  // namespace
+
+csv_split read_csv_split(const std::string& path, const std::string& label, bool class_labels,
+                         const csv_split* train) {
+  table_reader reader;
+  reader.path = path;
+  reader.label = label;
+  reader.class_labels = class_labels;
+  reader.expected_header = train != nullptr ? &train->header : nullptr;
+  parse_file(reader);
+  const auto rows = static_cast<int64_t>(reader.targets.size());
+  const auto columns = static_cast<int64_t>(reader.header.size()) - 1;
+  auto x = at::from_blob(reader.features.data(), {rows, columns}, at::kFloat).clone();
+  auto y = at::from_blob(reader.targets.data(), {rows}, at::kDouble);
+  y = class_labels ? y.to(at::kLong) : y.to(at::kFloat);
+  const auto where = fmt::format("{}: column \"{}\"", path, label);
+  auto targets = checked_targets(where, y, train != nullptr ? train->rows.labels : at::Tensor());
+  return {std::move(reader.header), {std::move(x), std::move(targets)}};
+}
+
+dataset load_csv_files(const std::string& train_path, const std::string& test_path,
+                       const std::string& label, bool class_labels) {
+  const auto train = read_csv_split(train_path, label, class_labels, nullptr);
+  const auto test = read_csv_split(test_path, label, class_labels, &train);
+  dataset data;
+  data.train = train.rows;
+  data.test = test.rows;
+  data.classes = outputs_for(data.train.labels);
+  data.description = fmt::format("csv ({} train, {} test, {} features)", data.train.size(),
+                                 data.test.size(), data.train.images.size(1));
+  return data;
+}
+
+}  // namespace troupe
