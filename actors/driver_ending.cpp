@@ -37,6 +37,9 @@ void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
   if (error.empty())
     add_kept(st, report);
   st.promise.deliver(std::move(report));
+  // A replica waiting for the others' gradients reads no messages: release it first.
+  if (const auto& reduction = st.options.context->reduction)
+    reduction->abort("the run ended");
   for (const auto& w : st.roster->all())
     if (w)
       self->send_exit(w, caf::exit_reason::user_shutdown);

@@ -57,6 +57,8 @@ void ensure_engine(replica_worker_state& st) {
   st.engine =
       std::make_unique<replica_engine>(st.plan->job, st.context->data, st.context->initial_weights,
                                        st.rank, device.is_cuda() ? st.device.get() : nullptr);
+  if (st.context->reduction)
+    st.context->reduction->attach(st.rank, st.engine->gradient());
 }
 
 // The weights as they are now, on the host, owned by the message (the engine goes on).
@@ -113,7 +115,24 @@ void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
     case gradient_meeting::nccl:  // the replicas sum among themselves on their streams
       st.device->all_reduce_sum(st.engine->gradient());
       return apply_own_sum(self, step, seconds_since(st.sent_at));
+    case gradient_meeting::shared:  // the replicas of this process sum among themselves
+      try {
+        st.context->reduction->all_reduce(st.rank);
+      } catch (const barrier_aborted&) {
+        // Another replica failed or the run ended: the driver names the cause and stops this
+        // one; dying here too could reach it first and hide that cause.
+        return;
+      }
+      return apply_own_sum(self, step, seconds_since(st.sent_at));
     case gradient_meeting::ring:
+      if (st.context->host) {  // every node on this host: through shared memory
+        try {
+          st.context->host->all_reduce(st.rank, st.engine->gradient());
+        } catch (const barrier_aborted&) {
+          return;  // as above: the coordinator or the node agent ends this worker
+        }
+        return apply_own_sum(self, step, seconds_since(st.sent_at));
+      }
       if (ring_of(st).start(self, step, st.engine->gradient()))
         apply_own_sum(self, step, seconds_since(st.sent_at));
       return;
@@ -229,8 +248,16 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
   st.context = std::move(context);
   st.rank = rank;
   st.driver = std::move(driver);
-  self->set_exception_handler(
-      [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
+  self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
+    auto error = make_error_from_exception(ep);
+    // The other replicas would wait for this one's gradient for ever.
+    const auto why = "replica " + std::to_string(self->state.rank) + " failed";
+    if (const auto& reduction = self->state.context->reduction)
+      reduction->abort(why);
+    if (const auto& host = self->state.context->host)
+      host->abort(why);
+    return error;
+  });
   auto* trusted = st.context->trusted.get();
   // Every handler first drops messages from nodes that never joined (trusted_nodes.hpp).
   return {

@@ -6,6 +6,7 @@
 #include "actors/run_job.hpp"
 #include "actors/system_config.hpp"
 #include "core/cluster/link_limits.hpp"
+#include "core/collective/host_reduction.hpp"
 #include "core/config/parse_job.hpp"
 
 #include <ATen/Parallel.h>
@@ -79,16 +80,46 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
   return "";
 }
 
+// Sync gradients through shared memory when every node can open one segment (they are on one
+// host, in one /dev/shm): the first node creates it, with a nonce; each other one must open it
+// and find that nonce. True when all did; otherwise every node drops it and the ring is used.
+bool share_memory(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                  const log_function& log) {
+  const auto name = new_segment_name();
+  const auto nonce = new_segment_nonce();
+  std::string error;
+  std::size_t opened = 0;
+  for (; opened < nodes.size() && error.empty(); ++opened)
+    error = ask(self, nodes[opened].agent, 10s, shm_atom_v, name, nonce, opened == 0);
+  const bool all = error.empty();
+  for (std::size_t i = 0; i < opened; ++i)
+    ask(self, nodes[i].agent, 10s, shm_atom_v, caf::close_atom_v, all);
+  if (all)
+    log(
+        fmt::format("all {} node(s) share this host's memory: sync gradients are summed there "
+                    "(cluster.shared_memory)",
+                    nodes.size()));
+  else
+    log(fmt::format("node {} cannot share memory with node {} ({}): the ring runs over the network",
+                    nodes[opened - 1].name, nodes.front().name, error));
+  return all;
+}
+
 // Everything between "all nodes joined" and "the driver may start": every node trusts the
-// others, and ring neighbours are linked. Returns the error text, or "".
+// others, and ring neighbours are linked (or share memory). Returns the error text, or "".
 std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
-                          const std::vector<int64_t>& node_of, bool ring, const log_function& log) {
+                          const std::vector<int64_t>& node_of, const run_plan& plan,
+                          const log_function& log) {
   for (const auto& a : nodes)
     for (const auto& b : nodes)
       if (a.agent.node() != b.agent.node())
         if (auto err = ask(self, a.agent, 10s, trust_atom_v, b.agent.node()); !err.empty())
           return "node " + a.name + " did not take the roster: " + err;
-  return ring ? link_ring(self, nodes, node_of, log) : "";
+  if (plan.gradients != gradient_meeting::ring)
+    return "";
+  if (plan.job.cluster.shared_memory && share_memory(self, nodes, log))
+    return "";
+  return link_ring(self, nodes, node_of, log);
 }
 
 // Nodes exit when told the run is over. Waiting for their answers (all at once, for at most a
@@ -211,7 +242,7 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
             [](const joined_node& a, const joined_node& b) { return a.name < b.name; });
   const auto node_of = place_replicas(job.parallelism.replicas, job.cluster.nodes);
   if (error.empty())
-    error = prepare_nodes(self, *roster, node_of, plan.gradients == gradient_meeting::ring, log);
+    error = prepare_nodes(self, *roster, node_of, plan, log);
   if (error.empty())
     log(fmt::format("placed {} replica(s) on {} node(s); training", job.parallelism.replicas,
                     roster->size()));

@@ -49,6 +49,9 @@ void stop(agent_actor* self, const std::string& error) {
   auto& st = self->state;
   if (!error.empty() && st.outcome->error.empty())
     st.outcome->error = error;
+  // A replica waiting in the shared-memory reduction reads no messages: release it first.
+  if (st.context && st.context->host)
+    st.context->host->abort("node " + st.node_name + " stopped");
   for (const auto& w : st.workers)
     self->send_exit(w, caf::exit_reason::user_shutdown);
   self->quit();
@@ -142,6 +145,43 @@ caf::response_promise connect_peer(agent_actor* self, const std::string& host, u
   return promise;
 }
 
+// The coordinator's offer to sum through shared memory: create or open the segment, and keep
+// it in the context the replicas will be started with. An error means this node cannot (another
+// host): the coordinator then links the ring over the network.
+caf::result<caf::ok_atom> open_segment(agent_actor* self, const std::string& name, uint64_t nonce,
+                                       bool create) {
+  auto& st = self->state;
+  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
+    return caf::make_error(caf::sec::invalid_argument, "no shared memory before the job");
+  const auto& plan = *st.context->plan;
+  const host_segment_spec spec{name, plan.job.parallelism.replicas, plan.model.flat_size(), nonce};
+  try {
+    auto context = std::make_shared<worker_context>(*st.context);
+    context->host = create ? host_reduction::create(spec) : host_reduction::open(spec);
+    context->host->set_spin(barrier_spin(plan));
+    st.context = std::move(context);
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, e.what());
+  }
+  return caf::ok_atom_v;
+}
+
+// Every node has the segment open (keep: its name can go), or not all could (drop it).
+caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep) {
+  auto& st = self->state;
+  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
+    return caf::make_error(caf::sec::invalid_argument, "no shared memory before the job");
+  if (!st.context->host)
+    return caf::ok_atom_v;
+  st.context->host->unlink();
+  if (!keep) {
+    auto context = std::make_shared<worker_context>(*st.context);
+    context->host.reset();
+    st.context = std::move(context);
+  }
+  return caf::ok_atom_v;
+}
+
 caf::result<caf::actor> start_replica(agent_actor* self, int64_t rank, const caf::actor& driver) {
   auto& st = self->state;
   if (!st.context || rank < 0 || rank >= st.context->plan->job.parallelism.replicas)
@@ -199,6 +239,10 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
           return caf::sec::invalid_argument;
         return start_replica(self, rank, driver);
       },
+      [self](shm_atom, const std::string& name, uint64_t nonce, bool create) {
+        return open_segment(self, name, nonce, create);
+      },
+      [self](shm_atom, caf::close_atom, bool keep) { return settle_segment(self, keep); },
       [self](done_atom, const std::string& status) { return run_over(self, status); },
   };
 }

@@ -1,22 +1,26 @@
-// All-reduce between processes on loopback: troupe's ring (actors/ring_exchange.hpp over CAF's
-// middleman, the path sync training takes across nodes) on float32 buffers.
+// All-reduce between processes on one host: troupe's ring (actors/ring_exchange.hpp over CAF's
+// middleman on loopback, the path sync training takes between hosts) or its shared-memory
+// segment (core/collective/host_reduction.hpp, the path node processes on one host take), on
+// float32 buffers.
 //
 //   allreduce_bench --ranks 3 [--sizes-mb 1,16,128] [--iters 10] [--warmup 2] [--bucket-mb 1]
-//                   [--window 8] [--tls]
+//                   [--window 8] [--tls] [--transport ring|shm]
 //
-// Forks `ranks` processes (before any actor system or LibTorch thread exists). Each publishes a
-// ring member on 127.0.0.1 through actors/guarded_links (as troupe's nodes do: with --tls over
-// mutual TLS, with certificates of a CA made for this run), connects to its successor's, and
-// then, per size: a barrier (an
-// all-reduce of one element), then one timed all-reduce; warm-up rounds first. Every rank
-// checks the sum of the first round. Prints one JSON object: per size the median time of rank
-// 0, the algorithm bandwidth bytes / time and the bus bandwidth 2(N - 1)/N x bytes / time
-// (what each link carries, comparable across N), in GB/s (1e9 bytes).
+// Forks `ranks` processes (before any actor system or LibTorch thread exists). Ring: each
+// publishes a ring member on 127.0.0.1 through actors/guarded_links (as troupe's nodes do: with
+// --tls over mutual TLS, with certificates of a CA made for this run) and connects to its
+// successor's. Shm: this process creates one segment per size (and one for the barrier), each
+// rank opens them. Then, per size: a barrier (an all-reduce of one element), then one timed
+// all-reduce; warm-up rounds first. Every rank checks the sum of the first round. Prints one
+// JSON object: per size the median time of rank 0, the algorithm bandwidth bytes / time and the
+// bus bandwidth 2(N - 1)/N x bytes / time (what each link carries, comparable across N), in
+// GB/s (1e9 bytes).
 #include "actors/guarded_links.hpp"
 #include "actors/ring_exchange.hpp"
 #include "actors/system_config.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/link_limits.hpp"
+#include "core/collective/host_reduction.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -36,6 +40,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace troupe;
@@ -211,6 +216,69 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   ::_exit(0);
 }
 
+// The timings of rank `rank` over shared memory (the path node processes on one host take):
+// per size, a one-element all-reduce as the barrier, then the timed one, as over the ring.
+[[noreturn]] void shm_rank(int64_t rank, const std::vector<host_segment_spec>& segments,
+                           const host_segment_spec& barrier_spec,
+                           const std::vector<double>& sizes_mb, int iters, int warmup,
+                           int to_parent, int from_parent) {
+  int code = 1;
+  try {
+    at::set_num_threads(1);
+    const auto ranks = barrier_spec.ranks;
+    auto barrier = host_reduction::open(barrier_spec);
+    // Every rank has its own core on the machines this runs on; a spin beyond that is wasted.
+    const auto spin = ranks <= static_cast<int64_t>(std::thread::hardware_concurrency())
+                          ? std::chrono::microseconds{200}
+                          : std::chrono::microseconds{0};
+    barrier->set_spin(spin);
+    nlohmann::json report = {
+        {"ranks", ranks}, {"transport", "shm"}, {"results", nlohmann::json::array()}};
+    auto one = at::zeros({1});
+    for (std::size_t k = 0; k < sizes_mb.size(); ++k) {
+      auto segment = host_reduction::open(segments[k]);
+      segment->set_spin(spin);
+      auto buffer = at::empty({segments[k].numel});
+      std::vector<double> times;
+      for (int i = 0; i < warmup + iters; ++i) {
+        buffer.fill_(static_cast<float>(rank + 1));
+        barrier->all_reduce(rank, one);
+        const auto start = std::chrono::steady_clock::now();
+        segment->all_reduce(rank, buffer);
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (i == 0) {
+          const float want = static_cast<float>(ranks * (ranks + 1) / 2);
+          if (!at::all(buffer == want).item<bool>())
+            throw std::runtime_error("wrong sum at " + std::to_string(sizes_mb[k]) + " MB");
+        }
+        if (i >= warmup)
+          times.push_back(s);
+      }
+      std::sort(times.begin(), times.end());
+      const double median = times[times.size() / 2];
+      const double bytes = static_cast<double>(segments[k].numel) * 4;
+      report["results"].push_back(
+          {{"size_mb", sizes_mb[k]},
+           {"median_s", median},
+           {"times_s", times},
+           {"algbw_gbs", bytes / median / 1e9},
+           {"busbw_gbs", 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * bytes /
+                             median / 1e9}});
+    }
+    write_line(to_parent, "0");  // no port: nothing to connect
+    read_line(from_parent);
+    write_line(to_parent, "connected");
+    write_line(to_parent, report.dump());
+    read_line(from_parent);
+    code = 0;
+  } catch (const std::exception& e) {
+    std::cerr << "rank " << rank << ": " << e.what() << "\n";
+  }
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,8 +296,29 @@ int main(int argc, char** argv) {
   app.add_option("--bucket-mb", bucket_mb)->check(CLI::PositiveNumber);
   bool tls = false;
   app.add_flag("--tls", tls, "Mutual TLS between the ranks (a CA made for this run)");
+  std::string transport = "ring";
+  app.add_option("--transport", transport,
+                 "ring: CAF actors over loopback TCP (between hosts); shm: a shared-memory "
+                 "segment (node processes on one host)")
+      ->check(CLI::IsMember({"ring", "shm"}));
   CLI11_PARSE(app, argc, argv);
+  if (tls && transport == "shm") {
+    std::cerr << "allreduce_bench: --tls applies to --transport ring only\n";
+    return 2;
+  }
   const auto tls_dir = tls ? make_certificates(ranks) : std::string();
+  // shm: the segments are made here, before the ranks exist, and removed when this exits.
+  std::vector<std::unique_ptr<host_reduction>> made;
+  std::vector<host_segment_spec> segments;
+  host_segment_spec barrier_spec{new_segment_name(), ranks, 1, new_segment_nonce()};
+  if (transport == "shm") {
+    made.push_back(host_reduction::create(barrier_spec));
+    for (double mb : sizes_mb) {
+      segments.push_back({new_segment_name(), ranks, static_cast<int64_t>(mb * (1 << 20) / 4),
+                          new_segment_nonce()});
+      made.push_back(host_reduction::create(segments.back()));
+    }
+  }
 
   std::vector<pid_t> children;
   std::vector<int> from_child, to_child;
@@ -243,6 +332,8 @@ int main(int argc, char** argv) {
       ::close(down[1]);
       int code = 0;
       try {
+        if (transport == "shm")
+          shm_rank(r, segments, barrier_spec, sizes_mb, iters, warmup, up[1], down[0]);
         run_rank(r, ranks, sizes_mb, iters, warmup, bucket_mb, window, tls_dir, up[1], down[0]);
       } catch (const std::exception& e) {
         std::cerr << "rank " << r << ": " << e.what() << "\n";

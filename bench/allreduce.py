@@ -1,18 +1,26 @@
-"""Runs troupe's ring all-reduce and PyTorch's gloo all_reduce side by side and reports ratios.
+"""Runs troupe's all-reduce between processes and PyTorch's gloo all_reduce side by side and
+reports ratios.
 
   /usr/bin/python3 bench/allreduce.py [--build build] [--ranks 2,3,4] [--sizes-mb 1,16,128]
                                       [--iters 10] [--warmup 2] [--bucket-mb 1] [--window 8]
-                                      [--tls]
+                                      [--tls] [--repeats 1]
 
-For each number of processes it runs bench/allreduce.cpp (troupe: CAF actors, the ring of
-actors/ring_exchange.hpp) and bench/allreduce_gloo.py (reference) one after the other on
-loopback. Prints JSON: per (ranks, size) the bus bandwidth of each, 2(N - 1)/N x bytes / time
-in GB/s, and troupe / gloo (target >= 1.0 at 16 and 128 MB). --tls: troupe's processes talk
-over mutual TLS (gloo's never do); bench/tls_cost.py compares troupe with and without it.
+For each number of processes it runs, one after the other on this host, bench/allreduce.cpp
+twice and bench/allreduce_gloo.py (the reference):
+  troupe_shm   the shared-memory segment that node processes on one host sum through
+               (core/collective/host_reduction.hpp; what `troupe run --local-nodes` uses)
+  troupe_ring  the ring of actors/ring_exchange.hpp over CAF on loopback TCP (what nodes on
+               different hosts use; --tls: over mutual TLS, which gloo never uses)
+  gloo         torch.distributed with the gloo backend on loopback TCP
+--repeats R alternates the three R times and keeps each figure's median. Prints JSON: per
+(ranks, size) the bus bandwidth of each, 2(N - 1)/N x bytes / time in GB/s, and their ratios to
+gloo's; troupe_over_gloo is troupe's on this host (shm; target >= 1.0 at 16 and 128 MB, and
+above 1 at 1 MB), ring_over_gloo the network path's.
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -21,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def run(cmd):
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, timeout=600).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return {r["size_mb"]: r for r in json.loads(out.strip().splitlines()[-1])["results"]}
 
 
 def main():
@@ -33,29 +41,46 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--bucket-mb", type=float, default=1)
     p.add_argument("--window", type=int, default=8)
-    p.add_argument("--tls", action="store_true", help="troupe's ranks use mutual TLS")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--tls", action="store_true", help="troupe's ring uses mutual TLS")
     args = p.parse_args()
     common = ["--sizes-mb", args.sizes_mb, "--iters", str(args.iters), "--warmup",
               str(args.warmup)]
+    exe = os.path.join(args.build, "bench", "allreduce_bench")
     rows = []
     for ranks in [int(x) for x in args.ranks.split(",")]:
-        troupe = run([os.path.join(args.build, "bench", "allreduce_bench"), "--ranks", str(ranks),
-                      "--bucket-mb", str(args.bucket_mb), "--window", str(args.window)] + common
-                     + (["--tls"] if args.tls else []))
-        gloo = run([sys.executable, os.path.join(HERE, "allreduce_gloo.py"), "--ranks",
-                    str(ranks)] + common)
-        for t, g in zip(troupe["results"], gloo["results"]):
-            row = {"ranks": ranks, "size_mb": t["size_mb"],
-                   "troupe_busbw_gbs": round(t["busbw_gbs"], 3),
-                   "gloo_busbw_gbs": round(g["busbw_gbs"], 3),
-                   "troupe_median_ms": round(t["median_s"] * 1e3, 2),
-                   "gloo_median_ms": round(g["median_s"] * 1e3, 2),
-                   "ratio": round(t["busbw_gbs"] / g["busbw_gbs"], 3)}
+        commands = {
+            "troupe_shm": [exe, "--ranks", str(ranks), "--transport", "shm"] + common,
+            "troupe_ring": [exe, "--ranks", str(ranks), "--transport", "ring", "--bucket-mb",
+                            str(args.bucket_mb), "--window", str(args.window)] + common
+            + (["--tls"] if args.tls else []),
+            "gloo": [sys.executable, os.path.join(HERE, "allreduce_gloo.py"), "--ranks",
+                     str(ranks)] + common,
+        }
+        results = {name: [] for name in commands}
+        for _ in range(args.repeats):
+            for name, cmd in commands.items():
+                results[name].append(run(cmd))
+        for size in results["gloo"][0]:
+            busbw = {name: statistics.median(r[size]["busbw_gbs"] for r in runs)
+                     for name, runs in results.items()}
+            median_ms = {name: statistics.median(r[size]["median_s"] for r in runs) * 1e3
+                         for name, runs in results.items()}
+            row = {"ranks": ranks, "size_mb": size}
+            for name in commands:
+                row[f"{name}_busbw_gbs"] = round(busbw[name], 3)
+            for name in commands:
+                row[f"{name}_median_ms"] = round(median_ms[name], 2)
+            row["troupe_over_gloo"] = round(busbw["troupe_shm"] / busbw["gloo"], 3)
+            row["ring_over_gloo"] = round(busbw["troupe_ring"] / busbw["gloo"], 3)
             rows.append(row)
-            print(f"{ranks} procs {t['size_mb']:g} MB: troupe {row['troupe_busbw_gbs']} GB/s, "
-                  f"gloo {row['gloo_busbw_gbs']} GB/s, ratio {row['ratio']}", file=sys.stderr)
+            print(f"{ranks} procs {size:g} MB: shm {row['troupe_shm_busbw_gbs']} GB/s, ring "
+                  f"{row['troupe_ring_busbw_gbs']} GB/s, gloo {row['gloo_busbw_gbs']} GB/s; "
+                  f"troupe/gloo {row['troupe_over_gloo']}", file=sys.stderr)
+    met = all(r["troupe_over_gloo"] >= 1.0 for r in rows if r["size_mb"] >= 16) and all(
+        r["troupe_over_gloo"] > 1.0 for r in rows if r["size_mb"] <= 1)
     print(json.dumps({"bucket_mb": args.bucket_mb, "window": args.window, "tls": args.tls,
-                      "results": rows},
+                      "repeats": args.repeats, "results": rows, "target_met": met},
                      indent=1))
 
 

@@ -13,6 +13,12 @@
 //   (connect_atom, host, port, name) -> ok  open a direct connection to peer `name`'s agent, so
 //                                           that ring traffic does not relay through the hub
 //                                           (with TLS its certificate must name `name`)
+//   (shm_atom, name, nonce, create) -> ok   create (or open, and find `nonce` in) the shared-
+//                                           memory segment `name` through which this node's
+//                                           replicas will sum sync gradients; an error where
+//                                           it cannot (another host): the ring is used instead
+//   (shm_atom, close_atom, keep) -> ok      every node has it: remove its name (keep: true),
+//                                           or not all could: drop it (keep: false)
 //   (spawn_atom, rank, coordinator) -> actor   start replica `rank` here
 //   (done_atom, status)                     the run is over: the node exits
 // the ring (replica -> its successor): (ring_atom, ring_meta, chunk)

@@ -185,6 +185,10 @@ struct cluster_config {
   double node_timeout_s = 5;
   /// Gradients cross processes in ring all-reduce buckets of at most this many MiB.
   double bucket_mb = 1;
+  /// When every node process is on one host (they can open one shared-memory segment), sync
+  /// gradients are summed through shared memory (core/collective/host_reduction) instead of the
+  /// ring over the network. false keeps every exchange on the network.
+  bool shared_memory = true;
   /// No step completed for this long ends the run, naming the silent workers
   /// (core/policy/step_watch.hpp); 0: derived from the run's own step times.
   double step_timeout_s = 0;

@@ -155,7 +155,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
                       {"join_timeout_s", job.cluster.join_timeout_s},
                       {"node_timeout_s", job.cluster.node_timeout_s},
                       {"bucket_mb", job.cluster.bucket_mb},
-                      {"step_timeout_s", job.cluster.step_timeout_s}};
+                      {"step_timeout_s", job.cluster.step_timeout_s},
+                      {"shared_memory", job.cluster.shared_memory}};
   else if (job.cluster.step_timeout_s > 0)  // the watch also applies in one process
     out["cluster"] = {{"step_timeout_s", job.cluster.step_timeout_s}};
   if (job.device.size() == 1) {

@@ -29,7 +29,9 @@ void read_cluster(object_reader r, cluster_config& c) {
   r.number("node_timeout_s", c.node_timeout_s, 0.1, false, 3600, false);
   r.number("bucket_mb", c.bucket_mb, 0, true, 1024, false);
   r.number("step_timeout_s", c.step_timeout_s, 0, false, 7 * 24 * 3600, false);
-  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "step_timeout_s"});
+  r.boolean("shared_memory", c.shared_memory);
+  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "step_timeout_s",
+            "shared_memory"});
 }
 
 void read_checkpoint(object_reader r, checkpoint_config& c) {

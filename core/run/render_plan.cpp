@@ -119,6 +119,9 @@ const char* meeting_text(gradient_meeting g) {
       return "summed among the replicas in a ring all-reduce";
     case gradient_meeting::nccl:
       return "summed among the replicas by NCCL all-reduce";
+    case gradient_meeting::shared:
+      return "summed among the replicas in shared memory, each a slice of every gradient, in "
+             "rank order";
   }
   return "?";
 }

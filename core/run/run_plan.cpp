@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -65,7 +66,12 @@ gradient_meeting meeting_of(const run_plan& p) {
     return gradient_meeting::local;
   if (p.devices.gpu_each)
     return gradient_meeting::nccl;
-  return p.job.cluster.enabled() ? gradient_meeting::ring : gradient_meeting::driver;
+  if (p.job.cluster.enabled())
+    return gradient_meeting::ring;
+  // GPU replicas sharing a device sum there, through the driver; CPU replicas among themselves.
+  const bool gpu = std::any_of(p.devices.workers.begin(), p.devices.workers.end(),
+                               [](const device_spec& d) { return d.is_cuda(); });
+  return gpu ? gradient_meeting::driver : gradient_meeting::shared;
 }
 
 // sync: each worker hands its gradient over and gets the combined one back, float32 over every
@@ -263,6 +269,8 @@ const char* to_string(gradient_meeting x) {
       return "ring";
     case gradient_meeting::nccl:
       return "nccl";
+    case gradient_meeting::shared:
+      return "shared";
   }
   return "?";
 }

@@ -39,6 +39,8 @@ enum class gradient_meeting {
   driver,  ///< every worker sends its gradient to the run driver, which sums them in rank order
   ring,    ///< across processes: the replicas sum among themselves in a ring all-reduce
   nccl,    ///< a GPU each: the replicas sum among themselves with NCCL all-reduce
+  shared,  ///< CPU replicas of one process: each sums a slice of all the gradients in shared
+           ///< memory (core/collective/replica_reduction), the driver only counts
 };
 
 const char* to_string(run_mode x);

@@ -58,11 +58,13 @@ caf::behavior fake_replica(caf::event_based_actor* self, run_driver_actor driver
   };
 }
 
-/// Runs the plan of `job` (2 replicas, sync, gradients meeting at the driver) with fakes.
+/// Runs the plan of `job` (2 replicas, sync) with fakes, their gradients meeting at the driver
+/// (where real CPU replicas of one process would sum them among themselves).
 run_report run_with_fakes(const job_config& job, fake_script script) {
   auto data = test::small_data(job);
   auto plan = make_run_plan(job, facts_of(*data));
-  REQUIRE(plan.gradients == gradient_meeting::driver);
+  REQUIRE(plan.gradients == gradient_meeting::shared);
+  plan.gradients = gradient_meeting::driver;
   const auto parameters = plan.model.parameters;
   driver_options options;
   options.context = make_worker_context(std::move(plan), std::move(data));

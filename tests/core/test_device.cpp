@@ -144,7 +144,7 @@ TEST_SUITE("device") {
       return make_run_plan(parsed, describe_data(parsed.data), where).gradients;
     };
     CHECK(meeting(replicas_job(1, "cpu"), cpu_build) == gradient_meeting::local);
-    CHECK(meeting(replicas_job(3, "cpu"), cpu_build) == gradient_meeting::driver);
+    CHECK(meeting(replicas_job(3, "cpu"), cpu_build) == gradient_meeting::shared);
     CHECK(meeting(replicas_job(4, "cuda:1"), two_gpus) == gradient_meeting::driver);
     CHECK(meeting(replicas_job(2, "cuda"), two_gpus) == gradient_meeting::nccl);
     auto across = replicas_job(2, "cpu");
@@ -154,6 +154,10 @@ TEST_SUITE("device") {
     pipeline["parallelism"]["stages"] = 2;
     CHECK(meeting(pipeline, cpu_build) == gradient_meeting::driver);
     CHECK(render_plan(make_run_plan(parse_job(replicas_job(3, "cpu")), describe_data({})))
+              .find("gradients of sync steps: summed among the replicas in shared memory") !=
+          std::string::npos);
+    CHECK(render_plan(
+              make_run_plan(parse_job(replicas_job(4, "cuda:1")), describe_data({}), two_gpus))
               .find("gradients of sync steps: summed by the run driver in rank order") !=
           std::string::npos);
   }

@@ -512,9 +512,16 @@ TEST_SUITE("job_config") {
     CHECK(job.cluster.join_timeout_s == 5);
     CHECK(job.cluster.node_timeout_s == 5);
     CHECK(job.cluster.bucket_mb == 0.5);
+    CHECK(job.cluster.shared_memory);
     const auto again = parse_job(json::parse(to_json(job).dump()));
     CHECK(again.cluster.nodes == 2);
     CHECK(again.cluster.bucket_mb == 0.5);
+    auto network_only = ok;
+    network_only["cluster"]["shared_memory"] = false;
+    CHECK_FALSE(
+        parse_job(json::parse(to_json(parse_job(network_only)).dump())).cluster.shared_memory);
+    check_one_problem({{"cluster", {{"nodes", 2}, {"shared_memory", 1}}}},
+                      {"/cluster/shared_memory"});
     CHECK_FALSE(parse_job(json::object()).cluster.enabled());
     CHECK_FALSE(to_json(parse_job(json::object())).contains("cluster"));
     check_one_problem({{"cluster", {{"nodes", 0}}}}, {"/cluster/nodes", "got 0"});

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of runs across processes: real `troupe coordinator` and `troupe node`
-# processes on 127.0.0.1 with free ports. Sync with 2 and 3 nodes must give the in-process
-# run's weights (<= 1e-6); async and local_sgd finish; wrong, missing and old-version nodes and
+# processes on 127.0.0.1 with free ports. Sync with 2 and 3 nodes, through shared memory and
+# over the network's ring, must give the in-process run's weights (<= 1e-6); async and local_sgd finish; wrong, missing and old-version nodes and
 # garbage bytes on the port are refused without disturbing the run; a killed node, a hung one
 # and a step that never completes end the run with a message naming them; nodes that do not
 # come, bad addresses and a token-less public listener are refused. Every process is bounded by
@@ -125,7 +125,7 @@ echo "s3cret-token" >"$tmp/token"
   fail "in-process reference run"
 port=$(free_port)
 start coord2 "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
-  --token-file "$tmp/token" --out "$tmp/dist2" --quiet
+  --set cluster.shared_memory=false --token-file "$tmp/token" --out "$tmp/dist2" --quiet
 coord=$last_pid
 start node_a "$troupe" node --join "127.0.0.1:$port" --name a --threads 1 --token-file "$tmp/token"
 node_a=$last_pid
@@ -143,12 +143,24 @@ same_weights "sync 2 nodes" "$tmp/local2" "$tmp/dist2"
 # --- sync, 3 local nodes; local_sgd and async across 2 ---------------------------------------
 "$troupe" run "$tmp/local.json" --set parallelism.replicas=3 \
   --out "$tmp/local3" --quiet >/dev/null 2>&1 || fail "in-process reference run, 3 replicas"
+shm_before=$(ls /dev/shm | grep '^troupe-' | sort)
 start local3 "$troupe" run "$tmp/job.json" --set parallelism.replicas=3 --local-nodes 3 \
   --out "$tmp/dist3" --quiet
 finish $last_pid 90
 check "sync --local-nodes 3" $status 0 "$tmp/local3.log" "succeeded"
-same_weights "sync 3 nodes" "$tmp/local3" "$tmp/dist3"
+grep -qF "all 3 node(s) share this host's memory" "$tmp/local3.log" && pass ||
+  fail "sync --local-nodes 3 did not sum through shared memory"
+same_weights "sync 3 nodes, shared memory" "$tmp/local3" "$tmp/dist3"
 [ -f "$tmp/dist3/nodes/local-2.log" ] && pass || fail "no log of local node 2"
+left=$(comm -13 <(echo "$shm_before") <(ls /dev/shm | grep '^troupe-' | sort))
+[ -z "$left" ] && pass || fail "shared-memory segments left in /dev/shm: $left"
+start ring3 "$troupe" run "$tmp/job.json" --set parallelism.replicas=3 --local-nodes 3 \
+  --set cluster.shared_memory=false --out "$tmp/dist3_ring" --quiet
+finish $last_pid 90
+check "sync --local-nodes 3 over the network" $status 0 "$tmp/ring3.log" "succeeded"
+grep -qF "share this host's memory" "$tmp/ring3.log" &&
+  fail "cluster.shared_memory=false still shared memory" || pass
+same_weights "sync 3 nodes, ring" "$tmp/local3" "$tmp/dist3_ring"
 
 "$troupe" run "$tmp/local.json" --set parallelism.policy=local_sgd \
   --set parallelism.period=4 --out "$tmp/local_lsgd" --quiet >/dev/null 2>&1 ||

@@ -1,0 +1,141 @@
+// The reduction through a shared-memory segment between processes of one host: ranks that
+// each map the segment themselves (threads standing in for processes: every rank has its own
+// mapping, as a process would), a real child process that dies while the others wait, and
+// segments that are not the run's.
+#include "core/collective/host_reduction.hpp"
+#include "core/collective/sum_in_order.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+host_segment_spec spec_of(int64_t ranks, int64_t numel) {
+  return {new_segment_name(), ranks, numel, new_segment_nonce()};
+}
+
+bool name_exists(const std::string& name) {
+  return std::filesystem::exists("/dev/shm" + name);
+}
+
+}  // namespace
+
+TEST_SUITE("collective") {
+  TEST_CASE("ranks with their own mappings of a segment get sum_in_order's bits, step by step") {
+    for (int64_t n : {1, 2, 3, 4})
+      for (int64_t numel : {1, 17, 4099}) {
+        const auto spec = spec_of(n, numel);
+        std::vector<std::unique_ptr<host_reduction>> ranks;
+        ranks.push_back(host_reduction::create(spec));
+        for (int64_t r = 1; r < n; ++r)
+          ranks.push_back(host_reduction::open(spec));
+        ranks.front()->unlink();  // every rank has it open: the name may go
+        CHECK(!name_exists(spec.name));
+        constexpr int64_t steps = 10;
+        std::vector<std::vector<at::Tensor>> inputs(steps), results(steps);
+        for (int64_t s = 0; s < steps; ++s)
+          for (int64_t r = 0; r < n; ++r) {
+            inputs[s].push_back(at::randn({numel}));
+            results[s].push_back(at::Tensor());
+          }
+        std::vector<std::thread> threads;
+        for (int64_t r = 0; r < n; ++r)
+          threads.emplace_back([&, r] {
+            ranks[r]->set_spin(n <= 2 ? 100us : 0us);
+            for (int64_t s = 0; s < steps; ++s) {
+              auto buffer = inputs[s][r].clone();
+              ranks[r]->all_reduce(r, buffer);
+              results[s][r] = buffer;
+            }
+          });
+        for (auto& t : threads)
+          t.join();
+        for (int64_t s = 0; s < steps; ++s)
+          for (int64_t r = 0; r < n; ++r)
+            REQUIRE(at::equal(results[s][r], sum_in_order(inputs[s])));
+      }
+  }
+
+  TEST_CASE("a segment that is not there, or not this run's, is refused, naming it") {
+    const auto spec = spec_of(2, 100);
+    CHECK_THROWS_WITH_AS(host_reduction::open(spec), doctest::Contains(spec.name.c_str()),
+                         std::runtime_error);
+    auto made = host_reduction::create(spec);
+    CHECK(name_exists(spec.name));
+    CHECK_THROWS_AS(host_reduction::create(spec), std::runtime_error);  // exists already
+    auto other_nonce = spec;
+    other_nonce.nonce ^= 1;
+    CHECK_THROWS_WITH_AS(host_reduction::open(other_nonce),
+                         doctest::Contains("not the one this run made"), std::runtime_error);
+    auto other_size = spec;
+    other_size.numel = 101;
+    CHECK_THROWS_AS(host_reduction::open(other_size), std::runtime_error);
+    CHECK_THROWS_AS(host_reduction::create({"no-slash", 2, 10, 1}), std::invalid_argument);
+    auto opened = host_reduction::open(spec);
+    CHECK_THROWS_AS(opened->all_reduce(2, at::zeros({100})), std::invalid_argument);
+    CHECK_THROWS_AS(opened->all_reduce(1, at::zeros({99})), std::invalid_argument);
+    made.reset();  // the creator removes the name
+    CHECK(!name_exists(spec.name));
+  }
+
+  TEST_CASE("an abort in one process releases the ranks waiting in another") {
+    const auto spec = spec_of(3, 64);
+    auto a = host_reduction::create(spec);
+    auto b = host_reduction::open(spec);
+    auto c = host_reduction::open(spec);
+    std::atomic<int> released{0};
+    std::string reason;
+    std::thread waiter([&] {
+      try {
+        a->all_reduce(0, at::ones({64}));
+      } catch (const barrier_aborted& e) {
+        reason = e.what();
+        ++released;
+      }
+    });
+    std::this_thread::sleep_for(30ms);
+    b->abort("replica 1 failed");  // through the segment: `a` is another mapping
+    waiter.join();
+    CHECK(released.load() == 1);
+    CHECK(reason == "another process gave up the shared-memory reduction");
+    CHECK_THROWS_WITH_AS(b->all_reduce(1, at::ones({64})), "replica 1 failed", barrier_aborted);
+    CHECK_THROWS_AS(c->all_reduce(2, at::ones({64})), barrier_aborted);
+  }
+
+  TEST_CASE("a rank whose process died does not keep the others waiting") {
+    const auto spec = spec_of(2, 64);
+    auto mine = host_reduction::create(spec);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // Rank 1 arrives at the first barrier and waits there until it is killed.
+      try {
+        auto theirs = host_reduction::open(spec);
+        auto buffer = at::ones({64});
+        theirs->all_reduce(1, buffer);
+      } catch (...) {
+      }
+      ::_exit(0);
+    }
+    std::this_thread::sleep_for(200ms);  // the child is waiting, its pid recorded
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(mine->all_reduce(0, at::ones({64})), doctest::Contains("is gone"),
+                         barrier_aborted);
+    CHECK(std::chrono::steady_clock::now() - start < 5s);
+  }
+}
