@@ -51,8 +51,11 @@ std::string describe_stall(driver_pointer self, const step_stall& stall) {
     text += (i > 0 ? ", " : "") + st.roster->describe(stall.behind[i]);
   text += stall.behind_step >= 0 ? ", last heard of at step " + std::to_string(stall.behind_step)
                                  : ", not heard of since the start";
-  if (st.plan->gradients == gradient_meeting::ring &&
-      static_cast<int64_t>(stall.behind.size()) == st.roster->size())
+  const bool all_behind = static_cast<int64_t>(stall.behind.size()) == st.roster->size();
+  if (st.plan->gradients == gradient_meeting::ring && all_behind && st.options.host_memory)
+    text += "; they wait on each other in the shared-memory sum of this host's nodes, so one of "
+            "them holds it up";
+  else if (st.plan->gradients == gradient_meeting::ring && all_behind)
     text += "; they wait on each other in the ring all-reduce, so one of its links holds it up: " +
             ring_links(*st.roster);
   return text;

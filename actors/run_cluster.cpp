@@ -106,10 +106,11 @@ bool share_memory(caf::scoped_actor& self, const std::vector<joined_node>& nodes
 }
 
 // Everything between "all nodes joined" and "the driver may start": every node trusts the
-// others, and ring neighbours are linked (or share memory). Returns the error text, or "".
+// others, and ring neighbours are linked or (`shared` set) all share memory. Returns the error
+// text, or "".
 std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                           const std::vector<int64_t>& node_of, const run_plan& plan,
-                          const log_function& log) {
+                          const log_function& log, bool& shared) {
   for (const auto& a : nodes)
     for (const auto& b : nodes)
       if (a.agent.node() != b.agent.node())
@@ -117,7 +118,8 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
           return "node " + a.name + " did not take the roster: " + err;
   if (plan.gradients != gradient_meeting::ring)
     return "";
-  if (plan.job.cluster.shared_memory && share_memory(self, nodes, log))
+  shared = plan.job.cluster.shared_memory && share_memory(self, nodes, log);
+  if (shared)
     return "";
   return link_ring(self, nodes, node_of, log);
 }
@@ -173,8 +175,9 @@ run_report failed_report(const run_plan& plan, const std::string& error) {
 run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, dataset_ptr data,
                           const run_options& options, std::shared_ptr<trusted_nodes> trusted,
                           const std::vector<joined_node>& nodes,
-                          const std::vector<int64_t>& node_of) {
+                          const std::vector<int64_t>& node_of, bool host_memory) {
   driver_options d;
+  d.host_memory = host_memory;
   d.context = make_worker_context(plan, std::move(data), std::move(trusted));
   d.run = options;
   for (auto n : node_of) {
@@ -241,13 +244,14 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   std::sort(roster->begin(), roster->end(),
             [](const joined_node& a, const joined_node& b) { return a.name < b.name; });
   const auto node_of = place_replicas(job.parallelism.replicas, job.cluster.nodes);
+  bool host_memory = false;
   if (error.empty())
-    error = prepare_nodes(self, *roster, node_of, plan, log);
+    error = prepare_nodes(self, *roster, node_of, plan, log, host_memory);
   if (error.empty())
     log(fmt::format("placed {} replica(s) on {} node(s); training", job.parallelism.replicas,
                     roster->size()));
   auto report = error.empty() ? train_on_nodes(system, plan, std::move(data), options, trusted,
-                                               *roster, node_of)
+                                               *roster, node_of, host_memory)
                               : failed_report(plan, error);
   const auto told = tell_nodes_done(system, *roster, report.status);
   if (cluster.on_ended)

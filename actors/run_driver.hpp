@@ -43,6 +43,9 @@ struct driver_options {
   std::vector<caf::actor> node_agents;
   /// Where each worker runs, for messages ("node a"); empty inside one process.
   std::vector<std::string> worker_places;
+  /// Across processes: the nodes sum sync gradients through one host's shared memory instead of
+  /// the ring (the coordinator found that they can, cluster.shared_memory); for messages.
+  bool host_memory = false;
 };
 
 /// Spawns the driver on the cooperative scheduler; send it (run_atom) to start. The reply is

@@ -13,7 +13,9 @@
 #include "actors/run_job.hpp"
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
+#include "core/data/data_source.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/run/run_plan.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/ATen.h>
@@ -96,6 +98,20 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
   return static_cast<double>(o.steps * o.batch) / seconds;
 }
 
+// What R replicas (a plain loop: one) hold by design, in MB: each its weights, gradient and
+// optimizer buffers (float32, the plan's flat size), and together the global batch's rows and
+// labels. bench/sync_overhead.py sets the peak resident memory against it.
+double state_mb(const bench_options& o, const job_config& job, const dataset& data) {
+  const auto plan = make_run_plan(job, facts_of(data));
+  const int64_t optimizer_buffers =
+      job.optimizer.kind == optimizer_kind::adam ? 2 : job.optimizer.momentum > 0 ? 1 : 0;
+  const auto replica_bytes =
+      static_cast<double>(plan.model.flat_size()) * 4.0 * static_cast<double>(2 + optimizer_buffers);
+  const auto row_bytes = static_cast<double>(data.train.images.numel() / data.train.size()) * 4.0;
+  const auto batch_bytes = static_cast<double>(o.batch) * (row_bytes + 8.0);
+  return (static_cast<double>(o.replicas) * replica_bytes + batch_bytes) / (1024.0 * 1024.0);
+}
+
 double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr data) {
   return bench::timed_run(job, std::move(data), o.warmup, o.steps).samples_per_s;
 }
@@ -137,7 +153,8 @@ int main(int argc, char** argv) {
         {"variant", o.variant},   {"model", o.script.empty() ? o.model : o.script},
         {"replicas", o.replicas}, {"threads", o.threads},
         {"batch", o.batch},       {"steps", o.steps},
-        {"samples_per_s", rate},  {"peak_rss_mb", static_cast<double>(usage.ru_maxrss) / 1024.0}};
+        {"samples_per_s", rate},  {"peak_rss_mb", static_cast<double>(usage.ru_maxrss) / 1024.0},
+        {"state_mb", state_mb(o, job, *data)}};
     out.update(detail);
     std::printf("%s\n", out.dump().c_str());
     return 0;

@@ -171,7 +171,12 @@ host_reduction::host_reduction(host_segment_spec spec, void* base, std::size_t b
       base_(base),
       bytes_(bytes),
       creator_(creator),
-      slices_(reduction_slices(spec_.numel, spec_.ranks)) {}
+      slices_(reduction_slices(spec_.numel, spec_.ranks)),
+      budgets_(static_cast<std::size_t>(spec_.ranks)) {}
+
+void host_reduction::set_spin(std::chrono::microseconds spin) {
+  budgets_.assign(static_cast<std::size_t>(spec_.ranks), spin_budget(spin));
+}
 
 host_reduction::~host_reduction() {
   if (creator_)
@@ -227,11 +232,15 @@ void host_reduction::wait_for_all(int64_t rank) {
     futex(&h->round, FUTEX_WAKE, INT_MAX, nullptr);
     return;
   }
-  if (spin_.count() > 0) {
-    const auto until = std::chrono::steady_clock::now() + spin_;
+  auto& budget = budgets_[static_cast<std::size_t>(rank)];
+  const auto start = std::chrono::steady_clock::now();
+  if (budget.now().count() > 0) {
+    const auto until = start + budget.now();
     for (uint32_t i = 1;; ++i) {
-      if (h->round.load(std::memory_order_acquire) != round)
+      if (h->round.load(std::memory_order_acquire) != round) {
+        budget.record(std::chrono::steady_clock::now() - start);
         return;
+      }
       if (given_up())
         throw_aborted();
       cpu_relax();
@@ -259,6 +268,7 @@ void host_reduction::wait_for_all(int64_t rank) {
               ") is gone");
     }
   }
+  budget.record(std::chrono::steady_clock::now() - start);
 }
 
 void host_reduction::all_reduce(int64_t rank, const at::Tensor& buffer) {

@@ -21,8 +21,8 @@
 // every rank's process still exists. Those checks stop a rank from waiting for ever for a
 // process that died.
 //
-// Thread safety: one object per process and rank; all_reduce from its rank's thread, abort
-// from any thread.
+// Thread safety: one object per process, for all of the process's ranks; all_reduce(r) from
+// rank r's thread, abort from any thread.
 #pragma once
 
 #include "core/collective/ring_plan.hpp"
@@ -65,9 +65,9 @@ class host_reduction {
   /// it too.
   void unlink();
 
-  /// `spin`: how long a waiter spins before sleeping (zero when the ranks' threads outnumber
-  /// the cores). Call before the first all_reduce.
-  void set_spin(std::chrono::microseconds spin) { spin_ = spin; }
+  /// `spin`: how long a waiter spins (at most: step_barrier.hpp's spin_budget) before sleeping;
+  /// zero when the ranks' threads outnumber the cores. Call before the first all_reduce.
+  void set_spin(std::chrono::microseconds spin);
 
   /// Sums `buffer` (rank `rank`'s contiguous float32 gradient of numel elements) with every
   /// other rank's, in place. Every rank calls it once per step. Throws barrier_aborted when
@@ -92,7 +92,7 @@ class host_reduction {
   bool creator_ = false;
   bool unlinked_ = false;
   std::vector<chunk_range> slices_;
-  std::chrono::microseconds spin_{0};
+  std::vector<spin_budget> budgets_;  ///< one per rank; this process's ranks use theirs
   std::atomic<bool> aborted_{false};
   std::mutex why_mutex_;
   std::string why_;  ///< why this process aborted; guarded by why_mutex_

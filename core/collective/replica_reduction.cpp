@@ -46,7 +46,10 @@ void replica_reduction::attach(int64_t rank, at::Tensor buffer) {
 }
 
 void replica_reduction::all_reduce(int64_t rank) {
-  barrier_.arrive_and_wait();  // every gradient is complete, every buffer attached
+  if (rank < 0 || rank >= ranks_)
+    throw std::invalid_argument("replica_reduction: rank " + std::to_string(rank) + " of " +
+                                std::to_string(ranks_));
+  barrier_.arrive_and_wait(rank);  // every gradient is complete, every buffer attached
   const auto& s = slices_[static_cast<std::size_t>(rank)];
   if (s.count > 0 && ranks_ > 1) {
     auto sum = buffers_[0].narrow(0, s.offset, s.count);
@@ -55,7 +58,7 @@ void replica_reduction::all_reduce(int64_t rank) {
     for (int64_t r = 1; r < ranks_; ++r)
       buffers_[static_cast<std::size_t>(r)].narrow(0, s.offset, s.count).copy_(sum);
   }
-  barrier_.arrive_and_wait();  // every slice is summed into every buffer
+  barrier_.arrive_and_wait(rank);  // every slice is summed into every buffer
 }
 
 void replica_reduction::abort(const std::string& why) {

@@ -16,11 +16,11 @@ inline void cpu_relax() {
 
 }  // namespace
 
-step_barrier::step_barrier(int64_t parties, std::chrono::microseconds spin)
-    : parties_(parties), spin_(spin) {
+step_barrier::step_barrier(int64_t parties, std::chrono::microseconds spin) : parties_(parties) {
   if (parties < 1)
     throw std::invalid_argument("step_barrier: needs at least one party, got " +
                                 std::to_string(parties));
+  budgets_.assign(static_cast<std::size_t>(parties), spin_budget(spin));
 }
 
 void step_barrier::throw_aborted() {
@@ -28,7 +28,11 @@ void step_barrier::throw_aborted() {
   throw barrier_aborted(why_);
 }
 
-void step_barrier::arrive_and_wait() {
+void step_barrier::arrive_and_wait(int64_t party) {
+  if (party < 0 || party >= parties_)
+    throw std::invalid_argument("step_barrier: party " + std::to_string(party) + " of " +
+                                std::to_string(parties_));
+  auto& budget = budgets_[static_cast<std::size_t>(party)];
   if (aborted_.load(std::memory_order_acquire))
     throw_aborted();
   const uint64_t round = round_.load(std::memory_order_acquire);
@@ -43,11 +47,14 @@ void step_barrier::arrive_and_wait() {
     wake_.notify_all();
     return;
   }
-  if (spin_.count() > 0) {
-    const auto until = std::chrono::steady_clock::now() + spin_;
+  const auto start = std::chrono::steady_clock::now();
+  if (budget.now().count() > 0) {
+    const auto until = start + budget.now();
     for (uint32_t i = 1;; ++i) {
-      if (round_.load(std::memory_order_acquire) != round)
+      if (round_.load(std::memory_order_acquire) != round) {
+        budget.record(std::chrono::steady_clock::now() - start);
         return;
+      }
       if (aborted_.load(std::memory_order_acquire))
         throw_aborted();
       cpu_relax();
@@ -62,6 +69,7 @@ void step_barrier::arrive_and_wait() {
   });
   if (round_.load(std::memory_order_acquire) == round)
     throw barrier_aborted(why_);
+  budget.record(std::chrono::steady_clock::now() - start);
 }
 
 void step_barrier::abort(const std::string& why) {

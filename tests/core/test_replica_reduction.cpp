@@ -55,13 +55,13 @@ TEST_SUITE("collective") {
         std::atomic<int64_t> arrivals{0};
         std::atomic<bool> early{false};
         constexpr int64_t rounds = 300;
-        on_threads(n, [&](int64_t) {
+        on_threads(n, [&](int64_t party) {
           for (int64_t round = 0; round < rounds; ++round) {
             arrivals.fetch_add(1);
-            barrier.arrive_and_wait();
+            barrier.arrive_and_wait(party);
             if (arrivals.load() < (round + 1) * n)
               early = true;
-            barrier.arrive_and_wait();  // nobody starts the next round's count too soon
+            barrier.arrive_and_wait(party);  // nobody starts the next round's count too soon
           }
         });
         CHECK(!early.load());
@@ -76,7 +76,7 @@ TEST_SUITE("collective") {
       std::string reason;
       std::thread waiter_a([&] {
         try {
-          barrier.arrive_and_wait();
+          barrier.arrive_and_wait(0);
         } catch (const barrier_aborted& e) {
           reason = e.what();
           ++aborted;
@@ -84,7 +84,7 @@ TEST_SUITE("collective") {
       });
       std::thread waiter_b([&] {
         try {
-          barrier.arrive_and_wait();
+          barrier.arrive_and_wait(1);
         } catch (const barrier_aborted&) {
           ++aborted;
         }
@@ -96,9 +96,29 @@ TEST_SUITE("collective") {
       waiter_b.join();
       CHECK(aborted.load() == 2);
       CHECK(reason == "replica 2 failed");
-      CHECK_THROWS_AS(barrier.arrive_and_wait(), barrier_aborted);
+      CHECK_THROWS_AS(barrier.arrive_and_wait(2), barrier_aborted);
     }
     CHECK_THROWS_AS(step_barrier(0, 0us), std::invalid_argument);
+    CHECK_THROWS_AS(step_barrier(2, 0us).arrive_and_wait(2), std::invalid_argument);
+  }
+
+  TEST_CASE("a spin budget stays at its limit while waits are short and shrinks while long") {
+    spin_budget b(200us);
+    CHECK(b.now() == 200us);
+    b.record(30us);
+    CHECK(b.now() == 200us);
+    b.record(5ms);  // the others were descheduled: spinning would have burnt the core
+    CHECK(b.now() == 100us);
+    b.record(5ms);
+    b.record(5ms);
+    CHECK(b.now() == 25us);
+    b.record(80us);  // ended soon after the budget: spin that long next time, twice over
+    CHECK(b.now() == 160us);
+    b.record(100us);
+    CHECK(b.now() == 200us);
+    spin_budget none(0us);
+    none.record(1us);
+    CHECK(none.now() == 0us);
   }
 
   TEST_CASE("replicas summing slices in shared memory get sum_in_order's bits, step after step") {

@@ -3,6 +3,7 @@
 # drops every packet larger than 64 KiB and passes the small ones, so heartbeats get through and
 # the ring's gradient buckets never do. Without cluster.step_timeout_s such a run sat at step 0
 # for good; with it, the run ends within the limit, naming the workers and the ring's links.
+# Both nodes run on this host, so cluster.shared_memory=false keeps the gradients on the ring.
 # Skipped (77) where the machine allows no namespace or no tbf queue, and where the link does
 # not black-hole (the run then completes).
 #   black_hole_test.sh PATH/TO/troupe CONFIG(fashion, sync)
@@ -32,7 +33,7 @@ echo secret >"$tmp/token"
 port=$(free_port)
 start coord "$troupe" coordinator "$config" --listen "127.0.0.1:$port" --token-file "$tmp/token" \
   --set cluster.nodes=2 --set parallelism.replicas=2 --set cluster.step_timeout_s=3 \
-  --out "$tmp/run" --quiet
+  --set cluster.shared_memory=false --out "$tmp/run" --quiet
 coord=$last_pid
 start a "$troupe" node --join "127.0.0.1:$port" --name a --token-file "$tmp/token"
 start b "$troupe" node --join "127.0.0.1:$port" --name b --token-file "$tmp/token"

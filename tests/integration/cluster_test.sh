@@ -265,6 +265,9 @@ finish $coord 30
 check "stalled step" $status 1 "$tmp/coord_s.log" \
   "without a completed step since the start (the limit: 1.5 s, cluster.step_timeout_s)"
 check "stalled step names its worker" $status 1 "$tmp/coord_s.log" "worker 1 (node b)"
+# Both nodes are on this host: the replicas wait in shared memory, not in a ring link.
+check "stalled step names the shared-memory sum" $status 1 "$tmp/coord_s.log" \
+  "they wait on each other in the shared-memory sum of this host's nodes"
 [ $((SECONDS - t0)) -le 7 ] && pass || fail "the stalled step ended the run after $((SECONDS - t0)) s"
 summary_field "$tmp/dist_s" error | grep -qF "furthest behind" && pass || fail "stalled step: summary error"
 

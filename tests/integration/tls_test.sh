@@ -103,8 +103,9 @@ check "certs issue with a bad name" $? 2 "$tmp/badname.log" "starts with a lette
 
 # --- a 2-node run with --tls beside intruders --------------------------------------------------
 port=$(free_port)
+# cluster.shared_memory=false: the gradients cross the TLS ring links, as between hosts.
 start coord "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" --tls "$ca" \
-  --token-file "$tmp/token" --out "$tmp/dist" --quiet
+  --set cluster.shared_memory=false --token-file "$tmp/token" --out "$tmp/dist" --quiet
 coord=$last_pid
 wait_for_line "$tmp/coord.log" "listening on" 30 || fail "the TLS coordinator did not listen"
 peak_before=$(peak_kb $coord)
