@@ -53,8 +53,9 @@ std::string describe_stall(driver_pointer self, const step_stall& stall) {
                                  : ", not heard of since the start";
   const bool all_behind = static_cast<int64_t>(stall.behind.size()) == st.roster->size();
   if (st.plan->gradients == gradient_meeting::ring && all_behind && st.options.host_memory)
-    text += "; they wait on each other in the shared-memory sum of this host's nodes, so one of "
-            "them holds it up";
+    text +=
+        "; they wait on each other in the shared-memory sum of this host's nodes, so one of "
+        "them holds it up";
   else if (st.plan->gradients == gradient_meeting::ring && all_behind)
     text += "; they wait on each other in the ring all-reduce, so one of its links holds it up: " +
             ring_links(*st.roster);
