@@ -71,6 +71,8 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
   auto& st = self->state;
   self->send(st.driver,
              step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s});
+  if (st.context->reduction)  // in the driver's mailbox now: a failing replica may go on
+    st.context->reduction->reported(st.rank, outcome.step);
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
     const auto r = st.engine->evaluate();
@@ -252,8 +254,15 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
     auto error = make_error_from_exception(ep);
     // The other replicas would wait for this one's gradient for ever.
     const auto why = "replica " + std::to_string(self->state.rank) + " failed";
-    if (const auto& reduction = self->state.context->reduction)
+    if (const auto& reduction = self->state.context->reduction) {
+      // Every replica summed the last step this one reported: let their reports of it reach
+      // the driver before this failure does, so that the run counts that step.
+      const auto& plan = *self->state.plan;
+      if (const auto last = reduction->last_reported(self->state.rank);
+          last >= 0 && plan.schedule.policy_at(last) == policy_kind::sync)
+        reduction->await_reports(last, std::chrono::seconds(1));
       reduction->abort(why);
+    }
     if (const auto& host = self->state.context->host)
       host->abort(why);
     return error;

@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 namespace troupe {
 
@@ -27,7 +29,11 @@ replica_reduction::replica_reduction(int64_t ranks, int64_t numel, std::chrono::
       numel_(numel),
       buffers_(static_cast<std::size_t>(ranks)),
       slices_(reduction_slices(numel, ranks)),
-      barrier_(ranks, spin) {}
+      barrier_(ranks, spin),
+      reported_(static_cast<std::size_t>(ranks)) {
+  for (auto& r : reported_)
+    r.store(-1, std::memory_order_relaxed);
+}
 
 void replica_reduction::attach(int64_t rank, at::Tensor buffer) {
   if (rank < 0 || rank >= ranks_)
@@ -63,6 +69,29 @@ void replica_reduction::all_reduce(int64_t rank) {
 
 void replica_reduction::abort(const std::string& why) {
   barrier_.abort(why);
+}
+
+void replica_reduction::reported(int64_t rank, int64_t step) {
+  reported_.at(static_cast<std::size_t>(rank)).store(step, std::memory_order_release);
+}
+
+int64_t replica_reduction::last_reported(int64_t rank) const {
+  return reported_.at(static_cast<std::size_t>(rank)).load(std::memory_order_acquire);
+}
+
+bool replica_reduction::await_reports(int64_t step, std::chrono::milliseconds limit) const {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const bool all = std::all_of(reported_.begin(), reported_.end(), [&](const auto& r) {
+      return r.load(std::memory_order_acquire) >= step;
+    });
+    if (all)
+      return true;
+    if (std::chrono::steady_clock::now() >= until)
+      return false;
+    // Rare (a replica failed) and short (the others only have an optimizer step to finish).
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 }  // namespace troupe

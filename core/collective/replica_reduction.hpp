@@ -14,7 +14,13 @@
 // whole buffers on one thread and message the result back (two thread wake-ups per replica per
 // step).
 //
-// Thread safety: attach() and all_reduce(r) from rank r's thread; abort() from any thread.
+// The driver counts a step when every replica's report of it is in. A replica that fails in
+// step s knows every replica has summed step s - 1, but a slower one may not have sent its report
+// of s - 1 yet: the failing one waits (reported / await_reports, bounded) until they have, so that
+// the driver, which reads its mailbox in order, counts step s - 1 before it learns of the failure.
+//
+// Thread safety: attach(), all_reduce(r) and reported(r, ...) from rank r's thread; abort() and
+// await_reports() from any thread.
 #pragma once
 
 #include "core/collective/ring_plan.hpp"
@@ -22,6 +28,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -46,6 +53,14 @@ class replica_reduction {
   /// Releases every rank waiting in all_reduce, now and later, with barrier_aborted(why).
   void abort(const std::string& why);
 
+  /// Rank `rank` has sent the driver its report of `step` (steps only grow).
+  void reported(int64_t rank, int64_t step);
+  /// The last step rank `rank` reported; -1 before its first.
+  int64_t last_reported(int64_t rank) const;
+  /// Waits until every rank has reported `step` or later, or `limit` has passed (a rank that
+  /// died or stalls). True when all had.
+  bool await_reports(int64_t step, std::chrono::milliseconds limit) const;
+
   int64_t ranks() const { return ranks_; }
 
  private:
@@ -54,6 +69,7 @@ class replica_reduction {
   std::vector<at::Tensor> buffers_;
   std::vector<chunk_range> slices_;  ///< rank r reduces slices_[r]
   step_barrier barrier_;
+  std::vector<std::atomic<int64_t>> reported_;  ///< per rank: the last step reported, or -1
 };
 
 /// The slices of `numel` elements that `ranks` ranks reduce: as even as possible, each

@@ -180,4 +180,19 @@ TEST_SUITE("collective") {
     CHECK(released.load());
     CHECK(at::equal(buffer, at::ones({100})));  // nothing was summed into it
   }
+
+  TEST_CASE("a failing replica's wait for the others' reports ends when they are all in") {
+    replica_reduction reduction(3, 16, 0us);
+    CHECK(reduction.last_reported(1) == -1);
+    reduction.reported(0, 4);
+    reduction.reported(1, 4);
+    CHECK(reduction.last_reported(1) == 4);
+    CHECK(!reduction.await_reports(4, 0ms));  // rank 2 has not reported step 4: gives up
+    CHECK(reduction.await_reports(3, 0ms) == false);
+    std::thread late([&] { reduction.reported(2, 4); });
+    CHECK(reduction.await_reports(4, 10s));  // returns once rank 2's report is in
+    late.join();
+    CHECK(reduction.await_reports(3, 0ms));  // later steps count for earlier ones
+    CHECK_THROWS_AS(reduction.last_reported(3), std::out_of_range);
+  }
 }
