@@ -264,7 +264,10 @@ std::vector<layer_summary> network::layers() const {
     int64_t params = 0;
     for (const auto& p : child.value.parameters())
       params += p.numel();
-    rows.push_back({child.name, type_name(child.value), params});
+    int64_t buffers = 0;
+    for (const auto& b : child.value.buffers())
+      buffers += b.numel();
+    rows.push_back({child.name, type_name(child.value), params, buffers});
   }
   return rows;
 }
