@@ -100,6 +100,14 @@ expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/bn_staged" --q
   --set parallelism.replicas=1 --set parallelism.stages=2
 $py "$here/../python/compare_weights.py" "$tmp/bn_staged" "$tmp/bn_one" 1e-5 && pass ||
   fail "the BatchNorm CNN cut in 2 stages ended away from one replica"
+# Its checkpoints hold each stage's statistics: resumed from step 59, it ends bit for bit alike.
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/bn_cut" --quiet \
+  --set parallelism.replicas=1 --set parallelism.stages=2 --set checkpoint.every_steps=60
+rm -rf "$tmp/bn_cut/checkpoints/step-119"
+printf 'step-59\n' >"$tmp/bn_cut/checkpoints/latest"
+expect 0 "succeeded" -- "$troupe" run --resume "$tmp/bn_cut" --quiet
+cmp -s "$tmp/bn_staged/final_weights.pt" "$tmp/bn_cut/final_weights.pt" && pass ||
+  fail "the staged BatchNorm CNN resumed from step 59 ended apart"
 
 # Rows that are not images: 20 features, 3 classes, trained by a scripted MLP; the built-in models
 # refuse them.
