@@ -15,6 +15,7 @@
 #include "actors/guarded_links.hpp"
 #include "actors/trusted_nodes.hpp"
 #include "core/cluster/join_check.hpp"
+#include "messages/cluster.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -49,6 +50,7 @@ struct gatekeeper_options {
   /// With TLS: where to learn which certificate a joining node's connection presented.
   std::optional<peer_names> names;
   caf::io::middleman_actor middleman;
+  shipment files;  ///< handed with the job: the data files' digests, the model file's server
 };
 
 caf::actor spawn_gatekeeper(caf::actor_system& system, gatekeeper_options options);

@@ -1,7 +1,10 @@
 #include "core/ensemble/ensemble_engine.hpp"
 
 #include "core/errors.hpp"
+#include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/model/network.hpp"
+#include "core/model/random_draws.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/train/replica_engine.hpp"
@@ -24,10 +27,18 @@ std::vector<at::Tensor> every_member_initial_weights(const job_config& job, int6
 
 }  // namespace
 
+torch::nn::Sequential member_layers(const job_config& job, int64_t classes) {
+  if (job.model.kind != model_kind::torchscript)
+    return build_model(job.model, classes);
+  return network(job.model, classes).stackable_layers(job.model.path);
+}
+
 at::Tensor member_initial_weights(const job_config& job, int64_t k, int64_t classes) {
-  auto seeded = job;
-  seeded.seed = job.seed + static_cast<uint64_t>(k);
-  return initial_weights(seeded, classes);
+  // Not while a worker's forward has seeded the same generator for its own draws.
+  std::lock_guard<std::mutex> generator(generator_lock());
+  at::manual_seed(job.seed + static_cast<uint64_t>(k));
+  auto layers = member_layers(job, classes);
+  return flat_parameters(*layers).weights().clone();
 }
 
 job_config member_job(const job_config& job, int64_t k) {
@@ -43,7 +54,7 @@ job_config member_job(const job_config& job, int64_t k) {
 ensemble_engine::ensemble_engine(const job_config& job, dataset_ptr data)
     : batch_(job.training.batch_size),
       data_(std::move(data)),
-      model_(build_model(job.model, data_->classes),
+      model_(member_layers(job, data_->classes),
              every_member_initial_weights(job, data_->classes)),
       training_(job.training) {
   optimizer_ = make_optimizer(job.optimizer, model_.parameters());
@@ -72,13 +83,15 @@ double ensemble_engine::step(int64_t step, double lr) {
     std::vector<at::Tensor> indices;
     for (auto& plan : plans_)
       indices.push_back(plan.indices(step, {0, batch_}));
-    auto index = at::stack(indices);  // [K, B]
-    images = data_->train.images.index_select(0, index.reshape({-1}))
-                 .reshape({k, batch_, 1, data_->train.images.size(2), data_->train.images.size(3)});
+    auto index = at::stack(indices);        // [K, B]
+    std::vector<int64_t> shape{k, batch_};  // [K, B, row...]
+    const auto row = data_->train.images.sizes().slice(1);
+    shape.insert(shape.end(), row.begin(), row.end());
+    images = data_->train.images.index_select(0, index.reshape({-1})).reshape(shape);
     labels = data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_});
   }
   optimizer_->zero_grad();
-  auto logits = model_.forward(images);  // [K, B, classes]
+  auto logits = model_.forward(images, plans_.size() > 1);  // [K, B, classes]
   // Per member: the mean loss over its rows. Their sum's gradient is each member's own.
   auto per_row = torch::nn::functional::cross_entropy(
       logits.reshape({k * batch_, -1}), labels.reshape({-1}),

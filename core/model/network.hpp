@@ -69,10 +69,17 @@ class network {
   void set_training(bool on);
   void to(c10::Device device);
 
+  /// A scripted nn.Sequential's children rebuilt as built-in layers, freshly initialized
+  /// (core/model/script_layers); the built-in layers cloned, freshly initialized. Throws
+  /// job_error naming a layer a stacked ensemble cannot stack; `what` names the file.
+  torch::nn::Sequential stackable_layers(const std::string& what) const;
+
   /// The top-level children, for the plan.
   std::vector<layer_summary> layers() const;
-  /// Submodules that draw random numbers while training (dropout), by name.
-  std::vector<std::string> random_layers() const;
+  /// The random operators (aten::dropout, aten::rand, ...) its forward can reach, found in the
+  /// TorchScript graph with every call inlined; none for the built-in layers. A forward that
+  /// draws runs under core/model/random_draws.
+  std::vector<std::string> random_ops() const;
 
  private:
   network() = default;

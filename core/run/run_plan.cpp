@@ -131,12 +131,9 @@ std::string render_shape(at::IntArrayRef sizes) {
 }
 
 void describe_builtin(run_plan& p, const device_inventory& inventory) {
-  const std::vector<int64_t> image{1, image_side, image_side};
-  if (p.data.row_shape != image)
-    throw job_error({fmt::format(
-        "/model/type: the built-in {} takes 28x28 images, the data's rows are {} (train on them "
-        "with your own model: \"type\": \"torchscript\")",
-        to_string(p.job.model.kind), render_shape(p.data.row_shape))});
+  if (const auto problem = input_problem(p.job.model); !problem.empty())
+    throw job_error({"/model/type: " + problem +
+                     " (use the mlp, or your own model: \"type\": \"torchscript\")"});
   check_model_fits(p.job, parameters_of(p.job.model, p.data.classes), inventory);
   auto layers = build_model(p.job.model, p.data.classes);
   p.model.layers = summarize_layers(layers);
@@ -230,8 +227,14 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
   p.model.buffer_values = flat.size() - flat.parameter_count();
   p.model.layers = model.layers();
   p.model.parameter_layout = flat.layout();
-  p.model.random_layers = model.random_layers();
+  p.model.random_ops = model.random_ops();
   dry_forward(model, p);
+  if (p.mode == run_mode::ensemble) {
+    // The members stack the module's layers rebuilt as built-in ones: refused here, naming the
+    // layer, when one cannot be.
+    model.stackable_layers(p.job.model.path);
+    return;
+  }
   if (p.mode != run_mode::pipeline)
     return;
   // Stages are consecutive top-level children, each a flat vector of parameters alone.
@@ -239,9 +242,6 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
   if (!model.is_sequential())
     throw job_error({where + "pipelines (and micro_batches) cut an nn.Sequential into consecutive "
                              "children; this module's forward is its own code"});
-  if (p.model.buffer_values > 0)
-    throw job_error({where + "the module has buffers (BatchNorm statistics?): pipelines train "
-                             "modules without buffers for now"});
   add_pipeline(model, p);
 }
 
@@ -292,6 +292,14 @@ int64_t run_plan::checkpoint_parts() const {
   return workers;
 }
 
+std::vector<int64_t> run_plan::stage_parameters() const {
+  std::vector<int64_t> counts;
+  if (mode == run_mode::pipeline)
+    for (const auto& s : stages)
+      counts.push_back(s.parameters);
+  return counts;
+}
+
 int64_t run_plan::eval_shards() const {
   if (mode == run_mode::ensemble || parameter_server())
     return 1;
@@ -302,6 +310,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
                        const device_inventory& inventory) {
   run_plan p;
   p.job = job;
+  p.job.model.input_shape = data.row_shape;  // what the built-in models' first layer takes
   p.data = data;
   p.mode = mode_of(job);
   p.devices = make_device_plan(job, inventory);

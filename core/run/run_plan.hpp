@@ -54,7 +54,8 @@ struct model_facts {
   int64_t buffer_values = 0;  ///< BatchNorm's running statistics and the like
   std::vector<layer_summary> layers;
   std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_layout;
-  std::vector<std::string> random_layers;  ///< dropout and the like, by name
+  /// Random operators its forward reaches (aten::dropout, ...): core/model/random_draws.
+  std::vector<std::string> random_ops;
   int64_t flat_size() const { return parameters + buffer_values; }
 };
 
@@ -100,6 +101,9 @@ struct run_plan {
   /// How many shards each evaluation is split into (each pipeline or replica evaluates its
   /// share; the parameter server or the ensemble evaluates all of it).
   int64_t eval_shards() const;
+  /// A pipeline's stages' parameter counts, to put their flat weights in the model's order
+  /// (core/pipeline/stage_weights); empty for other runs.
+  std::vector<int64_t> stage_parameters() const;
 };
 
 /// Plans `job` on data with `data`'s facts. Throws job_error if the data cannot fill a global

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/grad_mode.h>
+#include "core/model/random_draws.hpp"
 #include "core/train/loss.hpp"
 
 #include <cmath>
@@ -21,13 +22,12 @@ network slice_of(const job_config& job, int64_t classes, const at::Tensor& initi
                  const stage_slice& slice) {
   network whole(job.model, classes);
   {
-    // Pipelines train models without buffers (the plan refuses others): the flat weights are
-    // the parameters alone.
-    flat_parameters flat(whole.named_parameters(), {});
+    flat_parameters flat(whole.named_parameters(), whole.named_buffers());
     TORCH_CHECK(initial_weights.numel() == flat.size(), "initial weights have ",
                 initial_weights.numel(), " elements, the model has ", flat.size());
     torch::NoGradGuard no_grad;
     flat.weights().copy_(initial_weights);
+    flat.load_buffers();
   }
   return whole.slice(slice.begin, slice.end);
 }
@@ -41,16 +41,26 @@ stage_engine::stage_engine(const job_config& job, dataset_ptr data,
       training_(job.training),
       micro_batches_(job.parallelism.micro_batches),
       global_batch_(job.training.batch_size),
+      seed_(job.seed),
       data_(std::move(data)),
       module_(slice_of(job, data_->classes, initial_weights, slice)),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
       rows_(shard_of(job.training.batch_size, where.pipelines, where.pipeline)),
       eval_rows_(shard_of(evaluation_set(*data_).size(), where.pipelines, where.pipeline)) {
-  flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), named_tensors{});
+  flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), module_.named_buffers());
   optimizer_ = make_optimizer(job.optimizer, module_.parameters());
+  draws_ = !module_.random_ops().empty();
 }
 
 stage_engine::~stage_engine() = default;
+
+at::Tensor stage_engine::forward_slice(const at::Tensor& input, int64_t step, int64_t part) {
+  if (!draws_)
+    return module_.forward(input);
+  const auto worker = where_.pipeline * where_.stages + where_.stage;
+  seeded_draws draws(draw_seed(seed_, worker, step, part));
+  return module_.forward(input);
+}
 
 row_range stage_engine::micro_range(int64_t micro) const {
   const auto r = shard_of(rows_.size(), micro_batches_, micro);
@@ -82,7 +92,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
     saved.input = input.detach().requires_grad_(true);
     x = saved.input;
   }
-  auto out = module_.forward(x);
+  auto out = forward_slice(x, step_, micro);
   if (!where_.last()) {
     saved.output = out;
     saved_.emplace(micro, std::move(saved));
@@ -117,6 +127,13 @@ at::Tensor stage_engine::backward(int64_t micro, const at::Tensor& grad_output) 
   return where_.first() ? at::Tensor() : saved.input.grad();
 }
 
+const at::Tensor& stage_engine::step_gradient() {
+  // The buffers' slots: their values after the step's forwards, times this pipeline's share of
+  // the global batch, so that the sum over the pipelines is their mean.
+  flat_->gather_buffers(static_cast<double>(rows_.size()) / static_cast<double>(global_batch_));
+  return flat_->grads();
+}
+
 double stage_engine::step_loss() const {
   return loss_sum_ / static_cast<double>(rows_.size());
 }
@@ -129,9 +146,10 @@ void stage_engine::apply(const at::Tensor& combined, double lr) {
   }
   // One stage holds the whole model only in a pipeline of one stage (micro-batching), where a
   // norm over its gradient is the global norm; the plan refuses norm clipping across stages.
-  clip_gradient(flat_->grads(), training_);
+  clip_gradient(flat_->parameter_grads(), training_);
   set_learning_rate(*optimizer_, lr);
   optimizer_->step();
+  flat_->adopt_combined_buffers();
 }
 
 std::string stage_engine::optimizer_state() const {
@@ -143,6 +161,7 @@ void stage_engine::restore(const at::Tensor& weights, const std::string& optimiz
     torch::NoGradGuard no_grad;
     flat_->weights().copy_(weights);
   }
+  flat_->load_buffers();
   load_optimizer(*optimizer_, optimizer_state);
 }
 
@@ -160,10 +179,11 @@ at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
   module_.set_training(false);
   if (where_.first()) {
     const auto rows = eval_range(chunk);
-    return module_.forward(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()));
+    return forward_slice(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()), -1,
+                         chunk);
   }
   TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for test chunk ", chunk);
-  return module_.forward(input);
+  return forward_slice(input, -1, chunk);
 }
 
 evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logits) const {

@@ -64,7 +64,9 @@ class stage_engine {
   /// This pipeline's rows in a step.
   int64_t step_rows() const { return rows_.size(); }
 
-  const at::Tensor& gradient() const { return flat_->grads(); }
+  /// After the step's last backward: the accumulated gradient, with the buffers' slots filled
+  /// (their values times this pipeline's share of the global batch).
+  const at::Tensor& step_gradient();
   /// Makes `combined` the gradient, clips it as the job says (a stage clips by value only: the
   /// global norm spans the stages) and takes one optimizer step with learning rate `lr`.
   void apply(const at::Tensor& combined, double lr);
@@ -90,13 +92,18 @@ class stage_engine {
 
   row_range micro_range(int64_t micro) const;
   row_range eval_range(int64_t chunk) const;
+  /// The slice's forward; one that draws random numbers draws them seeded by (seed, this stage
+  /// of this pipeline, step, part) under core/model/random_draws.
+  at::Tensor forward_slice(const at::Tensor& input, int64_t step, int64_t part);
 
   stage_position where_;
   training_config training_;
   int64_t micro_batches_;
   int64_t global_batch_;
+  uint64_t seed_;
   dataset_ptr data_;
   network module_;
+  bool draws_ = false;  ///< the slice's forward draws random numbers
   std::unique_ptr<flat_parameters> flat_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;

@@ -251,6 +251,18 @@ TEST_SUITE("run_pieces") {
     CHECK(at::equal(r.flat, floats({1, 2, 3, 4, 5})));
   }
 
+  TEST_CASE("final weights: stages with buffers give every parameter, then every buffer") {
+    // Stage 0: parameters {1, 2}, buffer {10}; stage 1: parameters {3}, buffers {20, 21}.
+    const auto s0 = floats({1, 2, 10});
+    const auto s1 = floats({3, 20, 21});
+    const auto r = assemble_final_weights({s0, s1}, 1, 2, {2, 1});
+    CHECK(r.error.empty());
+    CHECK(at::equal(r.flat, floats({1, 2, 3, 10, 20, 21})));
+    // A stage holding fewer values than its parameters is a bug, not a result.
+    CHECK_THROWS_AS(assemble_final_weights({s0, s1}, 1, 2, {4, 1}), c10::Error);
+    CHECK_THROWS_AS(assemble_final_weights({s0, s1}, 1, 2, {2}), c10::Error);
+  }
+
   TEST_CASE("final weights: as many tensors as workers, or it throws") {
     const auto w = floats({1});
     CHECK_THROWS_AS(assemble_final_weights({w, w, w}, 2, 2), c10::Error);
@@ -396,30 +408,38 @@ TEST_SUITE("run_pieces") {
   // ---- check_data_matches -------------------------------------------------------------------
 
   TEST_CASE("check_data_matches: the loaded data must be what the plan was made from") {
+    const auto facts = [](int64_t train, int64_t validation, int64_t test, int64_t classes) {
+      data_facts f;
+      f.train_rows = train;
+      f.validation_rows = validation;
+      f.test_rows = test;
+      f.classes = classes;
+      return f;
+    };
     const auto loaded = tiny_dataset(4, 2, 10);
     data_config synthetic;
     synthetic.kind = data_kind::synthetic;
     CHECK(facts_of(loaded).train_rows == 4);
     CHECK(facts_of(loaded).test_rows == 2);
     CHECK(facts_of(loaded).classes == 10);
-    CHECK_NOTHROW(check_data_matches({4, 0, 2, 10}, loaded, synthetic));
-    CHECK_THROWS_WITH_AS(check_data_matches({5, 0, 2, 10}, loaded, synthetic),
+    CHECK_NOTHROW(check_data_matches(facts(4, 0, 2, 10), loaded, synthetic));
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(5, 0, 2, 10), loaded, synthetic),
                          "the synthetic set: holds 4 training rows, the plan (synthetic) expects 5",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({4, 0, 3, 10}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(4, 0, 3, 10), loaded, synthetic),
                          "the synthetic set: holds 2 test rows, the plan (synthetic) expects 3",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({4, 0, 2, 7}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(4, 0, 2, 7), loaded, synthetic),
                          "the synthetic set: holds 10 classes, the plan (synthetic) expects 7",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({3, 1, 2, 10}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(3, 1, 2, 10), loaded, synthetic),
                          "the synthetic set: holds 4 training rows, the plan (synthetic) expects 3",
                          data_error);
 
     data_config files;
     files.kind = data_kind::fashion_mnist;
     files.path = "/data/fm";
-    CHECK_THROWS_WITH_AS(check_data_matches({60000, 0, 2, 10}, loaded, files),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(60000, 0, 2, 10), loaded, files),
                          "/data/fm: holds 4 training rows, the plan (fashion_mnist) expects 60000",
                          data_error);
   }
