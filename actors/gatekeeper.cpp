@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace troupe {
@@ -14,7 +15,10 @@ struct gatekeeper_state {
   gatekeeper_options options;
   caf::response_promise waiting;
   bool closed = false;  ///< the roster went to the session (or the wait timed out)
+  bool over = false;    ///< the session is done with the run: no joins at all
   std::string failure;  ///< a node could not take the job: the run cannot start
+  caf::actor driver;    ///< the run driver, once it registered for replacements
+  std::vector<replacement_node> unclaimed;  ///< ready before the driver registered
   static inline const char* name = "gatekeeper";
 };
 
@@ -50,11 +54,21 @@ void close_when_complete(gatekeeper_actor* self) {
   answer(self, "");
 }
 
-// Until the run starts, a node that leaves frees its place; from then on the driver watches.
+// Until the run starts, a node that leaves frees its place; from then on the driver watches,
+// and only its name and its place in the count are freed (for a replacement, which may take
+// the same name); the roster keeps it (the session tells every node the run is over).
 void forget_departed(gatekeeper_actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
-  if (st.closed)
+  if (st.closed) {
+    for (const auto& n : *st.options.roster)
+      if (n.agent.address() == msg.source) {
+        auto& joined = st.options.terms.joined;
+        const auto it = std::find(joined.begin(), joined.end(), n.name);
+        if (it != joined.end())
+          joined.erase(it);
+      }
     return;
+  }
   auto& roster = *st.options.roster;
   for (std::size_t i = 0; i < roster.size(); ++i)
     if (roster[i].agent.address() == msg.source) {
@@ -73,7 +87,7 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
   auto& o = st.options;
   auto refusal =
       join_refusal({req.version, req.token, req.name, req.threads, certificate_name}, o.terms);
-  if (refusal.empty() && st.closed)
+  if (refusal.empty() && (st.over || (st.closed && !o.replacements)))
     refusal = "node \"" + req.name + "\": the run has started";
   if (refusal.empty() && (!sender || !req.agent || req.agent->node() != sender->node()))
     refusal = "node \"" + req.name + "\": its agent is not on the node that sent the join";
@@ -84,7 +98,7 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
   o.trusted->allow(sender->node());
   self->monitor(req.agent);
   o.terms.joined.push_back(req.name);
-  o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port});
+  o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port, false, st.closed});
   o.log(fmt::format("node {} joined ({} threads; {} of {})", req.name, req.threads,
                     o.roster->size(), o.terms.wanted));
   return {"", o.job_json};
@@ -117,6 +131,13 @@ caf::result<caf::ok_atom> on_ready(gatekeeper_actor* self, const std::string& fa
       continue;
     if (failure.empty()) {
       n.ready = true;
+      if (n.replacement) {  // the run is going: the driver fits it in
+        replacement_node r{n.name, n.agent, n.peer_host, n.peer_port};
+        if (st.driver)
+          self->send(st.driver, replace_atom_v, std::move(r));
+        else
+          st.unclaimed.push_back(std::move(r));
+      }
     } else {
       st.options.log("node " + n.name + " cannot take the job: " + failure);
       if (st.failure.empty())
@@ -157,7 +178,19 @@ caf::behavior gatekeeper(gatekeeper_actor* self, gatekeeper_options options) {
         if (!sender || sender->node() != self->node())
           return caf::make_error(caf::sec::invalid_argument);
         self->state.closed = true;
+        self->state.over = true;
         return caf::ok_atom_v;
+      },
+      // The run driver, for replacements (from this process only).
+      [self](replace_atom, const caf::actor& driver) {
+        const auto& sender = self->current_sender();
+        if (!sender || sender->node() != self->node())
+          return;
+        auto& st = self->state;
+        st.driver = driver;
+        for (auto& r : st.unclaimed)
+          self->send(driver, replace_atom_v, std::move(r));
+        st.unclaimed.clear();
       },
       [self](caf::timeout_atom) {
         auto& st = self->state;

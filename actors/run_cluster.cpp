@@ -142,7 +142,7 @@ run_report failed_report(const run_plan& plan, const std::string& error) {
 run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, dataset_ptr data,
                           const run_options& options, std::shared_ptr<trusted_nodes> trusted,
                           const std::vector<joined_node>& nodes,
-                          const std::vector<int64_t>& node_of) {
+                          const std::vector<int64_t>& node_of, const caf::actor& gate) {
   driver_options d;
   d.context = make_worker_context(plan, std::move(data), std::move(trusted));
   d.run = options;
@@ -150,6 +150,11 @@ run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, datas
     d.node_agents.push_back(nodes[static_cast<std::size_t>(n)].agent);
     d.worker_places.push_back("node " + nodes[static_cast<std::size_t>(n)].name);
   }
+  d.node_of = node_of;
+  for (const auto& n : nodes)
+    d.nodes.push_back({n.name, n.peer_host, n.peer_port});
+  if (plan.job.cluster.carries_on())
+    d.gatekeeper = gate;
   return await_report(system, spawn_run_driver(system, std::move(d)));
 }
 
@@ -165,7 +170,8 @@ gatekeeper_options gate_options(const run_plan& plan, const cluster_options& clu
                        log,
                        std::move(roster),
                        {},
-                       links.middleman()};
+                       links.middleman(),
+                       job.cluster.carries_on()};
   if (links.tls())
     o.names = links.names();
   return o;
@@ -216,8 +222,10 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
     log(fmt::format("placed {} replica(s) on {} node(s); training", job.parallelism.replicas,
                     roster->size()));
   auto report = error.empty() ? train_on_nodes(system, plan, std::move(data), options, trusted,
-                                               *roster, node_of)
+                                               *roster, node_of, gate)
                               : failed_report(plan, error);
+  // No joins from here on: the roster (replacements included) is read below.
+  ask(self, gate, 5s, caf::close_atom_v);
   const auto told = tell_nodes_done(system, *roster, report.status);
   if (cluster.on_ended)
     cluster.on_ended(told);

@@ -155,7 +155,10 @@ nlohmann::ordered_json to_json(const job_config& job) {
                       {"join_timeout_s", job.cluster.join_timeout_s},
                       {"node_timeout_s", job.cluster.node_timeout_s},
                       {"bucket_mb", job.cluster.bucket_mb},
-                      {"step_timeout_s", job.cluster.step_timeout_s}};
+                      {"step_timeout_s", job.cluster.step_timeout_s},
+                      {"on_node_loss", to_string(job.cluster.on_node_loss)},
+                      {"min_nodes", job.cluster.min_nodes},
+                      {"replacement_timeout_s", job.cluster.replacement_timeout_s}};
   else if (job.cluster.step_timeout_s > 0)  // the watch also applies in one process
     out["cluster"] = {{"step_timeout_s", job.cluster.step_timeout_s}};
   if (job.device.size() == 1) {

@@ -23,6 +23,7 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
                                const at::Tensor& initial_weights, int64_t rank,
                                device_transfer* transfer)
     : rank_(rank),
+      position_(rank),
       replicas_(job.parallelism.replicas),
       training_(job.training),
       global_batch_(job.training.batch_size),
@@ -93,6 +94,15 @@ void replica_engine::apply(const at::Tensor& combined, double lr) {
   set_learning_rate(*optimizer_, lr);
   optimizer_->step();
   flat_->adopt_combined_buffers();
+}
+
+void replica_engine::set_share(int64_t position, int64_t count) {
+  TORCH_CHECK(count > 0 && position >= 0 && position < count, "set_share: position ", position,
+              " of ", count);
+  position_ = position;
+  replicas_ = count;
+  rows_ = shard_of(global_batch_, count, position);
+  prefetched_ = batch{};  // a batch fetched for the old share
 }
 
 void replica_engine::set_weights(const at::Tensor& flat) {
@@ -168,7 +178,7 @@ void replica_engine::set_momenta(const at::Tensor& flat) {
 
 evaluation_result replica_engine::evaluate() {
   const auto& set = evaluation_set(*data_);
-  return evaluate(set, shard_of(set.size(), replicas_, rank_));
+  return evaluate(set, shard_of(set.size(), replicas_, position_));
 }
 
 evaluation_result replica_engine::evaluate(const labeled_images& set, row_range rows) {

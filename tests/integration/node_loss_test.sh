@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Runs that survive a lost node (cluster.on_node_loss "continue"): real coordinator and node
+# processes on 127.0.0.1.
+#   - sync, 3 nodes: one node killed with SIGKILL at a random step, for several seeds: the run
+#     completes, its weights are within 1e-5 of the uninterrupted in-process run's, and the
+#     node_lost / step_redone records and summary.json's failures (detection and recovery time)
+#     are there; the figures are printed;
+#   - a node stopped (SIGSTOP) past node_timeout_s, then continued: it is cut off and leaves, the
+#     run completes within the tolerance;
+#   - a node stopped past cluster.step_timeout_s but within node_timeout_s: the watchdog names
+#     it, it is fenced (its late messages are dropped) and told to leave; the run completes;
+#   - async and local_sgd lose a node and complete;
+#   - a replacement joins mid-run and the run completes with identical replicas (the driver's
+#     final-weights check) within the tolerance;
+#   - below cluster.min_nodes the run waits cluster.replacement_timeout_s, then ends with a
+#     checkpoint naming the node missing, and --resume continues it.
+# Every process is bounded and killed on exit. Needs Fashion-MNIST and /usr/bin/python3 with
+# torch.
+#   node_loss_test.sh PATH/TO/troupe [SEEDS]
+set -uo pipefail
+troupe=$1
+seeds=${2:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../lib/harness.sh"
+
+if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+  echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
+  exit 77
+fi
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "/usr/bin/python3 has no torch: weights cannot be compared"
+
+tolerance=1e-5
+
+# wait_for_step RUN_DIR STEP: until a step record at or past STEP is written (at most 60 s).
+wait_for_step() {
+  for _ in $(seq 600); do
+    /usr/bin/python3 - "$1/metrics.jsonl" "$2" <<'PY' 2>/dev/null && return 0
+import json, sys
+last = -1
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if r.get("event") == "step":
+        last = max(last, r["step"])
+sys.exit(0 if last >= int(sys.argv[2]) else 1)
+PY
+    sleep 0.1
+  done
+  return 1
+}
+
+# close_weights WHAT RUN_A RUN_B: within the tolerance; prints the difference.
+close_weights() {
+  local out
+  if out=$(/usr/bin/python3 "$here/../python/compare_weights.py" "$2" "$3" "$tolerance" 2>&1); then
+    pass
+  else
+    fail "$1: weights differ from the uninterrupted run by more than $tolerance: $out"
+  fi
+  echo "  $1: $out"
+}
+
+# failure_figures WHAT RUN_DIR KILLED_AT_UNIX: the records and summary of one lost node; prints
+# the detection time the run measured, the one from the kill, and the recovery time.
+failure_figures() {
+  local what=$1 out verdict message
+  out=$(/usr/bin/python3 - "$2" "$3" <<'PY' 2>&1
+import json, sys
+run, killed = sys.argv[1], float(sys.argv[2])
+records = []
+for line in open(run + "/metrics.jsonl"):
+    try:
+        records.append(json.loads(line))
+    except ValueError:
+        pass
+lost = [r for r in records if r.get("event") == "node_lost"]
+redone = [r for r in records if r.get("event") == "step_redone"]
+summary = json.load(open(run + "/summary.json"))
+print(("pass" if summary.get("status") == "succeeded" else "fail") +
+      f" status {summary.get('status')} {summary.get('error', '')}")
+print(("pass" if len(lost) == 1 else "fail") + f" {len(lost)} node_lost record(s)")
+print(("pass" if len(redone) >= 1 else "fail") + f" {len(redone)} step_redone record(s)")
+failures = summary.get("failures", [])
+ok = len(failures) == 1 and failures[0].get("recovery_s") is not None
+print(("pass" if ok else "fail") + f" summary failures: {failures}")
+steps = [r["step"] for r in records if r.get("event") == "step"]
+print(("pass" if sorted(set(steps)) == list(range(summary.get("steps", -1))) else "fail") +
+      " every step recorded once")
+if lost and ok:
+    f = failures[0]
+    print(f"info detection {lost[0]['unix_s'] - killed:.3f} s from the kill "
+          f"({f['detection_s']:.3f} s from the node's last message), recovery "
+          f"{f['recovery_s']:.3f} s, lost at step {lost[0]['step']}")
+PY
+  )
+  while read -r verdict message; do
+    case $verdict in
+      pass) pass ;;
+      info) echo "  $what: $message" ;;
+      *) fail "$what: $message" ;;
+    esac
+  done <<<"$out"
+}
+
+cat >"$tmp/local.json" <<'JSON'
+{"name": "lossy", "seed": 3,
+ "model": {"type": "mlp", "hidden": [64]},
+ "data": {"type": "fashion_mnist", "path": "/usr/share/datasets/fashion-mnist"},
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+ "training": {"steps": 400, "batch_size": 60, "eval_interval": 100},
+ "parallelism": {"policy": "sync", "replicas": 3}}
+JSON
+/usr/bin/python3 - "$tmp/local.json" "$tmp/job.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["cluster"] = {"nodes": 3, "join_timeout_s": 30, "bucket_mb": 0.05, "node_timeout_s": 2,
+                "on_node_loss": "continue"}
+json.dump(j, open(sys.argv[2], "w"))
+PY
+echo "s3cret" >"$tmp/token"
+"$troupe" run "$tmp/local.json" --out "$tmp/ref" --quiet >/dev/null 2>&1 || fail "in-process reference run"
+
+# start_run NAME [--set ...]: a coordinator and nodes a, b, c; sets $coord, $port, $node_a..c.
+start_run() {
+  local name=$1
+  shift
+  port=$(free_port)
+  start "coord_$name" "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+    --token-file "$tmp/token" --out "$tmp/$name" --quiet "$@"
+  coord=$last_pid
+  for n in a b c; do
+    start "${name}_$n" "$troupe" node --join "127.0.0.1:$port" --name "$n" --token-file "$tmp/token"
+    eval "node_$n=$last_pid"
+  done
+}
+
+# --- sync: SIGKILL one node of 3 at a random step, several seeds ---------------------------------
+for seed in $(seq "$seeds"); do
+  RANDOM=$((seed * 7919))
+  at=$((20 + RANDOM % 300))
+  victim=$(echo a b c | cut -d' ' -f$((1 + RANDOM % 3)))
+  start_run "kill$seed"
+  wait_for_step "$tmp/kill$seed" "$at" || fail "kill $seed: no step $at"
+  eval "pid=\$node_$victim"
+  killed=$(date +%s.%N)
+  kill -9 "$pid"
+  finish $coord 120
+  check "kill -9 node $victim at step $at" $status 0 "$tmp/coord_kill$seed.log" "lost at step"
+  close_weights "seed $seed: node $victim killed at step $at" "$tmp/ref" "$tmp/kill$seed"
+  failure_figures "seed $seed" "$tmp/kill$seed" "$killed"
+  for n in a b c; do
+    [ $n = "$victim" ] && continue
+    eval "finish \$node_$n 15"
+    check "survivor $n (seed $seed)" $status 0 "$tmp/kill${seed}_$n.log" "the run succeeded"
+  done
+done
+
+report node_loss_test
