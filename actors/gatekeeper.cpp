@@ -18,6 +18,9 @@ struct gatekeeper_state {
   bool over = false;    ///< the session is done with the run: no joins at all
   std::string failure;  ///< a node could not take the job: the run cannot start
   caf::actor driver;    ///< the run driver, once it registered for replacements
+  /// Nodes that joined after the run started: the session reads the shared roster during the
+  /// run, so they join it only when the session closes the gatekeeper.
+  std::vector<joined_node> replacements;
   std::vector<replacement_node> unclaimed;  ///< ready before the driver registered
   static inline const char* name = "gatekeeper";
 };
@@ -60,13 +63,14 @@ void close_when_complete(gatekeeper_actor* self) {
 void forget_departed(gatekeeper_actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
   if (st.closed) {
-    for (const auto& n : *st.options.roster)
-      if (n.agent.address() == msg.source) {
-        auto& joined = st.options.terms.joined;
-        const auto it = std::find(joined.begin(), joined.end(), n.name);
-        if (it != joined.end())
-          joined.erase(it);
-      }
+    for (const auto* list : {st.options.roster.get(), &st.replacements})
+      for (const auto& n : *list)
+        if (n.agent.address() == msg.source) {
+          auto& joined = st.options.terms.joined;
+          const auto it = std::find(joined.begin(), joined.end(), n.name);
+          if (it != joined.end())
+            joined.erase(it);
+        }
     return;
   }
   auto& roster = *st.options.roster;
@@ -93,15 +97,20 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
     refusal = "node \"" + req.name + "\": its agent is not on the node that sent the join";
   if (!refusal.empty()) {
     o.log("refused a join: " + refusal);
-    return {refusal, ""};
+    return {refusal, "", {}};
   }
   o.trusted->allow(sender->node());
   self->monitor(req.agent);
   o.terms.joined.push_back(req.name);
-  o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port, false, st.closed});
+  if (st.closed) {
+    st.replacements.push_back({req.name, req.agent, req.peer_host, req.peer_port, false, true});
+    o.log(fmt::format("node {} joined the running job ({} threads)", req.name, req.threads));
+    return {"", o.job_json, o.files};
+  }
+  o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port});
   o.log(fmt::format("node {} joined ({} threads; {} of {})", req.name, req.threads,
                     o.roster->size(), o.terms.wanted));
-  return {"", o.job_json};
+  return {"", o.job_json, o.files};
 }
 
 // With TLS the join waits for the middleman to say which connection the sender's node came
@@ -126,7 +135,16 @@ caf::typed_response_promise<join_reply> on_join(gatekeeper_actor* self, join_req
 caf::result<caf::ok_atom> on_ready(gatekeeper_actor* self, const std::string& failure) {
   auto& st = self->state;
   const auto& sender = self->current_sender();
-  for (auto& n : *st.options.roster) {
+  auto all = [&st] {
+    std::vector<joined_node*> nodes;
+    for (auto& n : *st.options.roster)
+      nodes.push_back(&n);
+    for (auto& n : st.replacements)
+      nodes.push_back(&n);
+    return nodes;
+  }();
+  for (auto* node : all) {
+    auto& n = *node;
     if (!sender || n.agent.node() != sender->node())
       continue;
     if (failure.empty()) {
@@ -177,8 +195,12 @@ caf::behavior gatekeeper(gatekeeper_actor* self, gatekeeper_options options) {
         const auto& sender = self->current_sender();
         if (!sender || sender->node() != self->node())
           return caf::make_error(caf::sec::invalid_argument);
-        self->state.closed = true;
-        self->state.over = true;
+        auto& st = self->state;
+        st.closed = true;
+        st.over = true;
+        for (auto& n : st.replacements)  // the session reads the roster once it has the answer
+          st.options.roster->push_back(std::move(n));
+        st.replacements.clear();
         return caf::ok_atom_v;
       },
       // The run driver, for replacements (from this process only).

@@ -19,6 +19,7 @@
 #include "actors/guarded_links.hpp"
 #include "actors/trusted_nodes.hpp"
 #include "core/cluster/join_check.hpp"
+#include "messages/cluster.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -54,6 +55,7 @@ struct gatekeeper_options {
   /// With TLS: where to learn which certificate a joining node's connection presented.
   std::optional<peer_names> names;
   caf::io::middleman_actor middleman;
+  shipment files;  ///< handed with the job: the data files' digests, the model file's server
   /// Joins after the run started replace lost nodes (cluster.on_node_loss "continue").
   bool replacements = false;
 };

@@ -4,6 +4,7 @@
 #include "actors/guarded_links.hpp"
 #include "actors/run_driver.hpp"
 #include "actors/run_job.hpp"
+#include "actors/shipped_job_files.hpp"
 #include "actors/system_config.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/config/parse_job.hpp"
@@ -171,6 +172,7 @@ gatekeeper_options gate_options(const run_plan& plan, const cluster_options& clu
                        std::move(roster),
                        {},
                        links.middleman(),
+                       {},
                        job.cluster.carries_on()};
   if (links.tls())
     o.names = links.names();
@@ -195,12 +197,20 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   }
   auto trusted = std::make_shared<trusted_nodes>();
   auto roster = std::make_shared<std::vector<joined_node>>();
-  auto gate =
-      spawn_gatekeeper(system, gate_options(plan, cluster, *links, job_json, trusted, roster, log));
+  auto gate_setup = gate_options(plan, cluster, *links, job_json, trusted, roster, log);
+  try {
+    gate_setup.files = ship_job_files(system, job, trusted);
+  } catch (const std::exception& e) {
+    return failed_report(plan, e.what());
+  }
+  const auto model_server = gate_setup.files.model_server;
+  auto gate = spawn_gatekeeper(system, std::move(gate_setup));
   const auto where = cluster.listen.host + ":" + std::to_string(cluster.listen.port);
   auto port = links->publish(gate, cluster.listen.port, cluster.listen.host);
   if (!port) {
     caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    if (model_server)
+      caf::anon_send_exit(model_server, caf::exit_reason::user_shutdown);
     return failed_report(plan, "cannot listen on " + where + ": " + system.render(port.error()));
   }
   log(fmt::format("listening on {}:{}{}, waiting for {} node(s) for up to {} s",
@@ -231,6 +241,8 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
     cluster.on_ended(told);
   links->unpublish(gate, *port);
   self->send_exit(gate, caf::exit_reason::user_shutdown);
+  if (model_server)
+    self->send_exit(model_server, caf::exit_reason::user_shutdown);
   return report;
 }
 

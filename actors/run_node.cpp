@@ -2,6 +2,7 @@
 
 #include "actors/guarded_links.hpp"
 #include "actors/replica_worker.hpp"
+#include "actors/shipped_job_files.hpp"
 #include "actors/system_config.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/config/parse_job.hpp"
@@ -13,9 +14,13 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
 #include <thread>
 
 namespace troupe {
@@ -40,10 +45,16 @@ struct agent_state {
   /// Outlives the agent (run_node's, destroyed after the agent has quit).
   guarded_links* links = nullptr;
   std::vector<replica_worker_actor> workers;
+  /// This node's private folder (mode 0700) for what the coordinator ships: the model file.
+  std::string scratch;
   static inline const char* name = "node_agent";
 };
 
 using agent_actor = caf::stateful_actor<agent_state>;
+
+std::string shipped_model_path(const std::string& scratch) {
+  return scratch + "/model.pt";
+}
 
 void stop(agent_actor* self, const std::string& error) {
   auto& st = self->state;
@@ -59,10 +70,11 @@ void stop(agent_actor* self, const std::string& error) {
 // node's own disk, which must match it. The links then take the run's limits.
 void take_job(agent_actor* self, const std::string& job_json) {
   auto& st = self->state;
-  const auto job = parse_job(nlohmann::json::parse(job_json));
-  auto plan = make_run_plan(job, describe_data(job.data));
+  auto job = parse_job(nlohmann::json::parse(job_json));
+  if (job.model.kind == model_kind::torchscript)
+    job.model.path = shipped_model_path(st.scratch);  // the coordinator's file, fetched
   auto data = load_dataset(job.data, job.seed);
-  check_data_matches(plan.data, *data, job.data);
+  auto plan = make_run_plan(job, facts_of(*data));
   st.links->set_max_message_bytes(
       largest_message_bytes(plan.model.flat_size(), job.cluster.bucket_mb, job_json.size()));
   st.links->set_idle_timeout(job.cluster.node_timeout_s);
@@ -72,14 +84,17 @@ void take_job(agent_actor* self, const std::string& job_json) {
 }
 
 // Takes the job and tells the gatekeeper whether this node is ready. A node that cannot take it
-// (its data files are bad) says why and waits for the answer before it leaves: the run then
-// fails at once with that reason, not with a timeout somewhere later.
-void report_job(agent_actor* self, const caf::actor& gate, const std::string& job_json) {
-  std::string failure;
-  try {
-    take_job(self, job_json);
-  } catch (const std::exception& e) {
-    failure = e.what();
+// (its data files differ from the coordinator's or are bad, the model file did not arrive whole)
+// says why and waits for the answer before it leaves: the run then fails at once with that
+// reason, not with a timeout somewhere later.
+void report_job(agent_actor* self, const caf::actor& gate, const std::string& job_json,
+                std::string failure) {
+  if (failure.empty()) {
+    try {
+      take_job(self, job_json);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
   }
   const auto leave_if_failed = [self, failure] {
     if (!failure.empty())
@@ -101,7 +116,10 @@ void join(agent_actor* self, const caf::actor& gate, join_request& req) {
           [self, gate](join_reply& reply) {
             if (!reply.refusal.empty())
               return stop(self, "refused: " + reply.refusal);
-            report_job(self, gate, reply.job_json);
+            receive_job_files(self, reply.files, shipped_model_path(self->state.scratch),
+                              [self, gate, job = reply.job_json](const std::string& failure) {
+                                report_job(self, gate, job, failure);
+                              });
           },
           [self](caf::error& e) {
             stop(self, "no answer to the join: " + self->system().render(e));
@@ -283,6 +301,29 @@ void exit_if_shutdown_hangs(int code) {
   }).detach();
 }
 
+// A private folder (mode 0700) for the node's part of the run, removed when the node is done.
+class scratch_folder {
+ public:
+  scratch_folder() {
+    auto pattern = (std::filesystem::temp_directory_path() / "troupe-node-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("cannot make a scratch folder in " +
+                               std::filesystem::temp_directory_path().string() + ": " +
+                               std::strerror(errno));
+    path_ = pattern;
+  }
+  ~scratch_folder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  scratch_folder(const scratch_folder&) = delete;
+  scratch_folder& operator=(const scratch_folder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // Joins and serves the run until the agent stops; the exit code.
 int serve(caf::actor_system& system, guarded_links& links, const node_options& o) {
   const auto log = o.log ? o.log : [](const std::string&) {};
@@ -294,6 +335,14 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
   init.outcome = outcome;
   init.log = log;
   init.links = &links;
+  std::optional<scratch_folder> scratch;
+  try {
+    scratch.emplace();
+  } catch (const std::exception& e) {
+    log("node " + o.name + ": " + e.what());
+    return 1;
+  }
+  init.scratch = scratch->path();
   auto agent = system.spawn(node_agent, std::move(init));
   caf::scoped_actor self{system};
   self->monitor(agent);

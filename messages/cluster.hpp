@@ -6,6 +6,8 @@
 //   a refusal (bad token, another certificate's name, other version, duplicate name, run
 //   already placed) carries the reason; an acceptance carries the job, so that every node trains
 //   what the coordinator planned.
+//   node -> model server (chunk_atom, offset) -> bytes: a torchscript model file, in chunks,
+//                                                     checked against the reply's SHA-256
 //   node -> gatekeeper   (join_atom, failure) -> ok   the node loaded its data and is ready ("")
 //                                                     or cannot take the job (why)
 // placing (coordinator -> node agent):
@@ -23,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -42,14 +45,34 @@ typename Inspector::result_type inspect(Inspector& f, join_request& x) {
            x.peer_port, x.agent);
 }
 
+/// The files of the job beside its JSON (core/cluster/shipped_files): the data files each node
+/// must hold with the same size and SHA-256, and the model file it fetches from `model_server`
+/// with (chunk_atom, offset) -> std::string (at most shipped_chunk_bytes from offset).
+struct shipment {
+  std::vector<std::string> data_paths;
+  std::vector<int64_t> data_bytes;
+  std::vector<std::string> data_sha256;
+  caf::actor model_server;  ///< unset: no model file to fetch (a built-in model)
+  std::string model_path;   ///< the coordinator's, for messages
+  int64_t model_bytes = 0;
+  std::string model_sha256;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shipment& x) {
+  return f(caf::meta::type_name("shipment"), x.data_paths, x.data_bytes, x.data_sha256,
+           x.model_server, x.model_path, x.model_bytes, x.model_sha256);
+}
+
 struct join_reply {
   std::string refusal;   ///< empty: accepted
   std::string job_json;  ///< the resolved job, when accepted
+  shipment files;        ///< when accepted
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_reply& x) {
-  return f(caf::meta::type_name("join_reply"), x.refusal, x.job_json);
+  return f(caf::meta::type_name("join_reply"), x.refusal, x.job_json, x.files);
 }
 
 /// Which part of which all-reduce a chunk belongs to: the training step (`round`), the bucket

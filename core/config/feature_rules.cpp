@@ -153,12 +153,6 @@ void check_cluster(const job_config& job, problem_list& problems) {
     problems.push_back(
         "/cluster: pipelines and ensembles run in one process; across nodes troupe places "
         "data-parallel replicas (stages 1, micro_batches 1, no ensemble)");
-  else if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv)
-    // Each node would read its own copy of the files; until nodes prove theirs are the
-    // coordinator's (by checksum), such runs stay in one process.
-    problems.push_back(
-        "/data/type: tensor and csv files are read in one process for now; across nodes use "
-        "fashion_mnist or synthetic data");
   else if (!reported_at(problems, "/parallelism/replicas") && par.replicas < job.cluster.nodes)
     problems.push_back("/cluster/nodes: every node hosts at least one replica, but " +
                        std::to_string(job.cluster.nodes) + " nodes were asked for " +
@@ -198,9 +192,8 @@ void check_devices(const job_config& job, problem_list& problems) {
 
 }  // namespace
 
-// A TorchScript module trains in one process: the stacked ensemble is built from the built-in
-// layers, and nodes would each need the coordinator's file. (Whether a pipeline can cut it is
-// the plan's to say: that needs the file.)
+// The stacked ensemble is built from the built-in layers. (Whether a pipeline can cut a
+// TorchScript module is the plan's to say: that needs the file.)
 void check_torchscript(const job_config& job, problem_list& problems) {
   if (job.model.kind != model_kind::torchscript || reported_at(problems, "/model"))
     return;
@@ -208,10 +201,6 @@ void check_torchscript(const job_config& job, problem_list& problems) {
     problems.push_back(
         "/model/type: stacked ensembles stack the built-in mlp and cnn; a torchscript model "
         "cannot be stacked (run its members as a suite of jobs)");
-  if (job.cluster.enabled())
-    problems.push_back(
-        "/model/type: a torchscript model is trained in one process for now; across nodes use "
-        "the built-in mlp or cnn");
 }
 
 void check_feature_combinations(const job_config& job, problem_list& problems) {

@@ -28,6 +28,10 @@ struct model_config {
   /// torchscript only: a module saved from Python with torch.jit.script(m).save(path) (or
   /// torch.jit.trace); it trains from the weights saved in it.
   std::string path;
+  /// Built-in models: the shape of one input row, which sizes the first layer (the MLP flattens
+  /// any shape; the CNN takes [channels, height, width]). Not a job key: the plan sets it from
+  /// the data (28 x 28 images unless the data says otherwise).
+  std::vector<int64_t> input_shape{1, 28, 28};
 };
 
 enum class data_kind { fashion_mnist, synthetic, tensors, csv };

@@ -78,6 +78,10 @@ struct table_reader {
             "column \"{}\" holds {}: under cross_entropy the label is a class number from 0 (set "
             "training.loss to mse or l1 for a numeric target)",
             name, std::string(text, length)));
+      // Checked here, as a double: a label of 1e30 has no int64 to become.
+      if (class_labels && value >= static_cast<double>(max_tensor_classes))
+        return fail(fmt::format("column \"{}\" holds {}: at most {} classes", name,
+                                std::string(text, length), max_tensor_classes));
       targets.push_back(value);
     } else {
       features.push_back(static_cast<float>(value));

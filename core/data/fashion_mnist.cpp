@@ -23,9 +23,13 @@ std::string images_file(const std::string& folder, const std::string& prefix) {
   return folder + "/" + prefix + "-images-idx3-ubyte.gz";
 }
 
+std::string labels_file(const std::string& folder, const std::string& prefix) {
+  return folder + "/" + prefix + "-labels-idx1-ubyte.gz";
+}
+
 labeled_images load_split(const std::string& folder, const std::string& prefix) {
   const auto images_path = images_file(folder, prefix);
-  const auto labels_path = folder + "/" + prefix + "-labels-idx1-ubyte.gz";
+  const auto labels_path = labels_file(folder, prefix);
   auto images = read_idx_file(images_path);
   if (images.dims.size() != 3 || images.dims[1] != side || images.dims[2] != side)
     throw data_error(images_path + ": expected images of 28x28 pixels (N x 28 x 28), found " +
@@ -56,6 +60,11 @@ labeled_images load_split(const std::string& folder, const std::string& prefix) 
 }
 
 }  // namespace
+
+std::vector<std::string> fashion_mnist_files(const std::string& folder) {
+  return {images_file(folder, "train"), labels_file(folder, "train"), images_file(folder, "t10k"),
+          labels_file(folder, "t10k")};
+}
 
 fashion_mnist_rows count_fashion_mnist(const std::string& folder) {
   // Only the image files' headers: a few bytes each, however large the files.

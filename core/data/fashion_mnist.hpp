@@ -4,6 +4,7 @@
 #include "core/data/dataset.hpp"
 
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -20,6 +21,9 @@ struct fashion_mnist_rows {
   int64_t train = 0;
   int64_t test = 0;
 };
+
+/// The four files load_fashion_mnist reads from `folder`.
+std::vector<std::string> fashion_mnist_files(const std::string& folder);
 
 /// The rows the train and test image files' headers declare, without reading their data.
 /// Throws data_error as load_fashion_mnist does for a missing or malformed header.

@@ -72,13 +72,15 @@ double ensemble_engine::step(int64_t step, double lr) {
     std::vector<at::Tensor> indices;
     for (auto& plan : plans_)
       indices.push_back(plan.indices(step, {0, batch_}));
-    auto index = at::stack(indices);  // [K, B]
-    images = data_->train.images.index_select(0, index.reshape({-1}))
-                 .reshape({k, batch_, 1, data_->train.images.size(2), data_->train.images.size(3)});
+    auto index = at::stack(indices);        // [K, B]
+    std::vector<int64_t> shape{k, batch_};  // [K, B, row...]
+    const auto row = data_->train.images.sizes().slice(1);
+    shape.insert(shape.end(), row.begin(), row.end());
+    images = data_->train.images.index_select(0, index.reshape({-1})).reshape(shape);
     labels = data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_});
   }
   optimizer_->zero_grad();
-  auto logits = model_.forward(images);  // [K, B, classes]
+  auto logits = model_.forward(images, plans_.size() > 1);  // [K, B, classes]
   // Per member: the mean loss over its rows. Their sum's gradient is each member's own.
   auto per_row = torch::nn::functional::cross_entropy(
       logits.reshape({k * batch_, -1}), labels.reshape({-1}),

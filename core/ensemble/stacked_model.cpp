@@ -73,10 +73,10 @@ stacked_model::stacked_model(const torch::nn::Sequential& base,
   }
 }
 
-at::Tensor stacked_model::forward(const at::Tensor& inputs) const {
+at::Tensor stacked_model::forward(const at::Tensor& inputs, bool per_member) const {
   const int64_t k = members_;
   at::Tensor x = inputs;
-  auto where = inputs.dim() == 5 ? layout::members_first : layout::shared;
+  auto where = per_member ? layout::members_first : layout::shared;
   for (const auto& l : layers_) {
     switch (l.kind) {
       case layer_kind::pointwise:

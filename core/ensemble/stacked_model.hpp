@@ -29,9 +29,9 @@ class stacked_model {
 
   int64_t members() const { return members_; }
 
-  /// `inputs` is [B, 1, 28, 28] shared by every member, or [K, B, 1, 28, 28] one batch per
-  /// member. Returns logits [K, B, classes].
-  at::Tensor forward(const at::Tensor& inputs) const;
+  /// `inputs` is [B, row...] shared by every member, or (`per_member`) [K, B, row...] one batch
+  /// per member. Returns logits [K, B, classes].
+  at::Tensor forward(const at::Tensor& inputs, bool per_member = false) const;
 
   /// The stacked parameters, each [K, ...] (weights and biases in layer order).
   std::vector<at::Tensor> parameters() const;

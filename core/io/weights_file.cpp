@@ -2,12 +2,11 @@
 
 #include "core/io/atomic_file.hpp"
 #include "core/io/pickled_tensors.hpp"
+#include "core/io/whole_file.hpp"
 
 #include <ATen/core/Dict.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 namespace troupe {
@@ -22,10 +21,7 @@ void save_weights(const std::string& path,
 }
 
 std::vector<std::pair<std::string, at::Tensor>> load_weights(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error(path + ": cannot open");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto bytes = read_whole_file(path);
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& entry : read_pickled_tensors(bytes, path))
     out.emplace_back(entry.key(), entry.value());

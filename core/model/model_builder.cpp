@@ -5,6 +5,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 namespace troupe {
@@ -44,19 +46,48 @@ void add_classifier(torch::nn::Sequential& seq, const model_config& config, int6
   append(seq, "out", torch::nn::Linear(in_features, classes));
 }
 
+int64_t values_in(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto d : shape)
+    n *= d;
+  return n;
+}
+
 }  // namespace
+
+std::string input_problem(const model_config& config) {
+  const auto& in = config.input_shape;
+  if (config.kind != model_kind::cnn)
+    return "";
+  const auto shape = fmt::format("[{}]", fmt::join(in, ", "));
+  if (in.size() != 3)
+    return fmt::format(
+        "the built-in cnn takes images as rows of [channels, height, width], the "
+        "data's rows are {}",
+        shape);
+  const int64_t smallest = int64_t{1} << config.channels.size();
+  if (in[1] < smallest || in[2] < smallest)
+    return fmt::format(
+        "the built-in cnn's {} 2x2 pools need images of at least {}x{}, the "
+        "data's rows are {}",
+        config.channels.size(), smallest, smallest, shape);
+  return "";
+}
 
 torch::nn::Sequential build_model(const model_config& config, int64_t classes) {
   if (config.kind == model_kind::mlp) {
     torch::nn::Sequential mlp;
     append(mlp, "flatten", torch::nn::Flatten());
-    add_classifier(mlp, config, image_side * image_side, classes, 1);
+    add_classifier(mlp, config, values_in(config.input_shape), classes, 1);
     return mlp;
   }
   // cnn: blocks of conv (same padding), activation, 2x2 max-pool, then the classifier.
+  if (const auto problem = input_problem(config); !problem.empty())
+    throw std::invalid_argument(problem);
   torch::nn::Sequential cnn;
-  int64_t in_channels = 1;
-  int64_t side = image_side;
+  int64_t in_channels = config.input_shape[0];
+  int64_t height = config.input_shape[1];
+  int64_t width = config.input_shape[2];
   int index = 1;
   for (int64_t channels : config.channels) {
     const auto suffix = std::to_string(index++);
@@ -66,10 +97,11 @@ torch::nn::Sequential build_model(const model_config& config, int64_t classes) {
     add_activation(cnn, config.activation, "cact" + suffix);
     append(cnn, "pool" + suffix, torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
     in_channels = channels;
-    side /= 2;
+    height /= 2;
+    width /= 2;
   }
   append(cnn, "flatten", torch::nn::Flatten());
-  add_classifier(cnn, config, in_channels * side * side, classes, 1);
+  add_classifier(cnn, config, in_channels * height * width, classes, 1);
   return cnn;
 }
 
@@ -92,17 +124,21 @@ std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model) 
 
 double parameters_of(const model_config& config, int64_t classes) {
   double total = 0;
-  double features = static_cast<double>(image_side * image_side);
-  if (config.kind == model_kind::cnn) {
-    double channels = 1;
-    int64_t side = image_side;
+  double features = 1;
+  for (auto d : config.input_shape)
+    features *= static_cast<double>(d);
+  if (config.kind == model_kind::cnn && input_problem(config).empty()) {
+    double channels = static_cast<double>(config.input_shape[0]);
+    int64_t height = config.input_shape[1];
+    int64_t width = config.input_shape[2];
     const auto k = static_cast<double>(config.kernel_size);
     for (int64_t out : config.channels) {
       total += (channels * k * k + 1) * static_cast<double>(out);  // weight and bias
       channels = static_cast<double>(out);
-      side /= 2;
+      height /= 2;
+      width /= 2;
     }
-    features = channels * static_cast<double>(side * side);
+    features = channels * static_cast<double>(height * width);
   }
   for (int64_t width : config.hidden) {
     total += (features + 1) * static_cast<double>(width);

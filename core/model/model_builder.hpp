@@ -15,10 +15,16 @@
 
 namespace troupe {
 
-/// Input images are 1 x 28 x 28; the output has one logit per class.
+/// Fashion-MNIST's images are 1 x 28 x 28.
 inline constexpr int64_t image_side = 28;
 
+/// The layers `config` describes for rows of config.input_shape, with one output per class (or
+/// per float target value).
 torch::nn::Sequential build_model(const model_config& config, int64_t classes);
+
+/// Why the built-in model of `config` cannot take rows of config.input_shape (the CNN needs
+/// [channels, height, width] rows large enough for its pools), or "" when it can.
+std::string input_problem(const model_config& config);
 
 /// One row of the plan: a layer's name, what it is, and how many parameters it owns.
 struct layer_summary {

@@ -1,17 +1,21 @@
 #include "core/model/network.hpp"
 
 #include "core/io/archive_check.hpp"
+#include "core/io/whole_file.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <fmt/format.h>
 
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 namespace troupe {
@@ -70,10 +74,12 @@ void check_loaded(const torch::jit::Module& m, const std::string& path) {
 }
 
 std::shared_ptr<torch::jit::Module> load_script(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::string bytes;
+  try {
+    bytes = read_whole_file(path);
+  } catch (const std::runtime_error&) {
     throw model_file_error(path + ": cannot be opened (no such file, or not readable)");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
   const std::string hint =
       "; write it from Python with torch.jit.script(model).save(path) or "
       "torch.jit.trace(model, example).save(path)";
@@ -257,14 +263,72 @@ std::vector<layer_summary> network::layers() const {
   return rows;
 }
 
-std::vector<std::string> network::random_layers() const {
-  std::vector<std::string> names;
-  if (!script_)
-    return names;
-  for (const auto& m : script_->named_modules())
-    if (type_name(m.value).find("Dropout") != std::string::npos)
-      names.push_back(m.name);
+namespace {
+
+// The operators that draw from LibTorch's generator when none is passed (which TorchScript
+// cannot pass): dropout in all its forms, and the random tensor factories and fills.
+const std::set<std::string>& random_op_names() {
+  static const std::set<std::string> names{"aten::dropout",
+                                           "aten::dropout_",
+                                           "aten::feature_dropout",
+                                           "aten::feature_dropout_",
+                                           "aten::alpha_dropout",
+                                           "aten::alpha_dropout_",
+                                           "aten::feature_alpha_dropout",
+                                           "aten::feature_alpha_dropout_",
+                                           "aten::native_dropout",
+                                           "aten::bernoulli",
+                                           "aten::bernoulli_",
+                                           "aten::rand",
+                                           "aten::rand_like",
+                                           "aten::randn",
+                                           "aten::randn_like",
+                                           "aten::randint",
+                                           "aten::randint_like",
+                                           "aten::randperm",
+                                           "aten::normal",
+                                           "aten::normal_",
+                                           "aten::uniform_",
+                                           "aten::multinomial",
+                                           "aten::rrelu",
+                                           "aten::rrelu_",
+                                           "aten::rrelu_with_noise",
+                                           "aten::exponential_",
+                                           "aten::geometric_",
+                                           "aten::cauchy_",
+                                           "aten::log_normal_",
+                                           "aten::poisson",
+                                           "aten::random_"};
   return names;
+}
+
+void collect_random_ops(torch::jit::Block* block, std::set<std::string>& found) {
+  for (auto* node : block->nodes()) {
+    const std::string kind = node->kind().toQualString();
+    if (random_op_names().count(kind) > 0)
+      found.insert(kind);
+    for (auto* inner : node->blocks())
+      collect_random_ops(inner, found);
+  }
+}
+
+// Every random operator a module's forward can reach: its graph with every call inlined.
+void add_random_ops(const torch::jit::Module& module, std::set<std::string>& found) {
+  auto graph = module.get_method("forward").graph()->copy();
+  torch::jit::Inline(*graph);
+  collect_random_ops(graph->block(), found);
+}
+
+}  // namespace
+
+std::vector<std::string> network::random_ops() const {
+  std::set<std::string> found;
+  if (!children_.empty())
+    for (const auto& child : children_)
+      add_random_ops(child.second, found);
+  else if (script_)
+    add_random_ops(*script_, found);
+  return {found.begin(), found.end()};
 }
 
 std::string script_with_weights(const model_config& config, const at::Tensor& flat) {

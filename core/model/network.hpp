@@ -71,8 +71,10 @@ class network {
 
   /// The top-level children, for the plan.
   std::vector<layer_summary> layers() const;
-  /// Submodules that draw random numbers while training (dropout), by name.
-  std::vector<std::string> random_layers() const;
+  /// The random operators (aten::dropout, aten::rand, ...) its forward can reach, found in the
+  /// TorchScript graph with every call inlined; none for the built-in layers. A forward that
+  /// draws runs under core/model/random_draws.
+  std::vector<std::string> random_ops() const;
 
  private:
   network() = default;

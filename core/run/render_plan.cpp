@@ -49,12 +49,12 @@ void render_model(std::ostringstream& out, const run_plan& p) {
     out << " and " << p.model.buffer_values
         << " buffer values (replicas combine them as they combine gradients)";
   out << ", " << p.data.classes << " outputs\n";
-  if (!p.model.random_layers.empty()) {
-    out << "    [warning: ";
-    for (std::size_t i = 0; i < p.model.random_layers.size(); ++i)
-      out << (i > 0 ? ", " : "") << p.model.random_layers[i];
-    out << " draw random numbers from LibTorch's one global generator, which the replicas share:"
-           " this run is not bit-for-bit reproducible]\n";
+  if (!p.model.random_ops.empty()) {
+    out << "    random numbers: its forward draws them (";
+    for (std::size_t i = 0; i < p.model.random_ops.size(); ++i)
+      out << (i > 0 ? ", " : "") << p.model.random_ops[i];
+    out << "); each worker's draws are seeded by the job's seed, the worker and the step, so "
+           "the run is reproducible, and its workers' forward passes take turns\n";
   }
   for (const auto& layer : p.model.layers) {
     out << "    " << layer.name << " (" << layer.kind << ")";

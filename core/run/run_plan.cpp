@@ -125,12 +125,9 @@ std::string render_shape(at::IntArrayRef sizes) {
 }
 
 void describe_builtin(run_plan& p, const device_inventory& inventory) {
-  const std::vector<int64_t> image{1, image_side, image_side};
-  if (p.data.row_shape != image)
-    throw job_error({fmt::format(
-        "/model/type: the built-in {} takes 28x28 images, the data's rows are {} (train on them "
-        "with your own model: \"type\": \"torchscript\")",
-        to_string(p.job.model.kind), render_shape(p.data.row_shape))});
+  if (const auto problem = input_problem(p.job.model); !problem.empty())
+    throw job_error({"/model/type: " + problem +
+                     " (use the mlp, or your own model: \"type\": \"torchscript\")"});
   check_model_fits(p.job, parameters_of(p.job.model, p.data.classes), inventory);
   auto layers = build_model(p.job.model, p.data.classes);
   p.model.layers = summarize_layers(layers);
@@ -224,7 +221,7 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
   p.model.buffer_values = flat.size() - flat.parameter_count();
   p.model.layers = model.layers();
   p.model.parameter_layout = flat.layout();
-  p.model.random_layers = model.random_layers();
+  p.model.random_ops = model.random_ops();
   dry_forward(model, p);
   if (p.mode != run_mode::pipeline)
     return;
@@ -294,6 +291,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
                        const device_inventory& inventory) {
   run_plan p;
   p.job = job;
+  p.job.model.input_shape = data.row_shape;  // what the built-in models' first layer takes
   p.data = data;
   p.mode = mode_of(job);
   p.devices = make_device_plan(job, inventory);

@@ -52,7 +52,8 @@ struct model_facts {
   int64_t buffer_values = 0;  ///< BatchNorm's running statistics and the like
   std::vector<layer_summary> layers;
   std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_layout;
-  std::vector<std::string> random_layers;  ///< dropout and the like, by name
+  /// Random operators its forward reaches (aten::dropout, ...): core/model/random_draws.
+  std::vector<std::string> random_ops;
   int64_t flat_size() const { return parameters + buffer_values; }
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/model/random_draws.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/train/loss.hpp"
@@ -26,6 +27,8 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
       position_(rank),
       replicas_(job.parallelism.replicas),
       training_(job.training),
+      seed_(job.seed),
+      draws_(false),
       global_batch_(job.training.batch_size),
       data_(std::move(data)),
       model_(job.model, data_->classes),
@@ -43,9 +46,17 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
   }
   flat_->load_buffers();
   optimizer_ = make_optimizer(job.optimizer, model_.parameters());
+  draws_ = !model_.random_ops().empty();
 }
 
 replica_engine::~replica_engine() = default;
+
+at::Tensor replica_engine::forward(const at::Tensor& input, int64_t step, int64_t part) {
+  if (!draws_)
+    return model_.forward(input);
+  seeded_draws draws(draw_seed(seed_, rank_, step, part));
+  return model_.forward(input);
+}
 
 replica_engine::batch replica_engine::fetch(int64_t step) {
   if (prefetched_.step == step)
@@ -67,7 +78,7 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
     prefetched_ = fetch(step + 1);
   flat_->grads().zero_();
   model_.set_training(true);
-  auto loss = mean_loss(training_.loss, model_.forward(b.images), b.labels);
+  auto loss = mean_loss(training_.loss, forward(b.images, step, 0), b.labels);
   const auto unscaled = loss.detach();
   const bool scaled = scale_to_global && rows_.size() != global_batch_;
   const double share = static_cast<double>(rows_.size()) / static_cast<double>(global_batch_);
@@ -193,7 +204,8 @@ evaluation_result replica_engine::evaluate(const labeled_images& set, row_range 
       images = transfer_->upload(images);
       labels = transfer_->upload(labels);
     }
-    const auto sums = summed_loss(training_.loss, model_.forward(images), labels);
+    // Evaluations draw from streams of their own (step -1), should the model draw in eval().
+    const auto sums = summed_loss(training_.loss, forward(images, -1, begin), labels);
     result.loss_sum += sums.loss;
     result.metric_sum += sums.metric;
     result.count += n;
@@ -208,6 +220,8 @@ evaluation_result evaluate_weights(const job_config& job, const dataset_ptr& dat
 }
 
 at::Tensor initial_weights(const job_config& job, int64_t classes) {
+  // Not while a worker's forward has seeded the same generator for its own draws.
+  std::lock_guard<std::mutex> generator(generator_lock());
   at::manual_seed(job.seed);
   network model(job.model, classes);
   flat_parameters flat(model.named_parameters(), model.named_buffers());

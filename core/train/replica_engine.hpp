@@ -95,11 +95,16 @@ class replica_engine {
   };
   /// This rank's rows of `step`'s batch on the engine's device.
   batch fetch(int64_t step);
+  /// The model's forward; one that draws random numbers draws them seeded by (seed, rank, step,
+  /// part) under core/model/random_draws.
+  at::Tensor forward(const at::Tensor& input, int64_t step, int64_t part);
 
   int64_t rank_;
   int64_t position_;  ///< among the live replicas (the rank while none was lost)
   int64_t replicas_;  ///< live replicas sharing each batch
   training_config training_;
+  uint64_t seed_;
+  bool draws_;  ///< the model's forward draws random numbers
   int64_t global_batch_;
   dataset_ptr data_;
   network model_;

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/grad_mode.h>
+#include "core/model/random_draws.hpp"
 #include "core/train/loss.hpp"
 
 #include <cmath>
@@ -41,6 +42,7 @@ stage_engine::stage_engine(const job_config& job, dataset_ptr data,
       training_(job.training),
       micro_batches_(job.parallelism.micro_batches),
       global_batch_(job.training.batch_size),
+      seed_(job.seed),
       data_(std::move(data)),
       module_(slice_of(job, data_->classes, initial_weights, slice)),
       plan_(data_->train.size(), job.training.batch_size, job.seed),
@@ -48,9 +50,18 @@ stage_engine::stage_engine(const job_config& job, dataset_ptr data,
       eval_rows_(shard_of(evaluation_set(*data_).size(), where.pipelines, where.pipeline)) {
   flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), named_tensors{});
   optimizer_ = make_optimizer(job.optimizer, module_.parameters());
+  draws_ = !module_.random_ops().empty();
 }
 
 stage_engine::~stage_engine() = default;
+
+at::Tensor stage_engine::forward_slice(const at::Tensor& input, int64_t step, int64_t part) {
+  if (!draws_)
+    return module_.forward(input);
+  const auto worker = where_.pipeline * where_.stages + where_.stage;
+  seeded_draws draws(draw_seed(seed_, worker, step, part));
+  return module_.forward(input);
+}
 
 row_range stage_engine::micro_range(int64_t micro) const {
   const auto r = shard_of(rows_.size(), micro_batches_, micro);
@@ -82,7 +93,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
     saved.input = input.detach().requires_grad_(true);
     x = saved.input;
   }
-  auto out = module_.forward(x);
+  auto out = forward_slice(x, step_, micro);
   if (!where_.last()) {
     saved.output = out;
     saved_.emplace(micro, std::move(saved));
@@ -160,10 +171,11 @@ at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
   module_.set_training(false);
   if (where_.first()) {
     const auto rows = eval_range(chunk);
-    return module_.forward(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()));
+    return forward_slice(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()), -1,
+                         chunk);
   }
   TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for test chunk ", chunk);
-  return module_.forward(input);
+  return forward_slice(input, -1, chunk);
 }
 
 evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logits) const {

@@ -90,13 +90,18 @@ class stage_engine {
 
   row_range micro_range(int64_t micro) const;
   row_range eval_range(int64_t chunk) const;
+  /// The slice's forward; one that draws random numbers draws them seeded by (seed, this stage
+  /// of this pipeline, step, part) under core/model/random_draws.
+  at::Tensor forward_slice(const at::Tensor& input, int64_t step, int64_t part);
 
   stage_position where_;
   training_config training_;
   int64_t micro_batches_;
   int64_t global_batch_;
+  uint64_t seed_;
   dataset_ptr data_;
   network module_;
+  bool draws_ = false;  ///< the slice's forward draws random numbers
   std::unique_ptr<flat_parameters> flat_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   batch_plan plan_;

@@ -396,30 +396,38 @@ TEST_SUITE("run_pieces") {
   // ---- check_data_matches -------------------------------------------------------------------
 
   TEST_CASE("check_data_matches: the loaded data must be what the plan was made from") {
+    const auto facts = [](int64_t train, int64_t validation, int64_t test, int64_t classes) {
+      data_facts f;
+      f.train_rows = train;
+      f.validation_rows = validation;
+      f.test_rows = test;
+      f.classes = classes;
+      return f;
+    };
     const auto loaded = tiny_dataset(4, 2, 10);
     data_config synthetic;
     synthetic.kind = data_kind::synthetic;
     CHECK(facts_of(loaded).train_rows == 4);
     CHECK(facts_of(loaded).test_rows == 2);
     CHECK(facts_of(loaded).classes == 10);
-    CHECK_NOTHROW(check_data_matches({4, 0, 2, 10}, loaded, synthetic));
-    CHECK_THROWS_WITH_AS(check_data_matches({5, 0, 2, 10}, loaded, synthetic),
+    CHECK_NOTHROW(check_data_matches(facts(4, 0, 2, 10), loaded, synthetic));
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(5, 0, 2, 10), loaded, synthetic),
                          "the synthetic set: holds 4 training rows, the plan (synthetic) expects 5",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({4, 0, 3, 10}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(4, 0, 3, 10), loaded, synthetic),
                          "the synthetic set: holds 2 test rows, the plan (synthetic) expects 3",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({4, 0, 2, 7}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(4, 0, 2, 7), loaded, synthetic),
                          "the synthetic set: holds 10 classes, the plan (synthetic) expects 7",
                          data_error);
-    CHECK_THROWS_WITH_AS(check_data_matches({3, 1, 2, 10}, loaded, synthetic),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(3, 1, 2, 10), loaded, synthetic),
                          "the synthetic set: holds 4 training rows, the plan (synthetic) expects 3",
                          data_error);
 
     data_config files;
     files.kind = data_kind::fashion_mnist;
     files.path = "/data/fm";
-    CHECK_THROWS_WITH_AS(check_data_matches({60000, 0, 2, 10}, loaded, files),
+    CHECK_THROWS_WITH_AS(check_data_matches(facts(60000, 0, 2, 10), loaded, files),
                          "/data/fm: holds 4 training rows, the plan (fashion_mnist) expects 60000",
                          data_error);
   }

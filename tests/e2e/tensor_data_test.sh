@@ -65,12 +65,14 @@ expect 2 "/training/loss: mse needs float targets, but $tmp/train.pt (\"y\") hol
 job "$tmp/shape.pt" "$tmp/test.pt"
 expect 2 "$tmp/test.pt: \"x\" rows have shape [1, 28, 28], the training file's ($tmp/shape.pt) [3, 32, 32]: they must match" -- \
   "$troupe" validate "$tmp/job.json"
+# Rows of other shapes: the built-in mlp flattens them, the cnn takes [channels, height, width].
 job "$tmp/shape.pt" "$tmp/shape.pt"
-expect 2 "/model/type: the built-in mlp takes 28x28 images, the data's rows are [3, 32, 32]" -- \
-  "$troupe" validate "$tmp/job.json" --set training.batch_size=5
+expect 0 "rows of shape [3, 32, 32]" -- "$troupe" validate "$tmp/job.json" --set training.batch_size=5
+expect 0 "conv1 (Conv2d): 1216 parameters" -- "$troupe" validate "$tmp/job.json" \
+  --set training.batch_size=5 --set 'model={"type":"cnn","hidden":[32]}'
+# Across nodes, each node reads its own copy, checked by SHA-256 (tests/e2e/torchscript_test.sh).
 job "$tmp/train.pt" "$tmp/test.pt"
-expect 2 "/data/type: tensor and csv files are read in one process for now" -- \
-  "$troupe" validate "$tmp/job.json" --set cluster.nodes=2
+expect 0 "across 2 node process(es)" -- "$troupe" validate "$tmp/job.json" --set cluster.nodes=2
 cat >"$tmp/nofiles.json" <<'JSON'
 {"name": "x", "data": {"type": "tensors", "train": "a.pt"}}
 JSON

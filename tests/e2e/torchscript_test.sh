@@ -86,6 +86,10 @@ learns sync 0.70
 learns local_sgd 0.70 --set parallelism.policy=local_sgd --set parallelism.period=4
 learns async 0.60 --set parallelism.policy=async --set optimizer.lr=0.02
 learns residual 0.70 --set "$(model resnet.pt)" --set optimizer.lr=0.01
+# Across 2 node processes: the coordinator ships the model file (with its SHA-256), each node
+# reads Fashion-MNIST from its own disk after checking its files' SHA-256 against the
+# coordinator's.
+learns nodes 0.70 --set cluster.nodes=2 --local-nodes 2
 
 # Rows that are not images: 20 features, 3 classes, trained by a scripted MLP; the built-in models
 # refuse them.
@@ -100,8 +104,40 @@ expect 0 "rows of shape [20], 3 classes" -- "$troupe" validate "$tmp/tab.json"
 expect 0 "succeeded" -- "$troupe" run "$tmp/tab.json" --out "$tmp/tab" --quiet
 $py -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['test_accuracy']); sys.exit(0 if s['test_accuracy'] > 0.85 else 1)" \
   "$tmp/tab/summary.json" && pass || fail "the tabular model did not learn"
-expect 2 "/model/type: the built-in mlp takes 28x28 images, the data's rows are [20]" -- \
-  "$troupe" validate "$tmp/tab.json" --set 'model={"type":"mlp","path":null}'
+# The built-in mlp takes rows of any shape (here 20 features); the cnn needs images.
+expect 0 "succeeded" -- "$troupe" run "$tmp/tab.json" --out "$tmp/tab_mlp" --quiet \
+  --set 'model={"type":"mlp","path":null,"hidden":[32]}'
+$py -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['test_accuracy']); sys.exit(0 if s['test_accuracy'] > 0.85 else 1)" \
+  "$tmp/tab_mlp/summary.json" && pass || fail "the built-in mlp did not learn the table"
+expect 2 "/model/type: the built-in cnn takes images as rows of [channels, height, width], the data's rows are [20]" -- \
+  "$troupe" validate "$tmp/tab.json" --set 'model={"type":"cnn","path":null}'
+
+# Nodes: the tabular job over 2 node processes ends where the in-process run does (the model file
+# shipped, the tensor files checked by SHA-256 on each node).
+expect 0 "succeeded" -- "$troupe" run "$tmp/tab.json" --out "$tmp/tab_nodes" --quiet \
+  --set cluster.nodes=2 --local-nodes 2
+$py "$here/../python/compare_weights.py" "$tmp/tab_nodes" "$tmp/tab" 1e-6 && pass ||
+  fail "the tabular model across nodes ended away from the in-process run"
+# A node whose copy of a data file differs is refused, naming the file; the run fails at once.
+mkdir -p "$tmp/here" "$tmp/there"
+cp "$tmp/tab_train.pt" "$tmp/here/train.pt"
+cp "$tmp/tab_test.pt" "$tmp/here/test.pt"
+cp "$tmp/tab_test.pt" "$tmp/there/test.pt"
+$py -c "import torch,sys; d=torch.load(sys.argv[1]); d['y'][0]=(d['y'][0]+1)%3; torch.save(d, sys.argv[2])" \
+  "$tmp/tab_train.pt" "$tmp/there/train.pt"
+sed -e "s|$tmp/tab_train.pt|train.pt|" -e "s|$tmp/tab_test.pt|test.pt|" "$tmp/tab.json" >"$tmp/rel.json"
+port=$(free_port)
+echo "token-$RANDOM" >"$tmp/token"
+(cd "$tmp/here" && exec "$troupe" coordinator "$tmp/rel.json" --listen "127.0.0.1:$port" \
+  --token-file "$tmp/token" --out "$tmp/differs" --quiet --set cluster.nodes=1) >"$tmp/coord.log" 2>&1 &
+coord=$!
+pids+=($coord)
+(cd "$tmp/there" && exec "$troupe" node --join "127.0.0.1:$port" --name far \
+  --token-file "$tmp/token") >"$tmp/far.log" 2>&1 &
+pids+=($!)
+finish $coord 60
+check "a node with another data file" $status 1 "$tmp/coord.log" \
+  "node far cannot take the job: data file train.pt differs from the coordinator's"
 
 # Ctrl-C, then --resume: the same final weights, BatchNorm buffers included, bit for bit.
 slow=(--set training.steps=200 --set checkpoint.every_steps=50 --set faults.slow_worker=0
@@ -117,9 +153,21 @@ expect 0 "succeeded" -- "$troupe" run --resume "$tmp/cut" --quiet
 cmp -s "$tmp/full/final_weights.pt" "$tmp/cut/final_weights.pt" && pass ||
   fail "resumed BatchNorm run differs from the uninterrupted one"
 
-# Random layers are said to make the run irreproducible.
-expect 0 "this run is not bit-for-bit reproducible" -- "$troupe" validate "$tmp/job.json" \
-  --set "$(model dropout.pt)"
+# Dropout: each worker's draws are its own (seeded by seed, worker and step), so two runs with
+# 2 replicas end bit for bit alike, and a run stopped and resumed ends where they do.
+expect 0 "random numbers: its forward draws them (aten::dropout)" -- "$troupe" validate \
+  "$tmp/job.json" --set "$(model dropout.pt)"
+drop=(--set "$(model dropout.pt)" --set training.steps=60 --set checkpoint.every_steps=20)
+for run in drop1 drop2; do
+  expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/$run" --quiet "${drop[@]}"
+done
+cmp -s "$tmp/drop1/final_weights.pt" "$tmp/drop2/final_weights.pt" && pass ||
+  fail "two runs of a dropout model ended apart"
+rm -rf "$tmp/drop2/checkpoints/step-59" "$tmp/drop2/checkpoints/step-39"
+printf 'step-19\n' >"$tmp/drop2/checkpoints/latest"
+expect 0 "succeeded" -- "$troupe" run --resume "$tmp/drop2" --quiet
+cmp -s "$tmp/drop1/final_weights.pt" "$tmp/drop2/final_weights.pt" && pass ||
+  fail "a dropout run resumed from step 19 ended apart"
 
 bad() {  # bad FILE PATTERN: FILE as the model is refused, naming it; no folder is made
   expect 2 "/model/path: $tmp/$1: $2" -- "$troupe" run "$tmp/job.json" --out "$tmp/bad_$1" \
@@ -140,8 +188,6 @@ expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut
   "$troupe" validate "$tmp/job.json" --set parallelism.micro_batches=2 --set "$(model resnet.pt)"
 expect 2 "/model/type: stacked ensembles stack the built-in mlp and cnn" -- \
   "$troupe" validate "$tmp/job.json" --set ensemble.members=2 --set parallelism.replicas=1
-expect 2 "/model/type: a torchscript model is trained in one process for now" -- \
-  "$troupe" validate "$tmp/job.json" --set cluster.nodes=2
 expect 2 'a torchscript model needs "path"' -- "$troupe" validate "$tmp/job.json" \
   --set 'model={"type":"torchscript","path":null}'
 expect 2 '/model/hidden: unknown key' -- "$troupe" validate "$tmp/job.json" \

@@ -157,4 +157,36 @@ for seed in $(seq "$seeds"); do
   done
 done
 
+# --- SIGSTOP past node_timeout_s (2 s), then SIGCONT: cut off; it leaves, the run completes ----
+start_run stop
+wait_for_step "$tmp/stop" 100 || fail "stop: no step 100"
+kill -STOP $node_b
+stopped=$(date +%s.%N)
+wait_for_step "$tmp/stop" 200 || fail "stop: the survivors did not go on"
+kill -CONT $node_b
+finish $coord 120
+check "SIGSTOP past node_timeout_s" $status 0 "$tmp/coord_stop.log" "node b lost at step"
+close_weights "node b stopped past node_timeout_s" "$tmp/ref" "$tmp/stop"
+failure_figures "stopped node" "$tmp/stop" "$stopped"
+finish $node_b 20
+[ $status -ne 0 ] && pass || fail "the stopped node exited 0 after the run went on without it"
+grep -qE "lost the coordinator|told to leave" "$tmp/stop_b.log" && pass ||
+  fail "the stopped node does not say why it left: $(tail -3 "$tmp/stop_b.log")"
+
+# --- SIGSTOP past cluster.step_timeout_s (2 s) but within node_timeout_s (8 s): the watchdog ----
+# names it and the run goes on; on SIGCONT its connections are still up: what it had under way
+# arrives under the old membership and is dropped (fenced), and it is told to leave.
+start_run fence --set cluster.node_timeout_s=8 --set cluster.step_timeout_s=2
+wait_for_step "$tmp/fence" 100 || fail "fence: no step 100"
+kill -STOP $node_c
+wait_for_step "$tmp/fence" 150 || fail "fence: the survivors did not go on"
+kill -CONT $node_c
+finish $coord 120
+check "SIGSTOP past step_timeout_s" $status 0 "$tmp/coord_fence.log" "node c lost at step"
+grep -qF "did not answer the watchdog's probe" "$tmp/fence/metrics.jsonl" && pass ||
+  fail "fence: the node_lost record does not say the node did not answer"
+close_weights "node c fenced" "$tmp/ref" "$tmp/fence"
+finish $node_c 20
+check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
+
 report node_loss_test
