@@ -30,6 +30,8 @@ fi
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "/usr/bin/python3 has no torch: weights cannot be compared"
 
 tolerance=1e-5
+# ONLY="kill fence" runs those sections alone (while working on one).
+section() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 # wait_for_step RUN_DIR STEP: until a step record at or past STEP is written (at most 60 s).
 wait_for_step() {
@@ -137,7 +139,7 @@ start_run() {
 }
 
 # --- sync: SIGKILL one node of 3 at a random step, several seeds ---------------------------------
-for seed in $(seq "$seeds"); do
+section kill && for seed in $(seq "$seeds"); do
   RANDOM=$((seed * 7919))
   at=$((20 + RANDOM % 300))
   victim=$(echo a b c | cut -d' ' -f$((1 + RANDOM % 3)))
@@ -158,6 +160,7 @@ for seed in $(seq "$seeds"); do
 done
 
 # --- SIGSTOP past node_timeout_s (2 s), then SIGCONT: cut off; it leaves, the run completes ----
+section stop && {
 start_run stop
 wait_for_step "$tmp/stop" 100 || fail "stop: no step 100"
 kill -STOP $node_b
@@ -172,10 +175,12 @@ finish $node_b 20
 [ $status -ne 0 ] && pass || fail "the stopped node exited 0 after the run went on without it"
 grep -qE "lost the coordinator|told to leave" "$tmp/stop_b.log" && pass ||
   fail "the stopped node does not say why it left: $(tail -3 "$tmp/stop_b.log")"
+}
 
 # --- SIGSTOP past cluster.step_timeout_s (2 s) but within node_timeout_s (8 s): the watchdog ----
 # names it and the run goes on; on SIGCONT its connections are still up: what it had under way
 # arrives under the old membership and is dropped (fenced), and it is told to leave.
+section fence && {
 start_run fence --set cluster.node_timeout_s=8 --set cluster.step_timeout_s=2
 wait_for_step "$tmp/fence" 100 || fail "fence: no step 100"
 kill -STOP $node_c
@@ -183,10 +188,38 @@ wait_for_step "$tmp/fence" 150 || fail "fence: the survivors did not go on"
 kill -CONT $node_c
 finish $coord 120
 check "SIGSTOP past step_timeout_s" $status 0 "$tmp/coord_fence.log" "node c lost at step"
-grep -qF "did not answer the watchdog's probe" "$tmp/fence/metrics.jsonl" && pass ||
-  fail "fence: the node_lost record does not say the node did not answer"
+# Named as the one that did not answer the probe, or as behind (it stopped after the others
+# had summed a step it had not).
+grep -q '"event":"node_lost".*worker 2 (node c)' "$tmp/fence/metrics.jsonl" && pass ||
+  fail "fence: the node_lost record does not name worker 2 (node c)"
 close_weights "node c fenced" "$tmp/ref" "$tmp/fence"
 finish $node_c 20
 check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
+}
+
+# --- async and local_sgd: a node killed mid-run; the run completes every step ----------------
+for policy in async local_sgd; do
+  section "$policy" || continue
+  if [ $policy = async ]; then
+    start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2
+  else
+    start_run "$policy" --set parallelism.policy=local_sgd --set parallelism.period=4
+  fi
+  wait_for_step "$tmp/$policy" 100 || fail "$policy: no step 100"
+  kill -9 $node_a
+  finish $coord 120
+  check "$policy: a node killed" $status 0 "$tmp/coord_$policy.log" "node a lost at step"
+  /usr/bin/python3 - "$tmp/$policy" <<'PY' && pass || fail "$policy: $(tail -2 "$tmp/coord_$policy.log")"
+import json, sys
+s = json.load(open(sys.argv[1] + "/summary.json"))
+ok = s["status"] == "succeeded" and s["steps"] == 400 and len(s.get("failures", [])) == 1
+print(f"  {s['status']}, {s['steps']} steps, failures {s.get('failures')}")
+sys.exit(0 if ok else 1)
+PY
+  for n in b c; do
+    eval "finish \$node_$n 15"
+    check "$policy: survivor $n" $status 0 "$tmp/${policy}_$n.log" "the run succeeded"
+  done
+done
 
 report node_loss_test
