@@ -424,7 +424,10 @@ void on_wait_deadline(driver_pointer self, int64_t id) {
       "{} s (cluster.replacement_timeout_s); missing: {}",
       m.members.live_nodes(), m.members.nodes(), c.min_nodes, c.replacement_timeout_s,
       fmt::join(m.members.missing(), ", "));
-  if (!st.writer || !m.parked_at || *m.parked_at < 0)
+  // A checkpoint needs the survivors to agree where they are, and that step's evaluation (a
+  // lost node may have taken its shard along): otherwise the last checkpoint written stands.
+  if (!st.writer || !m.parked_at || *m.parked_at < 0 ||
+      (st.plan->rules.evaluates_after(*m.parked_at) && !st.tracker->evaluated(*m.parked_at)))
     return finish(self, reason);
   // The survivors stand at parked_at: its checkpoint first, then the run ends.
   const auto step = *m.parked_at;

@@ -222,4 +222,66 @@ PY
   done
 done
 
+# --- a replacement joins mid-run: it receives the state and its share; replicas stay identical --
+# An evaluation after every step makes the run last several seconds (400 steps take about one
+# otherwise) without changing its weights, so that the replacement, which loads its data first,
+# is admitted while the survivors go on.
+section join && {
+start_run join --set training.eval_interval=1
+wait_for_step "$tmp/join" 40 || fail "join: no step 40"
+kill -9 $node_b
+wait_for_step "$tmp/join" 60 || fail "join: the survivors did not go on"
+start join_d "$troupe" node --join "127.0.0.1:$port" --name d --token-file "$tmp/token"
+node_d=$last_pid
+finish $coord 120
+check "a replacement joins" $status 0 "$tmp/coord_join.log" "node d joined the run at step"
+grep -q '"event":"node_joined".*"node":"d"' "$tmp/join/metrics.jsonl" && pass ||
+  fail "join: no node_joined record"
+# The driver checked that every replica (d's too) ended with the same weights: the run
+# succeeded. They are also the uninterrupted run's, up to the order of float sums.
+close_weights "node b lost, node d joined" "$tmp/ref" "$tmp/join"
+finish $node_d 15
+check "the replacement node" $status 0 "$tmp/join_d.log" "the run succeeded"
+}
+
+# --- below min_nodes: the survivors wait, a replacement of the same name comes, the run goes on --
+section wait && {
+start_run wait --set cluster.min_nodes=3 --set cluster.replacement_timeout_s=60
+wait_for_step "$tmp/wait" 60 || fail "wait: no step 60"
+kill -9 $node_c
+for _ in $(seq 100); do grep -qF "waiting up to 60 s for replacements of c" "$tmp/coord_wait.log" && break; sleep 0.1; done
+grep -qF "waiting up to 60 s for replacements of c" "$tmp/coord_wait.log" && pass ||
+  fail "wait: the coordinator does not say it waits for c"
+start wait_c2 "$troupe" node --join "127.0.0.1:$port" --name c --token-file "$tmp/token"
+node_c2=$last_pid
+finish $coord 120
+check "below min_nodes, a replacement" $status 0 "$tmp/coord_wait.log" "node c joined the run at step"
+close_weights "node c lost and replaced" "$tmp/ref" "$tmp/wait"
+finish $node_c2 15
+check "the replacement c" $status 0 "$tmp/wait_c2.log" "the run succeeded"
+}
+
+# --- below min_nodes and nobody comes: ends with a checkpoint naming who is missing; resumed ----
+section ending && {
+start_run ending --set cluster.min_nodes=3 --set cluster.replacement_timeout_s=2
+wait_for_step "$tmp/ending" 120 || fail "ending: no step 120"
+kill -9 $node_b
+finish $coord 60
+check "no replacement in time" $status 1 "$tmp/coord_ending.log" \
+  "fewer than cluster.min_nodes (3), and no replacement came within 2 s (cluster.replacement_timeout_s); missing: b"
+grep -qF "lets it go on" "$tmp/coord_ending.log" && pass || fail "ending: no checkpoint written"
+ls "$tmp/ending/checkpoints" | grep -q "^step-" && pass || fail "ending: no checkpoint folder"
+for n in a c; do eval "finish \$node_$n 15"; done
+port=$(free_port)
+start coord_resumed "$troupe" coordinator --resume "$tmp/ending" --listen "127.0.0.1:$port" \
+  --token-file "$tmp/token" --quiet
+coord=$last_pid
+for n in a b c; do
+  start "resumed_$n" "$troupe" node --join "127.0.0.1:$port" --name "$n" --token-file "$tmp/token"
+done
+finish $coord 120
+check "resumed after the ending" $status 0 "$tmp/coord_resumed.log" "succeeded"
+close_weights "ended below min_nodes, resumed" "$tmp/ref" "$tmp/ending"
+}
+
 report node_loss_test
