@@ -192,19 +192,7 @@ void check_devices(const job_config& job, problem_list& problems) {
 
 }  // namespace
 
-// The stacked ensemble is built from the built-in layers. (Whether a pipeline can cut a
-// TorchScript module is the plan's to say: that needs the file.)
-void check_torchscript(const job_config& job, problem_list& problems) {
-  if (job.model.kind != model_kind::torchscript || reported_at(problems, "/model"))
-    return;
-  if (job.ensemble.enabled())
-    problems.push_back(
-        "/model/type: stacked ensembles stack the built-in mlp and cnn; a torchscript model "
-        "cannot be stacked (run its members as a suite of jobs)");
-}
-
 void check_feature_combinations(const job_config& job, problem_list& problems) {
-  check_torchscript(job, problems);
   check_batch(job, problems);
   check_pipeline(job, problems);
   check_training(job, problems);

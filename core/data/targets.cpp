@@ -33,15 +33,28 @@ at::Tensor checked_floats(const std::string& where, const at::Tensor& y) {
   auto targets = y.to(at::kFloat).contiguous();
   if (targets.data_ptr() == y.data_ptr())
     targets = targets.clone();
-  if (!at::isfinite(targets).all().item<bool>()) {
-    const auto bad = at::logical_not(at::isfinite(targets)).reshape({y.size(0), -1}).any(1);
-    throw data_error(fmt::format("{} holds non-finite values (first in row {})", where,
-                                 bad.nonzero()[0][0].item<int64_t>()));
-  }
+  if (const auto row = first_non_finite_row(targets))
+    throw data_error(fmt::format("{} holds non-finite values (first in row {})", where, *row));
   return targets;
 }
 
 }  // namespace
+
+std::optional<int64_t> first_non_finite_row(const at::Tensor& rows) {
+  const auto n = rows.size(0);
+  if (n == 0)
+    return std::nullopt;
+  const auto flat = rows.reshape({n, -1});
+  const int64_t chunk =
+      std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, flat.size(1)));
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const auto part = flat.narrow(0, begin, std::min(chunk, n - begin));
+    const auto finite = at::isfinite(part).all(1);
+    if (!finite.all().item<bool>())
+      return begin + at::logical_not(finite).nonzero()[0][0].item<int64_t>();
+  }
+  return std::nullopt;
+}
 
 bool class_labels(const at::Tensor& targets) {
   return targets.scalar_type() == at::kLong;

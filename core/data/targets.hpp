@@ -6,7 +6,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -23,6 +25,11 @@ at::Tensor checked_targets(const std::string& where, const at::Tensor& y, const 
 /// The model's outputs for these training targets: 1 + the largest label, or the values in one
 /// target row.
 int64_t outputs_for(const at::Tensor& train_targets);
+
+/// The first row of `rows` ([N, ...], floating point) holding a NaN or an infinity, if any.
+/// Checked a few thousand rows at a time: at::isfinite of the whole tensor would allocate more
+/// than the tensor itself (a float temporary and a bool mask).
+std::optional<int64_t> first_non_finite_row(const at::Tensor& rows);
 
 /// Whether `targets` are class labels (else float targets).
 bool class_labels(const at::Tensor& targets);

@@ -65,11 +65,9 @@ at::Tensor images_of(const std::string& path, const at::Tensor& x) {
                                  c10::toString(x.scalar_type())));
   if (image)
     images = images.reshape({x.size(0), 1, side, side});
-  if (!at::isfinite(images).all().item<bool>()) {
-    const auto bad = at::logical_not(at::isfinite(images)).reshape({x.size(0), -1}).any(1);
-    throw data_error(fmt::format("{}: \"x\" holds non-finite values (first in row {})", path,
-                                 bad.nonzero()[0][0].item<int64_t>()));
-  }
+  if (const auto row = first_non_finite_row(images))
+    throw data_error(
+        fmt::format("{}: \"x\" holds non-finite values (first in row {})", path, *row));
   return images;
 }
 

@@ -1,7 +1,10 @@
 #include "core/ensemble/ensemble_engine.hpp"
 
 #include "core/errors.hpp"
+#include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
+#include "core/model/network.hpp"
+#include "core/model/random_draws.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/train/replica_engine.hpp"
@@ -24,10 +27,18 @@ std::vector<at::Tensor> every_member_initial_weights(const job_config& job, int6
 
 }  // namespace
 
+torch::nn::Sequential member_layers(const job_config& job, int64_t classes) {
+  if (job.model.kind != model_kind::torchscript)
+    return build_model(job.model, classes);
+  return network(job.model, classes).stackable_layers(job.model.path);
+}
+
 at::Tensor member_initial_weights(const job_config& job, int64_t k, int64_t classes) {
-  auto seeded = job;
-  seeded.seed = job.seed + static_cast<uint64_t>(k);
-  return initial_weights(seeded, classes);
+  // Not while a worker's forward has seeded the same generator for its own draws.
+  std::lock_guard<std::mutex> generator(generator_lock());
+  at::manual_seed(job.seed + static_cast<uint64_t>(k));
+  auto layers = member_layers(job, classes);
+  return flat_parameters(*layers).weights().clone();
 }
 
 job_config member_job(const job_config& job, int64_t k) {
@@ -43,7 +54,7 @@ job_config member_job(const job_config& job, int64_t k) {
 ensemble_engine::ensemble_engine(const job_config& job, dataset_ptr data)
     : batch_(job.training.batch_size),
       data_(std::move(data)),
-      model_(build_model(job.model, data_->classes),
+      model_(member_layers(job, data_->classes),
              every_member_initial_weights(job, data_->classes)),
       training_(job.training) {
   optimizer_ = make_optimizer(job.optimizer, model_.parameters());

@@ -65,8 +65,15 @@ class ensemble_engine {
 
 /// Member k trained alone is a replica_engine on member_job(job, k) (its lr, and with
 /// distinct_data_order its data order: seed + k; no ensemble) starting from
-/// member_initial_weights(job, k): the weights a job of seed job.seed + k starts from.
+/// member_initial_weights(job, k): the layers' PyTorch initialization under seed job.seed + k
+/// (for the built-in models, the weights a job of that seed starts from; a torchscript file gives
+/// the architecture, not the weights, so that the members differ).
 job_config member_job(const job_config& job, int64_t k);
 at::Tensor member_initial_weights(const job_config& job, int64_t k, int64_t classes);
+
+/// The layers every member has: the built-in model, or a scripted nn.Sequential's children
+/// rebuilt as built-in layers (core/model/script_layers; job_error for one that cannot be
+/// stacked). Initialized with LibTorch's global generator.
+torch::nn::Sequential member_layers(const job_config& job, int64_t classes);
 
 }  // namespace troupe

@@ -2,6 +2,7 @@
 
 #include "core/io/archive_check.hpp"
 #include "core/io/whole_file.hpp"
+#include "core/model/script_layers.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -248,6 +249,11 @@ void network::to(c10::Device device) {
     script_->to(device);
   else
     builtin_->to(device);
+}
+
+torch::nn::Sequential network::stackable_layers(const std::string& what) const {
+  TORCH_CHECK(script_ && children_.empty(), "stackable_layers: needs a whole TorchScript module");
+  return troupe::stackable_layers(*script_, what);
 }
 
 std::vector<layer_summary> network::layers() const {

@@ -69,6 +69,11 @@ class network {
   void set_training(bool on);
   void to(c10::Device device);
 
+  /// A scripted nn.Sequential's children rebuilt as built-in layers, freshly initialized
+  /// (core/model/script_layers); the built-in layers cloned, freshly initialized. Throws
+  /// job_error naming a layer a stacked ensemble cannot stack; `what` names the file.
+  torch::nn::Sequential stackable_layers(const std::string& what) const;
+
   /// The top-level children, for the plan.
   std::vector<layer_summary> layers() const;
   /// The random operators (aten::dropout, aten::rand, ...) its forward can reach, found in the

@@ -223,6 +223,12 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
   p.model.parameter_layout = flat.layout();
   p.model.random_ops = model.random_ops();
   dry_forward(model, p);
+  if (p.mode == run_mode::ensemble) {
+    // The members stack the module's layers rebuilt as built-in ones: refused here, naming the
+    // layer, when one cannot be.
+    model.stackable_layers(p.job.model.path);
+    return;
+  }
   if (p.mode != run_mode::pipeline)
     return;
   // Stages are consecutive top-level children, each a flat vector of parameters alone.

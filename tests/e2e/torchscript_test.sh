@@ -186,8 +186,26 @@ expect 2 "/parallelism/stages: $tmp/bn_cnn.pt: the module has buffers" -- \
   "$troupe" validate "$tmp/job.json" --set parallelism.stages=2
 expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut an nn.Sequential" -- \
   "$troupe" validate "$tmp/job.json" --set parallelism.micro_batches=2 --set "$(model resnet.pt)"
-expect 2 "/model/type: stacked ensembles stack the built-in mlp and cnn" -- \
-  "$troupe" validate "$tmp/job.json" --set ensemble.members=2 --set parallelism.replicas=1
+# A stacked ensemble of a scripted nn.Sequential of stackable layers: each member starts from
+# PyTorch's initialization under seed + k, so the scripted MLP's members end bit for bit where
+# the built-in MLP's do, and each member_K.pt loads strictly into the user's module.
+ensemble=(--set ensemble.members=2 --set parallelism.replicas=1 --set training.steps=40)
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_script" --quiet \
+  --set "$(model mlp.pt)" "${ensemble[@]}"
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_builtin" --quiet \
+  --set 'model={"type":"mlp","path":null,"hidden":[256,128]}' "${ensemble[@]}"
+for k in 0 1; do
+  cmp -s "$tmp/ens_script/member_$k.pt" "$tmp/ens_builtin/member_$k.pt" && pass ||
+    fail "scripted ensemble member $k ended away from the built-in one's"
+done
+$py -c "import torch,sys; m=torch.jit.load(sys.argv[1]); m.load_state_dict(torch.load(sys.argv[2]), strict=True)" \
+  "$tmp/mlp.pt" "$tmp/ens_script/member_1.pt" && pass || fail "member_1.pt does not load into mlp.pt"
+expect 2 "/ensemble: $tmp/bn_cnn.pt: the module has buffers" -- \
+  "$troupe" validate "$tmp/job.json" "${ensemble[@]}"
+expect 2 "/ensemble: $tmp/resnet.pt: a stacked ensemble stacks the children of an nn.Sequential" -- \
+  "$troupe" validate "$tmp/job.json" "${ensemble[@]}" --set "$(model resnet.pt)"
+expect 2 "/ensemble: $tmp/dropout.pt: layer 3 (Dropout) cannot be stacked: stackable kinds are" -- \
+  "$troupe" validate "$tmp/job.json" "${ensemble[@]}" --set "$(model dropout.pt)"
 expect 2 'a torchscript model needs "path"' -- "$troupe" validate "$tmp/job.json" \
   --set 'model={"type":"torchscript","path":null}'
 expect 2 '/model/hidden: unknown key' -- "$troupe" validate "$tmp/job.json" \
