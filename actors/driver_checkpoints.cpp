@@ -260,7 +260,7 @@ void begin_checkpoints(driver_pointer self) {
   st.writer = std::make_unique<checkpoint_writer>(
       st.options.run.checkpoint_dir, plan.job.checkpoint.keep,
       plan.mode == run_mode::pipeline ? plan.job.parallelism.stages : 1,
-      plan.model.parameter_layout);
+      plan.model.parameter_layout, plan.stage_parameters());
 }
 
 void close_checkpoints(driver_pointer self) {

@@ -99,7 +99,8 @@ void maybe_succeed(driver_pointer self) {
     return;
   const auto stages = st.plan->parameter_server() ? 1 : st.plan->job.parallelism.stages;
   const auto pipelines = static_cast<int64_t>(st.final_weights.size()) / stages;
-  auto assembled = assemble_final_weights(st.final_weights, pipelines, stages);
+  auto assembled =
+      assemble_final_weights(st.final_weights, pipelines, stages, st.plan->stage_parameters());
   finish(self, assembled.error, std::move(assembled.flat));
 }
 

@@ -292,7 +292,8 @@ run_driver_actor::behavior_type run_driver(driver_pointer self, driver_options o
   st.held.resize(static_cast<std::size_t>(plan.workers));
   st.final_weights.resize(plan.parameter_server() ? 1 : static_cast<std::size_t>(plan.workers));
   if (plan.snapshots())
-    st.keeper.emplace(plan.job.training.keep_best, plan.job.training.early_stopping);
+    st.keeper.emplace(plan.job.training.keep_best, plan.job.training.early_stopping,
+                      plan.stage_parameters());
   begin_membership(self);
   end_run_on_failures(self);
   // Whatever else arrives (an error a worker answered a probe with, bytes a stranger sent) is

@@ -65,7 +65,7 @@ void send_gradient(self_pointer self) {
   const gradient_meta meta{st.worker, st.step, st.where.last() ? st.engine->step_loss() : 0.0,
                            st.engine->step_rows()};
   st.sent_at = clock_type::now();
-  self->send(st.driver, gradient_atom_v, meta, st.engine->gradient());
+  self->send(st.driver, gradient_atom_v, meta, st.engine->step_gradient());
 }
 
 // Runs operations in schedule order while their inputs are at hand.

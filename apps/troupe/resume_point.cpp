@@ -40,7 +40,7 @@ void check_resume_matches(const resume_point& point, const run_plan& plan) {
     return;  // the ensemble engine checks the size of its one part when it restores
   for (const auto& p : c.parts) {
     const auto expected = plan.mode == run_mode::pipeline
-                              ? plan.stages[static_cast<std::size_t>(p.part)].parameters
+                              ? plan.stages[static_cast<std::size_t>(p.part)].flat_size()
                               : plan.model.flat_size();
     if (p.weights.numel() != expected)
       throw job_error({where + "the checkpoint's part " + std::to_string(p.part) + " holds " +

@@ -5,11 +5,12 @@
 namespace troupe {
 
 checkpoint_writer::checkpoint_writer(std::string run_dir, int64_t keep, int64_t stages,
-                                     parameter_layout layout)
+                                     parameter_layout layout, std::vector<int64_t> stage_parameters)
     : run_dir_(std::move(run_dir)),
       keep_(keep),
       stages_(stages),
       layout_(std::move(layout)),
+      stage_parameters_(std::move(stage_parameters)),
       thread_([this] { loop(); }) {}
 
 checkpoint_writer::~checkpoint_writer() {
@@ -54,7 +55,8 @@ void checkpoint_writer::loop() {
     w.step = c.step;
     const auto start = std::chrono::steady_clock::now();
     try {
-      w.bytes = write_checkpoint(run_dir_, encode_checkpoint(c, stages_, layout_), keep_);
+      w.bytes = write_checkpoint(run_dir_,
+                                 encode_checkpoint(c, stages_, layout_, stage_parameters_), keep_);
     } catch (const std::exception& e) {
       w.error = e.what();
     }

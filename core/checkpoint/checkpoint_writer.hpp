@@ -28,9 +28,10 @@ struct checkpoint_written {
 
 class checkpoint_writer {
  public:
-  /// Into `run_dir`/checkpoints, keeping the newest `keep`; `stages` and `layout` as
-  /// encode_checkpoint takes them.
-  checkpoint_writer(std::string run_dir, int64_t keep, int64_t stages, parameter_layout layout);
+  /// Into `run_dir`/checkpoints, keeping the newest `keep`; `stages`, `layout` and
+  /// `stage_parameters` as encode_checkpoint takes them.
+  checkpoint_writer(std::string run_dir, int64_t keep, int64_t stages, parameter_layout layout,
+                    std::vector<int64_t> stage_parameters = {});
   ~checkpoint_writer();
   checkpoint_writer(const checkpoint_writer&) = delete;
   checkpoint_writer& operator=(const checkpoint_writer&) = delete;
@@ -48,6 +49,7 @@ class checkpoint_writer {
   int64_t keep_;
   int64_t stages_;
   parameter_layout layout_;
+  std::vector<int64_t> stage_parameters_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<run_checkpoint> queue_;

@@ -3,6 +3,7 @@
 #include "core/io/archive_check.hpp"
 #include "core/io/pickled_tensors.hpp"
 #include "core/model/flat_parameters.hpp"
+#include "core/pipeline/stage_weights.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
@@ -71,7 +72,8 @@ const std::string& required(const stored_checkpoint& s, const char* name) {
 }  // namespace
 
 stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
-                                    const parameter_layout& layout) {
+                                    const parameter_layout& layout,
+                                    const std::vector<int64_t>& stage_parameters) {
   c10::Dict<std::string, at::Tensor> state;
   std::vector<at::Tensor> stage_weights;
   for (const auto& p : c.parts) {
@@ -88,7 +90,8 @@ stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
   s.files.push_back({"state.json", meta.dump(2) + "\n"});
   s.files.push_back({"state.pt", pickled(state)});
   if (!layout.empty() && !c.parts.empty()) {
-    const auto model = stages > 1 ? at::cat(stage_weights) : c.parts.front().weights;
+    const auto model = stages > 1 ? model_weights_of_stages(stage_weights, stage_parameters)
+                                  : c.parts.front().weights;
     c10::Dict<std::string, at::Tensor> named;
     for (const auto& [name, tensor] : unflatten(model, layout))
       named.insert(name, tensor.contiguous());

@@ -39,11 +39,13 @@ struct run_checkpoint {
 
 using parameter_layout = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 
-/// The files of `c`. `stages` > 1: the parts are a pipeline's stages, whose weights concatenate
-/// into the model's; else part 0's weights are the model's. `layout` names them for weights.pt
+/// The files of `c`. `stages` > 1: the parts are a pipeline's stages, whose weights make the
+/// model's (core/pipeline/stage_weights, with `stage_parameters`); else part 0's weights are the
+/// model's. `layout` names them for weights.pt
 /// (empty: no weights.pt, e.g. for a stacked ensemble).
 stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
-                                    const parameter_layout& layout);
+                                    const parameter_layout& layout,
+                                    const std::vector<int64_t>& stage_parameters = {});
 
 /// Throws std::runtime_error naming what is missing or malformed.
 run_checkpoint decode_checkpoint(const stored_checkpoint& stored);

@@ -31,6 +31,7 @@ struct layer_summary {
   std::string name;
   std::string kind;
   int64_t parameters = 0;
+  int64_t buffer_values = 0;  ///< BatchNorm statistics and the like (TorchScript modules only)
 };
 
 std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model);

@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <fmt/format.h>
@@ -119,6 +120,11 @@ network& network::operator=(network&&) noexcept = default;
 namespace {
 
 at::Tensor script_forward(torch::jit::Module& module, const at::Tensor& input) {
+  // The module's operators run one by one as the built-in models' do, autograd recording them,
+  // instead of the profiling executor's specialized graphs with their own differentiation: a
+  // training step of the scripted MLP took 5-20% longer that way (bench/script_model.py), and
+  // the arithmetic is eager LibTorch's. The flag is per thread, hence set at every call.
+  torch::jit::GraphOptimizerEnabledGuard eager_operators(false);
   auto out = module.forward({input});
   TORCH_CHECK(out.isTensor(), "the TorchScript module's forward returned ", out.tagKind(),
               ", not a tensor");
@@ -264,7 +270,10 @@ std::vector<layer_summary> network::layers() const {
     int64_t params = 0;
     for (const auto& p : child.value.parameters())
       params += p.numel();
-    rows.push_back({child.name, type_name(child.value), params});
+    int64_t buffers = 0;
+    for (const auto& b : child.value.buffers())
+      buffers += b.numel();
+    rows.push_back({child.name, type_name(child.value), params, buffers});
   }
   return rows;
 }

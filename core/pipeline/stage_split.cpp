@@ -38,8 +38,10 @@ std::vector<stage_slice> slices_from(const std::vector<layer_summary>& layers,
     stage_slice s;
     s.begin = starts[i];
     s.end = i + 1 < starts.size() ? starts[i + 1] : static_cast<int64_t>(layers.size());
-    for (auto l = s.begin; l < s.end; ++l)
+    for (auto l = s.begin; l < s.end; ++l) {
       s.parameters += layers[static_cast<std::size_t>(l)].parameters;
+      s.buffer_values += layers[static_cast<std::size_t>(l)].buffer_values;
+    }
     slices.push_back(s);
   }
   return slices;

@@ -19,6 +19,9 @@ struct stage_slice {
   int64_t begin = 0;  ///< index of the stage's first layer
   int64_t end = 0;    ///< one past its last layer
   int64_t parameters = 0;
+  int64_t buffer_values = 0;  ///< its layers' buffers (BatchNorm statistics), behind the parameters
+  /// What the stage's flat weights hold (core/model/flat_parameters).
+  int64_t flat_size() const { return parameters + buffer_values; }
 };
 
 /// `boundaries` empty means balanced; otherwise it holds stages-1 layer names. Throws job_error

@@ -1,11 +1,14 @@
 #include "core/run/final_weights.hpp"
 
+#include "core/pipeline/stage_weights.hpp"
+
 #include <ATen/ATen.h>
 
 namespace troupe {
 
 assembled_weights assemble_final_weights(const std::vector<at::Tensor>& by_worker,
-                                         int64_t pipelines, int64_t stages) {
+                                         int64_t pipelines, int64_t stages,
+                                         const std::vector<int64_t>& stage_parameters) {
   TORCH_CHECK(static_cast<int64_t>(by_worker.size()) == pipelines * stages,
               "assemble_final_weights: ", by_worker.size(), " tensors for ", pipelines, " x ",
               stages, " workers");
@@ -21,7 +24,7 @@ assembled_weights assemble_final_weights(const std::vector<at::Tensor>& by_worke
     }
     first_pipeline.push_back(first);
   }
-  return {stages == 1 ? first_pipeline.front() : at::cat(first_pipeline), ""};
+  return {model_weights_of_stages(first_pipeline, stage_parameters), ""};
 }
 
 }  // namespace troupe

@@ -18,8 +18,10 @@ struct assembled_weights {
 };
 
 /// `by_worker[p * stages + s]` is stage s of pipeline p; every entry must be defined. Stages 0
-/// to stages - 1 of pipeline 0 concatenate into the model's flat weights.
+/// to stages - 1 of pipeline 0 make the model's flat weights (core/pipeline/stage_weights:
+/// `stage_parameters` puts their buffers behind every parameter; empty: concatenated).
 assembled_weights assemble_final_weights(const std::vector<at::Tensor>& by_worker,
-                                         int64_t pipelines, int64_t stages);
+                                         int64_t pipelines, int64_t stages,
+                                         const std::vector<int64_t>& stage_parameters = {});
 
 }  // namespace troupe

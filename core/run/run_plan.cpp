@@ -236,9 +236,6 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
   if (!model.is_sequential())
     throw job_error({where + "pipelines (and micro_batches) cut an nn.Sequential into consecutive "
                              "children; this module's forward is its own code"});
-  if (p.model.buffer_values > 0)
-    throw job_error({where + "the module has buffers (BatchNorm statistics?): pipelines train "
-                             "modules without buffers for now"});
   add_pipeline(model, p);
 }
 
@@ -285,6 +282,14 @@ int64_t run_plan::checkpoint_parts() const {
       job.parallelism.policy == policy_kind::sync)
     return 1;
   return workers;
+}
+
+std::vector<int64_t> run_plan::stage_parameters() const {
+  std::vector<int64_t> counts;
+  if (mode == run_mode::pipeline)
+    for (const auto& s : stages)
+      counts.push_back(s.parameters);
+  return counts;
 }
 
 int64_t run_plan::eval_shards() const {

@@ -99,6 +99,9 @@ struct run_plan {
   /// How many shards each evaluation is split into (each pipeline or replica evaluates its
   /// share; the parameter server or the ensemble evaluates all of it).
   int64_t eval_shards() const;
+  /// A pipeline's stages' parameter counts, to put their flat weights in the model's order
+  /// (core/pipeline/stage_weights); empty for other runs.
+  std::vector<int64_t> stage_parameters() const;
 };
 
 /// Plans `job` on data with `data`'s facts. Throws job_error if the data cannot fill a global

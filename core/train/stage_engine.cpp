@@ -22,13 +22,12 @@ network slice_of(const job_config& job, int64_t classes, const at::Tensor& initi
                  const stage_slice& slice) {
   network whole(job.model, classes);
   {
-    // Pipelines train models without buffers (the plan refuses others): the flat weights are
-    // the parameters alone.
-    flat_parameters flat(whole.named_parameters(), {});
+    flat_parameters flat(whole.named_parameters(), whole.named_buffers());
     TORCH_CHECK(initial_weights.numel() == flat.size(), "initial weights have ",
                 initial_weights.numel(), " elements, the model has ", flat.size());
     torch::NoGradGuard no_grad;
     flat.weights().copy_(initial_weights);
+    flat.load_buffers();
   }
   return whole.slice(slice.begin, slice.end);
 }
@@ -48,7 +47,7 @@ stage_engine::stage_engine(const job_config& job, dataset_ptr data,
       plan_(data_->train.size(), job.training.batch_size, job.seed),
       rows_(shard_of(job.training.batch_size, where.pipelines, where.pipeline)),
       eval_rows_(shard_of(evaluation_set(*data_).size(), where.pipelines, where.pipeline)) {
-  flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), named_tensors{});
+  flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), module_.named_buffers());
   optimizer_ = make_optimizer(job.optimizer, module_.parameters());
   draws_ = !module_.random_ops().empty();
 }
@@ -128,6 +127,13 @@ at::Tensor stage_engine::backward(int64_t micro, const at::Tensor& grad_output) 
   return where_.first() ? at::Tensor() : saved.input.grad();
 }
 
+const at::Tensor& stage_engine::step_gradient() {
+  // The buffers' slots: their values after the step's forwards, times this pipeline's share of
+  // the global batch, so that the sum over the pipelines is their mean.
+  flat_->gather_buffers(static_cast<double>(rows_.size()) / static_cast<double>(global_batch_));
+  return flat_->grads();
+}
+
 double stage_engine::step_loss() const {
   return loss_sum_ / static_cast<double>(rows_.size());
 }
@@ -140,9 +146,10 @@ void stage_engine::apply(const at::Tensor& combined, double lr) {
   }
   // One stage holds the whole model only in a pipeline of one stage (micro-batching), where a
   // norm over its gradient is the global norm; the plan refuses norm clipping across stages.
-  clip_gradient(flat_->grads(), training_);
+  clip_gradient(flat_->parameter_grads(), training_);
   set_learning_rate(*optimizer_, lr);
   optimizer_->step();
+  flat_->adopt_combined_buffers();
 }
 
 std::string stage_engine::optimizer_state() const {
@@ -154,6 +161,7 @@ void stage_engine::restore(const at::Tensor& weights, const std::string& optimiz
     torch::NoGradGuard no_grad;
     flat_->weights().copy_(weights);
   }
+  flat_->load_buffers();
   load_optimizer(*optimizer_, optimizer_state);
 }
 

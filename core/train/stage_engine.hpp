@@ -64,7 +64,9 @@ class stage_engine {
   /// This pipeline's rows in a step.
   int64_t step_rows() const { return rows_.size(); }
 
-  const at::Tensor& gradient() const { return flat_->grads(); }
+  /// After the step's last backward: the accumulated gradient, with the buffers' slots filled
+  /// (their values times this pipeline's share of the global batch).
+  const at::Tensor& step_gradient();
   /// Makes `combined` the gradient, clips it as the job says (a stage clips by value only: the
   /// global norm spans the stages) and takes one optimizer step with learning rate `lr`.
   void apply(const at::Tensor& combined, double lr);

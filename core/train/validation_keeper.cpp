@@ -1,5 +1,7 @@
 #include "core/train/validation_keeper.hpp"
 
+#include "core/pipeline/stage_weights.hpp"
+
 #include <ATen/ATen.h>
 
 namespace troupe {
@@ -22,7 +24,9 @@ bool metric_watch::improves(double loss, double accuracy) {
 }
 
 validation_keeper::validation_keeper(std::optional<monitor_metric> keep_best,
-                                     std::optional<early_stopping_config> early_stopping) {
+                                     std::optional<early_stopping_config> early_stopping,
+                                     std::vector<int64_t> stage_parameters)
+    : stage_parameters_(std::move(stage_parameters)) {
   if (keep_best)
     keep_.emplace(*keep_best, 0.0);
   if (early_stopping) {
@@ -65,7 +69,7 @@ void validation_keeper::settle(int64_t step) {
   auto& p = it->second;
   if (!p.best || p.parts.empty() || p.received < static_cast<int64_t>(p.parts.size()))
     return;
-  const auto weights = p.parts.size() == 1 ? p.parts.front() : at::cat(p.parts);
+  const auto weights = model_weights_of_stages(p.parts, stage_parameters_);
   if (*p.best) {
     best_step_ = step;
     best_weights_ = weights;

@@ -40,8 +40,11 @@ class metric_watch {
 
 class validation_keeper {
  public:
+  /// `stage_parameters`: a pipeline's, to put its stages' weights in the model's order
+  /// (core/pipeline/stage_weights); empty otherwise.
   validation_keeper(std::optional<monitor_metric> keep_best,
-                    std::optional<early_stopping_config> early_stopping);
+                    std::optional<early_stopping_config> early_stopping,
+                    std::vector<int64_t> stage_parameters = {});
 
   /// Whether evaluated weights must be handed in (either option is on).
   bool wants_snapshots() const { return keep_ || stop_; }
@@ -71,6 +74,7 @@ class validation_keeper {
   void restore(const nlohmann::json& saved, at::Tensor best_weights);
 
  private:
+  std::vector<int64_t> stage_parameters_;
   struct pending {
     std::vector<at::Tensor> parts;
     int64_t received = 0;

@@ -251,6 +251,18 @@ TEST_SUITE("run_pieces") {
     CHECK(at::equal(r.flat, floats({1, 2, 3, 4, 5})));
   }
 
+  TEST_CASE("final weights: stages with buffers give every parameter, then every buffer") {
+    // Stage 0: parameters {1, 2}, buffer {10}; stage 1: parameters {3}, buffers {20, 21}.
+    const auto s0 = floats({1, 2, 10});
+    const auto s1 = floats({3, 20, 21});
+    const auto r = assemble_final_weights({s0, s1}, 1, 2, {2, 1});
+    CHECK(r.error.empty());
+    CHECK(at::equal(r.flat, floats({1, 2, 3, 10, 20, 21})));
+    // A stage holding fewer values than its parameters is a bug, not a result.
+    CHECK_THROWS_AS(assemble_final_weights({s0, s1}, 1, 2, {4, 1}), c10::Error);
+    CHECK_THROWS_AS(assemble_final_weights({s0, s1}, 1, 2, {2}), c10::Error);
+  }
+
   TEST_CASE("final weights: as many tensors as workers, or it throws") {
     const auto w = floats({1});
     CHECK_THROWS_AS(assemble_final_weights({w, w, w}, 2, 2), c10::Error);
