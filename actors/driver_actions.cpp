@@ -59,6 +59,7 @@ void run(driver_pointer self, const act::complete& a) {
     st.options.run.on_progress(progress);
   watch_completed(self, a.step);
   after_step_complete(self, a.step);
+  membership_step_complete(self, a.step);
 }
 
 void run(driver_pointer self, const act::evaluate& a) {
@@ -87,6 +88,10 @@ void run(driver_pointer self, const act::hand_out& a) {
   auto& st = self->state;
   if (st.stop_at)
     return;  // stopping: the checkpoint's state is taken, no worker starts another step
+  if (st.members && st.members->waiting_since) {
+    st.members->deferred_hand_outs.push_back(a);  // too few nodes: nobody starts a step
+    return;
+  }
   self->send(st.server, hand_out_atom_v, st.roster->at(a.rank), a.version, a.step);
 }
 
@@ -108,6 +113,10 @@ void run(driver_pointer self, const act::training_done&) {
 
 void run(driver_pointer self, const act::violation& a) {
   fail_protocol(self, a.reason);
+}
+
+void run(driver_pointer self, const act::regroup& a) {
+  want_regroup(self, a);
 }
 
 void run(driver_pointer self, const act::cannot_continue& a) {

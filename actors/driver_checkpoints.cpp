@@ -39,6 +39,14 @@ void ask_for_checkpoint(driver_pointer self, int64_t step) {
     self->send(st.server, checkpoint_atom_v, step);
     return;
   }
+  if (st.members) {  // replicas: the first live one's state (sync), else every live one's
+    for (auto r : live_ranks(st)) {
+      tell(self, st.roster->at(r), checkpoint_atom_v, step);
+      if (st.plan->checkpoint_parts() == 1)
+        break;
+    }
+    return;
+  }
   for (int64_t part = 0; part < st.plan->checkpoint_parts(); ++part)
     tell(self, st.roster->at(part), checkpoint_atom_v, step);
 }
@@ -46,10 +54,12 @@ void ask_for_checkpoint(driver_pointer self, int64_t step) {
 // Sends every replica worker (compute, s), announcing a checkpoint first when one is due after s.
 void release_one(driver_pointer self, int64_t s, bool checkpoint) {
   auto& st = self->state;
-  if (checkpoint || (st.checkpoints && st.checkpoints->due(s, st.tracker->elapsed_s())))
+  // A checkpoint announced before a regroup is announced again: the workers forgot it then.
+  if (checkpoint || st.pending_checkpoints.count(s) > 0 ||
+      (st.checkpoints && st.checkpoints->due(s, st.tracker->elapsed_s())))
     ask_for_checkpoint(self, s);
-  for (const auto& w : st.roster->all())
-    tell(self, w, compute_atom_v, s);
+  for (auto r : live_ranks(st))
+    tell(self, st.roster->at(r), compute_atom_v, s);
 }
 
 void record_written(driver_pointer self, const std::vector<checkpoint_written>& written) {
@@ -84,6 +94,27 @@ void stop_with_checkpoint(driver_pointer self, int64_t completed) {
   release_one(self, *last, true);
 }
 
+// The parts a checkpoint waits for: with replicas, one per live replica where each keeps its own
+// state (a lost one's never comes).
+int64_t parts_expected(const run_driver_state& st) {
+  if (st.members && st.plan->checkpoint_parts() > 1)
+    return static_cast<int64_t>(live_ranks(st).size());
+  return st.plan->checkpoint_parts();
+}
+
+// A lost replica's part is the first live one's: a run resumed from it starts every replica.
+void fill_vacant_parts(const run_driver_state& st, std::vector<part_state>& parts) {
+  if (!st.members || st.plan->checkpoint_parts() <= 1 ||
+      static_cast<int64_t>(parts.size()) >= st.plan->checkpoint_parts())
+    return;
+  std::sort(parts.begin(), parts.end(),
+            [](const part_state& a, const part_state& b) { return a.part < b.part; });
+  const auto first = parts.front();
+  for (int64_t r = 0; r < st.plan->checkpoint_parts(); ++r)
+    if (std::none_of(parts.begin(), parts.end(), [r](const part_state& p) { return p.part == r; }))
+      parts.push_back({r, first.weights, first.optimizer});
+}
+
 void write_if_complete(driver_pointer self, int64_t step) {
   auto& st = self->state;
   auto it = st.pending_checkpoints.find(step);
@@ -91,9 +122,10 @@ void write_if_complete(driver_pointer self, int64_t step) {
     return;
   auto& p = it->second;
   const bool evaluated = !st.plan->rules.evaluates_after(step) || st.tracker->evaluated(step);
-  if (static_cast<int64_t>(p.parts.size()) < st.plan->checkpoint_parts() || p.tracker.is_null() ||
+  if (static_cast<int64_t>(p.parts.size()) < parts_expected(st) || p.tracker.is_null() ||
       !evaluated || (st.keeper && !st.keeper->settled(step)))
     return;
+  fill_vacant_parts(st, p.parts);
   run_checkpoint c;
   c.step = step;
   c.job = nlohmann::json(to_json(st.plan->job));
@@ -111,7 +143,8 @@ void write_if_complete(driver_pointer self, int64_t step) {
   // The run stops here: it ends once the checkpoint is on disk (or could not be written).
   const auto written = st.writer->flush();
   record_written(self, written);
-  auto reason = stop_reason(st.options.run, st.plan->rules, step);
+  auto reason =
+      st.end_reason.empty() ? stop_reason(st.options.run, st.plan->rules, step) : st.end_reason;
   for (const auto& w : written)
     if (w.step == step && !w.error.empty())
       reason += "; its checkpoint could not be written: " + w.error;
@@ -170,6 +203,8 @@ void after_evaluation(driver_pointer self, int64_t step) {
 void take_checkpoint_part(driver_pointer self, int64_t step, int64_t part, at::Tensor weights,
                           std::string optimizer) {
   auto& st = self->state;
+  if (st.members && st.plan->checkpoint_parts() == 1)
+    part = 0;  // sync replicas: the first live one stands for all (it sends its rank)
   auto it = st.pending_checkpoints.find(step);
   if (it == st.pending_checkpoints.end() || part < 0 || part >= st.plan->checkpoint_parts())
     return fail_protocol(self, "an unasked-for checkpoint part " + std::to_string(part) +

@@ -82,8 +82,23 @@ void take_final_weights(driver_pointer self, int64_t rank, const at::Tensor& wei
 void maybe_succeed(driver_pointer self) {
   auto& st = self->state;
   const auto last_step = st.plan->rules.total_steps() - 1;
-  if (st.finished || !st.training_done || !st.tracker->evaluated(last_step) ||
-      st.weights_received < static_cast<int64_t>(st.final_weights.size()))
+  if (st.finished || !st.training_done || !st.tracker->evaluated(last_step))
+    return;
+  if (st.members && !st.plan->parameter_server()) {
+    // Replicas: every live one's weights (a lost node's never come), which must agree.
+    if (!may_release(st))
+      return;  // a regroup first: a replacement or a survivor behind is not there yet
+    std::vector<at::Tensor> live;
+    for (auto r : live_ranks(st)) {
+      const auto& w = st.final_weights[static_cast<std::size_t>(r)];
+      if (!w.defined())
+        return;
+      live.push_back(w);
+    }
+    auto assembled = assemble_final_weights(live, static_cast<int64_t>(live.size()), 1);
+    return finish(self, assembled.error, std::move(assembled.flat));
+  }
+  if (st.weights_received < static_cast<int64_t>(st.final_weights.size()))
     return;
   const auto stages = st.plan->parameter_server() ? 1 : st.plan->job.parallelism.stages;
   const auto pipelines = static_cast<int64_t>(st.final_weights.size()) / stages;
@@ -97,19 +112,21 @@ void end_run_on_failures(driver_pointer self) {
     auto& st = self->state;
     if (st.finished)
       return;
+    if (st.members && st.members->departed.count(msg.source) > 0)
+      return;  // given up on already
     const auto why = msg.reason ? self->system().render(msg.reason) : "exited early";
     const auto rank = st.roster->rank_of(msg.source);
+    // Its node's connection went down (killed, unplugged, silent past node_timeout_s): under
+    // cluster.on_node_loss "continue" the survivors carry on. A worker that failed on its own
+    // (a LibTorch error, a diverged loss) would fail again on the survivors: that ends the run.
+    if (rank >= 0 && carries_on(st) && msg.reason == caf::exit_reason::remote_link_unreachable)
+      return lose_node(self, rank, "its node's connection was lost", false);
     if (rank < 0) {
       const bool server = st.server && msg.source == st.server.address();
       return finish(
           self, (server ? "the parameter server" : "an actor") + std::string(" failed: ") + why);
     }
-    // The strategy decides whether the run can go on without the worker; none can yet.
-    auto actions = st.strategy->on_worker_left(rank);
-    for (const auto& a : actions)
-      if (std::holds_alternative<act::cannot_continue>(a))
-        return finish(self, st.roster->describe(rank) + " failed: " + why);
-    execute(self, std::move(actions));
+    finish(self, st.roster->describe(rank) + " failed: " + why);
   });
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
     auto err = make_error_from_exception(ep);

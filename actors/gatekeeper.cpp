@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace troupe {
@@ -14,7 +15,13 @@ struct gatekeeper_state {
   gatekeeper_options options;
   caf::response_promise waiting;
   bool closed = false;  ///< the roster went to the session (or the wait timed out)
+  bool over = false;    ///< the session is done with the run: no joins at all
   std::string failure;  ///< a node could not take the job: the run cannot start
+  caf::actor driver;    ///< the run driver, once it registered for replacements
+  /// Nodes that joined after the run started: the session reads the shared roster during the
+  /// run, so they join it only when the session closes the gatekeeper.
+  std::vector<joined_node> replacements;
+  std::vector<replacement_node> unclaimed;  ///< ready before the driver registered
   static inline const char* name = "gatekeeper";
 };
 
@@ -50,11 +57,22 @@ void close_when_complete(gatekeeper_actor* self) {
   answer(self, "");
 }
 
-// Until the run starts, a node that leaves frees its place; from then on the driver watches.
+// Until the run starts, a node that leaves frees its place; from then on the driver watches,
+// and only its name and its place in the count are freed (for a replacement, which may take
+// the same name); the roster keeps it (the session tells every node the run is over).
 void forget_departed(gatekeeper_actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
-  if (st.closed)
+  if (st.closed) {
+    for (const auto* list : {st.options.roster.get(), &st.replacements})
+      for (const auto& n : *list)
+        if (n.agent.address() == msg.source) {
+          auto& joined = st.options.terms.joined;
+          const auto it = std::find(joined.begin(), joined.end(), n.name);
+          if (it != joined.end())
+            joined.erase(it);
+        }
     return;
+  }
   auto& roster = *st.options.roster;
   for (std::size_t i = 0; i < roster.size(); ++i)
     if (roster[i].agent.address() == msg.source) {
@@ -73,7 +91,7 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
   auto& o = st.options;
   auto refusal =
       join_refusal({req.version, req.token, req.name, req.threads, certificate_name}, o.terms);
-  if (refusal.empty() && st.closed)
+  if (refusal.empty() && (st.over || (st.closed && !o.replacements)))
     refusal = "node \"" + req.name + "\": the run has started";
   if (refusal.empty() && (!sender || !req.agent || req.agent->node() != sender->node()))
     refusal = "node \"" + req.name + "\": its agent is not on the node that sent the join";
@@ -84,6 +102,11 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
   o.trusted->allow(sender->node());
   self->monitor(req.agent);
   o.terms.joined.push_back(req.name);
+  if (st.closed) {
+    st.replacements.push_back({req.name, req.agent, req.peer_host, req.peer_port, false, true});
+    o.log(fmt::format("node {} joined the running job ({} threads)", req.name, req.threads));
+    return {"", o.job_json, o.files};
+  }
   o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port});
   o.log(fmt::format("node {} joined ({} threads; {} of {})", req.name, req.threads,
                     o.roster->size(), o.terms.wanted));
@@ -112,11 +135,27 @@ caf::typed_response_promise<join_reply> on_join(gatekeeper_actor* self, join_req
 caf::result<caf::ok_atom> on_ready(gatekeeper_actor* self, const std::string& failure) {
   auto& st = self->state;
   const auto& sender = self->current_sender();
-  for (auto& n : *st.options.roster) {
+  auto all = [&st] {
+    std::vector<joined_node*> nodes;
+    for (auto& n : *st.options.roster)
+      nodes.push_back(&n);
+    for (auto& n : st.replacements)
+      nodes.push_back(&n);
+    return nodes;
+  }();
+  for (auto* node : all) {
+    auto& n = *node;
     if (!sender || n.agent.node() != sender->node())
       continue;
     if (failure.empty()) {
       n.ready = true;
+      if (n.replacement) {  // the run is going: the driver fits it in
+        replacement_node r{n.name, n.agent, n.peer_host, n.peer_port};
+        if (st.driver)
+          self->send(st.driver, replace_atom_v, std::move(r));
+        else
+          st.unclaimed.push_back(std::move(r));
+      }
     } else {
       st.options.log("node " + n.name + " cannot take the job: " + failure);
       if (st.failure.empty())
@@ -156,8 +195,24 @@ caf::behavior gatekeeper(gatekeeper_actor* self, gatekeeper_options options) {
         const auto& sender = self->current_sender();
         if (!sender || sender->node() != self->node())
           return caf::make_error(caf::sec::invalid_argument);
-        self->state.closed = true;
+        auto& st = self->state;
+        st.closed = true;
+        st.over = true;
+        for (auto& n : st.replacements)  // the session reads the roster once it has the answer
+          st.options.roster->push_back(std::move(n));
+        st.replacements.clear();
         return caf::ok_atom_v;
+      },
+      // The run driver, for replacements (from this process only).
+      [self](replace_atom, const caf::actor& driver) {
+        const auto& sender = self->current_sender();
+        if (!sender || sender->node() != self->node())
+          return;
+        auto& st = self->state;
+        st.driver = driver;
+        for (auto& r : st.unclaimed)
+          self->send(driver, replace_atom_v, std::move(r));
+        st.unclaimed.clear();
       },
       [self](caf::timeout_atom) {
         auto& st = self->state;

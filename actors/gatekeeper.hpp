@@ -10,6 +10,10 @@
 //   session -> gatekeeper  (get_atom) -> answered, as an ordinary message, with "" once the
 //                          roster is complete, or the reason it never will be
 //   session -> gatekeeper  (close_atom) -> ok: no more joins; the roster stays as it is
+// With cluster.on_node_loss "continue" the run takes replacements after it started: a lost
+// node's name and place are free again, and a node that joins then and has loaded its data is
+// handed to the run driver (which registered itself with (replace_atom, driver)) as
+//   gatekeeper -> driver   (replace_atom, replacement_node)
 #pragma once
 
 #include "actors/guarded_links.hpp"
@@ -34,7 +38,8 @@ struct joined_node {
   caf::actor agent;
   std::string peer_host;
   uint16_t peer_port = 0;
-  bool ready = false;  ///< it has loaded its data and can start replicas
+  bool ready = false;        ///< it has loaded its data and can start replicas
+  bool replacement = false;  ///< it joined after the run started
 };
 
 using node_roster = std::shared_ptr<std::vector<joined_node>>;
@@ -51,6 +56,8 @@ struct gatekeeper_options {
   std::optional<peer_names> names;
   caf::io::middleman_actor middleman;
   shipment files;  ///< handed with the job: the data files' digests, the model file's server
+  /// Joins after the run started replace lost nodes (cluster.on_node_loss "continue").
+  bool replacements = false;
 };
 
 caf::actor spawn_gatekeeper(caf::actor_system& system, gatekeeper_options options);

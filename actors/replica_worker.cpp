@@ -2,6 +2,7 @@
 
 #include "actors/ring_exchange.hpp"
 #include "actors/worker_faults.hpp"
+#include "core/checkpoint/state_transfer.hpp"
 #include "core/policy/step_pace.hpp"
 #include "core/train/replica_engine.hpp"
 #include "gpu/worker_device.hpp"
@@ -11,6 +12,7 @@
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace troupe {
@@ -35,6 +37,14 @@ struct replica_worker_state {
   std::optional<ring_exchange<replica_worker_actor>> ring;
   /// Which steps the driver released, which one runs, and which go into a checkpoint.
   step_pace pace;
+  /// The membership this worker computes in (messages/membership.hpp): its epoch, and this
+  /// replica's position among the live ones and how many there are (its share of each batch).
+  int64_t epoch = 0;
+  int64_t position = 0;
+  int64_t live = 1;
+  /// A state handed over to this worker, chunk by chunk (a replacement, or a survivor behind).
+  std::optional<state_assembler> incoming;
+  int64_t dropped = 0;  ///< ring chunks of another epoch, dropped
   static inline const char* name = "replica_worker";
 };
 
@@ -77,9 +87,9 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
     const auto eval_start = clock_type::now();
     const auto r = st.engine->evaluate();
     self->send(st.driver, eval_report{st.rank, outcome.step, r.loss_sum, r.metric_sum, r.count,
-                                      seconds_since(eval_start)});
-    // Replicas hold the same weights at an evaluation: rank 0's stand for all of them.
-    if (st.rank == 0 && st.plan->snapshots())
+                                      seconds_since(eval_start), st.live});
+    // Replicas hold the same weights at an evaluation: the first live one's stand for all.
+    if (st.position == 0 && st.plan->snapshots())
       self->send(st.driver, snapshot_atom_v, outcome.step, int64_t{0}, cpu_copy(*st.engine));
   }
   if (st.pace.finish(outcome.step))
@@ -104,7 +114,7 @@ void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
 
 ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
   if (!st.ring)
-    st.ring.emplace(st.rank, st.plan->job.parallelism.replicas, st.plan->ring_bucket_elements);
+    st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements, 8, st.epoch);
   return *st.ring;
 }
 
@@ -176,7 +186,7 @@ void compute_step(self_pointer self, int64_t step) {
   st.samples = result.samples;
   st.compute_s = seconds_since(start);
   st.sent_at = clock_type::now();
-  const gradient_meta meta{st.rank, step, result.loss, result.samples};
+  const gradient_meta meta{st.rank, step, result.loss, result.samples, st.epoch};
   if (policy == policy_kind::sync)
     return exchange_sync(self, step, meta);
   if (policy == policy_kind::local_sgd)
@@ -234,6 +244,91 @@ void restore(self_pointer self, int64_t step, const at::Tensor& weights,
   st.pace.start_at(step + 1);
 }
 
+// A regroup (messages/membership.hpp): the live replicas of a new epoch. This one takes its
+// position's share of every batch and its place in the ring, drops the step under way (under
+// sync it waits for a sum that will never come), and says which step it last applied.
+void on_membership(self_pointer self, const membership_note& note, const caf::actor& successor) {
+  auto& st = self->state;
+  const auto it = std::find(note.live.begin(), note.live.end(), st.rank);
+  if (it == note.live.end())
+    return self->quit(protocol_violation("worker " + std::to_string(st.rank) +
+                                         " is not among the live workers of epoch " +
+                                         std::to_string(note.epoch)));
+  ensure_engine(st);
+  st.epoch = note.epoch;
+  st.position = it - note.live.begin();
+  st.live = static_cast<int64_t>(note.live.size());
+  if (st.plan->parameter_server() == false)
+    st.engine->set_share(st.position, st.live);
+  st.ring.reset();
+  if (st.plan->gradients == gradient_meeting::ring)
+    ring_of(st).link(caf::actor_cast<replica_worker_actor>(successor));
+  st.incoming.reset();
+  st.pace.regroup();
+  self->send(st.driver, membership_atom_v, st.epoch, st.rank, st.pace.next() - 1, true);
+}
+
+// The driver asks for this worker's state now, to hand it to others.
+void hand_over(self_pointer self, int64_t epoch) {
+  auto& st = self->state;
+  if (epoch != st.epoch)
+    return;  // a regroup that was overtaken by another
+  ensure_engine(st);
+  self->send(st.driver, handover_atom_v, epoch, st.rank, st.pace.next() - 1, cpu_copy(*st.engine),
+             st.engine->optimizer_state());
+}
+
+// A chunk of the state this worker takes over; once all are in and check out, it adopts it.
+void on_state_chunk(self_pointer self, const state_chunk& c) {
+  auto& st = self->state;
+  if (c.epoch != st.epoch)
+    return;
+  ensure_engine(st);
+  if (!st.incoming || c.index == 0) {
+    // Weights and Adam's two moments, serialized, with room for the optimizer's framing.
+    const auto values = st.engine->weights().numel();
+    st.incoming.emplace(values, 4 * values * static_cast<int64_t>(sizeof(float)) + (16 << 20));
+  }
+  auto problem = st.incoming->add(c.index, c.count, c.chunk_bytes, c.weight_bytes, c.total_bytes,
+                                  c.digest, c.bytes);
+  if (problem.empty() && !st.incoming->complete())
+    return;
+  at::Tensor weights;
+  std::string optimizer;
+  if (problem.empty())
+    problem = st.incoming->take(weights, optimizer);
+  st.incoming.reset();
+  if (!problem.empty())
+    return self->quit(protocol_violation("worker " + std::to_string(st.rank) +
+                                         " refused the state it was handed: " + problem));
+  st.engine->restore(weights, optimizer);
+  st.pace.start_at(c.step + 1);
+  self->send(st.driver, taken_atom_v, st.epoch, st.rank, c.step);
+}
+
+// The evaluation after `step` again, over the live replicas' new shares (a lost worker's shard
+// never came). The worker holds the weights after `step`: a regroup just brought it there.
+void evaluate_again(self_pointer self, int64_t step) {
+  auto& st = self->state;
+  ensure_engine(st);
+  const auto start = clock_type::now();
+  const auto r = st.engine->evaluate();
+  self->send(st.driver, eval_report{st.rank, step, r.loss_sum, r.metric_sum, r.count,
+                                    seconds_since(start), st.live});
+  if (st.position == 0 && st.plan->snapshots())
+    self->send(st.driver, snapshot_atom_v, step, int64_t{0}, cpu_copy(*st.engine));
+}
+
+// What this worker is doing, for the driver's step watchdog.
+worker_probe probe(const replica_worker_state& st) {
+  worker_probe p{st.rank, st.epoch, st.pace.next(), st.pace.busy(), false, 0};
+  if (st.ring && st.ring->waiting()) {
+    p.in_ring = true;
+    p.received = st.ring->received();
+  }
+  return p;
+}
+
 void join_nccl(replica_worker_state& st, const std::string& nccl_id) {
   ensure_engine(st);
   st.device->join_nccl(nccl_id, static_cast<int>(st.rank),
@@ -249,6 +344,8 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
   st.plan = context->plan.get();
   st.context = std::move(context);
   st.rank = rank;
+  st.position = rank;
+  st.live = st.plan->job.parallelism.replicas;
   st.driver = std::move(driver);
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
     auto error = make_error_from_exception(ep);
@@ -292,7 +389,13 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
           ring_of(self->state).link(caf::actor_cast<replica_worker_actor>(successor));
       },
       [self, trusted](ring_atom, const ring_meta& meta, const at::Tensor& chunk) {
-        if (sender_trusted(self, trusted) && ring_of(self->state).on_chunk(self, meta, chunk))
+        if (!sender_trusted(self, trusted))
+          return;
+        if (meta.epoch != self->state.epoch) {
+          ++self->state.dropped;  // a ring of another membership: fenced off
+          return;
+        }
+        if (ring_of(self->state).on_chunk(self, meta, chunk))
           apply_own_sum(self, meta.round, seconds_since(self->state.sent_at));
       },
       [self, trusted](nccl_atom, const std::string& nccl_id) {
@@ -311,6 +414,26 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
       [self, trusted](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
         if (sender_trusted(self, trusted))
           on_params(self, version, step, weights);
+      },
+      [self, trusted](membership_atom, const membership_note& note, const caf::actor& successor) {
+        if (sender_trusted(self, trusted))
+          on_membership(self, note, successor);
+      },
+      [self, trusted](handover_atom, int64_t epoch) {
+        if (sender_trusted(self, trusted))
+          hand_over(self, epoch);
+      },
+      [self, trusted](state_atom, const state_chunk& chunk) {
+        if (sender_trusted(self, trusted))
+          on_state_chunk(self, chunk);
+      },
+      [self, trusted](evaluate_atom, int64_t step) {
+        if (sender_trusted(self, trusted))
+          evaluate_again(self, step);
+      },
+      [self, trusted](probe_atom) {
+        if (sender_trusted(self, trusted))
+          self->send(self->state.driver, probe_atom_v, probe(self->state));
       },
   };
 }

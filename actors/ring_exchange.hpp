@@ -22,8 +22,12 @@ namespace troupe {
 template <class Handle>
 class ring_exchange {
  public:
-  ring_exchange(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window = 8)
-      : ring_(rank, ranks, bucket_elements, window), rank_(rank) {}
+  /// `rank`: the position in the ring (among the live replicas), `epoch`: the membership it
+  /// belongs to, stamped on every chunk it sends (a chunk of another epoch is the caller's to
+  /// drop).
+  ring_exchange(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window = 8,
+                int64_t epoch = 0)
+      : ring_(rank, ranks, bucket_elements, window), rank_(rank), epoch_(epoch) {}
 
   void link(Handle successor) { successor_ = std::move(successor); }
 
@@ -32,6 +36,7 @@ class ring_exchange {
   template <class Self>
   bool start(Self* self, int64_t round, at::Tensor buffer) {
     round_ = round;
+    received_ = 0;
     for (auto& m : ring_.start(std::move(buffer)))
       send(self, std::move(m));
     auto early = std::move(early_);
@@ -53,21 +58,32 @@ class ring_exchange {
       throw protocol_error("ring all-reduce: a chunk of round " + std::to_string(meta.round) +
                            " arrived at rank " + std::to_string(rank_) +
                            ", which is reducing round " + std::to_string(round_));
+    ++received_;
     for (auto& next : ring_.on_receive({meta.bucket, meta.step, chunk}))
       send(self, std::move(next));
     return ring_.done();
   }
 
+  int64_t epoch() const { return epoch_; }
+  /// Whether a sum is under way and waits for chunks (the watchdog's probe).
+  bool waiting() const { return ring_.active() && !ring_.done(); }
+  /// The round under way (-1: none yet) and the chunks of it received so far.
+  int64_t round() const { return round_; }
+  int64_t received() const { return received_; }
+
  private:
   template <class Self>
   void send(Self* self, ring_message m) {
-    self->send(successor_, ring_atom_v, ring_meta{round_, m.bucket, m.step}, std::move(m.chunk));
+    self->send(successor_, ring_atom_v, ring_meta{round_, m.bucket, m.step, epoch_},
+               std::move(m.chunk));
   }
 
   ring_allreduce ring_;
   int64_t rank_;
+  int64_t epoch_;
   Handle successor_;
   int64_t round_ = -1;
+  int64_t received_ = 0;
   std::vector<std::pair<ring_meta, at::Tensor>> early_;
 };
 

@@ -119,7 +119,14 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
           return "node " + a.name + " did not take the roster: " + err;
   if (plan.gradients != gradient_meeting::ring)
     return "";
-  shared = plan.job.cluster.shared_memory && share_memory(self, nodes, log);
+  // The shared-memory sum waits for every node of the host at its barriers: a run that goes on
+  // without a lost node (cluster.on_node_loss "continue") re-forms the ring instead.
+  const bool membership_may_change = plan.job.cluster.on_node_loss == node_loss_policy::carry_on;
+  if (plan.job.cluster.shared_memory && membership_may_change)
+    log("cluster.on_node_loss is \"continue\": sync gradients go round the ring, which survives "
+        "a lost node (the shared-memory sum would wait for it)");
+  shared =
+      plan.job.cluster.shared_memory && !membership_may_change && share_memory(self, nodes, log);
   if (shared)
     return "";
   return link_ring(self, nodes, node_of, log);
@@ -176,7 +183,8 @@ run_report failed_report(const run_plan& plan, const std::string& error) {
 run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, dataset_ptr data,
                           const run_options& options, std::shared_ptr<trusted_nodes> trusted,
                           const std::vector<joined_node>& nodes,
-                          const std::vector<int64_t>& node_of, bool host_memory) {
+                          const std::vector<int64_t>& node_of, const caf::actor& gate,
+                          bool host_memory) {
   driver_options d;
   d.host_memory = host_memory;
   d.context = make_worker_context(plan, std::move(data), std::move(trusted));
@@ -185,6 +193,11 @@ run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, datas
     d.node_agents.push_back(nodes[static_cast<std::size_t>(n)].agent);
     d.worker_places.push_back("node " + nodes[static_cast<std::size_t>(n)].name);
   }
+  d.node_of = node_of;
+  for (const auto& n : nodes)
+    d.nodes.push_back({n.name, n.peer_host, n.peer_port});
+  if (plan.job.cluster.carries_on())
+    d.gatekeeper = gate;
   return await_report(system, spawn_run_driver(system, std::move(d)));
 }
 
@@ -201,7 +214,8 @@ gatekeeper_options gate_options(const run_plan& plan, const cluster_options& clu
                        std::move(roster),
                        {},
                        links.middleman(),
-                       {}};
+                       {},
+                       job.cluster.carries_on()};
   if (links.tls())
     o.names = links.names();
   return o;
@@ -261,8 +275,10 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
     log(fmt::format("placed {} replica(s) on {} node(s); training", job.parallelism.replicas,
                     roster->size()));
   auto report = error.empty() ? train_on_nodes(system, plan, std::move(data), options, trusted,
-                                               *roster, node_of, host_memory)
+                                               *roster, node_of, gate, host_memory)
                               : failed_report(plan, error);
+  // No joins from here on: the roster (replacements included) is read below.
+  ask(self, gate, 5s, caf::close_atom_v);
   const auto told = tell_nodes_done(system, *roster, report.status);
   if (cluster.on_ended)
     cluster.on_ended(told);

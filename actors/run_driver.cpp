@@ -66,6 +66,8 @@ void begin(driver_pointer self) {
     self->monitor(st.server);
   }
   st.tracker->start();
+  if (st.options.gatekeeper && carries_on(st))
+    tell(self, st.options.gatekeeper, replace_atom_v, caf::actor_cast<caf::actor>(self));
   begin_checkpoints(self);
   begin_watch(self);
   execute(self, st.strategy->start());
@@ -112,7 +114,21 @@ bool accept(driver_pointer self, int64_t rank, const char* what) {
                             ", there are " + std::to_string(st.roster->size()));
     return false;
   }
-  return true;
+  // A worker given up on (its node was lost, or fenced after a stop) may still send what it had
+  // under way: dropped, it cannot touch a sum.
+  return from_current_worker(self, rank);
+}
+
+// The membership epoch workers were last told; a gradient or weights of another was computed
+// for a step that was abandoned (its worker has not seen the regroup yet): dropped.
+bool current_epoch(driver_pointer self, const gradient_meta& meta) {
+  auto& st = self->state;
+  const auto epoch = st.members ? st.members->announced_epoch : 0;
+  if (meta.epoch == epoch)
+    return true;
+  if (st.members)
+    ++st.members->dropped;
+  return false;
 }
 
 // Also checks the step: a report of a step outside the run breaks the protocol.
@@ -143,8 +159,10 @@ void on_eval_report(driver_pointer self, const eval_report& e) {
   if (!st.plan->rules.evaluates_after(e.step))
     return fail_protocol(self, "an evaluation after step " + std::to_string(e.step) +
                                    ", which the plan does not evaluate after");
+  // A replica says how many shards its evaluation set was cut into (the live replicas then).
+  const auto shards = e.of > 0 ? e.of : st.plan->eval_shards();
   auto progress = st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.metric_sum, e.count,
-                                            e.eval_s, st.plan->eval_shards());
+                                            e.eval_s, shards);
   if (!progress)
     return;
   if (st.options.run.on_progress)
@@ -167,14 +185,14 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
         return self->state.promise;
       },
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
-        if (!accept(self, meta.worker, meta.step, "a gradient"))
+        if (!accept(self, meta.worker, meta.step, "a gradient") || !current_epoch(self, meta))
           return;
         hold(self, meta.worker, grad);
         execute(self, self->state.strategy->on_gradient(arrival_of(meta)));
       },
       [self](average_atom, const gradient_meta& meta, const at::Tensor& weights,
              const at::Tensor& momenta) {
-        if (!accept(self, meta.worker, meta.step, "weights"))
+        if (!accept(self, meta.worker, meta.step, "weights") || !current_epoch(self, meta))
           return;
         hold(self, meta.worker, weights, momenta);
         execute(self, self->state.strategy->on_weights(arrival_of(meta)));
@@ -229,6 +247,33 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
         if (self->current_sender() == self->ctrl())
           check_progress(self);
       },
+      [self](membership_atom, int64_t epoch, int64_t rank, int64_t applied, bool has_state) {
+        if (self->state.members && accept(self, rank, "a regroup answer"))
+          on_regroup_answer(self, epoch, rank, applied, has_state);
+      },
+      [self](handover_atom, int64_t epoch, int64_t rank, int64_t step, const at::Tensor& weights,
+             const std::string& optimizer) {
+        if (self->state.members && accept(self, rank, "a state"))
+          on_handover(self, epoch, rank, step, weights, optimizer);
+      },
+      [self](taken_atom, int64_t epoch, int64_t rank, int64_t step) {
+        if (self->state.members && accept(self, rank, "a state taken"))
+          on_state_taken(self, epoch, rank, step);
+      },
+      [self](probe_atom, const worker_probe& p) {
+        if (accept(self, p.worker, "a probe's answer"))
+          self->state.probes[p.worker] = p;
+      },
+      [self](replace_atom, const replacement_node& node) {
+        // Only the gatekeeper of this process hands over replacements.
+        const auto& sender = self->current_sender();
+        if (self->state.members && sender && sender->node() == self->node())
+          on_replacement(self, node);
+      },
+      [self](deadline_atom, int64_t id) {
+        if (self->state.members && self->current_sender() == self->ctrl())
+          on_wait_deadline(self, id);
+      },
   };
 }
 
@@ -249,7 +294,11 @@ run_driver_actor::behavior_type run_driver(driver_pointer self, driver_options o
   if (plan.snapshots())
     st.keeper.emplace(plan.job.training.keep_best, plan.job.training.early_stopping,
                       plan.stage_parameters());
+  begin_membership(self);
   end_run_on_failures(self);
+  // Whatever else arrives (an error a worker answered a probe with, bytes a stranger sent) is
+  // dropped without an answer: answering an error with an error could ping-pong for ever.
+  self->set_default_handler(caf::drop);
   return driver_behavior(self);
 }
 

@@ -31,6 +31,13 @@
 
 namespace troupe {
 
+/// A node of a run across processes, as the driver needs to know it.
+struct node_slot {
+  std::string name;
+  std::string peer_host;   ///< where its agent listens for peers
+  uint16_t peer_port = 0;  ///< 0: it takes no peer connections
+};
+
 struct driver_options {
   context_ptr context;
   /// Metrics, progress and the stop request (`cluster` is not read here).
@@ -46,6 +53,13 @@ struct driver_options {
   /// Across processes: the nodes sum sync gradients through one host's shared memory instead of
   /// the ring (the coordinator found that they can, cluster.shared_memory); for messages.
   bool host_memory = false;
+  /// Across processes: the node slot hosting each rank and the slots (a lost node is lost with
+  /// all its ranks; a replacement takes a slot over). Empty inside one process.
+  std::vector<int64_t> node_of;
+  std::vector<node_slot> nodes;
+  /// Across processes with cluster.on_node_loss "continue": the gatekeeper, which hands the
+  /// driver the replacement nodes that join during the run (replace_atom). May be null.
+  caf::actor gatekeeper;
 };
 
 /// Spawns the driver on the cooperative scheduler; send it (run_atom) to start. The reply is

@@ -7,6 +7,8 @@
 #include "actors/worker_roster.hpp"
 #include "core/checkpoint/checkpoint_schedule.hpp"
 #include "core/checkpoint/checkpoint_writer.hpp"
+#include "core/policy/membership.hpp"
+#include "core/policy/regroup_round.hpp"
 #include "core/policy/step_release.hpp"
 #include "core/policy/step_strategy.hpp"
 #include "core/policy/step_watch.hpp"
@@ -20,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +33,40 @@ namespace troupe {
 struct held_tensors {
   at::Tensor tensor;   ///< a gradient, or weights to average
   at::Tensor momenta;  ///< local_sgd with averaged momenta; else undefined
+};
+
+/// Where the run stands with its membership (cluster.on_node_loss "continue";
+/// driver_membership.cpp). Present in every replica run: inside one process nothing is lost.
+struct membership_state {
+  explicit membership_state(membership m) : members(std::move(m)) {}
+
+  membership members;
+  /// The strategy asked for a regroup; with `drain_through`, once that step completed.
+  bool regroup_wanted = false;
+  std::optional<int64_t> drain_through;
+  bool abandons_step = false;  ///< the regroup drops the step in flight (sync after a loss)
+  /// The regroup under way: every live worker answers, then recipients take the state.
+  std::optional<regroup_round> round;
+  /// Ranks of replacements started and waiting for the next step boundary, then for the state.
+  std::set<int64_t> joining;
+  std::set<int64_t> spawning;  ///< replacement workers asked for, not started yet
+  /// Workers given up on: their down messages and anything they still send are ignored.
+  std::set<caf::actor_addr> departed;
+  /// By rank: run time of the last message from its worker (a loss's detection time).
+  std::vector<double> last_heard;
+  int64_t completed_through = -1;  ///< the last step completed
+  int64_t announced_epoch = 0;     ///< the epoch of the last membership note sent
+  /// Below min_nodes since (run time); the run waits for replacements until the deadline.
+  std::optional<double> waiting_since;
+  /// The step the survivors regrouped at while too few to go on.
+  std::optional<int64_t> parked_at;
+  /// Ranks asked for their state to go into a checkpoint now (below min_nodes, at the end).
+  std::set<int64_t> checkpoint_handovers;
+  int64_t state_bytes = 0;  ///< of the last state handed over
+  int64_t wait_id = 0;      ///< names the deadline of the current wait for replacements
+  /// async: weights held back while too few nodes are live, handed out once enough are.
+  std::vector<act::hand_out> deferred_hand_outs;
+  int64_t dropped = 0;  ///< messages from workers given up on, or of an old epoch
 };
 
 /// A checkpoint asked for and not yet handed to the writer.
@@ -67,6 +104,13 @@ struct run_driver_state {
   std::optional<int64_t> stop_at;
   /// Runs across processes (or with cluster.step_timeout_s): no step for too long ends the run.
   std::optional<step_watch> watch;
+  /// The watchdog asked the workers what they do (probes) at this run time; their answers.
+  std::optional<double> probed_at;
+  std::map<int64_t, worker_probe> probes;
+  /// Replica runs: the live workers, regroups, replacements (driver_membership.cpp).
+  std::optional<membership_state> members;
+  /// Why the run ends once the checkpoint of `stop_at` is written ("": a stop request).
+  std::string end_reason;
   static inline const char* name = "run_driver";
 };
 
@@ -132,7 +176,37 @@ void check_progress(driver_pointer self);
 std::string fmt_seconds(double s);
 
 /// The down handler and exception handler: a worker, the server or the driver itself failing
-/// ends the run naming it and why.
+/// ends the run naming it and why (a lost node, under cluster.on_node_loss "continue", does
+/// not: lose_node).
 void end_run_on_failures(driver_pointer self);
+
+// driver_membership.cpp: lost nodes, regroups, waiting for replacements, joins.
+
+/// Sets up the membership of a replica run (every rank live, epoch 0).
+void begin_membership(driver_pointer self);
+/// Whether the run carries on when a node is lost (cluster.on_node_loss "continue", replicas).
+bool carries_on(const run_driver_state& st);
+/// The live ranks (every rank of runs without a membership).
+std::vector<int64_t> live_ranks(const run_driver_state& st);
+/// Whether a message claiming to come from worker `rank` does: from its current worker, not
+/// one given up on (or the parameter server, which reports as worker 0).
+bool from_current_worker(driver_pointer self, int64_t rank);
+/// The node hosting `rank` is lost (`why`): under "continue" the run carries on without it,
+/// else it ends. `by_watch`: the step watchdog named it (its connection may still be up: it is
+/// told to leave).
+void lose_node(driver_pointer self, int64_t rank, const std::string& why, bool by_watch);
+/// The strategy asked for a regroup.
+void want_regroup(driver_pointer self, const act::regroup& a);
+/// A step completed: a drain may be over.
+void membership_step_complete(driver_pointer self, int64_t step);
+void on_regroup_answer(driver_pointer self, int64_t epoch, int64_t rank, int64_t applied,
+                       bool has_state);
+void on_handover(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
+                 const at::Tensor& weights, const std::string& optimizer);
+void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t step);
+void on_replacement(driver_pointer self, const replacement_node& node);
+void on_wait_deadline(driver_pointer self, int64_t epoch);
+/// Whether steps may be released now (no regroup under way or wanted, not waiting for nodes).
+bool may_release(const run_driver_state& st);
 
 }  // namespace troupe

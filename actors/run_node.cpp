@@ -262,6 +262,12 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
       },
       [self](shm_atom, caf::close_atom, bool keep) { return settle_segment(self, keep); },
       [self](done_atom, const std::string& status) { return run_over(self, status); },
+      // The coordinator went on without this node (it held a step up, or it came back from a
+      // stop after the run had given up on it): nothing it does counts any more.
+      [self, trusted](leave_atom, const std::string& why) {
+        if (sender_trusted(self, trusted))
+          stop(self, "told to leave: " + why);
+      },
   };
 }
 

@@ -12,6 +12,12 @@ void worker_roster::set(int64_t rank, caf::actor worker) {
   slot = std::move(worker);
 }
 
+void worker_roster::set_place(int64_t rank, std::string place) {
+  if (places_.size() < workers_.size())
+    places_.resize(workers_.size());
+  places_.at(static_cast<std::size_t>(rank)) = std::move(place);
+}
+
 int64_t worker_roster::rank_of(const caf::actor_addr& address) const {
   for (std::size_t i = 0; i < workers_.size(); ++i)
     if (workers_[i] && workers_[i].address() == address)

@@ -25,6 +25,10 @@ class worker_roster {
   bool complete() const { return joined_ == size(); }
 
   void set(int64_t rank, caf::actor worker);
+  /// Rank `rank` has no worker any more (its node was lost; a replacement may take it).
+  void clear(int64_t rank) { workers_.at(static_cast<std::size_t>(rank)) = caf::actor(); }
+  /// Rank `rank` runs at `place` from now on (a replacement node).
+  void set_place(int64_t rank, std::string place);
   const caf::actor& at(int64_t rank) const { return workers_.at(static_cast<std::size_t>(rank)); }
   const std::vector<caf::actor>& all() const { return workers_; }
   /// The rank of the worker at `address`, or -1.

@@ -87,11 +87,14 @@ struct ring_meta {
   int64_t round = 0;
   int64_t bucket = 0;
   int64_t step = 0;
+  /// The membership epoch of the ring it belongs to: a chunk of an older ring (sent by a node
+  /// that was given up on, or before a regroup) is dropped.
+  int64_t epoch = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_meta& x) {
-  return f(caf::meta::type_name("ring_meta"), x.round, x.bucket, x.step);
+  return f(caf::meta::type_name("ring_meta"), x.round, x.bucket, x.step, x.epoch);
 }
 
 }  // namespace troupe

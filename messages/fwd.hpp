@@ -13,6 +13,10 @@ struct micro_meta;
 struct join_request;
 struct join_reply;
 struct ring_meta;
+struct membership_note;
+struct state_chunk;
+struct worker_probe;
+struct replacement_node;
 struct run_report;
 enum class errc : unsigned char;
 

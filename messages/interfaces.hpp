@@ -13,15 +13,17 @@ namespace troupe {
 /// A data-parallel replica: computes gradients on its shard; under sync applies combined ones
 /// (or sums them with the other replicas in a ring or with NCCL), under local_sgd steps alone,
 /// under async computes on weights the parameter server sends.
-using replica_worker_actor =
-    caf::typed_actor<caf::reacts_to<compute_atom, int64_t>, caf::reacts_to<link_atom, caf::actor>,
-                     caf::reacts_to<ring_atom, ring_meta, at::Tensor>,
-                     caf::reacts_to<nccl_atom, std::string>,
-                     caf::reacts_to<update_atom, update_meta, at::Tensor>,
-                     caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>,
-                     caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>,
-                     caf::reacts_to<advance_atom>, caf::reacts_to<checkpoint_atom, int64_t>,
-                     caf::reacts_to<restore_atom, int64_t, at::Tensor, std::string>>;
+using replica_worker_actor = caf::typed_actor<
+    caf::reacts_to<compute_atom, int64_t>, caf::reacts_to<link_atom, caf::actor>,
+    caf::reacts_to<ring_atom, ring_meta, at::Tensor>, caf::reacts_to<nccl_atom, std::string>,
+    caf::reacts_to<update_atom, update_meta, at::Tensor>,
+    caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>,
+    caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>, caf::reacts_to<advance_atom>,
+    caf::reacts_to<checkpoint_atom, int64_t>,
+    caf::reacts_to<restore_atom, int64_t, at::Tensor, std::string>,
+    caf::reacts_to<membership_atom, membership_note, caf::actor>,
+    caf::reacts_to<handover_atom, int64_t>, caf::reacts_to<state_atom, state_chunk>,
+    caf::reacts_to<evaluate_atom, int64_t>, caf::reacts_to<probe_atom>>;
 
 /// A pipeline stage: runs its slice of the layers through the schedule of every step.
 /// Neighbors are dynamically typed handles: a typed interface cannot name itself.
@@ -46,15 +48,20 @@ using parameter_server_actor =
 
 /// The run driver: starts and monitors the workers, runs the policy's strategy, and answers the
 /// run request with the report.
-using run_driver_actor =
-    caf::typed_actor<caf::replies_to<run_atom>::with<run_report>,
-                     caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
-                     caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
-                     caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>,
-                     caf::reacts_to<step_stats>, caf::reacts_to<stage_stats>,
-                     caf::reacts_to<eval_report>, caf::reacts_to<weights_atom, int64_t, at::Tensor>,
-                     caf::reacts_to<snapshot_atom, int64_t, int64_t, at::Tensor>,
-                     caf::reacts_to<checkpoint_atom, int64_t, int64_t, at::Tensor, std::string>,
-                     caf::reacts_to<watch_atom>>;
+using run_driver_actor = caf::typed_actor<
+    caf::replies_to<run_atom>::with<run_report>,
+    caf::reacts_to<gradient_atom, gradient_meta, at::Tensor>,
+    caf::reacts_to<average_atom, gradient_meta, at::Tensor, at::Tensor>,
+    caf::reacts_to<push_atom, gradient_meta, int64_t, at::Tensor>, caf::reacts_to<step_stats>,
+    caf::reacts_to<stage_stats>, caf::reacts_to<eval_report>,
+    caf::reacts_to<weights_atom, int64_t, at::Tensor>,
+    caf::reacts_to<snapshot_atom, int64_t, int64_t, at::Tensor>,
+    caf::reacts_to<checkpoint_atom, int64_t, int64_t, at::Tensor, std::string>,
+    caf::reacts_to<watch_atom>,
+    // a run that carries on when a node is lost (messages/membership.hpp)
+    caf::reacts_to<membership_atom, int64_t, int64_t, int64_t, bool>,
+    caf::reacts_to<handover_atom, int64_t, int64_t, int64_t, at::Tensor, std::string>,
+    caf::reacts_to<taken_atom, int64_t, int64_t, int64_t>, caf::reacts_to<probe_atom, worker_probe>,
+    caf::reacts_to<replace_atom, replacement_node>, caf::reacts_to<deadline_atom, int64_t>>;
 
 }  // namespace troupe

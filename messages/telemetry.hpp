@@ -31,12 +31,15 @@ struct eval_report {
   double metric_sum = 0;  ///< core/train/loss: summed over rows, like loss_sum
   int64_t count = 0;
   double eval_s = 0;
+  /// How many shards the evaluation set was split into (the live replicas when it was
+  /// evaluated); 0: the plan's number (stages, the parameter server).
+  int64_t of = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
   return f(caf::meta::type_name("eval_report"), x.worker, x.step, x.loss_sum, x.metric_sum, x.count,
-           x.eval_s);
+           x.eval_s, x.of);
 }
 
 }  // namespace troupe

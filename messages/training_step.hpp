@@ -42,11 +42,14 @@ struct gradient_meta {
   int64_t step = 0;
   double loss = 0;      ///< mean over the worker's rows
   int64_t samples = 0;  ///< the worker's rows in this step
+  /// The membership epoch it was computed in (messages/membership.hpp): the driver drops a
+  /// gradient or weights of an older one (the step was abandoned and is being redone).
+  int64_t epoch = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gradient_meta& x) {
-  return f(caf::meta::type_name("gradient_meta"), x.worker, x.step, x.loss, x.samples);
+  return f(caf::meta::type_name("gradient_meta"), x.worker, x.step, x.loss, x.samples, x.epoch);
 }
 
 /// What follows the update: evaluate the test shard after applying it, or (the last step) send

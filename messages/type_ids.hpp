@@ -4,6 +4,7 @@
 
 #include "core/train/run_report.hpp"
 #include "messages/cluster.hpp"
+#include "messages/membership.hpp"
 #include "messages/pipeline_step.hpp"
 #include "messages/telemetry.hpp"
 #include "messages/tensor_wire.hpp"
@@ -31,6 +32,10 @@ CAF_ADD_TYPE_ID(troupe, (troupe::stage_stats))
 CAF_ADD_TYPE_ID(troupe, (troupe::join_request))
 CAF_ADD_TYPE_ID(troupe, (troupe::join_reply))
 CAF_ADD_TYPE_ID(troupe, (troupe::ring_meta))
+CAF_ADD_TYPE_ID(troupe, (troupe::membership_note))
+CAF_ADD_TYPE_ID(troupe, (troupe::state_chunk))
+CAF_ADD_TYPE_ID(troupe, (troupe::worker_probe))
+CAF_ADD_TYPE_ID(troupe, (troupe::replacement_node))
 CAF_ADD_TYPE_ID(troupe, (troupe::shipment))
 CAF_ADD_ATOM(troupe, troupe, compute_atom, "compute")
 CAF_ADD_ATOM(troupe, troupe, gradient_atom, "gradient")
@@ -56,6 +61,14 @@ CAF_ADD_ATOM(troupe, troupe, checkpoint_atom, "checkpoint")
 CAF_ADD_ATOM(troupe, troupe, restore_atom, "restore")
 CAF_ADD_ATOM(troupe, troupe, advance_atom, "advance")
 CAF_ADD_ATOM(troupe, troupe, watch_atom, "watch")
+CAF_ADD_ATOM(troupe, troupe, membership_atom, "members")
+CAF_ADD_ATOM(troupe, troupe, handover_atom, "handover")
+CAF_ADD_ATOM(troupe, troupe, state_atom, "state")
+CAF_ADD_ATOM(troupe, troupe, taken_atom, "taken")
+CAF_ADD_ATOM(troupe, troupe, probe_atom, "probe")
+CAF_ADD_ATOM(troupe, troupe, leave_atom, "leave")
+CAF_ADD_ATOM(troupe, troupe, replace_atom, "replace")
+CAF_ADD_ATOM(troupe, troupe, deadline_atom, "deadline")
 CAF_ADD_ATOM(troupe, troupe, chunk_atom, "chunk")
 CAF_ADD_ATOM(troupe, troupe, shm_atom, "shm")
 CAF_END_TYPE_ID_BLOCK(troupe)

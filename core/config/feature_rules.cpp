@@ -157,6 +157,12 @@ void check_cluster(const job_config& job, problem_list& problems) {
     problems.push_back("/cluster/nodes: every node hosts at least one replica, but " +
                        std::to_string(job.cluster.nodes) + " nodes were asked for " +
                        std::to_string(par.replicas) + " replica(s)");
+  // A schedule's phases would need a regroup that knows at which boundary a sync phase takes
+  // over from local SGD; sync, local_sgd and async each carry on alone.
+  if (job.cluster.carries_on() && par.policy == policy_kind::schedule)
+    problems.push_back(
+        "/cluster/on_node_loss: \"continue\" supports the sync, local_sgd and async policies; "
+        "a schedule of phases fails on a lost node (use \"fail\" and --resume)");
 }
 
 // What CUDA workers support so far: sync data-parallel replicas inside one process, all on one

@@ -179,6 +179,13 @@ struct ensemble_config {
   bool enabled() const { return members > 0; }
 };
 
+/// What a run across processes does when it loses a node (killed, cut off by heartbeats, or
+/// named by the step watchdog as the one holding a step up).
+enum class node_loss_policy {
+  fail,      ///< the run ends (with a checkpoint when it has a folder), naming the node
+  carry_on,  ///< "continue": the survivors redo the step in flight and go on; replacements join
+};
+
 /// Training across processes (`troupe coordinator` and `troupe node`). 0 nodes: one process.
 struct cluster_config {
   /// Nodes that must join before the run starts; replicas are placed on them in rank order.
@@ -196,8 +203,15 @@ struct cluster_config {
   /// No step completed for this long ends the run, naming the silent workers
   /// (core/policy/step_watch.hpp); 0: derived from the run's own step times.
   double step_timeout_s = 0;
+  /// What losing a node does (actors/driver_membership.cpp).
+  node_loss_policy on_node_loss = node_loss_policy::fail;
+  /// carry_on: with fewer live nodes the run waits for replacements...
+  int64_t min_nodes = 1;
+  /// ...for at most this long, then ends with a checkpoint, naming the nodes missing.
+  double replacement_timeout_s = 60;
 
   bool enabled() const { return nodes > 0; }
+  bool carries_on() const { return on_node_loss == node_loss_policy::carry_on; }
 };
 
 /// Checkpoints of the run's whole state into the run directory's checkpoints/ (core/checkpoint),
@@ -253,5 +267,7 @@ const char* to_string(policy_kind x);
 const char* to_string(lr_schedule_kind x);
 const char* to_string(monitor_metric x);
 const char* to_string(loss_kind x);
+/// "fail" or "continue".
+const char* to_string(node_loss_policy x);
 
 }  // namespace troupe

@@ -156,6 +156,9 @@ nlohmann::ordered_json to_json(const job_config& job) {
                       {"node_timeout_s", job.cluster.node_timeout_s},
                       {"bucket_mb", job.cluster.bucket_mb},
                       {"step_timeout_s", job.cluster.step_timeout_s},
+                      {"on_node_loss", to_string(job.cluster.on_node_loss)},
+                      {"min_nodes", job.cluster.min_nodes},
+                      {"replacement_timeout_s", job.cluster.replacement_timeout_s},
                       {"shared_memory", job.cluster.shared_memory}};
   else if (job.cluster.step_timeout_s > 0)  // the watch also applies in one process
     out["cluster"] = {{"step_timeout_s", job.cluster.step_timeout_s}};

@@ -385,6 +385,9 @@ const char* to_string(monitor_metric x) {
 const char* to_string(loss_kind x) {
   return loss_names[static_cast<std::size_t>(x)].c_str();
 }
+const char* to_string(node_loss_policy x) {
+  return x == node_loss_policy::fail ? "fail" : "continue";
+}
 
 job_config parse_job(const nlohmann::json& json) {
   std::vector<std::string> problems;

@@ -24,14 +24,26 @@ void read_ensemble(object_reader r, ensemble_config& e) {
 }
 
 void read_cluster(object_reader r, cluster_config& c) {
-  r.integer("nodes", c.nodes, 1, 1024);
+  const bool nodes_ok = r.integer("nodes", c.nodes, 1, 1024);
   r.number("join_timeout_s", c.join_timeout_s, 0, true, 24 * 3600, false);
   r.number("node_timeout_s", c.node_timeout_s, 0.1, false, 3600, false);
   r.number("bucket_mb", c.bucket_mb, 0, true, 1024, false);
   r.number("step_timeout_s", c.step_timeout_s, 0, false, 7 * 24 * 3600, false);
   r.boolean("shared_memory", c.shared_memory);
+  // What a lost node does only concerns runs with nodes: in one process nothing is lost.
+  for (const char* key : {"on_node_loss", "min_nodes", "replacement_timeout_s"})
+    if (r.has(key) && c.nodes == 0 && nodes_ok)
+      r.problem(key, "needs cluster.nodes (only a run across processes can lose a node)");
+  if (r.has("on_node_loss")) {
+    if (const auto i = r.choice("on_node_loss", {"fail", "continue"}))
+      c.on_node_loss = *i == 0 ? node_loss_policy::fail : node_loss_policy::carry_on;
+  }
+  if (r.integer("min_nodes", c.min_nodes, 1, 1024) && c.nodes > 0 && c.min_nodes > c.nodes)
+    r.problem("min_nodes", "must be at most cluster.nodes (" + std::to_string(c.nodes) + "), got " +
+                               std::to_string(c.min_nodes));
+  r.number("replacement_timeout_s", c.replacement_timeout_s, 0, true, 7 * 24 * 3600, false);
   r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "step_timeout_s",
-            "shared_memory"});
+            "on_node_loss", "min_nodes", "replacement_timeout_s", "shared_memory"});
 }
 
 void read_checkpoint(object_reader r, checkpoint_config& c) {

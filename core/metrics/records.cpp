@@ -113,5 +113,25 @@ nlohmann::json to_json(const resumed& r) {
           {"t", r.t}};
 }
 
+nlohmann::json to_json(const node_lost& r) {
+  return {{"event", node_lost::event},  {"node", r.node},     {"workers", r.workers},
+          {"reason", r.reason},         {"step", r.step},     {"detection_s", r.detection_s},
+          {"live_nodes", r.live_nodes}, {"unix_s", r.unix_s}, {"t", r.t}};
+}
+
+nlohmann::json to_json(const step_redone& r) {
+  return {{"event", step_redone::event}, {"step", r.step}, {"epoch", r.epoch}, {"t", r.t}};
+}
+
+nlohmann::json to_json(const node_joined& r) {
+  return {{"event", node_joined::event},
+          {"node", r.node},
+          {"workers", r.workers},
+          {"step", r.step},
+          {"state_bytes", r.state_bytes},
+          {"epoch", r.epoch},
+          {"t", r.t}};
+}
+
 }  // namespace records
 }  // namespace troupe

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -141,6 +142,44 @@ struct resumed {
   double t = 0;
 };
 
+/// A node was lost and the run carries on without it (cluster.on_node_loss "continue"):
+/// `workers` were its ranks, `step` the first step not complete then (in flight), `detection_s`
+/// the time from the last message the driver had from it to the loss being noticed (an upper
+/// bound on failure-to-notice), `unix_s` the wall-clock time it was noticed (seconds since
+/// 1970, to compare with a clock outside the run).
+struct node_lost {
+  static constexpr const char* event = "node_lost";
+  std::string node;
+  std::vector<int64_t> workers;
+  std::string reason;
+  int64_t step = 0;
+  double detection_s = 0;
+  int64_t live_nodes = 0;  ///< after the loss
+  double unix_s = 0;
+  double t = 0;
+};
+
+/// Step `step` was in flight when the membership changed and is computed again by the live
+/// workers of epoch `epoch`.
+struct step_redone {
+  static constexpr const char* event = "step_redone";
+  int64_t step = 0;
+  int64_t epoch = 0;
+  double t = 0;
+};
+
+/// A replacement node joined the running job: its workers hold the state after `step` - 1 and
+/// compute from `step` on; `state_bytes` is what they received (weights and optimizer state).
+struct node_joined {
+  static constexpr const char* event = "node_joined";
+  std::string node;
+  std::vector<int64_t> workers;
+  int64_t step = 0;
+  int64_t state_bytes = 0;
+  int64_t epoch = 0;
+  double t = 0;
+};
+
 nlohmann::json to_json(const step& r);
 nlohmann::json to_json(const worker_step& r);
 nlohmann::json to_json(const stage_step& r);
@@ -152,6 +191,9 @@ nlohmann::json to_json(const phase& r);
 nlohmann::json to_json(const failure& r);
 nlohmann::json to_json(const checkpoint& r);
 nlohmann::json to_json(const resumed& r);
+nlohmann::json to_json(const node_lost& r);
+nlohmann::json to_json(const step_redone& r);
+nlohmann::json to_json(const node_joined& r);
 
 }  // namespace records
 }  // namespace troupe

@@ -98,6 +98,20 @@ async_decision async_policy::on_worker_left(std::size_t worker) {
   return d;
 }
 
+async_decision async_policy::on_worker_joined(std::size_t worker) {
+  if (worker >= workers_.size())
+    return rejected("worker " + std::to_string(worker) + " is unknown");
+  auto& w = workers_[worker];
+  if (w.state != phase::gone)
+    return rejected("worker " + std::to_string(worker) + " joined without having left");
+  w.clock = min_live_clock();
+  w.pulled_version = version_;
+  w.state = phase::idle;
+  async_decision d;
+  d.version = version_;
+  return d;
+}
+
 void async_policy::resume_at(int64_t version) {
   version_ = version;
   for (auto& w : workers_) {

@@ -47,6 +47,9 @@ class async_policy {
   async_decision on_pull(std::size_t worker);
   async_decision on_push(std::size_t worker);
   async_decision on_worker_left(std::size_t worker);
+  /// A replacement takes the place of departed `worker`: idle, at the clock of the slowest live
+  /// worker (so it holds no one back), ready to pull.
+  async_decision on_worker_joined(std::size_t worker);
   /// A resumed run: `version` gradients were applied before; every worker's clock is
   /// version / workers (the in-flight ones were lost with the run that stopped).
   void resume_at(int64_t version);

@@ -12,6 +12,7 @@ async_strategy::async_strategy(int64_t ranks, std::optional<int64_t> max_stalene
       policy_(static_cast<std::size_t>(ranks), max_staleness),
       waiting_since_(static_cast<std::size_t>(ranks), 0.0),
       handed_out_(static_cast<std::size_t>(ranks), false),
+      starved_(static_cast<std::size_t>(ranks), false),
       issued_(first_step * ranks) {
   policy_.resume_at(first_step * ranks);
 }
@@ -26,8 +27,11 @@ step_actions async_strategy::start() {
 // Hands `rank` the current weights and the step to compute on them, unless every push the run
 // needs is already owed, in which case the worker is done.
 void async_strategy::hand_out(int64_t rank, step_actions& out) {
-  if (issued_ >= total_pushes())
+  if (issued_ >= total_pushes()) {
+    starved_[static_cast<std::size_t>(rank)] = true;
     return;
+  }
+  starved_[static_cast<std::size_t>(rank)] = false;
   ++issued_;
   handed_out_[static_cast<std::size_t>(rank)] = true;
   out.push_back(
@@ -55,6 +59,7 @@ void async_strategy::release(const std::vector<std::size_t>& ranks, double now_s
 }
 
 step_actions async_strategy::on_push(const arrival& a, double now_s) {
+  last_now_ = now_s;
   if (a.rank < 0 || a.rank >= ranks_)
     return {act::violation{"worker " + std::to_string(a.rank) + " is unknown"}};
   // The policy counts pulls, which outnumber the weights handed out once every push of the run
@@ -85,6 +90,42 @@ step_actions async_strategy::on_push(const arrival& a, double now_s) {
     return out;
   }
   pull(a.rank, now_s, out);
+  return out;
+}
+
+step_actions async_strategy::on_worker_left(int64_t rank) {
+  const auto index = static_cast<std::size_t>(rank);
+  if (rank < 0 || rank >= ranks_ || !policy_.is_live(index))
+    return {};
+  const auto d = policy_.on_worker_left(index);
+  if (d.what == async_decision::kind::rejected)
+    return {act::violation{d.reason}};
+  bool any_live = false;
+  for (int64_t r = 0; r < ranks_; ++r)
+    any_live = any_live || policy_.is_live(static_cast<std::size_t>(r));
+  if (!any_live)
+    return {act::cannot_continue{rank}};
+  step_actions out;
+  starved_[index] = false;
+  // Its in-flight gradient is never pushed: the push it owed goes to someone else.
+  const bool owed = handed_out_[index];
+  handed_out_[index] = false;
+  if (owed)
+    --issued_;
+  release(d.released, last_now_, out);
+  for (int64_t r = 0; owed && r < ranks_ && issued_ < total_pushes(); ++r)
+    if (starved_[static_cast<std::size_t>(r)] && policy_.is_live(static_cast<std::size_t>(r)))
+      hand_out(r, out);
+  return out;
+}
+
+step_actions async_strategy::on_worker_joined(int64_t rank, double now_s) {
+  const auto d = policy_.on_worker_joined(static_cast<std::size_t>(rank));
+  if (d.what == async_decision::kind::rejected)
+    return {act::violation{d.reason}};
+  handed_out_[static_cast<std::size_t>(rank)] = false;
+  step_actions out;
+  pull(rank, now_s, out);
   return out;
 }
 

@@ -8,6 +8,9 @@
 //            one global step (the samples of a sync step), after which the server evaluates
 //            when the rules say so; workers the push released get weights (waited, hand_out);
 //            the pusher pulls again; after the last push, training is done.
+//   a lost worker (cluster.on_node_loss "continue"): it leaves the staleness clock at once,
+//            releasing whoever waited for it; the push it owed is handed to another worker.
+//            A replacement enters at the slowest live clock and pulls.
 //
 // Thread safety: none; owned by the run driver.
 #pragma once
@@ -31,6 +34,8 @@ class async_strategy : public step_strategy {
   const char* name() const override { return "async"; }
   step_actions start() override;
   step_actions on_push(const arrival& a, double now_s) override;
+  step_actions on_worker_left(int64_t rank) override;
+  step_actions on_worker_joined(int64_t rank, double now_s) override;
 
  private:
   int64_t total_pushes() const { return rules_.total_steps() * ranks_; }
@@ -44,8 +49,12 @@ class async_strategy : public step_strategy {
   async_policy policy_;
   std::vector<double> waiting_since_;  ///< by rank, on the driver's clock
   std::vector<bool> handed_out_;       ///< by rank: has weights and owes a push
-  std::vector<step_part> parts_;       ///< pushes since the last completed global step
-  int64_t issued_ = 0;  ///< weights handed out, each owed one push (at most total_pushes)
+  /// By rank: pulled once every push was owed, so got nothing; a push a lost worker owed goes
+  /// to one of these.
+  std::vector<bool> starved_;
+  std::vector<step_part> parts_;  ///< pushes since the last completed global step
+  double last_now_ = 0;           ///< the driver's clock at the last push (a departure has none)
+  int64_t issued_ = 0;            ///< weights handed out, each owed one push (at most total_pushes)
 };
 
 }  // namespace troupe

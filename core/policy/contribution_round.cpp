@@ -22,6 +22,11 @@ contribution_round::result contribution_round::add(int64_t slot, const arrival& 
   // Rounds are counted by the barrier itself; the caller validated which step this is.
   const auto d = barrier_.on_gradient(index, barrier_.step());
   parts_[index] = {a.rank, a.loss, a.samples};
+  return complete_with(d);
+}
+
+contribution_round::result contribution_round::complete_with(const policy_decision& d) {
+  result r;
   if (d.kind != verdict::complete)
     return r;
   std::vector<step_part> parts;
@@ -29,6 +34,23 @@ contribution_round::result contribution_round::add(int64_t slot, const arrival& 
     parts.push_back(parts_[c]);
   r.complete = std::move(parts);
   return r;
+}
+
+contribution_round::result contribution_round::remove(int64_t slot) {
+  const auto index = static_cast<std::size_t>(slot);
+  if (slot < 0 || index >= parts_.size() || !barrier_.is_live(index))
+    return {};
+  return complete_with(barrier_.on_worker_left(index));
+}
+
+void contribution_round::restart(const std::vector<int64_t>& live) {
+  barrier_ = sync_policy(parts_.size(), barrier_.step());
+  std::vector<bool> keep(parts_.size(), false);
+  for (auto s : live)
+    keep.at(static_cast<std::size_t>(s)) = true;
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    if (!keep[i])
+      barrier_.on_worker_left(i);
 }
 
 }  // namespace troupe

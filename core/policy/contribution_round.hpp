@@ -30,8 +30,15 @@ class contribution_round {
   };
   /// `a` in `slot` for the round in progress (the caller has checked its step).
   result add(int64_t slot, const arrival& a);
+  /// `slot` left: what it sent is dropped, and the round completes when every other live slot
+  /// is in (the contributors' parts then, in slot order).
+  result remove(int64_t slot);
+  /// Starts an empty round with only `live` (ascending slots) taking part.
+  void restart(const std::vector<int64_t>& live);
 
  private:
+  result complete_with(const policy_decision& d);
+
   sync_policy barrier_;
   std::string what_;
   std::vector<step_part> parts_;  ///< by slot, for the round in progress

@@ -4,6 +4,11 @@
 // reported it; at an averaging step a replica reports only after the average came back.
 // Within a schedule it handles the steps the schedule gives to local_sgd.
 //
+// A lost worker (cluster.on_node_loss "continue"): its weights leave the average (which is over
+// the live replicas, by rows), steps every survivor reported are complete, and the driver lets
+// the steps already released complete before it regroups the survivors (nothing in flight is
+// lost: each replica steps alone); resume() goes on with the new split of the batch.
+//
 // Thread safety: none; owned by the run driver.
 #pragma once
 
@@ -24,9 +29,14 @@ class local_sgd_strategy : public step_strategy {
   step_actions start() override;
   step_actions on_weights(const arrival& a) override;
   step_actions on_report(const arrival& a) override;
+  step_actions on_worker_left(int64_t rank) override;
+  step_actions resume(const std::vector<int64_t>& live, int64_t after_step) override;
 
  private:
+  step_actions average(int64_t step, const std::vector<step_part>& parts);
+
   int64_t ranks_;
+  std::vector<int64_t> live_;  ///< ascending
   policy_schedule schedule_;
   step_rules rules_;
   int64_t first_step_;

@@ -1,5 +1,7 @@
 #include "core/policy/replica_steps.hpp"
 
+#include <algorithm>
+
 namespace troupe {
 
 std::vector<int64_t> all_ranks(int64_t n) {
@@ -35,6 +37,14 @@ step_actions close_when_reported(report_barrier& reports, const arrival& a,
   if (!r.complete)
     return {};
   return close_step(a.step, std::move(*r.complete), schedule, rules);
+}
+
+bool remove_rank(std::vector<int64_t>& live, int64_t rank) {
+  const auto it = std::find(live.begin(), live.end(), rank);
+  if (it == live.end())
+    return false;
+  live.erase(it);
+  return true;
 }
 
 void append(step_actions& to, step_actions more) {

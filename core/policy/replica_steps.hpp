@@ -29,4 +29,7 @@ step_actions close_when_reported(report_barrier& reports, const arrival& a,
 /// Appends `more` to `to`.
 void append(step_actions& to, step_actions more);
 
+/// Takes `rank` out of the ascending `live`; false when it was not in it.
+bool remove_rank(std::vector<int64_t>& live, int64_t rank);
+
 }  // namespace troupe

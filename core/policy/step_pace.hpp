@@ -33,6 +33,15 @@ class step_pace {
   /// Resuming: the first step to run is `step`.
   void start_at(int64_t step) { next_ = step; }
   int64_t next() const { return next_; }
+  bool busy() const { return busy_; }
+  /// A regroup (a node was lost): the step under way, if any, is dropped unfinished, and
+  /// nothing is released any more until the driver releases again under the new membership;
+  /// checkpoints announced are forgotten (the driver announces them again).
+  void regroup() {
+    busy_ = false;
+    released_ = next_;
+    checkpoints_.clear();
+  }
 
  private:
   int64_t next_ = 0;      ///< the next step to run

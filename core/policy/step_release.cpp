@@ -6,13 +6,14 @@ step_release::step_release(int64_t total_steps, int64_t window)
     : total_steps_(total_steps), window_(window) {}
 
 std::optional<int64_t> step_release::take() {
-  if (stopped_ || next_ >= total_steps_)
+  if (stopped_ || held_ || next_ >= total_steps_)
     return std::nullopt;
   return next_++;
 }
 
 std::vector<int64_t> step_release::start(int64_t first) {
   next_ = first;
+  held_ = false;
   std::vector<int64_t> steps;
   for (int64_t i = 0; i < window_; ++i)
     if (auto s = take())

@@ -26,6 +26,10 @@ class step_release {
   std::optional<int64_t> release_last();
   /// Releases no more steps (a stop request whose checkpoint step is released already).
   void stop() { stopped_ = true; }
+  /// Releases no more steps until start() begins again (a regroup after a lost node: the
+  /// survivors first agree where they are). The steps released so far stay released.
+  void hold() { held_ = true; }
+  bool held() const { return held_; }
   /// The first step not released yet (total_steps once all are).
   int64_t next() const { return next_; }
   bool stopped() const { return stopped_; }
@@ -37,6 +41,7 @@ class step_release {
   int64_t window_;
   int64_t next_ = 0;
   bool stopped_ = false;
+  bool held_ = false;
 };
 
 }  // namespace troupe

@@ -33,4 +33,12 @@ step_actions step_strategy::on_worker_left(int64_t rank) {
   return {act::cannot_continue{rank}};
 }
 
+step_actions step_strategy::resume(const std::vector<int64_t>&, int64_t after_step) {
+  return unexpected("a regroup after step " + std::to_string(after_step));
+}
+
+step_actions step_strategy::on_worker_joined(int64_t rank, double) {
+  return unexpected("worker " + std::to_string(rank) + " joined");
+}
+
 }  // namespace troupe

@@ -104,11 +104,21 @@ struct cannot_continue {
   int64_t rank = 0;
 };
 
+/// The live workers changed (a node was lost): the driver regroups them (actors/
+/// driver_membership.cpp: each learns the new membership, those behind receive the state of one
+/// ahead) and then calls resume(). With `drain`, the steps already released complete first
+/// (local SGD: its replicas step alone, nothing in flight is lost); without, the step in flight
+/// is abandoned and redone by the survivors (sync: it needed the lost worker's gradient).
+struct regroup {
+  std::vector<int64_t> live;
+  bool drain = false;
+};
+
 }  // namespace act
 
 using step_action = std::variant<act::compute, act::combine, act::complete, act::evaluate,
                                  act::apply_push, act::hand_out, act::waited, act::training_done,
-                                 act::violation, act::cannot_continue>;
+                                 act::violation, act::cannot_continue, act::regroup>;
 /// Carried out in order.
 using step_actions = std::vector<step_action>;
 
@@ -131,8 +141,16 @@ class step_strategy {
   virtual step_actions on_report(const arrival& a);
   /// The evaluation after `step` is complete.
   virtual step_actions on_evaluated(int64_t step);
-  /// A worker is gone. No policy survives that yet: each answers cannot_continue.
+  /// A worker is gone (its node was lost). sync and local_sgd answer with what completes
+  /// without it and a regroup; async lets whoever waited for it go on; the rest (pipelines)
+  /// answer cannot_continue.
   virtual step_actions on_worker_left(int64_t rank);
+  /// After a regroup every worker of `live` holds the state after `after_step`: the steps up to
+  /// it still open complete with the parts that came, and `live` go on from the next step (none
+  /// after the last). Only called after a regroup the strategy asked for.
+  virtual step_actions resume(const std::vector<int64_t>& live, int64_t after_step);
+  /// async: a replacement worker `rank` joined; it enters the staleness clock and pulls.
+  virtual step_actions on_worker_joined(int64_t rank, double now_s);
 
  protected:
   /// A violation naming the unexpected event and the policy.

@@ -1,8 +1,14 @@
 #include "core/policy/step_watch.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace troupe {
+namespace {
+
+constexpr int64_t gone = std::numeric_limits<int64_t>::max();
+
+}  // namespace
 
 step_watch::step_watch(int64_t workers, double fixed_s, double startup_s, double floor_s)
     : fixed_s_(fixed_s),
@@ -29,6 +35,18 @@ void step_watch::completed(int64_t step, double now) {
   last_step_ = std::max(last_step_, step);
 }
 
+void step_watch::forget(int64_t worker) {
+  if (worker >= 0 && worker < static_cast<int64_t>(last_reported_.size()))
+    last_reported_[static_cast<std::size_t>(worker)] = gone;
+}
+
+void step_watch::regrouped(const std::vector<int64_t>& workers, int64_t step, double now) {
+  since_ = now;
+  for (auto w : workers)
+    if (w >= 0 && w < static_cast<int64_t>(last_reported_.size()))
+      last_reported_[static_cast<std::size_t>(w)] = step;
+}
+
 double step_watch::limit_s() const {
   if (fixed_s_ > 0)
     return fixed_s_;
@@ -44,6 +62,8 @@ std::optional<step_stall> step_watch::overdue(double now) const {
   if (last_reported_.empty())
     return stall;
   stall.behind_step = *std::min_element(last_reported_.begin(), last_reported_.end());
+  if (stall.behind_step == gone)
+    return stall;  // nobody left to wait for
   for (std::size_t w = 0; w < last_reported_.size(); ++w)
     if (last_reported_[w] == stall.behind_step)
       stall.behind.push_back(static_cast<int64_t>(w));

@@ -45,6 +45,11 @@ class step_watch {
   /// Worker `worker` reported on its step `step`.
   void heard(int64_t worker, int64_t step);
   void completed(int64_t step, double now);
+  /// `worker` left the run: it is nobody's to wait for any more.
+  void forget(int64_t worker);
+  /// A regroup brought `workers` to the state after `step` at `now`: the clock starts again,
+  /// and they count as having reported that step (a replacement reported nothing yet).
+  void regrouped(const std::vector<int64_t>& workers, int64_t step, double now);
 
   double limit_s() const;
   /// The stall, once no step completed for longer than the limit; nullopt before start().

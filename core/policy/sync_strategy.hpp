@@ -8,6 +8,10 @@
 //     the step is complete when every worker's report is in.
 // Within a schedule it handles the steps the schedule gives to sync and nothing else.
 //
+// A lost worker (cluster.on_node_loss "continue"): the step in flight needed its gradient, so it
+// is abandoned; steps every survivor reported are complete; the driver regroups the survivors
+// and resume() goes on with them, each taking its share of the same global batch.
+//
 // Thread safety: none; owned by the run driver.
 #pragma once
 
@@ -29,9 +33,12 @@ class sync_strategy : public step_strategy {
   step_actions start() override;
   step_actions on_gradient(const arrival& a) override;
   step_actions on_report(const arrival& a) override;
+  step_actions on_worker_left(int64_t rank) override;
+  step_actions resume(const std::vector<int64_t>& live, int64_t after_step) override;
 
  private:
   int64_t ranks_;
+  std::vector<int64_t> live_;  ///< ascending
   policy_schedule schedule_;
   step_rules rules_;
   bool driver_combines_;

@@ -24,6 +24,7 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
                                const at::Tensor& initial_weights, int64_t rank,
                                device_transfer* transfer)
     : rank_(rank),
+      position_(rank),
       replicas_(job.parallelism.replicas),
       training_(job.training),
       seed_(job.seed),
@@ -106,6 +107,15 @@ void replica_engine::apply(const at::Tensor& combined, double lr) {
   flat_->adopt_combined_buffers();
 }
 
+void replica_engine::set_share(int64_t position, int64_t count) {
+  TORCH_CHECK(count > 0 && position >= 0 && position < count, "set_share: position ", position,
+              " of ", count);
+  position_ = position;
+  replicas_ = count;
+  rows_ = shard_of(global_batch_, count, position);
+  prefetched_ = batch{};  // a batch fetched for the old share
+}
+
 void replica_engine::set_weights(const at::Tensor& flat) {
   torch::NoGradGuard no_grad;
   if (!flat.is_same(flat_->weights()))
@@ -179,7 +189,7 @@ void replica_engine::set_momenta(const at::Tensor& flat) {
 
 evaluation_result replica_engine::evaluate() {
   const auto& set = evaluation_set(*data_);
-  return evaluate(set, shard_of(set.size(), replicas_, rank_));
+  return evaluate(set, shard_of(set.size(), replicas_, position_));
 }
 
 evaluation_result replica_engine::evaluate(const labeled_images& set, row_range rows) {

@@ -60,6 +60,12 @@ class replica_engine {
   /// staleness scale where that applies). Passing gradient() steps on this replica's own one.
   void apply(const at::Tensor& combined, double lr);
 
+  /// This replica's share from now on: position `position` of `count` live replicas (a node
+  /// was lost, or a replacement joined). Its rows of every global batch, and of the evaluation
+  /// set, are that position's (core/data/batch_plan shard_of); the global batch stays the same.
+  void set_share(int64_t position, int64_t count);
+  int64_t share_count() const { return replicas_; }
+
   /// Overwrites the weights (e.g. with the replicas' average).
   void set_weights(const at::Tensor& flat);
 
@@ -94,7 +100,8 @@ class replica_engine {
   at::Tensor forward(const at::Tensor& input, int64_t step, int64_t part);
 
   int64_t rank_;
-  int64_t replicas_;
+  int64_t position_;  ///< among the live replicas (the rank while none was lost)
+  int64_t replicas_;  ///< live replicas sharing each batch
   training_config training_;
   uint64_t seed_;
   bool draws_;  ///< the model's forward draws random numbers

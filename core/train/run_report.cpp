@@ -83,6 +83,9 @@ nlohmann::json to_json(const run_report& r) {
     j["bubble_fraction"] = *r.bubble_fraction;
   if (r.predicted_bubble_fraction)
     j["predicted_bubble_fraction"] = *r.predicted_bubble_fraction;
+  if (r.failures.is_object())
+    for (const auto& [key, value] : r.failures.items())
+      j[key] = value;
   if (!r.error.empty())
     j["error"] = r.error;
   return j;

@@ -76,6 +76,9 @@ struct run_report {
   std::optional<double> bubble_fraction;
   std::optional<double> predicted_bubble_fraction;
   at::Tensor final_weights;  ///< flat; undefined if the run failed before collecting them
+  /// Lost nodes and replacements (core/train/failure_log.hpp summary): merged into
+  /// summary.json; an empty object when there were none.
+  nlohmann::json failures = nlohmann::json::object();
   /// Stacked ensembles: each member's figures and its weights as a standard state dict (the
   /// run's test_* figures are then the ensemble's averaged prediction).
   std::vector<member_report> members;

@@ -75,6 +75,7 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   recent_losses_.push_back(last_loss_);
   if (recent_losses_.size() > loss_window)
     recent_losses_.pop_front();
+  failures_.completed(step, elapsed_s());
   const double lr = options_.learning_rate ? options_.learning_rate(step) : 0.0;
   windows_.add(records::step{step, rules_.epoch_of(step), last_loss_, samples, last_samples_per_s_,
                              step_s, reduce_s, elapsed_s(), lr});
@@ -102,6 +103,11 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int
   if (auto* w = worker(worker_id))
     w->eval_s += eval_s;
   auto& round = evals_[step];
+  // Shards of another split (a lost worker's evaluation done again over the live ones) start
+  // the round afresh: the set is counted once.
+  if (round.expected != expected)
+    round = eval_round{};
+  round.expected = expected;
   round.loss_sum += loss_sum;
   round.metric_sum += metric_sum;
   round.count += count;
@@ -123,6 +129,29 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int
   auto p = snapshot();
   p.evaluation = true;
   return p;
+}
+
+void run_tracker::close_eval_round(int64_t step, bool redo) {
+  auto it = evals_.find(step);
+  if (it == evals_.end())
+    return;
+  const auto round = it->second;
+  evals_.erase(it);
+  if (redo || round.count == 0)
+    return;
+  const double n = static_cast<double>(round.count);
+  auto record = to_json(records::eval{
+      step, rules_.epoch_of(step), options_.validation ? "validation" : "test", round.loss_sum / n,
+      round.metric_sum / n, round.count, round.max_eval_s, elapsed_s(), "", options_.metric});
+  record["partial"] = true;
+  write(record);
+}
+
+std::vector<int64_t> run_tracker::open_eval_rounds() const {
+  std::vector<int64_t> steps;
+  for (const auto& [step, round] : evals_)
+    steps.push_back(step);
+  return steps;
 }
 
 std::optional<std::pair<double, double>> run_tracker::latest_evaluation() const {
@@ -208,6 +237,7 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
     r.bubble_fraction = idle / (busy + idle);
   r.predicted_bubble_fraction = predicted_bubble_;
   r.final_weights = std::move(final_weights);
+  r.failures = failures_.summary();
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include "core/metrics/record_windows.hpp"
 #include "core/metrics/records.hpp"
 #include "core/policy/step_rules.hpp"
+#include "core/train/failure_log.hpp"
 #include "core/train/progress.hpp"
 #include "core/train/run_report.hpp"
 #include "core/train/stage_windows.hpp"
@@ -88,6 +89,15 @@ class run_tracker {
     write(to_json(r));
   }
 
+  /// Lost nodes, regroups and joins (cluster.on_node_loss "continue"): the summary's
+  /// "failures" come from here; each completed step may end a recovery.
+  failure_log& failures() { return failures_; }
+  /// An evaluation round left incomplete by a lost worker: what came is recorded as a partial
+  /// evaluation (`"partial": true`), or, with `redo`, dropped so that it can be done again.
+  void close_eval_round(int64_t step, bool redo);
+  /// The steps whose evaluation rounds have shards but are not complete.
+  std::vector<int64_t> open_eval_rounds() const;
+
   /// Writes the per-step records still summed in open windows (the run ends).
   void flush_records() { windows_.flush(); }
 
@@ -100,6 +110,7 @@ class run_tracker {
 
  private:
   struct eval_round {
+    int64_t expected = 0;
     double loss_sum = 0;
     double metric_sum = 0;
     int64_t count = 0;
@@ -133,6 +144,7 @@ class run_tracker {
   std::optional<stage_windows> stage_windows_;
   std::optional<double> predicted_bubble_;
   record_windows windows_;
+  failure_log failures_;
 };
 
 }  // namespace troupe

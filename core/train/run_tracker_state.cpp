@@ -40,20 +40,24 @@ nlohmann::json run_tracker::save() const {
   nlohmann::json staleness = nlohmann::json::array();
   for (const auto& [k, n] : staleness_histogram_)
     staleness.push_back({k, n});
-  return {{"elapsed_s", elapsed_s()},
-          {"completed_steps", completed_steps_},
-          {"samples", samples_},
-          {"eval_s", eval_s_},
-          {"last_loss", last_loss_},
-          {"recent_losses", recent_losses_},
-          {"test_loss", optional_json(test_loss_)},
-          {"test_accuracy", optional_json(test_accuracy_)},
-          {"validation_loss", optional_json(validation_loss_)},
-          {"validation_accuracy", optional_json(validation_accuracy_)},
-          {"last_evaluated", last_evaluated_ ? nlohmann::json(*last_evaluated_) : nlohmann::json()},
-          {"workers", workers},
-          {"staleness", staleness},
-          {"metrics_stride", options_.budget.stride()}};
+  nlohmann::json saved = {
+      {"elapsed_s", elapsed_s()},
+      {"completed_steps", completed_steps_},
+      {"samples", samples_},
+      {"eval_s", eval_s_},
+      {"last_loss", last_loss_},
+      {"recent_losses", recent_losses_},
+      {"test_loss", optional_json(test_loss_)},
+      {"test_accuracy", optional_json(test_accuracy_)},
+      {"validation_loss", optional_json(validation_loss_)},
+      {"validation_accuracy", optional_json(validation_accuracy_)},
+      {"last_evaluated", last_evaluated_ ? nlohmann::json(*last_evaluated_) : nlohmann::json()},
+      {"workers", workers},
+      {"staleness", staleness},
+      {"metrics_stride", options_.budget.stride()}};
+  if (!failures_.empty())
+    saved["failures"] = failures_.save();
+  return saved;
 }
 
 void run_tracker::restore(const nlohmann::json& saved) {
@@ -81,6 +85,8 @@ void run_tracker::restore(const nlohmann::json& saved) {
   staleness_histogram_.clear();
   for (const auto& entry : saved.at("staleness"))
     staleness_histogram_[entry.at(0).get<int64_t>()] = entry.at(1).get<int64_t>();
+  if (saved.contains("failures"))
+    failures_.restore(saved.at("failures"));
   // Checkpoints from before the metrics budget have no stride: theirs was 1.
   if (saved.contains("metrics_stride")) {
     options_.budget.restore_stride(saved.at("metrics_stride").get<int64_t>());

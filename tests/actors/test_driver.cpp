@@ -45,6 +45,7 @@ caf::behavior fake_replica(caf::event_based_actor* self, run_driver_actor driver
         pace->release(step);
         advance();
       },
+      [](probe_atom) {},  // like a stuck worker, fakes do not answer the watchdog's probe
       [=](update_atom, const update_meta& meta, const at::Tensor&) {
         self->send(driver, step_stats{rank, meta.step, 1.0, 16, 0.0, 0.0, 0.0});
         if (meta.evaluate)
@@ -124,6 +125,7 @@ TEST_SUITE("driver") {
     job.cluster.step_timeout_s = 0.3;
     const auto r = run_with_fakes(job, script);
     CHECK(r.status == run_status::failed);
+    INFO(r.error);
     CHECK(r.steps == 3);
     CHECK_MESSAGE(r.error.find("without a completed step since step 2 (the limit: 0.3 s, "
                                "cluster.step_timeout_s); furthest behind: worker 1, last heard "
