@@ -102,6 +102,8 @@ nlohmann::json to_json(const checkpoint& r) {
                       {"t", r.t}};
   if (!r.error.empty())
     j["error"] = r.error;
+  if (r.superseded_by >= 0)
+    j["superseded_by"] = r.superseded_by;
   return j;
 }
 
@@ -130,6 +132,15 @@ nlohmann::json to_json(const node_joined& r) {
           {"step", r.step},
           {"state_bytes", r.state_bytes},
           {"epoch", r.epoch},
+          {"t", r.t}};
+}
+
+nlohmann::json to_json(const replicas_checked& r) {
+  return {{"event", replicas_checked::event},
+          {"workers", r.workers},
+          {"step", r.step},
+          {"epoch", r.epoch},
+          {"sha256", r.sha256},
           {"t", r.t}};
 }
 

@@ -131,6 +131,8 @@ struct checkpoint {
   double seconds = 0;  ///< encoding and writing, beside the training
   std::string error;   ///< empty when it was written
   double t = 0;
+  /// >= 0: not written; the checkpoint of this step replaced it while it waited for the writer
+  int64_t superseded_by = -1;
 };
 
 /// The run resumed from the checkpoint of `step` in `path`; `skipped` newer ones did not verify.
@@ -180,6 +182,18 @@ struct node_joined {
   double t = 0;
 };
 
+/// After a replacement joined: the replicas `workers` that must hold the same weights after
+/// `step` reported the same SHA-256 of them (`sha256`) before computing on (a difference ends
+/// the run instead).
+struct replicas_checked {
+  static constexpr const char* event = "replicas_checked";
+  std::vector<int64_t> workers;
+  int64_t step = 0;
+  int64_t epoch = 0;
+  std::string sha256;
+  double t = 0;
+};
+
 nlohmann::json to_json(const step& r);
 nlohmann::json to_json(const worker_step& r);
 nlohmann::json to_json(const stage_step& r);
@@ -194,6 +208,7 @@ nlohmann::json to_json(const resumed& r);
 nlohmann::json to_json(const node_lost& r);
 nlohmann::json to_json(const step_redone& r);
 nlohmann::json to_json(const node_joined& r);
+nlohmann::json to_json(const replicas_checked& r);
 
 }  // namespace records
 }  // namespace troupe
