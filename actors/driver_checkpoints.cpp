@@ -63,10 +63,8 @@ void release_one(driver_pointer self, int64_t s, bool checkpoint) {
 }
 
 void record_written(driver_pointer self, const std::vector<checkpoint_written>& written) {
-  for (const auto& w : written) {
-    const records::checkpoint r{w.step, w.bytes, w.seconds, w.error, 0, w.superseded_by};
-    self->state.tracker->record(r);
-  }
+  for (const auto& w : written)
+    self->state.tracker->record(records::checkpoint{w.step, w.bytes, w.seconds, w.error, 0});
 }
 
 // A stop request with checkpoints: stops at the first step whose checkpoint can still be taken.

@@ -127,7 +127,7 @@ void drop_orphaned_checkpoints(driver_pointer self, int64_t target) {
       continue;
     }
     st.tracker->record(records::checkpoint{
-        it->first, 0, 0, "abandoned: a node was lost before its state was handed in", 0, -1});
+        it->first, 0, 0, "abandoned: a node was lost before its state was handed in", 0});
     it = st.pending_checkpoints.erase(it);
   }
 }

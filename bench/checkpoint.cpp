@@ -7,9 +7,8 @@
 // The CPU time of whole runs (every thread) says what the checkpoints cost in work, whatever
 // else the machine runs; the samples/s are what that work costs the training on these cores.
 // It also reports what each checkpoint wrote against the state it holds: the weights and the
-// optimizer's state, plus weights.pt (the weights once more, by name, for PyTorch), and how many
-// of the checkpoints asked for were written and how many a newer one replaced while they waited
-// for the writer (core/checkpoint/checkpoint_writer: at most one waits).
+// optimizer's state, plus weights.pt (the weights once more, by name, for PyTorch) and how many
+// checkpoints were asked for and written.
 //
 //   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--data DIR]
 #include "core/data/fashion_mnist.hpp"
@@ -54,7 +53,6 @@ struct measured {
   double cpu_s = 0;            ///< CPU time of the whole run, every thread (user + system)
   std::vector<int64_t> bytes;  ///< per checkpoint written
   std::vector<double> write_s;
-  int64_t superseded = 0;  ///< replaced by a newer one while waiting for the writer
 };
 
 double process_cpu_s() {
@@ -87,10 +85,6 @@ measured run_once(const dataset_ptr& data, int64_t steps, int64_t every) {
     const auto record = nlohmann::json::parse(line);
     if (record.at("event") != "checkpoint")
       continue;
-    if (record.contains("superseded_by")) {
-      ++m.superseded;
-      continue;
-    }
     if (record.contains("error"))
       throw std::runtime_error("a checkpoint failed: " + record.at("error").get<std::string>());
     m.bytes.push_back(record.at("bytes").get<int64_t>());
@@ -129,7 +123,7 @@ int main(int argc, char** argv) {
     auto data = std::make_shared<const dataset>(load_fashion_mnist(folder));
     std::vector<double> without, with, wall_without, wall_with, cpu_without, cpu_with, write_s;
     std::vector<int64_t> bytes;
-    std::vector<double> written, superseded;
+    std::vector<double> written;
     run_once(data, steps, 0);  // warms the caches and the allocator; not counted
     for (int64_t r = 0; r < repeats; ++r) {
       // Alternating which goes first, so that drift favours neither.
@@ -147,7 +141,6 @@ int main(int argc, char** argv) {
       cpu_with.push_back(m.cpu_s);
       bytes = m.bytes;
       written.push_back(static_cast<double>(m.bytes.size()));
-      superseded.push_back(static_cast<double>(m.superseded));
       write_s.insert(write_s.end(), m.write_s.begin(), m.write_s.end());
       if (r % 2 == 0)
         reference();
@@ -170,7 +163,6 @@ int main(int argc, char** argv) {
                                 {"cpu_overhead", median(cpu_with) / median(cpu_without) - 1},
                                 {"checkpoints_asked_per_run", (steps - 1) / every},
                                 {"checkpoints_written_per_run", median(written)},
-                                {"checkpoints_superseded_per_run", median(superseded)},
                                 {"bytes_per_checkpoint", bytes.empty() ? 0 : bytes.back()},
                                 {"state_bytes", {{"weights", weights}, {"optimizer", optimizer}}},
                                 {"bytes_over_state_plus_weights_pt",

@@ -1,9 +1,5 @@
 #include "core/checkpoint/checkpoint_writer.hpp"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <chrono>
 
 namespace troupe {
@@ -27,17 +23,10 @@ checkpoint_writer::~checkpoint_writer() {
 }
 
 void checkpoint_writer::submit(run_checkpoint c) {
-  std::optional<run_checkpoint> superseded;  // freed outside the lock
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (waiting_) {
-      checkpoint_written w;
-      w.step = waiting_->step;
-      w.superseded_by = c.step;
-      done_.push_back(std::move(w));
-      superseded = std::move(waiting_);
-    }
-    waiting_ = std::move(c);
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return queue_.size() < waiting_limit; });
+    queue_.push_back(std::move(c));
   }
   changed_.notify_all();
 }
@@ -49,21 +38,20 @@ std::vector<checkpoint_written> checkpoint_writer::finished() {
 
 std::vector<checkpoint_written> checkpoint_writer::flush() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [this] { return !waiting_ && !writing_; });
+  changed_.wait(lock, [this] { return queue_.empty() && !writing_; });
   return std::exchange(done_, {});
 }
 
 void checkpoint_writer::loop() {
-  // Linux keeps a nice value per thread: this one's only. Failing leaves it at the run's.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [this] { return closing_ || waiting_.has_value(); });
-    if (!waiting_)
+    changed_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+    if (queue_.empty())
       return;  // closing, and everything handed over is written
-    auto c = std::move(*waiting_);
-    waiting_.reset();
+    auto c = std::move(queue_.front());
+    queue_.pop_front();
     writing_ = true;
+    changed_.notify_all();  // room for a submit() that waits
     lock.unlock();
     checkpoint_written w;
     w.step = c.step;

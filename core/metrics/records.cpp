@@ -102,8 +102,6 @@ nlohmann::json to_json(const checkpoint& r) {
                       {"t", r.t}};
   if (!r.error.empty())
     j["error"] = r.error;
-  if (r.superseded_by >= 0)
-    j["superseded_by"] = r.superseded_by;
   return j;
 }
 

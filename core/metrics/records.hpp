@@ -131,8 +131,6 @@ struct checkpoint {
   double seconds = 0;  ///< encoding and writing, beside the training
   std::string error;   ///< empty when it was written
   double t = 0;
-  /// >= 0: not written; the checkpoint of this step replaced it while it waited for the writer
-  int64_t superseded_by = -1;
 };
 
 /// The run resumed from the checkpoint of `step` in `path`; `skipped` newer ones did not verify.

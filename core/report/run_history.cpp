@@ -78,8 +78,6 @@ void fold_event(run_history& h, const std::string& event, const nlohmann::json& 
   const double t = number(r, "t");
   if (event == "checkpoint") {
     auto error = text(r, "error");
-    if (r.contains("superseded_by"))  // never written: a newer one came while it waited
-      return;
     h.events.push_back({t, "checkpoint",
                         error.empty() ? fmt::format("checkpoint after step {} ({:.1f} MB)",
                                                     integer(r, "step"), number(r, "bytes") / 1e6)

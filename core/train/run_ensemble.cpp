@@ -34,10 +34,8 @@ struct ensemble_run {
 };
 
 void record_written(ensemble_run& run, const std::vector<checkpoint_written>& written) {
-  for (const auto& w : written) {
-    const records::checkpoint r{w.step, w.bytes, w.seconds, w.error, 0, w.superseded_by};
-    run.tracker.record(r);
-  }
+  for (const auto& w : written)
+    run.tracker.record(records::checkpoint{w.step, w.bytes, w.seconds, w.error, 0});
 }
 
 // The state after `step` (the one part: every member's weights and the optimizer), handed to
