@@ -100,6 +100,7 @@ void start_regroup(driver_pointer self) {
   auto& m = mstate(self);
   m.regroup_wanted = false;
   m.drain_through.reset();
+  m.digest_check.reset();  // a check of the old membership: who left will not answer
   activate_ready(m);
   m.members.bump();
   const auto epoch = m.members.epoch();
@@ -140,7 +141,8 @@ void flush_deferred(driver_pointer self) {
   execute(self, std::move(actions));
 }
 
-void record_joins(driver_pointer self, int64_t first_step) {
+// Returns whether any replacement became live.
+bool record_joins(driver_pointer self, int64_t first_step) {
   auto& st = self->state;
   auto& m = mstate(self);
   std::map<int64_t, std::vector<int64_t>> by_node;
@@ -157,6 +159,33 @@ void record_joins(driver_pointer self, int64_t first_step) {
     log_line(st, fmt::format("node {} joined the run at step {} (workers {})", name, first_step,
                              fmt::join(ranks, ", ")));
   }
+  return !by_node.empty();
+}
+
+// "worker 2 (node c)", or "worker 2" inside one process.
+std::string worker_label(const run_driver_state& st, int64_t rank) {
+  const auto where = node_label(st, rank);
+  return where.rfind("worker ", 0) == 0 ? where : fmt::format("worker {} ({})", rank, where);
+}
+
+// After a join, at the step boundary `target`: the replicas that must hold the same weights
+// (every live one under sync, else the donor and those it handed its state to) report a digest
+// of them. Sent before the next step is released, so each answers before it computes on.
+void ask_for_digests(driver_pointer self, const regroup_plan& plan) {
+  auto& st = self->state;
+  auto& m = mstate(self);
+  std::vector<int64_t> ranks;
+  if (st.plan->checkpoint_parts() == 1) {
+    ranks = m.members.live();
+  } else if (plan.donor >= 0) {
+    ranks = plan.recipients;
+    ranks.push_back(plan.donor);
+  }
+  if (ranks.size() < 2)
+    return;
+  m.digest_check.emplace(m.members.epoch(), plan.target, ranks);
+  for (auto r : m.digest_check->ranks())
+    tell(self, st.roster->at(r), digest_atom_v, m.members.epoch());
 }
 
 void complete_regroup(driver_pointer self) {
@@ -166,7 +195,8 @@ void complete_regroup(driver_pointer self) {
   m.round.reset();
   const auto target = plan.target;
   const auto& live = m.members.live();
-  record_joins(self, target + 1);
+  if (record_joins(self, target + 1) && target >= 0)
+    ask_for_digests(self, plan);
   if (m.members.below_min()) {
     m.parked_at = target;  // the survivors agree where they are; the run waits for nodes
     return;
@@ -411,6 +441,31 @@ void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t st
     return fail_protocol(self, r.violation);
   if (m.round->done())
     complete_regroup(self);
+}
+
+void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
+                       const std::string& digest) {
+  auto& st = self->state;
+  auto& m = mstate(self);
+  if (st.finished || !m.digest_check || epoch != m.digest_check->epoch()) {
+    ++m.dropped;  // the answer to a check that a regroup overtook
+    return;
+  }
+  if (!m.digest_check->add(rank, step, digest))
+    return fail_protocol(self,
+                         "an unasked-for digest of worker " + std::to_string(rank) + "'s weights");
+  if (!m.digest_check->complete())
+    return;
+  const auto check = std::move(*m.digest_check);
+  m.digest_check.reset();
+  const auto problem = check.disagreement([&](int64_t r) { return worker_label(st, r); });
+  if (!problem.empty())
+    return finish(self, "the replicas disagree after a node joined: " + problem);
+  st.tracker->record(
+      records::replicas_checked{check.ranks(), check.step(), check.epoch(), check.digest(), 0});
+  log_line(st,
+           fmt::format("workers {} hold identical weights after step {} (SHA-256 {})",
+                       fmt::join(check.ranks(), ", "), check.step(), check.digest().substr(0, 16)));
 }
 
 void on_wait_deadline(driver_pointer self, int64_t id) {

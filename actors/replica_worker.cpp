@@ -4,6 +4,7 @@
 #include "actors/worker_faults.hpp"
 #include "core/checkpoint/state_transfer.hpp"
 #include "core/policy/step_pace.hpp"
+#include "core/run/replica_digests.hpp"
 #include "core/train/replica_engine.hpp"
 #include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
@@ -278,6 +279,17 @@ void hand_over(self_pointer self, int64_t epoch) {
              st.engine->optimizer_state());
 }
 
+// After a join the driver checks that the replicas agree: a digest of this worker's weights,
+// at the step boundary (before the next step, which the driver releases after asking).
+void report_digest(self_pointer self, int64_t epoch) {
+  auto& st = self->state;
+  if (epoch != st.epoch)
+    return;  // a check that a regroup overtook
+  ensure_engine(st);
+  self->send(st.driver, digest_atom_v, epoch, st.rank, st.pace.next() - 1,
+             weights_digest(st.engine->weights()));
+}
+
 // A chunk of the state this worker takes over; once all are in and check out, it adopts it.
 void on_state_chunk(self_pointer self, const state_chunk& c) {
   auto& st = self->state;
@@ -430,6 +442,10 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
       [self, trusted](evaluate_atom, int64_t step) {
         if (sender_trusted(self, trusted))
           evaluate_again(self, step);
+      },
+      [self, trusted](digest_atom, int64_t epoch) {
+        if (sender_trusted(self, trusted))
+          report_digest(self, epoch);
       },
       [self, trusted](probe_atom) {
         if (sender_trusted(self, trusted))

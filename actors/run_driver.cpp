@@ -260,6 +260,10 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
         if (self->state.members && accept(self, rank, "a state taken"))
           on_state_taken(self, epoch, rank, step);
       },
+      [self](digest_atom, int64_t epoch, int64_t rank, int64_t step, const std::string& digest) {
+        if (self->state.members && accept(self, rank, "a digest of weights"))
+          on_weights_digest(self, epoch, rank, step, digest);
+      },
       [self](probe_atom, const worker_probe& p) {
         if (accept(self, p.worker, "a probe's answer"))
           self->state.probes[p.worker] = p;

@@ -12,6 +12,7 @@
 #include "core/policy/step_release.hpp"
 #include "core/policy/step_strategy.hpp"
 #include "core/policy/step_watch.hpp"
+#include "core/run/replica_digests.hpp"
 #include "core/train/run_tracker.hpp"
 #include "core/train/validation_keeper.hpp"
 
@@ -47,6 +48,9 @@ struct membership_state {
   bool abandons_step = false;  ///< the regroup drops the step in flight (sync after a loss)
   /// The regroup under way: every live worker answers, then recipients take the state.
   std::optional<regroup_round> round;
+  /// After a regroup that admitted a replacement: the replicas' digests of their weights,
+  /// compared once all are in (core/run/replica_digests).
+  std::optional<replica_digest_check> digest_check;
   /// Ranks of replacements started and waiting for the next step boundary, then for the state.
   std::set<int64_t> joining;
   std::set<int64_t> spawning;  ///< replacement workers asked for, not started yet
@@ -204,6 +208,9 @@ void on_regroup_answer(driver_pointer self, int64_t epoch, int64_t rank, int64_t
 void on_handover(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
                  const at::Tensor& weights, const std::string& optimizer);
 void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t step);
+/// A replica's digest of its weights, asked for after a join.
+void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
+                       const std::string& digest);
 void on_replacement(driver_pointer self, const replacement_node& node);
 void on_wait_deadline(driver_pointer self, int64_t epoch);
 /// Whether steps may be released now (no regroup under way or wanted, not waiting for nodes).

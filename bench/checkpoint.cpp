@@ -4,8 +4,11 @@
 // training-only samples/s give the step-time overhead (target: at most 5% at every 20 steps),
 // and those of the whole run's wall time (until the last checkpoint is on disk) what the
 // writer's thread costs where it competes with the replicas for the cores.
+// The CPU time of whole runs (every thread) says what the checkpoints cost in work, whatever
+// else the machine runs; the samples/s are what that work costs the training on these cores.
 // It also reports what each checkpoint wrote against the state it holds: the weights and the
-// optimizer's state, plus weights.pt (the weights once more, by name, for PyTorch).
+// optimizer's state, plus weights.pt (the weights once more, by name, for PyTorch) and how many
+// checkpoints were asked for and written.
 //
 //   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--data DIR]
 #include "core/data/fashion_mnist.hpp"
@@ -13,6 +16,7 @@
 #include "core/train/replica_engine.hpp"
 #include "timed_run.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -46,9 +50,17 @@ job_config bench_job(int64_t steps, int64_t every) {
 struct measured {
   double samples_per_s = 0;    ///< training steps only
   double wall_s = 0;           ///< the whole run, until its last checkpoint is on disk
+  double cpu_s = 0;            ///< CPU time of the whole run, every thread (user + system)
   std::vector<int64_t> bytes;  ///< per checkpoint written
   std::vector<double> write_s;
 };
+
+double process_cpu_s() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
 
 // One run; with `every` > 0 its checkpoints go into a fresh folder.
 measured run_once(const dataset_ptr& data, int64_t steps, int64_t every) {
@@ -62,17 +74,21 @@ measured run_once(const dataset_ptr& data, int64_t steps, int64_t every) {
     options.metrics = &metrics;
     if (every > 0)
       options.checkpoint_dir = dir.string();
+    const auto cpu_start = process_cpu_s();
     const auto t = bench::timed_run(bench_job(steps, every), data, 20, steps - 40, options);
+    m.cpu_s = process_cpu_s() - cpu_start;
     m.samples_per_s = t.samples_per_s;
     m.wall_s = t.report.wall_s;
   }
   std::ifstream in(dir / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto record = nlohmann::json::parse(line);
-    if (record.at("event") == "checkpoint") {
-      m.bytes.push_back(record.at("bytes").get<int64_t>());
-      m.write_s.push_back(record.at("seconds").get<double>());
-    }
+    if (record.at("event") != "checkpoint")
+      continue;
+    if (record.contains("error"))
+      throw std::runtime_error("a checkpoint failed: " + record.at("error").get<std::string>());
+    m.bytes.push_back(record.at("bytes").get<int64_t>());
+    m.write_s.push_back(record.at("seconds").get<double>());
   }
   fs::remove_all(dir);
   return m;
@@ -105,8 +121,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     auto data = std::make_shared<const dataset>(load_fashion_mnist(folder));
-    std::vector<double> without, with, wall_without, wall_with, write_s;
+    std::vector<double> without, with, wall_without, wall_with, cpu_without, cpu_with, write_s;
     std::vector<int64_t> bytes;
+    std::vector<double> written;
     run_once(data, steps, 0);  // warms the caches and the allocator; not counted
     for (int64_t r = 0; r < repeats; ++r) {
       // Alternating which goes first, so that drift favours neither.
@@ -114,13 +131,16 @@ int main(int argc, char** argv) {
         const auto m = run_once(data, steps, 0);
         without.push_back(m.samples_per_s);
         wall_without.push_back(m.wall_s);
+        cpu_without.push_back(m.cpu_s);
       };
       if (r % 2 == 1)
         reference();
       auto m = run_once(data, steps, every);
       with.push_back(m.samples_per_s);
       wall_with.push_back(m.wall_s);
+      cpu_with.push_back(m.cpu_s);
       bytes = m.bytes;
+      written.push_back(static_cast<double>(m.bytes.size()));
       write_s.insert(write_s.end(), m.write_s.begin(), m.write_s.end());
       if (r % 2 == 0)
         reference();
@@ -138,7 +158,11 @@ int main(int argc, char** argv) {
                                 {"wall_s_without", median(wall_without)},
                                 {"wall_s_with", median(wall_with)},
                                 {"wall_overhead", median(wall_with) / median(wall_without) - 1},
-                                {"checkpoints_per_run", bytes.size()},
+                                {"cpu_s_without", median(cpu_without)},
+                                {"cpu_s_with", median(cpu_with)},
+                                {"cpu_overhead", median(cpu_with) / median(cpu_without) - 1},
+                                {"checkpoints_asked_per_run", (steps - 1) / every},
+                                {"checkpoints_written_per_run", median(written)},
                                 {"bytes_per_checkpoint", bytes.empty() ? 0 : bytes.back()},
                                 {"state_bytes", {{"weights", weights}, {"optimizer", optimizer}}},
                                 {"bytes_over_state_plus_weights_pt",

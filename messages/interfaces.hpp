@@ -23,7 +23,8 @@ using replica_worker_actor = caf::typed_actor<
     caf::reacts_to<restore_atom, int64_t, at::Tensor, std::string>,
     caf::reacts_to<membership_atom, membership_note, caf::actor>,
     caf::reacts_to<handover_atom, int64_t>, caf::reacts_to<state_atom, state_chunk>,
-    caf::reacts_to<evaluate_atom, int64_t>, caf::reacts_to<probe_atom>>;
+    caf::reacts_to<evaluate_atom, int64_t>, caf::reacts_to<probe_atom>,
+    caf::reacts_to<digest_atom, int64_t>>;
 
 /// A pipeline stage: runs its slice of the layers through the schedule of every step.
 /// Neighbors are dynamically typed handles: a typed interface cannot name itself.
@@ -62,6 +63,7 @@ using run_driver_actor = caf::typed_actor<
     caf::reacts_to<membership_atom, int64_t, int64_t, int64_t, bool>,
     caf::reacts_to<handover_atom, int64_t, int64_t, int64_t, at::Tensor, std::string>,
     caf::reacts_to<taken_atom, int64_t, int64_t, int64_t>, caf::reacts_to<probe_atom, worker_probe>,
-    caf::reacts_to<replace_atom, replacement_node>, caf::reacts_to<deadline_atom, int64_t>>;
+    caf::reacts_to<replace_atom, replacement_node>, caf::reacts_to<deadline_atom, int64_t>,
+    caf::reacts_to<digest_atom, int64_t, int64_t, int64_t, std::string>>;
 
 }  // namespace troupe

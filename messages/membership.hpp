@@ -13,6 +13,12 @@
 //   driver -> each worker behind, and each replacement:
 //                     (state_atom, state_chunk) ...      the state, in checked chunks
 //   worker -> driver  (taken_atom, epoch, rank, step)    verified and adopted
+//   then, where the regroup admitted a replacement, the driver asks every live worker for a
+//   digest of its weights before it releases the next step:
+//   driver -> worker  (digest_atom, epoch)
+//   worker -> driver  (digest_atom, epoch, rank, step, SHA-256 of its flat weights, hex)
+//        the replicas that must agree (core/run/replica_digests) are compared; a difference
+//        ends the run naming the replica;
 //   then the driver releases the next step to the live workers, under the new epoch.
 // every message about a step carries its epoch (gradient_meta, ring_meta): what a worker sent
 // under an older membership (a stopped node that comes back) is dropped.

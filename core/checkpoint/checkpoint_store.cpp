@@ -26,21 +26,29 @@ constexpr const char* step_prefix = "step-";
   throw std::runtime_error(path + ": cannot " + what + ": " + std::strerror(err));
 }
 
-// Creates `path` with `bytes` and fsyncs it before it is closed.
-void write_synced(const std::string& path, const std::string& bytes) {
+// Creates `path` with `bytes` and fsyncs it before it is closed. Returns the bytes' SHA-256,
+// computed piece by piece as they are written (one pass over them, each piece still in cache).
+std::string write_synced(const std::string& path, const std::string& bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     fail(path, "create", errno);
+  constexpr std::size_t piece = 256 << 10;
+  sha256_stream digest;
   for (std::size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail(path, "write", err);
+    const auto size = std::min(piece, bytes.size() - done);
+    digest.update(std::string_view(bytes.data() + done, size));
+    for (std::size_t written = 0; written < size;) {
+      const ssize_t n = ::write(fd, bytes.data() + done + written, size - written);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        fail(path, "write", err);
+      }
+      written += static_cast<std::size_t>(n);
     }
-    done += static_cast<std::size_t>(n);
+    done += size;
   }
   if (::fsync(fd) != 0) {
     const int err = errno;
@@ -49,6 +57,7 @@ void write_synced(const std::string& path, const std::string& bytes) {
   }
   if (::close(fd) != 0)
     fail(path, "close", errno);
+  return digest.hex();
 }
 
 // A rename or a new entry is only durable once its folder is synced too.
@@ -158,9 +167,8 @@ int64_t write_checkpoint(const std::string& run_dir, const stored_checkpoint& c,
   nlohmann::json manifest = {{"step", c.step}, {"files", nlohmann::json::array()}};
   int64_t bytes = 0;
   for (const auto& f : c.files) {
-    write_synced((tmp / f.name).string(), f.bytes);
-    manifest["files"].push_back(
-        {{"name", f.name}, {"size", f.bytes.size()}, {"sha256", sha256_hex(f.bytes)}});
+    const auto sha256 = write_synced((tmp / f.name).string(), f.bytes);
+    manifest["files"].push_back({{"name", f.name}, {"size", f.bytes.size()}, {"sha256", sha256}});
     bytes += static_cast<int64_t>(f.bytes.size());
   }
   write_synced((tmp / manifest_name).string(), manifest.dump(2) + "\n");

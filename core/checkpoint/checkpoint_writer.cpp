@@ -24,7 +24,8 @@ checkpoint_writer::~checkpoint_writer() {
 
 void checkpoint_writer::submit(run_checkpoint c) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return queue_.size() < waiting_limit; });
     queue_.push_back(std::move(c));
   }
   changed_.notify_all();
@@ -50,6 +51,7 @@ void checkpoint_writer::loop() {
     auto c = std::move(queue_.front());
     queue_.pop_front();
     writing_ = true;
+    changed_.notify_all();  // room for a submit() that waits
     lock.unlock();
     checkpoint_written w;
     w.step = c.step;

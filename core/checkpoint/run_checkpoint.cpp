@@ -1,8 +1,8 @@
 #include "core/checkpoint/run_checkpoint.hpp"
 
-#include "core/io/archive_check.hpp"
 #include "core/io/pickled_tensors.hpp"
 #include "core/model/flat_parameters.hpp"
+#include "core/optim/make_optimizer.hpp"
 #include "core/pipeline/stage_weights.hpp"
 
 #include <ATen/ATen.h>
@@ -23,9 +23,9 @@ c10::Dict<std::string, at::Tensor> unpickled(const std::string& bytes, const cha
   return read_pickled_tensors(bytes, name);
 }
 
+// A view of `s`, not a copy: it is pickled before `s` (in the checkpoint encoded) goes away.
 at::Tensor as_bytes(const std::string& s) {
-  return at::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())}, at::kByte)
-      .clone();
+  return at::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())}, at::kByte);
 }
 
 std::string from_bytes(const at::Tensor& t) {
@@ -114,7 +114,8 @@ run_checkpoint decode_checkpoint(const stored_checkpoint& stored) {
     if (!state.contains(key(p, "weights")) || !state.contains(key(p, "optimizer")))
       throw std::runtime_error("state.pt lacks part " + std::to_string(p));
     auto optimizer = from_bytes(flat_bytes(state.at(key(p, "optimizer")), key(p, "optimizer")));
-    if (const auto problem = archive_problem(optimizer); !optimizer.empty() && !problem.empty())
+    if (const auto problem = optimizer_state_problem(optimizer);
+        !optimizer.empty() && !problem.empty())
       throw std::runtime_error("state.pt: " + key(p, "optimizer") + ": " + problem);
     c.parts.push_back(
         {p, flat_floats(state.at(key(p, "weights")), key(p, "weights")), std::move(optimizer)});

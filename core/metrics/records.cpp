@@ -133,5 +133,14 @@ nlohmann::json to_json(const node_joined& r) {
           {"t", r.t}};
 }
 
+nlohmann::json to_json(const replicas_checked& r) {
+  return {{"event", replicas_checked::event},
+          {"workers", r.workers},
+          {"step", r.step},
+          {"epoch", r.epoch},
+          {"sha256", r.sha256},
+          {"t", r.t}};
+}
+
 }  // namespace records
 }  // namespace troupe

@@ -180,6 +180,18 @@ struct node_joined {
   double t = 0;
 };
 
+/// After a replacement joined: the replicas `workers` that must hold the same weights after
+/// `step` reported the same SHA-256 of them (`sha256`) before computing on (a difference ends
+/// the run instead).
+struct replicas_checked {
+  static constexpr const char* event = "replicas_checked";
+  std::vector<int64_t> workers;
+  int64_t step = 0;
+  int64_t epoch = 0;
+  std::string sha256;
+  double t = 0;
+};
+
 nlohmann::json to_json(const step& r);
 nlohmann::json to_json(const worker_step& r);
 nlohmann::json to_json(const stage_step& r);
@@ -194,6 +206,7 @@ nlohmann::json to_json(const resumed& r);
 nlohmann::json to_json(const node_lost& r);
 nlohmann::json to_json(const step_redone& r);
 nlohmann::json to_json(const node_joined& r);
+nlohmann::json to_json(const replicas_checked& r);
 
 }  // namespace records
 }  // namespace troupe

@@ -1,6 +1,7 @@
 #include "core/optim/make_optimizer.hpp"
 
 #include "core/io/archive_check.hpp"
+#include "core/optim/optimizer_bytes.hpp"
 
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
@@ -34,14 +35,23 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& 
 }
 
 std::string save_optimizer(const torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
+  return save_optimizer_bytes(optimizer);
+}
+
+std::string optimizer_state_problem(const std::string& bytes) {
+  return is_optimizer_bytes(bytes) ? optimizer_bytes_problem(bytes) : archive_problem(bytes);
 }
 
 void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes) {
+  if (is_optimizer_bytes(bytes)) {
+    try {
+      load_optimizer_bytes(optimizer, bytes);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string("optimizer state does not load: ") + e.what());
+    }
+    return;
+  }
+  // LibTorch's archive, as checkpoints written before troupe's own format hold it.
   if (const auto problem = archive_problem(bytes); !problem.empty())
     throw std::runtime_error("optimizer state does not load: " + problem);
   try {

@@ -8,6 +8,7 @@
 #include "core/checkpoint/sha256.hpp"
 #include "core/io/archive_check.hpp"
 #include "core/optim/make_optimizer.hpp"
+#include "core/optim/optimizer_bytes.hpp"
 #include "core/policy/step_pace.hpp"
 #include "core/policy/step_release.hpp"
 #include "core/train/run_tracker.hpp"
@@ -19,12 +20,15 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/optim/adam.h>
+#include <torch/serialize/archive.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 using namespace troupe;
@@ -261,8 +265,14 @@ TEST_SUITE("checkpoint") {
     auto optimizer = make_optimizer(adam, {weights});
     weights.mutable_grad() = at::ones({5});
     optimizer->step();
-    const auto state = save_optimizer(*optimizer);
+    // LibTorch's own archive, as checkpoints written before troupe's format hold it.
+    torch::serialize::OutputArchive archive;
+    optimizer->save(archive);
+    std::ostringstream archived;
+    archive.save_to(archived);
+    const auto state = archived.str();
     CHECK(archive_problem(state) == "");
+    CHECK(optimizer_state_problem(state) == "");
     CHECK_NOTHROW(load_optimizer(*optimizer, state));
     CHECK_THROWS_WITH(load_optimizer(*optimizer, state.substr(0, state.size() - 3)),
                       "optimizer state does not load: not a zip archive (no "
@@ -375,3 +385,92 @@ TEST_SUITE("checkpoint") {
     CHECK(resumed.stopped_at() == std::optional<int64_t>(2));
   }
 }
+
+TEST_SUITE("checkpoint") {
+  TEST_CASE("an optimizer's state as plain bytes loads back bit for bit, and bad bytes are named") {
+    // Two optimizers over equal parameters: one saved after 3 steps and loaded into a fresh one;
+    // both then take the same 2 steps and must hold the same parameters, bit for bit.
+    const auto run = [](const optimizer_config& config, bool amsgrad) {
+      const auto make = [&](std::vector<at::Tensor>& params) {
+        params = {at::arange(6, at::kFloat).reshape({2, 3}).set_requires_grad(true),
+                  at::full({4}, 0.5f).set_requires_grad(true)};
+        auto o = make_optimizer(config, params);
+        if (amsgrad)
+          static_cast<torch::optim::AdamOptions&>(o->param_groups()[0].options()).amsgrad(true);
+        return o;
+      };
+      const auto step = [](torch::optim::Optimizer& o, std::vector<at::Tensor>& params, int k) {
+        for (std::size_t i = 0; i < params.size(); ++i)
+          params[i].mutable_grad() =
+              at::sin(at::arange(params[i].numel(), at::kFloat) * (k + 1) + static_cast<float>(i))
+                  .reshape(params[i].sizes());
+        o.step();
+      };
+      std::vector<at::Tensor> a_params, b_params;
+      auto a = make(a_params);
+      auto b = make(b_params);
+      for (int k = 0; k < 3; ++k)
+        step(*a, a_params, k);
+      set_learning_rate(*a, 0.25 * config.lr);  // a schedule's rate travels with the state
+      const auto bytes = save_optimizer(*a);
+      CHECK(is_optimizer_bytes(bytes));
+      CHECK(optimizer_bytes_problem(bytes) == "");
+      {
+        torch::NoGradGuard no_grad;
+        for (std::size_t i = 0; i < a_params.size(); ++i)
+          b_params[i].copy_(a_params[i]);
+      }
+      load_optimizer(*b, bytes);
+      CHECK(save_optimizer(*b) == bytes);  // no addresses inside: equal states, equal bytes
+      for (int k = 3; k < 5; ++k) {
+        step(*a, a_params, k);
+        step(*b, b_params, k);
+      }
+      for (std::size_t i = 0; i < a_params.size(); ++i)
+        CHECK(at::equal(a_params[i], b_params[i]));
+      return bytes;
+    };
+    optimizer_config adam;
+    adam.kind = optimizer_kind::adam;
+    adam.lr = 0.01;
+    optimizer_config sgd;
+    sgd.kind = optimizer_kind::sgd;
+    sgd.lr = 0.1;
+    sgd.momentum = 0.9;
+    sgd.nesterov = true;
+    const auto adam_bytes = run(adam, false);
+    run(adam, true);
+    const auto sgd_bytes = run(sgd, false);
+    optimizer_config plain = sgd;
+    plain.momentum = 0;
+    plain.nesterov = false;
+    run(plain, false);  // no momentum buffers: parameters without state
+
+    std::vector<at::Tensor> params = {at::zeros({2, 3}).set_requires_grad(true),
+                                      at::zeros({4}).set_requires_grad(true)};
+    auto fresh = make_optimizer(adam, params);
+    const auto refused = [&](const std::string& bytes, const std::string& why) {
+      CHECK_THROWS_WITH(load_optimizer(*fresh, bytes),
+                        ("optimizer state does not load: " + why).c_str());
+    };
+    refused(adam_bytes.substr(0, adam_bytes.size() - 3),
+            "a parameter's state: 4 elements run past the end");
+    refused(adam_bytes + "x", "bytes follow the last parameter's state");
+    refused(sgd_bytes, "the state is of sgd, the optimizer is not");
+    auto other_kind = adam_bytes;
+    other_kind[16] = 7;
+    refused(other_kind, "unknown optimizer kind 7");
+    CHECK(optimizer_bytes_problem(adam_bytes.substr(0, 20)) ==
+          "the group count: the state ends early");
+    CHECK(optimizer_state_problem("troupe-optim-v1\n") == "the kind: the state ends early");
+    // Parameters of other sizes: refused, and the optimizer is unchanged.
+    std::vector<at::Tensor> other = {at::zeros({3, 3}).set_requires_grad(true),
+                                     at::zeros({4}).set_requires_grad(true)};
+    auto mismatched = make_optimizer(adam, other);
+    const auto before = save_optimizer(*mismatched);
+    CHECK_THROWS_WITH(load_optimizer(*mismatched, adam_bytes),
+                      "optimizer state does not load: parameter 0 of group 0: 6 Float values for a "
+                      "parameter of 9 Float");
+    CHECK(save_optimizer(*mismatched) == before);
+  }
+}  // TEST_SUITE

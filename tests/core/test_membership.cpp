@@ -13,6 +13,7 @@
 #include "core/policy/step_blame.hpp"
 #include "core/policy/step_release.hpp"
 #include "core/policy/sync_strategy.hpp"
+#include "core/run/replica_digests.hpp"
 #include "core/train/failure_log.hpp"
 
 #include "strategy_helpers.hpp"
@@ -20,6 +21,7 @@
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 #include <set>
 
@@ -499,3 +501,59 @@ TEST_SUITE("membership") {
         "\"continue\" supports the sync, local_sgd and async policies"));
   }
 }
+
+TEST_SUITE("membership") {
+  TEST_CASE(
+      "after a join, the replicas' digests of their weights agree or the one that differs "
+      "is named") {
+    const auto weights = at::arange(10, at::kFloat);
+    const auto same = weights_digest(weights);
+    CHECK(same == weights_digest(weights.clone()));
+    CHECK(same.size() == 64);
+    auto flipped = weights.clone();
+    flipped[3] = std::nextafter(3.0f, 4.0f);  // one ulp apart
+    const auto other = weights_digest(flipped);
+    CHECK(other != same);
+    // A strided view is hashed by its values, as the contiguous copy the worker would send.
+    CHECK(weights_digest(at::arange(20, at::kFloat).slice(0, 0, 20, 2)) ==
+          weights_digest(at::arange(20, at::kFloat).slice(0, 0, 20, 2).contiguous()));
+    const auto label = [](int64_t r) { return "worker " + std::to_string(r); };
+
+    SUBCASE("all equal: complete, no disagreement, the shared digest") {
+      replica_digest_check check(3, 41, {2, 0, 1});
+      CHECK(check.ranks() == std::vector<int64_t>{0, 1, 2});
+      CHECK(check.add(0, 41, same));
+      CHECK_FALSE(check.complete());
+      CHECK_FALSE(check.disagreement(label).empty());  // not every replica answered
+      CHECK(check.add(2, 41, same));
+      CHECK(check.add(1, 41, same));
+      CHECK(check.complete());
+      CHECK(check.disagreement(label).empty());
+      CHECK(check.digest() == same);
+    }
+    SUBCASE("one differs: named against the first") {
+      replica_digest_check check(3, 41, {0, 1, 2});
+      check.add(0, 41, same);
+      check.add(1, 41, same);
+      check.add(2, 41, other);
+      const auto problem = check.disagreement(label);
+      CHECK(problem.find("worker 2 holds weights different from worker 0's after step 41") == 0);
+    }
+    SUBCASE("a replica at another step is named, whatever its digest") {
+      replica_digest_check check(3, 41, {0, 1});
+      check.add(0, 41, same);
+      check.add(1, 40, same);
+      CHECK(check.disagreement(label) ==
+            "worker 1 reported its weights after step 40, expected after step 41");
+    }
+    SUBCASE("unasked ranks and repeats are refused and change nothing") {
+      replica_digest_check check(3, 41, {0, 1});
+      CHECK_FALSE(check.add(5, 41, same));
+      CHECK(check.add(0, 41, same));
+      CHECK_FALSE(check.add(0, 41, other));
+      CHECK(check.add(1, 41, same));
+      CHECK(check.disagreement(label).empty());
+    }
+    CHECK_THROWS_AS(replica_digest_check(3, 41, {}), std::invalid_argument);
+  }
+}  // TEST_SUITE

@@ -11,8 +11,9 @@
 #   - a node stopped past cluster.step_timeout_s but within node_timeout_s: the watchdog names
 #     it, it is fenced (its late messages are dropped) and told to leave; the run completes;
 #   - async and local_sgd lose a node and complete;
-#   - a replacement joins mid-run and the run completes with identical replicas (the driver's
-#     final-weights check) within the tolerance;
+#   - a replacement joins mid-run: at the step boundary where it joins the driver compares a
+#     digest of every replica's weights (a replicas_checked record, a log line), and the run
+#     completes with identical replicas (the driver's final-weights check) within the tolerance;
 #   - below cluster.min_nodes the run waits cluster.replacement_timeout_s, then ends with a
 #     checkpoint naming the node missing, and --resume continues it.
 # Every process is bounded and killed on exit. Needs Fashion-MNIST and /usr/bin/python3 with
@@ -237,6 +238,21 @@ finish $coord 120
 check "a replacement joins" $status 0 "$tmp/coord_join.log" "node d joined the run at step"
 grep -q '"event":"node_joined".*"node":"d"' "$tmp/join/metrics.jsonl" && pass ||
   fail "join: no node_joined record"
+# Right after the join, before the next step: every replica, d's included, reported the same
+# digest of its weights (a difference would have ended the run, naming the replica).
+/usr/bin/python3 - "$tmp/join/metrics.jsonl" <<'PY' && pass || fail "join: no replicas_checked record at d's join"
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+joined = [r for r in records if r["event"] == "node_joined" and r["node"] == "d"]
+checked = [r for r in records if r["event"] == "replicas_checked"]
+assert joined and checked, (joined, checked)
+at_join = [c for c in checked if c["step"] == joined[0]["step"] - 1]
+assert at_join, (joined, checked)
+assert len(at_join[0]["workers"]) == 3 and set(joined[0]["workers"]) <= set(at_join[0]["workers"]), at_join
+assert len(at_join[0]["sha256"]) == 64, at_join
+PY
+grep -qF "hold identical weights after step" "$tmp/coord_join.log" && pass ||
+  fail "join: the coordinator does not say the replicas agree after d joined"
 # The driver checked that every replica (d's too) ended with the same weights: the run
 # succeeded. They are also the uninterrupted run's, up to the order of float sums.
 close_weights "node b lost, node d joined" "$tmp/ref" "$tmp/join"
@@ -256,6 +272,8 @@ start wait_c2 "$troupe" node --join "127.0.0.1:$port" --name c --token-file "$tm
 node_c2=$last_pid
 finish $coord 120
 check "below min_nodes, a replacement" $status 0 "$tmp/coord_wait.log" "node c joined the run at step"
+grep -qF "hold identical weights after step" "$tmp/coord_wait.log" && pass ||
+  fail "wait: the coordinator does not say the replicas agree after c joined"
 close_weights "node c lost and replaced" "$tmp/ref" "$tmp/wait"
 finish $node_c2 15
 check "the replacement c" $status 0 "$tmp/wait_c2.log" "the run succeeded"

@@ -1,0 +1,307 @@
+#include "core/optim/optimizer_bytes.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+namespace troupe {
+namespace {
+
+constexpr std::string_view magic = "troupe-optim-v1\n";
+constexpr uint8_t sgd_kind = 0, adam_kind = 1;
+
+// The key of a parameter's state: LibTorch 1.x keys by the TensorImpl's address printed as a
+// string, 2.x by the address itself (GPU builds use a 2.x LibTorch).
+template <class Key>
+Key state_key(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream out;
+    out << param.unsafeGetTensorImpl();
+    return out.str();
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
+}
+
+template <class Optimizer>
+auto key_of(const Optimizer& optimizer, const at::Tensor& param) {
+  using map = std::decay_t<decltype(optimizer.state())>;
+  return state_key<typename map::key_type>(param);
+}
+
+class writer {
+ public:
+  explicit writer(std::size_t reserve) { out_.reserve(reserve); }
+  template <class T>
+  void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&value), sizeof(T));
+  }
+  void tensor(const at::Tensor& t) {
+    put<uint8_t>(t.defined());
+    if (!t.defined())
+      return;
+    const auto cpu = t.to(at::kCPU).contiguous();
+    put<uint8_t>(static_cast<uint8_t>(cpu.scalar_type()));
+    put<uint64_t>(static_cast<uint64_t>(cpu.numel()));
+    out_.append(static_cast<const char*>(cpu.data_ptr()), cpu.nbytes());
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Reads what writer wrote, every length checked against what is left.
+class reader {
+ public:
+  explicit reader(std::string_view bytes) : in_(bytes) {}
+  template <class T>
+  T get(const char* what) {
+    T value;
+    need(sizeof(T), what);
+    std::memcpy(&value, in_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return value;
+  }
+  void skip_magic() {
+    if (in_.substr(0, magic.size()) != magic)
+      throw std::runtime_error("not an optimizer state (no troupe-optim-v1 header)");
+    at_ = magic.size();
+  }
+  // A tensor as stored: undefined, or a CPU tensor viewing the bytes (copied by the caller).
+  at::Tensor tensor(const char* what) {
+    if (get<uint8_t>(what) == 0)
+      return at::Tensor();
+    const auto type_code = get<uint8_t>(what);
+    if (type_code >= static_cast<uint8_t>(at::ScalarType::NumOptions))
+      throw std::runtime_error(std::string(what) + ": unknown element type " +
+                               std::to_string(type_code));
+    const auto type = static_cast<at::ScalarType>(type_code);
+    const auto numel = get<uint64_t>(what);
+    const auto size = c10::elementSize(type);
+    if (numel > (in_.size() - at_) / size)
+      throw std::runtime_error(std::string(what) + ": " + std::to_string(numel) +
+                               " elements run past the end");
+    const auto nbytes = static_cast<std::size_t>(numel) * size;
+    auto t = at::from_blob(const_cast<char*>(in_.data() + at_), {static_cast<int64_t>(numel)},
+                           at::TensorOptions().dtype(type));
+    at_ += nbytes;
+    return t;
+  }
+  bool done() const { return at_ == in_.size(); }
+
+ private:
+  void need(std::size_t n, const char* what) {
+    if (in_.size() - at_ < n)
+      throw std::runtime_error(std::string(what) + ": the state ends early");
+  }
+  std::string_view in_;
+  std::size_t at_ = 0;
+};
+
+// The stored copy of a parameter's state tensor, shaped and placed as the parameter.
+at::Tensor restored(const at::Tensor& stored, const at::Tensor& param, const std::string& what) {
+  if (!stored.defined())
+    return stored;
+  if (stored.scalar_type() != param.scalar_type() || stored.numel() != param.numel())
+    throw std::runtime_error(what + ": " + std::to_string(stored.numel()) + " " +
+                             c10::toString(stored.scalar_type()) + " values for a parameter of " +
+                             std::to_string(param.numel()) + " " +
+                             c10::toString(param.scalar_type()));
+  return stored.reshape(param.sizes()).to(param.device(), /*non_blocking=*/false, /*copy=*/true);
+}
+
+// What a state holds for one parameter, read before anything changes in the optimizer.
+struct param_record {
+  bool has_state = false;
+  int64_t step = 0;
+  std::vector<at::Tensor> tensors;
+};
+
+struct group_record {
+  std::vector<double> options;
+  bool flag = false;
+  std::vector<param_record> params;
+};
+
+struct parsed_state {
+  uint8_t kind = 0;
+  std::vector<group_record> groups;
+};
+
+parsed_state parse(std::string_view bytes) {
+  reader in(bytes);
+  in.skip_magic();
+  parsed_state s;
+  s.kind = in.get<uint8_t>("the kind");
+  if (s.kind != sgd_kind && s.kind != adam_kind)
+    throw std::runtime_error("unknown optimizer kind " + std::to_string(s.kind));
+  const std::size_t options = s.kind == sgd_kind ? 4 : 5;
+  const std::size_t tensors = s.kind == sgd_kind ? 1 : 3;
+  const auto groups = in.get<uint64_t>("the group count");
+  if (groups > bytes.size())
+    throw std::runtime_error("a group count of " + std::to_string(groups));
+  for (uint64_t g = 0; g < groups; ++g) {
+    group_record group;
+    for (std::size_t o = 0; o < options; ++o)
+      group.options.push_back(in.get<double>("a group's options"));
+    group.flag = in.get<uint8_t>("a group's options") != 0;
+    const auto params = in.get<uint64_t>("a group's parameter count");
+    if (params > bytes.size())
+      throw std::runtime_error("a parameter count of " + std::to_string(params));
+    for (uint64_t p = 0; p < params; ++p) {
+      param_record record;
+      record.has_state = in.get<uint8_t>("a parameter's state") != 0;
+      if (record.has_state) {
+        if (s.kind == adam_kind)
+          record.step = in.get<int64_t>("a parameter's step");
+        for (std::size_t t = 0; t < tensors; ++t)
+          record.tensors.push_back(in.tensor("a parameter's state"));
+      }
+      group.params.push_back(std::move(record));
+    }
+    s.groups.push_back(std::move(group));
+  }
+  if (!in.done())
+    throw std::runtime_error("bytes follow the last parameter's state");
+  return s;
+}
+
+}  // namespace
+
+bool is_optimizer_bytes(std::string_view bytes) {
+  return bytes.substr(0, magic.size()) == magic;
+}
+
+std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer) {
+  const auto* adam = dynamic_cast<const torch::optim::Adam*>(&optimizer);
+  const auto* sgd = dynamic_cast<const torch::optim::SGD*>(&optimizer);
+  if (adam == nullptr && sgd == nullptr)
+    throw std::logic_error("save_optimizer_bytes: only sgd and adam");
+  std::size_t values = 0;
+  for (const auto& group : optimizer.param_groups())
+    for (const auto& p : group.params())
+      values += static_cast<std::size_t>(p.numel()) * p.element_size();
+  writer out(magic.size() + (adam != nullptr ? 3 : 1) * values + 4096);
+  for (char c : magic)
+    out.put<char>(c);
+  out.put<uint8_t>(adam != nullptr ? adam_kind : sgd_kind);
+  out.put<uint64_t>(optimizer.param_groups().size());
+  for (const auto& group : optimizer.param_groups()) {
+    if (adam != nullptr) {
+      const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
+      out.put<double>(o.lr());
+      out.put<double>(std::get<0>(o.betas()));
+      out.put<double>(std::get<1>(o.betas()));
+      out.put<double>(o.eps());
+      out.put<double>(o.weight_decay());
+      out.put<uint8_t>(o.amsgrad());
+    } else {
+      const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+      out.put<double>(o.lr());
+      out.put<double>(o.momentum());
+      out.put<double>(o.dampening());
+      out.put<double>(o.weight_decay());
+      out.put<uint8_t>(o.nesterov());
+    }
+    out.put<uint64_t>(group.params().size());
+    for (const auto& p : group.params()) {
+      const auto& state = optimizer.state();
+      const auto it = state.find(key_of(optimizer, p));
+      out.put<uint8_t>(it != state.end());
+      if (it == state.end())
+        continue;
+      if (adam != nullptr) {
+        const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
+        out.put<int64_t>(s.step());
+        out.tensor(s.exp_avg());
+        out.tensor(s.exp_avg_sq());
+        out.tensor(s.max_exp_avg_sq());
+      } else {
+        out.tensor(static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer());
+      }
+    }
+  }
+  return out.take();
+}
+
+std::string optimizer_bytes_problem(std::string_view bytes) {
+  try {
+    parse(bytes);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view bytes) {
+  const auto s = parse(bytes);
+  auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
+  auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
+  if ((s.kind == adam_kind && adam == nullptr) || (s.kind == sgd_kind && sgd == nullptr))
+    throw std::runtime_error(std::string("the state is of ") +
+                             (s.kind == adam_kind ? "adam" : "sgd") + ", the optimizer is not");
+  auto& groups = optimizer.param_groups();
+  if (s.groups.size() != groups.size())
+    throw std::runtime_error("the state has " + std::to_string(s.groups.size()) +
+                             " parameter groups, the optimizer " + std::to_string(groups.size()));
+  // Everything is checked and copied before the optimizer changes.
+  using state_ptr = std::unique_ptr<torch::optim::OptimizerParamState>;
+  std::vector<std::vector<state_ptr>> states(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& params = groups[g].params();
+    const auto& stored = s.groups[g].params;
+    if (stored.size() != params.size())
+      throw std::runtime_error("group " + std::to_string(g) + " has " +
+                               std::to_string(stored.size()) + " parameters in the state, " +
+                               std::to_string(params.size()) + " in the optimizer");
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      const auto what = "parameter " + std::to_string(p) + " of group " + std::to_string(g);
+      const auto& r = stored[p];
+      if (!r.has_state) {
+        states[g].push_back(nullptr);
+        continue;
+      }
+      if (adam != nullptr) {
+        auto state = std::make_unique<torch::optim::AdamParamState>();
+        state->step(r.step);
+        state->exp_avg(restored(r.tensors[0], params[p], what));
+        state->exp_avg_sq(restored(r.tensors[1], params[p], what));
+        state->max_exp_avg_sq(restored(r.tensors[2], params[p], what));
+        states[g].push_back(std::move(state));
+      } else {
+        auto state = std::make_unique<torch::optim::SGDParamState>();
+        state->momentum_buffer(restored(r.tensors[0], params[p], what));
+        states[g].push_back(std::move(state));
+      }
+    }
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& o = s.groups[g].options;
+    if (adam != nullptr) {
+      auto& options = static_cast<torch::optim::AdamOptions&>(groups[g].options());
+      options.lr(o[0]).betas({o[1], o[2]}).eps(o[3]).weight_decay(o[4]).amsgrad(s.groups[g].flag);
+    } else {
+      auto& options = static_cast<torch::optim::SGDOptions&>(groups[g].options());
+      options.lr(o[0]).momentum(o[1]).dampening(o[2]).weight_decay(o[3]).nesterov(s.groups[g].flag);
+    }
+    const auto& params = groups[g].params();
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      const auto key = key_of(optimizer, params[p]);
+      if (states[g][p])
+        optimizer.state()[key] = std::move(states[g][p]);
+      else
+        optimizer.state().erase(key);
+    }
+  }
+}
+
+}  // namespace troupe
