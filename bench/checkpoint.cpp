@@ -10,7 +10,11 @@
 // optimizer's state, plus weights.pt (the weights once more, by name, for PyTorch) and how many
 // checkpoints were asked for and written.
 //
-//   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--data DIR]
+// --model cnn trains configs/fashion_cnn_sync.json's network instead: a step ~10x the MLP's
+// compute for a third of its state, where a checkpoint's fixed CPU cost (hashing, encoding,
+// fsync) weighs less against 20 steps.
+//
+//   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--model mlp|cnn] [--data DIR]
 #include "core/data/fashion_mnist.hpp"
 #include "core/metrics/jsonl_writer.hpp"
 #include "core/train/replica_engine.hpp"
@@ -31,11 +35,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-job_config bench_job(int64_t steps, int64_t every) {
+job_config bench_job(int64_t steps, int64_t every, const std::string& model) {
   job_config job;
   job.name = "bench_checkpoint";
   job.seed = 1;
   job.model.hidden = {256, 128};
+  if (model == "cnn") {
+    job.model.kind = model_kind::cnn;
+    job.model.channels = {16, 32};
+    job.model.kernel_size = 5;
+    job.model.hidden = {128};
+  }
   job.optimizer.kind = optimizer_kind::adam;
   job.optimizer.lr = 0.001;
   job.training.epochs = 0;
@@ -63,7 +73,7 @@ double process_cpu_s() {
 }
 
 // One run; with `every` > 0 its checkpoints go into a fresh folder.
-measured run_once(const dataset_ptr& data, int64_t steps, int64_t every) {
+measured run_once(const dataset_ptr& data, int64_t steps, int64_t every, const std::string& model) {
   const auto dir = fs::temp_directory_path() / ("troupe-ckpt-bench-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -75,7 +85,7 @@ measured run_once(const dataset_ptr& data, int64_t steps, int64_t every) {
     if (every > 0)
       options.checkpoint_dir = dir.string();
     const auto cpu_start = process_cpu_s();
-    const auto t = bench::timed_run(bench_job(steps, every), data, 20, steps - 40, options);
+    const auto t = bench::timed_run(bench_job(steps, every, model), data, 20, steps - 40, options);
     m.cpu_s = process_cpu_s() - cpu_start;
     m.samples_per_s = t.samples_per_s;
     m.wall_s = t.report.wall_s;
@@ -112,30 +122,33 @@ std::pair<int64_t, int64_t> state_bytes(const dataset_ptr& data, const job_confi
 int main(int argc, char** argv) {
   int64_t steps = 1000, every = 20, repeats = 5;
   std::string folder = "/usr/share/datasets/fashion-mnist";
+  std::string model = "mlp";
   CLI::App app{"troupe checkpoint benchmark: step-time overhead and bytes written"};
   app.add_option("--steps", steps, "steps per run")->check(CLI::Range(100, 100000));
   app.add_option("--every", every, "checkpoint every this many steps")
       ->check(CLI::Range(1, 100000));
   app.add_option("--repeats", repeats, "runs of each kind")->check(CLI::Range(1, 100));
   app.add_option("--data", folder, "Fashion-MNIST folder");
+  app.add_option("--model", model, "mlp (784-256-128-10) or cnn (configs/fashion_cnn_sync.json)")
+      ->check(CLI::IsMember({"mlp", "cnn"}));
   CLI11_PARSE(app, argc, argv);
   try {
     auto data = std::make_shared<const dataset>(load_fashion_mnist(folder));
     std::vector<double> without, with, wall_without, wall_with, cpu_without, cpu_with, write_s;
     std::vector<int64_t> bytes;
     std::vector<double> written;
-    run_once(data, steps, 0);  // warms the caches and the allocator; not counted
+    run_once(data, steps, 0, model);  // warms the caches and the allocator; not counted
     for (int64_t r = 0; r < repeats; ++r) {
       // Alternating which goes first, so that drift favours neither.
       const auto reference = [&] {
-        const auto m = run_once(data, steps, 0);
+        const auto m = run_once(data, steps, 0, model);
         without.push_back(m.samples_per_s);
         wall_without.push_back(m.wall_s);
         cpu_without.push_back(m.cpu_s);
       };
       if (r % 2 == 1)
         reference();
-      auto m = run_once(data, steps, every);
+      auto m = run_once(data, steps, every, model);
       with.push_back(m.samples_per_s);
       wall_with.push_back(m.wall_s);
       cpu_with.push_back(m.cpu_s);
@@ -145,9 +158,10 @@ int main(int argc, char** argv) {
       if (r % 2 == 0)
         reference();
     }
-    const auto [weights, optimizer] = state_bytes(data, bench_job(steps, every));
+    const auto [weights, optimizer] = state_bytes(data, bench_job(steps, every, model));
     const double a = median(without), b = median(with);
     const nlohmann::json out = {{"benchmark", "checkpoint"},
+                                {"model", model},
                                 {"steps", steps},
                                 {"every_steps", every},
                                 {"repeats", repeats},
