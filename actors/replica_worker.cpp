@@ -1,4 +1,5 @@
 #include "actors/replica_worker.hpp"
+#include "core/collective/compact_encoding.hpp"
 
 #include "actors/ring_exchange.hpp"
 #include "actors/worker_faults.hpp"
@@ -31,8 +32,11 @@ struct replica_worker_state {
   double apply_s = 0;              ///< local_sgd: of the step in flight, before its average
   double comm_s = 0;               ///< async: waited for the weights of the step in flight
   int64_t version = 0;             ///< async: version of the weights in hand
-  double loss = 0;                 ///< of the step in flight
-  int64_t samples = 0;             ///< of the step in flight
+  /// async with parallelism.compression: packs the pushed gradients, carrying each one's
+  /// encoding error into the next.
+  std::optional<error_feedback> push_encoder;
+  double loss = 0;      ///< of the step in flight
+  int64_t samples = 0;  ///< of the step in flight
   /// Sync with a ring meeting: this replica's side of the ring all-reduce.
   std::optional<ring_exchange<replica_worker_actor>> ring;
   /// Which steps the driver released, which one runs, and which go into a checkpoint.
@@ -194,7 +198,13 @@ void compute_step(self_pointer self, int64_t step) {
   // async: comm_s is how long this worker waited for the weights it just computed on.
   self->send(st.driver,
              step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
-  self->send(st.driver, push_atom_v, meta, st.version, st.engine->gradient());
+  const auto compression = st.plan->job.parallelism.compression;
+  if (compression == compression_kind::none)
+    return self->send(st.driver, push_atom_v, meta, st.version, st.engine->gradient());
+  if (!st.push_encoder)
+    st.push_encoder.emplace(compression);
+  self->send(st.driver, push_atom_v, meta, st.version,
+             st.push_encoder->encode(st.engine->gradient()));
 }
 
 // The messages that arrive with a result of someone else's: the combined gradient, the averaged
@@ -223,7 +233,12 @@ void on_params(self_pointer self, int64_t version, int64_t step, const at::Tenso
   auto& st = self->state;
   st.comm_s = step > 0 ? seconds_since(st.sent_at) : 0.0;
   ensure_engine(st);
-  st.engine->set_weights(weights);
+  // Under parallelism.compression the server sends the first weights whole, then what changed
+  // since the last, packed (actors/parameter_server).
+  if (is_packed(weights))
+    st.engine->set_weights(st.engine->weights() + unpack(weights).view_as(st.engine->weights()));
+  else
+    st.engine->set_weights(weights);
   st.version = version;
   compute_step(self, step);
 }

@@ -130,6 +130,9 @@ struct training_config {
 
 enum class policy_kind { sync, local_sgd, async, schedule };
 
+/// How async pushes and hand-outs cross the wire (core/collective/compact_encoding).
+enum class compression_kind { none, bf16, int8 };
+
 /// One phase of a `schedule`: a policy (sync or local_sgd) for a number of steps.
 struct phase_config {
   policy_kind policy = policy_kind::sync;
@@ -152,6 +155,9 @@ struct parallelism_config {
   std::optional<int64_t> max_staleness;
   /// async only: apply a gradient of staleness k with lr / (1 + k).
   bool staleness_lr_scaling = false;
+  /// async only: gradients pushed and weights handed out in a compact encoding with error
+  /// feedback (core/collective/compact_encoding); none sends float32 as is.
+  compression_kind compression = compression_kind::none;
   /// schedule only: the phases, in order; the run switches policy at each boundary
   /// without restarting any actor.
   std::vector<phase_config> phases;
@@ -264,6 +270,7 @@ const char* to_string(activation_kind x);
 const char* to_string(data_kind x);
 const char* to_string(optimizer_kind x);
 const char* to_string(policy_kind x);
+const char* to_string(compression_kind x);
 const char* to_string(lr_schedule_kind x);
 const char* to_string(monitor_metric x);
 const char* to_string(loss_kind x);

@@ -431,6 +431,21 @@ TEST_SUITE("job_config") {
     CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
   }
 
+  TEST_CASE("compression: async only, one of none, bf16, int8; the default is left out") {
+    check_one_problem({{"parallelism", {{"compression", "int8"}}}},
+                      {"/parallelism/compression", "unknown key"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"compression", "int4"}}}},
+                      {"/parallelism/compression", "int4"});
+    auto plain = parse_job({{"parallelism", {{"policy", "async"}}}});
+    CHECK(plain.parallelism.compression == compression_kind::none);
+    CHECK(!to_json(plain)["parallelism"].contains("compression"));
+    auto packed = parse_job({{"parallelism", {{"policy", "async"}, {"compression", "int8"}}}});
+    CHECK(packed.parallelism.compression == compression_kind::int8);
+    CHECK(to_json(packed)["parallelism"]["compression"] == "int8");
+    CHECK(parse_job(json::parse(to_json(packed).dump())).parallelism.compression ==
+          compression_kind::int8);
+  }
+
   TEST_CASE("schedule phases: policies, steps, per-phase keys, and adam across local_sgd -> sync") {
     const json ok = {{"parallelism",
                       {{"policy", "schedule"},
