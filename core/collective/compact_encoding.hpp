@@ -1,6 +1,6 @@
-// Compact encodings of a float32 vector for a slow link (parallelism.compression): what a worker
-// pushes and what the parameter server hands out can cross the wire in 2 bytes (bf16) or about
-// 1 byte (int8) a value instead of 4.
+// Compact encodings of a float32 vector for a slow link (parallelism.compression): what an async
+// worker pushes and what the parameter server hands out, and local_sgd's weights to average and
+// their average, can cross the wire in 2 bytes (bf16) or about 1 byte (int8) a value instead of 4.
 //
 // A packed vector is a 1-D uint8 tensor, so it travels in the messages that carry tensors today:
 //   i64 count | u8 encoding | the values
@@ -11,7 +11,9 @@
 // encodes next (error feedback, as in 1-bit SGD), so the sum of what was decoded follows the sum
 // of what was given to within one encoding's error; the parameter server does the same for the
 // weights by sending each worker the difference between the master weights and what that worker
-// holds (see actors/parameter_server).
+// holds (see actors/parameter_server). local_sgd's replicas and the driver share one base, the
+// last average: weights go as their difference from it and so does the next average, which
+// every replica adds to the same base, so they stay identical (actors/driver_actions).
 //
 // unpack trusts nothing: a tensor that is not a packed vector, or whose size does not match its
 // header, is refused with std::invalid_argument naming what is wrong.

@@ -130,7 +130,8 @@ struct training_config {
 
 enum class policy_kind { sync, local_sgd, async, schedule };
 
-/// How async pushes and hand-outs cross the wire (core/collective/compact_encoding).
+/// How async pushes and hand-outs, and local_sgd averages, cross the wire
+/// (core/collective/compact_encoding).
 enum class compression_kind { none, bf16, int8 };
 
 /// One phase of a `schedule`: a policy (sync or local_sgd) for a number of steps.
@@ -155,8 +156,9 @@ struct parallelism_config {
   std::optional<int64_t> max_staleness;
   /// async only: apply a gradient of staleness k with lr / (1 + k).
   bool staleness_lr_scaling = false;
-  /// async only: gradients pushed and weights handed out in a compact encoding with error
-  /// feedback (core/collective/compact_encoding); none sends float32 as is.
+  /// async and local_sgd: what crosses the wire in a compact encoding (core/collective/
+  /// compact_encoding): async's pushed gradients (with error feedback) and handed-out weights,
+  /// local_sgd's weights to average and the average. none sends float32 as is.
   compression_kind compression = compression_kind::none;
   /// schedule only: the phases, in order; the run switches policy at each boundary
   /// without restarting any actor.

@@ -99,6 +99,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
   if (job.parallelism.policy == policy_kind::local_sgd) {
     parallelism["period"] = job.parallelism.period;
     parallelism["average_momenta"] = job.parallelism.average_momenta;
+    if (job.parallelism.compression != compression_kind::none)
+      parallelism["compression"] = to_string(job.parallelism.compression);
   }
   if (job.parallelism.policy == policy_kind::schedule) {
     json phases = json::array();

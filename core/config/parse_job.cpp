@@ -337,8 +337,9 @@ void read_parallelism(object_reader r, parallelism_config& p) {
   if (p.policy == policy_kind::local_sgd) {
     r.integer("period", p.period, 1, 1000000);
     r.boolean("average_momenta", p.average_momenta);
+    read_enum(r, "compression", compression_names, p.compression);
     r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "period", "average_momenta"});
+              "split", "period", "average_momenta", "compression"});
   } else if (p.policy == policy_kind::async) {
     r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);

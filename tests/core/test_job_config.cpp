@@ -431,9 +431,12 @@ TEST_SUITE("job_config") {
     CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
   }
 
-  TEST_CASE("compression: async only, one of none, bf16, int8; the default is left out") {
+  TEST_CASE("compression: async and local_sgd, one of none, bf16, int8; the default left out") {
     check_one_problem({{"parallelism", {{"compression", "int8"}}}},
                       {"/parallelism/compression", "unknown key"});
+    auto local = parse_job({{"parallelism", {{"policy", "local_sgd"}, {"compression", "bf16"}}}});
+    CHECK(local.parallelism.compression == compression_kind::bf16);
+    CHECK(to_json(local)["parallelism"]["compression"] == "bf16");
     check_one_problem({{"parallelism", {{"policy", "async"}, {"compression", "int4"}}}},
                       {"/parallelism/compression", "int4"});
     auto plain = parse_job({{"parallelism", {{"policy", "async"}}}});
