@@ -145,7 +145,9 @@ struct phase_config {
 struct parallelism_config {
   policy_kind policy = policy_kind::sync;
   int64_t replicas = 1;
-  int64_t threads_per_replica = 1;  ///< LibTorch intra-op threads of each replica
+  /// LibTorch intra-op threads of each replica; 0 (the job does not say): the plan's choice,
+  /// run_plan's `intra_op_threads`.
+  int64_t threads_per_replica = 0;
   /// local_sgd only: replicas step alone and average their weights every `period` steps (and
   /// at every evaluation and the last step). period 1 is the same training as sync.
   int64_t period = 8;

@@ -94,8 +94,9 @@ nlohmann::ordered_json to_json(const job_config& job) {
   training["eval_interval"] = job.training.eval_interval;
   add_training_options(job.training, training);
   json parallelism = {{"policy", to_string(job.parallelism.policy)},
-                      {"replicas", job.parallelism.replicas},
-                      {"threads_per_replica", job.parallelism.threads_per_replica}};
+                      {"replicas", job.parallelism.replicas}};
+  if (job.parallelism.threads_per_replica > 0)  // else the plan chooses, wherever it runs
+    parallelism["threads_per_replica"] = job.parallelism.threads_per_replica;
   if (job.parallelism.policy == policy_kind::local_sgd) {
     parallelism["period"] = job.parallelism.period;
     parallelism["average_momenta"] = job.parallelism.average_momenta;

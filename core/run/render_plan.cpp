@@ -41,8 +41,9 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
   out << ", " << par.replicas << " replica(s) x ";
   if (par.stages > 1)
     out << par.stages << " stages x ";
-  out << par.threads_per_replica << " thread(s) = " << p.threads_total << " thread(s) on "
-      << p.hardware_threads << " hardware thread(s)";
+  out << par.threads_per_replica
+      << (p.threads_chosen ? " thread(s) (the plan's choice)" : " thread(s)") << " = "
+      << p.threads_total << " thread(s) on " << p.hardware_threads << " hardware thread(s)";
   if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
     out << "  [warning: oversubscribed, expect contention]";
   out << "\n  devices: " << render_device_plan(p.devices);

@@ -326,10 +326,21 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
       std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));
   p.bytes_sent_per_step = bytes_per_step(p);
   p.bytes_received_per_step = p.bytes_sent_per_step;
-  p.threads_total =
-      job.parallelism.replicas * job.parallelism.stages * job.parallelism.threads_per_replica;
   p.hardware_threads = std::thread::hardware_concurrency();
+  p.threads_chosen = job.parallelism.threads_per_replica == 0;
+  p.job.parallelism.threads_per_replica = intra_op_threads(job, p.hardware_threads);
+  p.threads_total = p.workers * p.job.parallelism.threads_per_replica;
   return p;
+}
+
+int64_t intra_op_threads(const job_config& job, unsigned hardware_threads) {
+  const auto& par = job.parallelism;
+  if (par.threads_per_replica > 0)
+    return par.threads_per_replica;
+  if (job.cluster.enabled())
+    return 1;
+  const int64_t workers = mode_of(job) == run_mode::ensemble ? 1 : par.replicas * par.stages;
+  return std::max<int64_t>(1, static_cast<int64_t>(hardware_threads) / workers);
 }
 
 std::vector<std::pair<std::string, at::Tensor>> named_weights(const run_plan& plan,

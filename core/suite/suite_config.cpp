@@ -251,7 +251,11 @@ suite_config parse_suite(const nlohmann::json& file) {
       if (!names.insert(job.job.name).second)
         problems.push_back(where + "/name: \"" + job.job.name +
                            "\" names two jobs; every job needs its own (it is its folder)");
-      const auto& par = job.job.parallelism;
+      auto& par = job.job.parallelism;
+      // Jobs share the machine: one that does not say takes one thread per replica and leaves
+      // the rest to the jobs beside it.
+      if (par.threads_per_replica == 0)
+        par.threads_per_replica = 1;
       job.request.threads = par.replicas * par.stages * par.threads_per_replica;
       job.resolved = to_json(job.job);
       suite.jobs.push_back(std::move(job));

@@ -3,6 +3,7 @@
 #include "core/config/overrides.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
+#include "core/run/run_plan.hpp"
 #include "job_problems.hpp"
 
 #include <doctest/doctest.h>
@@ -230,7 +231,7 @@ TEST_SUITE("job_config") {
     CHECK(job.training.eval_interval == 0);
     CHECK(job.parallelism.policy == policy_kind::sync);
     CHECK(job.parallelism.replicas == 1);
-    CHECK(job.parallelism.threads_per_replica == 1);
+    CHECK(job.parallelism.threads_per_replica == 0);  // the plan's choice
     CHECK(!job.faults.throw_worker);
     const auto adam = parse_job({{"optimizer", {{"type", "adam"}}}}).optimizer;
     CHECK(adam.lr == 0.001);
@@ -553,5 +554,21 @@ TEST_SUITE("job_config") {
                       {"/cluster", "pipelines and ensembles"});
     check_one_problem({{"cluster", {{"nodes", 1}}}, {"ensemble", {{"members", 2}}}},
                       {"/cluster", "pipelines and ensembles"});
+  }
+
+  TEST_CASE("threads_per_replica: the job's, or the cores shared among this process's workers") {
+    const auto threads = [](const json& parallelism, unsigned cores) {
+      return intra_op_threads(parse_job({{"parallelism", parallelism}}), cores);
+    };
+    CHECK(threads({{"replicas", 1}}, 8) == 8);
+    CHECK(threads({{"replicas", 3}}, 8) == 2);
+    CHECK(threads({{"replicas", 4}}, 2) == 1);  // never 0, however many replicas
+    CHECK(threads({{"replicas", 1}}, 0) == 1);  // the machine did not say
+    CHECK(threads({{"replicas", 2}, {"stages", 2}, {"micro_batches", 2}}, 8) == 2);
+    CHECK(threads({{"replicas", 1}, {"threads_per_replica", 3}}, 8) == 3);
+    auto over_nodes = parse_job({{"parallelism", {{"replicas", 2}}}, {"cluster", {{"nodes", 2}}}});
+    CHECK(intra_op_threads(over_nodes, 8) == 1);  // the node processes offer their own
+    // Not written back: the resolved job of a run made elsewhere leaves the choice to its plan.
+    CHECK(!to_json(parse_job(json::object()))["parallelism"].contains("threads_per_replica"));
   }
 }

@@ -58,7 +58,7 @@ step_job() {
  "data": {"type": "tensors", "train": "$tmp/step_train.pt", "test": "$tmp/step_test.pt"},
  "optimizer": {"type": "sgd", "lr": 1.0, "momentum": 0},
  "training": {"steps": 1, "batch_size": 64, "eval_interval": 0},
- "parallelism": {"policy": "sync", "replicas": $1}}
+ "parallelism": {"policy": "sync", "replicas": $1, "threads_per_replica": 1}}
 JSON
 }
 for replicas in 1 2; do
@@ -93,16 +93,19 @@ learns nodes 0.70 --set cluster.nodes=2 --local-nodes 2
 # The BatchNorm CNN as 2 pipelines of 2 stages with 2 micro-batches (each stage holds its
 # BatchNorm's statistics; the pipelines' are averaged like the replicas').
 learns pipeline 0.70 --set parallelism.stages=2 --set parallelism.micro_batches=2
-# ... and one pipeline of 2 stages without micro-batches is the same training as one replica.
+# ... and one pipeline of 2 stages without micro-batches is the same training as one replica,
+# each on one thread: the plan's choice would give the one replica both cores, and BatchNorm's
+# sums over 2 threads part from 1 thread's by 1e-4 in a step, which this CNN amplifies.
 expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/bn_one" --quiet \
-  --set parallelism.replicas=1
+  --set parallelism.replicas=1 --set parallelism.threads_per_replica=1
 expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/bn_staged" --quiet \
-  --set parallelism.replicas=1 --set parallelism.stages=2
+  --set parallelism.replicas=1 --set parallelism.stages=2 --set parallelism.threads_per_replica=1
 $py "$here/../python/compare_weights.py" "$tmp/bn_staged" "$tmp/bn_one" 1e-5 && pass ||
   fail "the BatchNorm CNN cut in 2 stages ended away from one replica"
 # Its checkpoints hold each stage's statistics: resumed from step 59, it ends bit for bit alike.
 expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/bn_cut" --quiet \
-  --set parallelism.replicas=1 --set parallelism.stages=2 --set checkpoint.every_steps=60
+  --set parallelism.replicas=1 --set parallelism.stages=2 --set parallelism.threads_per_replica=1 \
+  --set checkpoint.every_steps=60
 rm -rf "$tmp/bn_cut/checkpoints/step-119"
 printf 'step-59\n' >"$tmp/bn_cut/checkpoints/latest"
 expect 0 "succeeded" -- "$troupe" run --resume "$tmp/bn_cut" --quiet

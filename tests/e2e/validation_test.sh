@@ -13,10 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$(dirname "$0")/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
 
-if [ ! -f "$fashion/train-images-idx3-ubyte.gz" ]; then
-  echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
-  exit 77
-fi
+require_fashion_mnist
 
 out=$(timeout 300 "$troupe" run "$config" --out "$tmp/run" --quiet --set training.eval_interval=100 2>&1)
 [ $? -eq 0 ] && pass || fail "run: $out"

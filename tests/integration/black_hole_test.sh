@@ -23,10 +23,7 @@ if [ "${TROUPE_IN_NETNS:-}" != 1 ]; then
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
-if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-  echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
-  exit 77
-fi
+require_fashion_mnist
 ip link set lo up || { echo "skipped: cannot bring up loopback in the namespace"; exit 77; }
 if ! tc qdisc add dev lo root tbf rate 200mbit burst 64kb latency 100ms 2>"$tmp/tc.log"; then
   echo "skipped: no tbf queue here: $(cat "$tmp/tc.log")"

@@ -12,10 +12,7 @@ events=${2:-8}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 
-if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-  echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
-  exit 77
-fi
+require_fashion_mnist
 
 # An evaluation every 5 steps stretches the run (several seconds per 1000 steps) without
 # changing its weights; the run is long enough for every event to land while it trains, and the

@@ -24,10 +24,7 @@ seeds=${2:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 
-if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-  echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
-  exit 77
-fi
+require_fashion_mnist
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "/usr/bin/python3 has no torch: weights cannot be compared"
 
 tolerance=1e-5

@@ -23,10 +23,7 @@ source "$here/../lib/harness.sh"
 py=/usr/bin/python3
 data=/usr/share/datasets/fashion-mnist
 
-if [ ! -f $data/train-images-idx3-ubyte.gz ]; then
-  echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
-  exit 77
-fi
+require_fashion_mnist
 
 has() {  # has WHAT LOG PATTERN
   if grep -qF -- "$3" "$2"; then pass; else fail "$1: $2 lacks '$3'"$'\n'"$(tail -20 "$2")"; fi

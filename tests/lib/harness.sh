@@ -1,7 +1,7 @@
 # What the shell tests that start troupe processes share; sourced, after `set -uo pipefail`.
 # Gives: $tmp (a scratch folder, removed on exit), $pids (every process started, killed on
 # exit, pass or fail), pass/fail counters, and for processes: free_port, start, finish, check,
-# expect.
+# expect, require_fashion_mnist.
 
 tmp=$(mktemp -d)
 pids=()
@@ -15,6 +15,14 @@ failures=0
 passes=0
 pass() { passes=$((passes + 1)); }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# require_fashion_mnist: ends the test as skipped (77) where Debian's dataset is missing.
+require_fashion_mnist() {
+  if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
+    exit 77
+  fi
+}
 
 free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
