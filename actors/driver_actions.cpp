@@ -1,6 +1,7 @@
 // The run driver carrying out a strategy's actions (core/policy/step_strategy.hpp), one small
 // function per kind of action.
 #include "actors/run_driver_state.hpp"
+#include "core/collective/compact_encoding.hpp"
 #include "core/collective/sum_in_order.hpp"
 #include "core/run/run_ending.hpp"
 
@@ -8,6 +9,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <stdexcept>
 #include <utility>
 
 namespace troupe {
@@ -28,6 +30,35 @@ std::vector<at::Tensor> take_held(run_driver_state& st, const std::vector<int64_
   return parts;
 }
 
+// local_sgd: the weighted average of the replicas' weights, as it goes to them. Under
+// parallelism.compression weights handed in packed are the difference from the last average
+// (average_base), and so is the average sent back, unless a replica handed in whole (it lost
+// the base, or there is none yet): then the average goes whole and becomes the base.
+at::Tensor average_weights(run_driver_state& st, std::vector<at::Tensor> parts,
+                           const std::vector<double>& weights) {
+  const auto compression = st.plan->job.parallelism.compression;
+  bool whole = !st.average_base.defined();
+  for (auto& part : parts) {
+    if (!is_packed(part)) {
+      whole = true;
+    } else if (!st.average_base.defined()) {
+      throw std::runtime_error("a replica handed in packed weights before the first average");
+    } else {
+      part = st.average_base + unpack(part).view_as(st.average_base);
+    }
+  }
+  auto averaged = weighted_sum_in_order(parts, weights);
+  if (compression == compression_kind::none)
+    return averaged;
+  if (whole) {
+    st.average_base = averaged;
+    return averaged;
+  }
+  auto packed = pack(averaged - st.average_base, compression);
+  st.average_base = st.average_base + unpack(packed).view_as(st.average_base);
+  return packed;
+}
+
 void run(driver_pointer self, const act::combine& a) {
   auto& st = self->state;
   const auto start = std::chrono::steady_clock::now();
@@ -38,7 +69,7 @@ void run(driver_pointer self, const act::combine& a) {
       tell(self, st.roster->at(rank), update_atom_v, a.outcome, combined);
     return;
   }
-  auto averaged = weighted_sum_in_order(take_held(st, a.from, false), a.weights);
+  auto averaged = average_weights(st, take_held(st, a.from, false), a.weights);
   auto momenta = take_held(st, a.from, true);
   at::Tensor averaged_momenta;
   if (momenta.front().defined())

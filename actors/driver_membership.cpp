@@ -107,6 +107,7 @@ void start_regroup(driver_pointer self) {
   const auto& live = m.members.live();
   for (auto& h : st.held)
     h = {};
+  st.average_base = at::Tensor();  // the workers forget theirs with the membership note
   st.reduce_s = 0;
   m.round.emplace(epoch, live, 1);
   m.announced_epoch = epoch;

@@ -1,5 +1,6 @@
 #include "actors/parameter_server.hpp"
 
+#include "core/collective/compact_encoding.hpp"
 #include "core/train/replica_engine.hpp"
 #include "messages/error_code.hpp"
 
@@ -8,6 +9,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <map>
 
 namespace troupe {
 
@@ -15,6 +17,10 @@ struct parameter_server_state {
   context_ptr context;
   run_driver_actor driver;
   std::unique_ptr<replica_engine> engine;  ///< the master weights and optimizer
+  /// parallelism.compression: by worker, the weights it holds (what it was sent, as it decoded
+  /// them). A worker not here is sent the weights whole; one here, master - held, packed, so
+  /// what packing dropped goes out with the next hand-out.
+  std::map<caf::actor_addr, at::Tensor> held;
   static inline const char* name = "parameter_server";
 };
 
@@ -45,6 +51,23 @@ void evaluate(self_pointer self, int64_t step) {
     self->send(st.driver, snapshot_atom_v, step, int64_t{0}, engine.weights().clone());
 }
 
+// What a worker is sent: the master weights, or under parallelism.compression the change from
+// what it holds, packed.
+at::Tensor snapshot_for(parameter_server_state& st, const caf::actor_addr& worker) {
+  const auto& weights = engine_of(st).weights();
+  const auto compression = st.context->plan->job.parallelism.compression;
+  if (compression == compression_kind::none)
+    return weights.clone();
+  auto it = st.held.find(worker);
+  if (it == st.held.end()) {
+    st.held.emplace(worker, weights.clone());
+    return weights.clone();
+  }
+  auto packed = pack(weights - it->second, compression);
+  it->second += unpack(packed).view_as(it->second);
+  return packed;
+}
+
 parameter_server_actor::behavior_type parameter_server(self_pointer self, context_ptr context,
                                                        run_driver_actor driver) {
   // One intra-op thread: the server's figures equal the one-thread replica's, run after run.
@@ -55,12 +78,16 @@ parameter_server_actor::behavior_type parameter_server(self_pointer self, contex
       [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
   return {
       [self](apply_atom, double lr, const at::Tensor& gradient) {
-        engine_of(self->state).apply(gradient, lr);
+        auto& engine = engine_of(self->state);
+        if (is_packed(gradient))
+          engine.apply(unpack(gradient).view_as(engine.weights()), lr);
+        else
+          engine.apply(gradient, lr);
       },
       [self](hand_out_atom, const caf::actor& worker, int64_t version, int64_t step) {
         // A snapshot: the master weights change with the next push while the worker computes.
         self->send(caf::actor_cast<replica_worker_actor>(worker), params_atom_v, version, step,
-                   engine_of(self->state).weights().clone());
+                   snapshot_for(self->state, worker.address()));
       },
       [self](evaluate_atom, int64_t step) { evaluate(self, step); },
       [self](weights_atom) -> at::Tensor { return engine_of(self->state).weights().clone(); },

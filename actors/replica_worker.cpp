@@ -1,4 +1,5 @@
 #include "actors/replica_worker.hpp"
+#include "core/collective/compact_encoding.hpp"
 
 #include "actors/ring_exchange.hpp"
 #include "actors/worker_faults.hpp"
@@ -32,8 +33,15 @@ struct replica_worker_state {
   double apply_s = 0;              ///< local_sgd: of the step in flight, before its average
   double comm_s = 0;               ///< async: waited for the weights of the step in flight
   int64_t version = 0;             ///< async: version of the weights in hand
-  double loss = 0;                 ///< of the step in flight
-  int64_t samples = 0;             ///< of the step in flight
+  /// async with parallelism.compression: packs the pushed gradients, carrying each one's
+  /// encoding error into the next.
+  std::optional<error_feedback> push_encoder;
+  /// local_sgd with parallelism.compression: the last averaged weights, as the driver holds
+  /// them too. Weights are handed in as their difference from it, packed; undefined (hand them
+  /// in whole) until the first average and after anything else set the weights.
+  at::Tensor average_base;
+  double loss = 0;      ///< of the step in flight
+  int64_t samples = 0;  ///< of the step in flight
   /// Sync with a ring meeting: this replica's side of the ring all-reduce.
   std::optional<ring_exchange<replica_worker_actor>> ring;
   /// Which steps the driver released, which one runs, and which go into a checkpoint.
@@ -172,7 +180,12 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   at::Tensor momenta;
   if (schedule.averages_momenta_after(step))
     momenta = st.engine->momenta();
-  self->send(st.driver, average_atom_v, meta, st.engine->weights(), momenta);
+  const auto compression = st.plan->job.parallelism.compression;
+  if (compression == compression_kind::none || !st.average_base.defined())
+    self->send(st.driver, average_atom_v, meta, st.engine->weights(), momenta);
+  else
+    self->send(st.driver, average_atom_v, meta,
+               pack(st.engine->weights() - st.average_base, compression), momenta);
   st.apply_s = apply_s;
 }
 
@@ -195,7 +208,13 @@ void compute_step(self_pointer self, int64_t step) {
   // async: comm_s is how long this worker waited for the weights it just computed on.
   self->send(st.driver,
              step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
-  self->send(st.driver, push_atom_v, meta, st.version, st.engine->gradient());
+  const auto compression = st.plan->job.parallelism.compression;
+  if (compression == compression_kind::none)
+    return self->send(st.driver, push_atom_v, meta, st.version, st.engine->gradient());
+  if (!st.push_encoder)
+    st.push_encoder.emplace(compression);
+  self->send(st.driver, push_atom_v, meta, st.version,
+             st.push_encoder->encode(st.engine->gradient()));
 }
 
 // The messages that arrive with a result of someone else's: the combined gradient, the averaged
@@ -214,7 +233,17 @@ void on_averaged(self_pointer self, const update_meta& meta, const at::Tensor& w
   auto& st = self->state;
   const double comm_s = seconds_since(st.sent_at);
   const auto apply_start = clock_type::now();
-  st.engine->set_weights(weights);
+  if (is_packed(weights)) {
+    // The average's difference from the last one (actors/driver_actions): every replica adds
+    // the same to the same base, so they stay identical. Out of place: the base may be the
+    // tensor another replica in this process was sent.
+    if (!st.average_base.defined())
+      throw std::logic_error("packed averaged weights before a whole average");
+    st.average_base = st.average_base + unpack(weights).view_as(st.average_base);
+  } else if (st.plan->job.parallelism.compression != compression_kind::none) {
+    st.average_base = weights;
+  }
+  st.engine->set_weights(is_packed(weights) ? st.average_base : weights);
   if (momenta.defined())
     st.engine->set_momenta(momenta);
   finish_step(self, meta, comm_s, st.apply_s + seconds_since(apply_start));
@@ -224,7 +253,12 @@ void on_params(self_pointer self, int64_t version, int64_t step, const at::Tenso
   auto& st = self->state;
   st.comm_s = step > 0 ? seconds_since(st.sent_at) : 0.0;
   ensure_engine(st);
-  st.engine->set_weights(weights);
+  // Under parallelism.compression the server sends the first weights whole, then what changed
+  // since the last, packed (actors/parameter_server).
+  if (is_packed(weights))
+    st.engine->set_weights(st.engine->weights() + unpack(weights).view_as(st.engine->weights()));
+  else
+    st.engine->set_weights(weights);
   st.version = version;
   compute_step(self, step);
 }
@@ -240,6 +274,7 @@ void advance(self_pointer self) {
 void restore(self_pointer self, int64_t step, const at::Tensor& weights,
              const std::string& optimizer) {
   auto& st = self->state;
+  st.average_base = at::Tensor();  // the driver forgets its base too: hand in whole
   ensure_engine(st);
   st.engine->restore(weights, optimizer);
   st.pace.start_at(step + 1);
@@ -250,6 +285,7 @@ void restore(self_pointer self, int64_t step, const at::Tensor& weights,
 // sync it waits for a sum that will never come), and says which step it last applied.
 void on_membership(self_pointer self, const membership_note& note, const caf::actor& successor) {
   auto& st = self->state;
+  st.average_base = at::Tensor();  // the driver forgets its base too: hand in whole
   const auto it = std::find(note.live.begin(), note.live.end(), st.rank);
   if (it == note.live.end())
     return self->quit(protocol_violation("worker " + std::to_string(st.rank) +

@@ -86,7 +86,10 @@ struct run_driver_state {
   std::unique_ptr<step_strategy> strategy;
   std::optional<worker_roster> roster;
   std::optional<run_tracker> tracker;
-  std::vector<held_tensors> held;         ///< by rank
+  std::vector<held_tensors> held;  ///< by rank
+  /// local_sgd with parallelism.compression: the last average, as every replica holds it;
+  /// undefined (send the average whole) until the first and after a regroup.
+  at::Tensor average_base;
   parameter_server_actor server;          ///< when the plan has a parameter server
   double reduce_s = 0;                    ///< combining, since the last completed step
   bool training_done = false;             ///< the strategy said every step is complete

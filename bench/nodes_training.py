@@ -59,7 +59,8 @@ def timed_rate(out, warmup):
     return samples / (later[-1]["t"] - start["t"])
 
 
-def run(build, job, extra, warmup, work):
+def run(build, job, extra, warmup, work, full=False):
+    """samples/s of `troupe run JOB EXTRA` and its final train loss (`full`: its summary)."""
     out = os.path.join(work, f"run-{time.monotonic_ns()}")
     cmd = [os.path.join(build, "apps", "troupe"), "run", job, "--quiet", "--out", out] + extra
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=900)
@@ -67,7 +68,7 @@ def run(build, job, extra, warmup, work):
         summary = json.load(f)
     if summary["status"] != "succeeded":
         raise RuntimeError(f"{' '.join(cmd)}: {summary.get('error')}")
-    return timed_rate(out, warmup), summary["final_train_loss"]
+    return timed_rate(out, warmup), summary if full else summary["final_train_loss"]
 
 
 def main():

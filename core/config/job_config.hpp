@@ -130,6 +130,10 @@ struct training_config {
 
 enum class policy_kind { sync, local_sgd, async, schedule };
 
+/// How async pushes and hand-outs, and local_sgd averages, cross the wire
+/// (core/collective/compact_encoding).
+enum class compression_kind { none, bf16, int8 };
+
 /// One phase of a `schedule`: a policy (sync or local_sgd) for a number of steps.
 struct phase_config {
   policy_kind policy = policy_kind::sync;
@@ -154,6 +158,10 @@ struct parallelism_config {
   std::optional<int64_t> max_staleness;
   /// async only: apply a gradient of staleness k with lr / (1 + k).
   bool staleness_lr_scaling = false;
+  /// async and local_sgd: what crosses the wire in a compact encoding (core/collective/
+  /// compact_encoding): async's pushed gradients (with error feedback) and handed-out weights,
+  /// local_sgd's weights to average and the average. none sends float32 as is.
+  compression_kind compression = compression_kind::none;
   /// schedule only: the phases, in order; the run switches policy at each boundary
   /// without restarting any actor.
   std::vector<phase_config> phases;
@@ -266,6 +274,7 @@ const char* to_string(activation_kind x);
 const char* to_string(data_kind x);
 const char* to_string(optimizer_kind x);
 const char* to_string(policy_kind x);
+const char* to_string(compression_kind x);
 const char* to_string(lr_schedule_kind x);
 const char* to_string(monitor_metric x);
 const char* to_string(loss_kind x);

@@ -100,6 +100,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
   if (job.parallelism.policy == policy_kind::local_sgd) {
     parallelism["period"] = job.parallelism.period;
     parallelism["average_momenta"] = job.parallelism.average_momenta;
+    if (job.parallelism.compression != compression_kind::none)
+      parallelism["compression"] = to_string(job.parallelism.compression);
   }
   if (job.parallelism.policy == policy_kind::schedule) {
     json phases = json::array();
@@ -121,6 +123,9 @@ nlohmann::ordered_json to_json(const job_config& job) {
     if (job.parallelism.max_staleness)
       parallelism["max_staleness"] = *job.parallelism.max_staleness;
     parallelism["staleness_lr_scaling"] = job.parallelism.staleness_lr_scaling;
+    // The default is left out, so a resolved job of before the key reads the same.
+    if (job.parallelism.compression != compression_kind::none)
+      parallelism["compression"] = to_string(job.parallelism.compression);
   }
   if (job.parallelism.pipelined()) {
     parallelism["stages"] = job.parallelism.stages;

@@ -31,6 +31,7 @@ const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
 const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors", "csv"};
 const std::vector<std::string> optimizer_names{"sgd", "adam"};
 const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
+const std::vector<std::string> compression_names{"none", "bf16", "int8"};
 const std::vector<std::string> schedule_names{"gpipe", "1f1b"};
 const std::vector<std::string> lr_schedule_names{"constant", "step", "cosine", "one_cycle"};
 const std::vector<std::string> monitor_names{"validation_loss", "validation_accuracy"};
@@ -328,20 +329,23 @@ void read_pipeline(object_reader& r, parallelism_config& p) {
 
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
-    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling", "phases"});
+    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
+                 "compression", "phases"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   read_pipeline(r, p);
   if (p.policy == policy_kind::local_sgd) {
     r.integer("period", p.period, 1, 1000000);
     r.boolean("average_momenta", p.average_momenta);
+    read_enum(r, "compression", compression_names, p.compression);
     r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "period", "average_momenta"});
+              "split", "period", "average_momenta", "compression"});
   } else if (p.policy == policy_kind::async) {
     r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);
+    read_enum(r, "compression", compression_names, p.compression);
     r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "max_staleness", "staleness_lr_scaling"});
+              "split", "max_staleness", "staleness_lr_scaling", "compression"});
   } else if (p.policy == policy_kind::schedule) {
     auto phases = r.object_array("phases", 1, 1000);
     if (!r.has("phases"))
@@ -373,6 +377,10 @@ const char* to_string(data_kind x) {
 const char* to_string(optimizer_kind x) {
   return optimizer_names[static_cast<std::size_t>(x)].c_str();
 }
+const char* to_string(compression_kind x) {
+  return compression_names[static_cast<std::size_t>(x)].c_str();
+}
+
 const char* to_string(policy_kind x) {
   return policy_names[static_cast<std::size_t>(x)].c_str();
 }

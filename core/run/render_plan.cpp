@@ -16,7 +16,11 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
   out << "  policy: " << to_string(par.policy);
   if (par.policy == policy_kind::local_sgd)
     out << " (average every " << par.period << " steps"
-        << (par.average_momenta ? ", momenta too" : "") << ")";
+        << (par.average_momenta ? ", momenta too" : "")
+        << (par.compression != compression_kind::none
+                ? std::string(", weights ") + to_string(par.compression) + " on the wire"
+                : std::string())
+        << ")";
   if (par.policy == policy_kind::schedule) {
     for (const auto& ph : p.schedule.phases()) {
       out << (ph.first_step == 0 ? " [" : ", ") << "steps " << ph.first_step << ".."
@@ -29,7 +33,11 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
   if (par.policy == policy_kind::async)
     out << " (parameter server, max staleness "
         << (par.max_staleness ? std::to_string(*par.max_staleness) : std::string("unbounded"))
-        << (par.staleness_lr_scaling ? ", lr / (1 + staleness)" : "") << ")";
+        << (par.staleness_lr_scaling ? ", lr / (1 + staleness)" : "")
+        << (par.compression != compression_kind::none
+                ? std::string(", ") + to_string(par.compression) + " on the wire"
+                : std::string())
+        << ")";
   out << ", " << par.replicas << " replica(s) x ";
   if (par.stages > 1)
     out << par.stages << " stages x ";

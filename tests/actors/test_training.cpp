@@ -201,6 +201,48 @@ TEST_SUITE("training") {
     }
   }
 
+  TEST_CASE("compression: local_sgd and async in int8 and bf16 learn what float32 does, closely") {
+    // local_sgd: the replicas end on one model (the run's weights are replica 0's; every one
+    // adds the same packed average to the same base), near the float32 run's, yet not equal:
+    // the differences really were rounded.
+    auto job = test::small_job(2, 60);
+    job.parallelism.policy = policy_kind::local_sgd;
+    job.parallelism.period = 7;
+    auto data = test::small_data(job);
+    const auto plain = plan_and_run(job, data, {});
+    REQUIRE(plain.succeeded());
+    for (auto kind : {compression_kind::int8, compression_kind::bf16}) {
+      CAPTURE(std::string(to_string(kind)));
+      auto packed_job = job;
+      packed_job.parallelism.compression = kind;
+      const auto packed = plan_and_run(packed_job, data, {});
+      REQUIRE_MESSAGE(packed.succeeded(), packed.error);
+      CHECK(packed.steps == 60);
+      CHECK(*packed.test_accuracy > 0.9);
+      const double diff = max_abs_diff(plain.final_weights, packed.final_weights);
+      CHECK(diff > 0);
+      CHECK(diff < 5e-2);
+    }
+    // async, one replica, max_staleness 0: plain training but for the packing.
+    auto async = test::small_job(1, 40);
+    async.parallelism.policy = policy_kind::async;
+    async.parallelism.max_staleness = 0;
+    const auto exact = plan_and_run(async, data, {});
+    REQUIRE(exact.succeeded());
+    for (auto kind : {compression_kind::int8, compression_kind::bf16}) {
+      CAPTURE(std::string(to_string(kind)));
+      auto packed_job = async;
+      packed_job.parallelism.compression = kind;
+      const auto packed = plan_and_run(packed_job, data, {});
+      REQUIRE_MESSAGE(packed.succeeded(), packed.error);
+      CHECK(packed.steps == 40);
+      CHECK(*packed.test_accuracy >= *exact.test_accuracy - 0.02);
+      const double diff = max_abs_diff(exact.final_weights, packed.final_weights);
+      CHECK(diff > 0);
+      CHECK(diff < 5e-2);
+    }
+  }
+
   TEST_CASE("a failure under local_sgd is reported like under sync") {
     auto job = test::small_job(2, 50);
     job.parallelism.policy = policy_kind::local_sgd;

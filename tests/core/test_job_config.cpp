@@ -432,6 +432,24 @@ TEST_SUITE("job_config") {
     CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
   }
 
+  TEST_CASE("compression: async and local_sgd, one of none, bf16, int8; the default left out") {
+    check_one_problem({{"parallelism", {{"compression", "int8"}}}},
+                      {"/parallelism/compression", "unknown key"});
+    auto local = parse_job({{"parallelism", {{"policy", "local_sgd"}, {"compression", "bf16"}}}});
+    CHECK(local.parallelism.compression == compression_kind::bf16);
+    CHECK(to_json(local)["parallelism"]["compression"] == "bf16");
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"compression", "int4"}}}},
+                      {"/parallelism/compression", "int4"});
+    auto plain = parse_job({{"parallelism", {{"policy", "async"}}}});
+    CHECK(plain.parallelism.compression == compression_kind::none);
+    CHECK(!to_json(plain)["parallelism"].contains("compression"));
+    auto packed = parse_job({{"parallelism", {{"policy", "async"}, {"compression", "int8"}}}});
+    CHECK(packed.parallelism.compression == compression_kind::int8);
+    CHECK(to_json(packed)["parallelism"]["compression"] == "int8");
+    CHECK(parse_job(json::parse(to_json(packed).dump())).parallelism.compression ==
+          compression_kind::int8);
+  }
+
   TEST_CASE("schedule phases: policies, steps, per-phase keys, and adam across local_sgd -> sync") {
     const json ok = {{"parallelism",
                       {{"policy", "schedule"},

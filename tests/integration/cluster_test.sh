@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Integration tests of runs across processes: real `troupe coordinator` and `troupe node`
 # processes on 127.0.0.1 with free ports. Sync with 2 and 3 nodes, through shared memory and
-# over the network's ring, must give the in-process run's weights (<= 1e-6); async and local_sgd finish; wrong, missing and old-version nodes and
-# garbage bytes on the port are refused without disturbing the run; a killed node, a hung one
+# over the network's ring, must give the in-process run's weights (<= 1e-6), and so must local_sgd
+# (float32 and int8 on the wire); async (float32 and int8) finishes; wrong, missing and
+# old-version nodes and garbage bytes on the port are refused without disturbing the run; a killed node, a hung one
 # and a step that never completes end the run with a message naming them; nodes that do not
 # come, bad addresses and a token-less public listener are refused. Every process is bounded by
 # `timeout` and killed on exit, pass or fail. Needs Fashion-MNIST and /usr/bin/python3 with
@@ -173,6 +174,17 @@ start lsgd "$troupe" run "$tmp/job.json" --set parallelism.policy=local_sgd \
 finish $last_pid 90
 check "local_sgd --local-nodes 2" $status 0 "$tmp/lsgd.log" "succeeded"
 same_weights "local_sgd 2 nodes" "$tmp/local_lsgd" "$tmp/dist_lsgd"
+# parallelism.compression: weights and averages cross the wire packed in int8, and the run
+# computes what the same job computes in one process (the packing happens there too).
+"$troupe" run "$tmp/local.json" --set parallelism.policy=local_sgd --set parallelism.period=4 \
+  --set parallelism.compression=int8 --out "$tmp/local_lsgd8" --quiet >/dev/null 2>&1 ||
+  fail "in-process local_sgd int8 run"
+start lsgd8 "$troupe" run "$tmp/job.json" --set parallelism.policy=local_sgd \
+  --set parallelism.period=4 --set parallelism.compression=int8 --local-nodes 2 \
+  --out "$tmp/dist_lsgd8" --quiet
+finish $last_pid 90
+check "local_sgd int8 --local-nodes 2" $status 0 "$tmp/lsgd8.log" "succeeded"
+same_weights "local_sgd int8 2 nodes" "$tmp/local_lsgd8" "$tmp/dist_lsgd8"
 
 # A step timeout well inside the test's bound: a run that hangs (seen once in ~60 runs, not
 # reproduced since) then ends itself naming the workers it waits for, and the log says so.
@@ -183,6 +195,12 @@ finish $last_pid 90
 check "async --local-nodes 2" $status 0 "$tmp/async.log" "succeeded"
 [ "$status" -eq 0 ] || tail -n 20 "$tmp"/dist_async/nodes/*.log "$tmp"/dist_async/metrics.jsonl
 [ "$(summary_field "$tmp/dist_async" steps)" = 30 ] && pass || fail "async: not 30 steps"
+start async8 "$troupe" run "$tmp/job.json" --set parallelism.policy=async \
+  --set parallelism.compression=int8 --set cluster.step_timeout_s=30 --local-nodes 2 \
+  --out "$tmp/dist_async8" --quiet
+finish $last_pid 90
+check "async int8 --local-nodes 2" $status 0 "$tmp/async8.log" "succeeded"
+[ "$(summary_field "$tmp/dist_async8" steps)" = 30 ] && pass || fail "async int8: not 30 steps"
 
 # --- intruders: wrong token, no token, another version, garbage bytes; the run goes on -------
 port=$(free_port)
