@@ -1,5 +1,7 @@
 #include "core/optim/optimizer_bytes.hpp"
 
+#include "core/optim/optimizer_state_key.hpp"
+
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
@@ -17,23 +19,10 @@ namespace {
 constexpr std::string_view magic = "troupe-optim-v1\n";
 constexpr uint8_t sgd_kind = 0, adam_kind = 1;
 
-// The key of a parameter's state: LibTorch 1.x keys by the TensorImpl's address printed as a
-// string, 2.x by the address itself (GPU builds use a 2.x LibTorch).
-template <class Key>
-Key state_key(const at::Tensor& param) {
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream out;
-    out << param.unsafeGetTensorImpl();
-    return out.str();
-  } else {
-    return param.unsafeGetTensorImpl();
-  }
-}
-
 template <class Optimizer>
 auto key_of(const Optimizer& optimizer, const at::Tensor& param) {
   using map = std::decay_t<decltype(optimizer.state())>;
-  return state_key<typename map::key_type>(param);
+  return optimizer_state_key<typename map::key_type>(param);
 }
 
 class writer {

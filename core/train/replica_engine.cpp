@@ -5,6 +5,7 @@
 #include "core/model/random_draws.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
+#include "core/optim/optimizer_state_key.hpp"
 #include "core/train/loss.hpp"
 
 #include <ATen/ATen.h>
@@ -134,26 +135,13 @@ void replica_engine::restore(const at::Tensor& flat, const std::string& optimize
 
 namespace {
 
-// The key of a parameter's optimizer state: LibTorch 1.x keys by the TensorImpl's address
-// printed as a string, 2.x by the address itself (GPU builds use a 2.x LibTorch).
-template <class Key>
-Key state_key(const at::Tensor& param) {
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream out;
-    out << param.unsafeGetTensorImpl();
-    return out.str();
-  } else {
-    return param.unsafeGetTensorImpl();
-  }
-}
-
 // SGD keeps one momentum buffer per parameter, created at its first step.
 torch::optim::SGDParamState* momentum_state(torch::optim::Optimizer& optimizer,
                                             const at::Tensor& param) {
   auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
   TORCH_CHECK(sgd != nullptr, "momentum averaging needs the sgd optimizer");
   using state_map = std::decay_t<decltype(sgd->state())>;
-  auto it = sgd->state().find(state_key<typename state_map::key_type>(param));
+  auto it = sgd->state().find(optimizer_state_key<typename state_map::key_type>(param));
   if (it == sgd->state().end())
     return nullptr;
   return static_cast<torch::optim::SGDParamState*>(it->second.get());

@@ -1,0 +1,25 @@
+// The key LibTorch's optimizers file a parameter's state under, whichever LibTorch is built in.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+namespace troupe {
+
+/// LibTorch 1.x keys a parameter's optimizer state by its TensorImpl's address printed as a
+/// string, 2.x by the address itself (GPU builds use a 2.x LibTorch): `Key` is the state map's.
+template <class Key>
+Key optimizer_state_key(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream out;
+    out << param.unsafeGetTensorImpl();
+    return out.str();
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
+}
+
+}  // namespace troupe
