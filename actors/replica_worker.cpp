@@ -1,9 +1,9 @@
 #include "actors/replica_worker.hpp"
-#include "core/collective/compact_encoding.hpp"
 
 #include "actors/ring_exchange.hpp"
 #include "actors/worker_faults.hpp"
 #include "core/checkpoint/state_transfer.hpp"
+#include "core/collective/compact_encoding.hpp"
 #include "core/policy/step_pace.hpp"
 #include "core/run/replica_digests.hpp"
 #include "core/train/replica_engine.hpp"

@@ -55,6 +55,12 @@ run_mode mode_of(const job_config& job) {
   return job.parallelism.pipelined() ? run_mode::pipeline : run_mode::replicas;
 }
 
+// The actors that compute in this process: every replica's stages, or an ensemble's one
+// (its members train one at a time).
+int64_t workers_in_process(const job_config& job) {
+  return mode_of(job) == run_mode::ensemble ? 1 : job.parallelism.replicas * job.parallelism.stages;
+}
+
 // The one place that decides where a sync step's gradients meet; workers and driver both read
 // the answer from the plan.
 gradient_meeting meeting_of(const run_plan& p) {
@@ -320,7 +326,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
     describe_script(p, inventory);
   else
     describe_builtin(p, inventory);
-  p.workers = p.mode == run_mode::ensemble ? 1 : job.parallelism.replicas * job.parallelism.stages;
+  p.workers = workers_in_process(job);
   p.gradients = meeting_of(p);
   p.ring_bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));
@@ -339,8 +345,7 @@ int64_t intra_op_threads(const job_config& job, unsigned hardware_threads) {
     return par.threads_per_replica;
   if (job.cluster.enabled())
     return 1;
-  const int64_t workers = mode_of(job) == run_mode::ensemble ? 1 : par.replicas * par.stages;
-  return std::max<int64_t>(1, static_cast<int64_t>(hardware_threads) / workers);
+  return std::max<int64_t>(1, static_cast<int64_t>(hardware_threads) / workers_in_process(job));
 }
 
 std::vector<std::pair<std::string, at::Tensor>> named_weights(const run_plan& plan,
