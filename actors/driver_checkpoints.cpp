@@ -51,15 +51,21 @@ void ask_for_checkpoint(driver_pointer self, int64_t step) {
     tell(self, st.roster->at(part), checkpoint_atom_v, step);
 }
 
-// Sends every replica worker (compute, s), announcing a checkpoint first when one is due after s.
-void release_one(driver_pointer self, int64_t s, bool checkpoint) {
+// Releases `steps` (in order) to every replica worker: a checkpoint due after one of them is
+// announced first (after the last one: `checkpoint_last`), then one (compute, last step), which
+// releases every step before it too (step_pace).
+void release_block(driver_pointer self, const std::vector<int64_t>& steps, bool checkpoint_last) {
+  if (steps.empty())
+    return;
   auto& st = self->state;
-  // A checkpoint announced before a regroup is announced again: the workers forgot it then.
-  if (checkpoint || st.pending_checkpoints.count(s) > 0 ||
-      (st.checkpoints && st.checkpoints->due(s, st.tracker->elapsed_s())))
-    ask_for_checkpoint(self, s);
+  for (auto s : steps) {
+    // A checkpoint announced before a regroup is announced again: the workers forgot it then.
+    if ((checkpoint_last && s == steps.back()) || st.pending_checkpoints.count(s) > 0 ||
+        (st.checkpoints && st.checkpoints->due(s, st.tracker->elapsed_s())))
+      ask_for_checkpoint(self, s);
+  }
   for (auto r : live_ranks(st))
-    tell(self, st.roster->at(r), compute_atom_v, s);
+    tell(self, st.roster->at(r), compute_atom_v, steps.back());
 }
 
 void record_written(driver_pointer self, const std::vector<checkpoint_written>& written) {
@@ -87,11 +93,11 @@ void stop_with_checkpoint(driver_pointer self, int64_t completed) {
   const auto last = st.release->release_last();
   if (!last || st.plan->rules.is_last(*last)) {
     if (last)
-      release_one(self, *last, false);
+      release_block(self, {*last}, false);
     return;  // every step runs: the run simply completes
   }
   st.stop_at = *last;
-  release_one(self, *last, true);
+  release_block(self, {*last}, true);
 }
 
 // The parts a checkpoint waits for: with replicas, one per live replica where each keeps its own
@@ -174,17 +180,18 @@ void release_steps(driver_pointer self, const act::compute& a) {
       tell(self, st.roster->at(rank), compute_atom_v, a.step);
     return;
   }
-  for (auto s : st.release->start(a.step))
-    release_one(self, s, false);
+  release_block(self, st.release->start(a.step), false);
 }
 
 void after_step_complete(driver_pointer self, int64_t step) {
   auto& st = self->state;
   if (st.writer)
     record_written(self, st.writer->finished());
-  if (st.release)
-    if (auto next = st.release->on_complete(step))
-      release_one(self, *next, false);
+  if (st.release) {
+    const auto pace = release_pace_for(st.tracker->last_step_s());
+    st.release->set_pace(pace.window, pace.block);
+    release_block(self, st.release->on_complete(step), false);
+  }
   if (!st.release && st.checkpoints && !st.stop_at &&
       st.checkpoints->due(step, st.tracker->elapsed_s()))
     ask_for_checkpoint(self, step);

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
+#include <vector>
 
 namespace troupe {
 
@@ -54,6 +56,11 @@ struct replica_worker_state {
   /// A state handed over to this worker, chunk by chunk (a replacement, or a survivor behind).
   std::optional<state_assembler> incoming;
   int64_t dropped = 0;  ///< ring chunks of another epoch, dropped
+  /// Whether the driver runs in another process. Its step reports then wait here to go as a
+  /// block (see report_step).
+  bool remote_driver = false;
+  std::vector<step_stats> unsent;        ///< step reports not sent yet, in step order
+  clock_type::time_point last_step_end;  ///< when the last step ended (or the first began)
   static inline const char* name = "replica_worker";
 };
 
@@ -63,6 +70,39 @@ using self_pointer = replica_worker_actor::stateful_pointer<replica_worker_state
 
 double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+void send_unsent_reports(self_pointer self) {
+  auto& st = self->state;
+  if (st.unsent.empty())
+    return;
+  if (st.unsent.size() == 1)
+    self->send(st.driver, st.unsent.front());
+  else
+    self->send(st.driver, st.unsent);
+  st.unsent.clear();
+}
+
+// Everything this worker tells the driver goes after the step reports it holds back, so that
+// the driver sees its steps in the order they ran.
+template <class... Ts>
+void tell_driver(self_pointer self, Ts&&... xs) {
+  send_unsent_reports(self);
+  self->send(self->state.driver, std::forward<Ts>(xs)...);
+}
+
+// A step's report. Short steps' reports to a driver in another process go a block at a time
+// (as the driver releases them: core/policy/step_release.hpp): each message crosses both
+// processes' multiplexers and wakes threads on the cores that train. A report that must arrive
+// now (`now`: the driver waits for what follows it) goes at once, with the ones held before
+// it; so do the held ones when the worker has no released step left to run (advance).
+void report_step(self_pointer self, const step_stats& stats, bool now) {
+  auto& st = self->state;
+  st.unsent.push_back(stats);
+  const bool hold = !now && st.remote_driver && stats.span_s < short_step_s &&
+                    static_cast<int64_t>(st.unsent.size()) < release_block_steps;
+  if (!hold)
+    send_unsent_reports(self);
 }
 
 // Built lazily, in a handler, so that its exceptions reach the exception handler, and on the
@@ -78,6 +118,8 @@ void ensure_engine(replica_worker_state& st) {
                                        st.rank, device.is_cuda() ? st.device.get() : nullptr);
   if (st.context->reduction)
     st.context->reduction->attach(st.rank, st.engine->gradient());
+  if (st.context->host)  // backward writes where the other processes sum
+    st.engine->move_gradient_into(st.context->host->slot_tensor(st.rank));
 }
 
 // The weights as they are now, on the host, owned by the message (the engine goes on).
@@ -88,24 +130,30 @@ at::Tensor cpu_copy(const replica_engine& engine) {
 // After the step's exchange (if any): report, evaluate if asked, then go on or hand in weights.
 void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, double apply_s) {
   auto& st = self->state;
-  self->send(st.driver,
-             step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s});
+  const bool checkpoint = st.pace.finish(outcome.step);
+  const auto now = clock_type::now();
+  const double span_s = std::chrono::duration<double>(now - st.last_step_end).count();
+  st.last_step_end = now;
+  report_step(
+      self,
+      step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s, span_s},
+      outcome.evaluate || checkpoint || outcome.last);
   if (st.context->reduction)  // in the driver's mailbox now: a failing replica may go on
     st.context->reduction->reported(st.rank, outcome.step);
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
     const auto r = st.engine->evaluate();
-    self->send(st.driver, eval_report{st.rank, outcome.step, r.loss_sum, r.metric_sum, r.count,
-                                      seconds_since(eval_start), st.live});
+    tell_driver(self, eval_report{st.rank, outcome.step, r.loss_sum, r.metric_sum, r.count,
+                                  seconds_since(eval_start), st.live});
     // Replicas hold the same weights at an evaluation: the first live one's stand for all.
     if (st.position == 0 && st.plan->snapshots())
-      self->send(st.driver, snapshot_atom_v, outcome.step, int64_t{0}, cpu_copy(*st.engine));
+      tell_driver(self, snapshot_atom_v, outcome.step, int64_t{0}, cpu_copy(*st.engine));
   }
-  if (st.pace.finish(outcome.step))
-    self->send(st.driver, checkpoint_atom_v, outcome.step, st.rank, cpu_copy(*st.engine),
-               st.engine->optimizer_state());
+  if (checkpoint)
+    tell_driver(self, checkpoint_atom_v, outcome.step, st.rank, cpu_copy(*st.engine),
+                st.engine->optimizer_state());
   if (outcome.last)
-    self->send(st.driver, weights_atom_v, st.rank, cpu_copy(*st.engine));
+    tell_driver(self, weights_atom_v, st.rank, cpu_copy(*st.engine));
   else
     // Through the mailbox rather than a direct call, so that an exit request (another worker
     // failed) or a checkpoint announcement is seen between two steps.
@@ -160,7 +208,7 @@ void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
     case gradient_meeting::driver:
       // The driver reads the gradient on another thread: it must be complete when it leaves.
       st.device->finish_work();
-      self->send(st.driver, gradient_atom_v, meta, st.engine->gradient());
+      tell_driver(self, gradient_atom_v, meta, st.engine->gradient());
       return;
   }
 }
@@ -182,10 +230,10 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
     momenta = st.engine->momenta();
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none || !st.average_base.defined())
-    self->send(st.driver, average_atom_v, meta, st.engine->weights(), momenta);
+    tell_driver(self, average_atom_v, meta, st.engine->weights(), momenta);
   else
-    self->send(st.driver, average_atom_v, meta,
-               pack(st.engine->weights() - st.average_base, compression), momenta);
+    tell_driver(self, average_atom_v, meta,
+                pack(st.engine->weights() - st.average_base, compression), momenta);
   st.apply_s = apply_s;
 }
 
@@ -206,15 +254,13 @@ void compute_step(self_pointer self, int64_t step) {
   if (policy == policy_kind::local_sgd)
     return step_locally(self, step, meta);
   // async: comm_s is how long this worker waited for the weights it just computed on.
-  self->send(st.driver,
-             step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
+  tell_driver(self, step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none)
-    return self->send(st.driver, push_atom_v, meta, st.version, st.engine->gradient());
+    return tell_driver(self, push_atom_v, meta, st.version, st.engine->gradient());
   if (!st.push_encoder)
     st.push_encoder.emplace(compression);
-  self->send(st.driver, push_atom_v, meta, st.version,
-             st.push_encoder->encode(st.engine->gradient()));
+  tell_driver(self, push_atom_v, meta, st.version, st.push_encoder->encode(st.engine->gradient()));
 }
 
 // The messages that arrive with a result of someone else's: the combined gradient, the averaged
@@ -268,6 +314,8 @@ void advance(self_pointer self) {
   auto& st = self->state;
   if (st.pace.may_start())
     compute_step(self, st.pace.begin());
+  else
+    send_unsent_reports(self);  // the driver releases more once it knows where this one is
 }
 
 // A checkpoint's state for this rank: the run resumes after `step`.
@@ -302,7 +350,7 @@ void on_membership(self_pointer self, const membership_note& note, const caf::ac
     ring_of(st).link(caf::actor_cast<replica_worker_actor>(successor));
   st.incoming.reset();
   st.pace.regroup();
-  self->send(st.driver, membership_atom_v, st.epoch, st.rank, st.pace.next() - 1, true);
+  tell_driver(self, membership_atom_v, st.epoch, st.rank, st.pace.next() - 1, true);
 }
 
 // The driver asks for this worker's state now, to hand it to others.
@@ -311,8 +359,8 @@ void hand_over(self_pointer self, int64_t epoch) {
   if (epoch != st.epoch)
     return;  // a regroup that was overtaken by another
   ensure_engine(st);
-  self->send(st.driver, handover_atom_v, epoch, st.rank, st.pace.next() - 1, cpu_copy(*st.engine),
-             st.engine->optimizer_state());
+  tell_driver(self, handover_atom_v, epoch, st.rank, st.pace.next() - 1, cpu_copy(*st.engine),
+              st.engine->optimizer_state());
 }
 
 // After a join the driver checks that the replicas agree: a digest of this worker's weights,
@@ -322,8 +370,8 @@ void report_digest(self_pointer self, int64_t epoch) {
   if (epoch != st.epoch)
     return;  // a check that a regroup overtook
   ensure_engine(st);
-  self->send(st.driver, digest_atom_v, epoch, st.rank, st.pace.next() - 1,
-             weights_digest(st.engine->weights()));
+  tell_driver(self, digest_atom_v, epoch, st.rank, st.pace.next() - 1,
+              weights_digest(st.engine->weights()));
 }
 
 // A chunk of the state this worker takes over; once all are in and check out, it adopts it.
@@ -351,7 +399,7 @@ void on_state_chunk(self_pointer self, const state_chunk& c) {
                                          " refused the state it was handed: " + problem));
   st.engine->restore(weights, optimizer);
   st.pace.start_at(c.step + 1);
-  self->send(st.driver, taken_atom_v, st.epoch, st.rank, c.step);
+  tell_driver(self, taken_atom_v, st.epoch, st.rank, c.step);
 }
 
 // The evaluation after `step` again, over the live replicas' new shares (a lost worker's shard
@@ -361,10 +409,10 @@ void evaluate_again(self_pointer self, int64_t step) {
   ensure_engine(st);
   const auto start = clock_type::now();
   const auto r = st.engine->evaluate();
-  self->send(st.driver, eval_report{st.rank, step, r.loss_sum, r.metric_sum, r.count,
-                                    seconds_since(start), st.live});
+  tell_driver(self, eval_report{st.rank, step, r.loss_sum, r.metric_sum, r.count,
+                                seconds_since(start), st.live});
   if (st.position == 0 && st.plan->snapshots())
-    self->send(st.driver, snapshot_atom_v, step, int64_t{0}, cpu_copy(*st.engine));
+    tell_driver(self, snapshot_atom_v, step, int64_t{0}, cpu_copy(*st.engine));
 }
 
 // What this worker is doing, for the driver's step watchdog.
@@ -395,6 +443,8 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
   st.position = rank;
   st.live = st.plan->job.parallelism.replicas;
   st.driver = std::move(driver);
+  st.remote_driver = st.driver.node() != self->node();
+  st.last_step_end = clock_type::now();
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
     auto error = make_error_from_exception(ep);
     // The other replicas would wait for this one's gradient for ever.
@@ -485,7 +535,7 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
       },
       [self, trusted](probe_atom) {
         if (sender_trusted(self, trusted))
-          self->send(self->state.driver, probe_atom_v, probe(self->state));
+          tell_driver(self, probe_atom_v, probe(self->state));
       },
   };
 }

@@ -5,6 +5,7 @@
 #include "actors/run_driver_state.hpp"
 #include "actors/stage_worker.hpp"
 #include "core/checkpoint/run_checkpoint.hpp"
+#include "core/policy/step_pace.hpp"
 #include "core/run/make_strategy.hpp"
 #include "core/run/run_ending.hpp"
 #include "gpu/worker_device.hpp"
@@ -154,6 +155,13 @@ void hold(driver_pointer self, int64_t rank, at::Tensor tensor, at::Tensor momen
   self->state.held[static_cast<std::size_t>(rank)] = {std::move(tensor), std::move(momenta)};
 }
 
+void on_step_stats(driver_pointer self, const step_stats& s) {
+  if (!accept(self, s.worker, s.step, "step stats"))
+    return;
+  self->state.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
+  execute(self, self->state.strategy->on_report({s.worker, s.step, s.loss, s.samples, s.span_s}));
+}
+
 void on_eval_report(driver_pointer self, const eval_report& e) {
   auto& st = self->state;
   if (!st.plan->rules.evaluates_after(e.step))
@@ -204,11 +212,16 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
         execute(self,
                 self->state.strategy->on_push(arrival_of(meta), self->state.tracker->elapsed_s()));
       },
-      [self](const step_stats& s) {
-        if (!accept(self, s.worker, s.step, "step stats"))
-          return;
-        self->state.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
-        execute(self, self->state.strategy->on_report({s.worker, s.step, s.loss, s.samples}));
+      [self](const step_stats& s) { on_step_stats(self, s); },
+      [self](const std::vector<step_stats>& block) {
+        // A worker in another process reports its steps in blocks of at most a release
+        // window's (actors/replica_worker.cpp).
+        if (block.empty() || static_cast<int64_t>(block.size()) > release_block_steps)
+          return fail_protocol(self, "a block of " + std::to_string(block.size()) +
+                                         " step reports; a worker sends 1 to " +
+                                         std::to_string(release_block_steps));
+        for (const auto& s : block)
+          on_step_stats(self, s);
       },
       [self](const stage_stats& s) {
         if (!accept(self, s.worker, s.step, "stage stats"))

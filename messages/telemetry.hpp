@@ -16,12 +16,13 @@ struct step_stats {
   double compute_s = 0;  ///< forward + backward
   double comm_s = 0;     ///< gradient sent -> combined gradient received
   double apply_s = 0;    ///< copy in + optimizer step
+  double span_s = 0;     ///< since the end of the worker's previous step (0: not measured)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_stats& x) {
   return f(caf::meta::type_name("step_stats"), x.worker, x.step, x.loss, x.samples, x.compute_s,
-           x.comm_s, x.apply_s);
+           x.comm_s, x.apply_s, x.span_s);
 }
 
 struct eval_report {

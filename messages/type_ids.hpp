@@ -15,6 +15,8 @@
 #include <caf/atom.hpp>
 #include <caf/type_id.hpp>
 
+#include <vector>
+
 // Tensors travel by handle inside a process and as checked bytes between processes
 // (messages/tensor_wire.hpp). A run report only ever goes to the local caller of a run: marking
 // it unsafe keeps CAF from trying to serialize it, so a remote send would fail loudly.
@@ -24,6 +26,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(troupe, (troupe::gradient_meta))
 CAF_ADD_TYPE_ID(troupe, (troupe::update_meta))
 CAF_ADD_TYPE_ID(troupe, (troupe::step_stats))
+CAF_ADD_TYPE_ID(troupe, (std::vector<troupe::step_stats>))
 CAF_ADD_TYPE_ID(troupe, (troupe::eval_report))
 CAF_ADD_TYPE_ID(troupe, (at::Tensor))
 CAF_ADD_TYPE_ID(troupe, (troupe::run_report))

@@ -285,22 +285,29 @@ void host_reduction::all_reduce(int64_t rank, const at::Tensor& buffer) {
     me.pid_ns.store(own_pid_namespace(), std::memory_order_relaxed);
     me.pid.store(::getpid(), std::memory_order_release);
   }
-  const auto view = [&](int64_t r) {
-    return at::from_blob(slot(r), {spec_.numel}, at::TensorOptions().dtype(at::kFloat));
-  };
-  auto mine = view(rank);
-  mine.copy_(buffer);
+  auto mine = slot_tensor(rank);
+  const bool in_slot = buffer.data_ptr() == mine.data_ptr();
+  if (!in_slot)
+    mine.copy_(buffer);
   wait_for_all(rank);  // every slot holds its rank's gradient
   const auto& s = slices_[static_cast<std::size_t>(rank)];
   if (s.count > 0 && spec_.ranks > 1) {
-    auto sum = view(0).narrow(0, s.offset, s.count);
+    auto sum = slot_tensor(0).narrow(0, s.offset, s.count);
     for (int64_t r = 1; r < spec_.ranks; ++r)
-      sum.add_(view(r).narrow(0, s.offset, s.count));
+      sum.add_(slot_tensor(r).narrow(0, s.offset, s.count));
     for (int64_t r = 1; r < spec_.ranks; ++r)
-      view(r).narrow(0, s.offset, s.count).copy_(sum);
+      slot_tensor(r).narrow(0, s.offset, s.count).copy_(sum);
   }
   wait_for_all(rank);  // every slice is summed into every slot
-  buffer.copy_(mine);
+  if (!in_slot)
+    buffer.copy_(mine);
+}
+
+at::Tensor host_reduction::slot_tensor(int64_t rank) const {
+  if (rank < 0 || rank >= spec_.ranks)
+    throw std::invalid_argument("host_reduction: rank " + std::to_string(rank) + " of " +
+                                std::to_string(spec_.ranks));
+  return at::from_blob(slot(rank), {spec_.numel}, at::TensorOptions().dtype(at::kFloat));
 }
 
 std::string new_segment_name() {

@@ -69,9 +69,14 @@ class host_reduction {
   /// zero when the ranks' threads outnumber the cores. Call before the first all_reduce.
   void set_spin(std::chrono::microseconds spin);
 
-  /// Sums `buffer` (rank `rank`'s contiguous float32 gradient of numel elements) with every
-  /// other rank's, in place. Every rank calls it once per step. Throws barrier_aborted when
-  /// the reduction was aborted or a rank's process is gone, std::invalid_argument for a bad
+  /// Rank `rank`'s slot, [numel] float32 in the segment, valid as long as this object. A rank
+  /// whose gradient lives there (flat_parameters::move_grads_into) is summed with no copy into
+  /// the segment and none back.
+  at::Tensor slot_tensor(int64_t rank) const;
+
+  /// Sums `buffer` (rank `rank`'s contiguous float32 gradient of numel elements, or its slot)
+  /// with every other rank's, in place. Every rank calls it once per step. Throws barrier_aborted
+  /// when the reduction was aborted or a rank's process is gone, std::invalid_argument for a bad
   /// buffer or rank.
   void all_reduce(int64_t rank, const at::Tensor& buffer);
 

@@ -4,6 +4,9 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace troupe {
 namespace {
 
@@ -44,10 +47,11 @@ flat_parameters::flat_parameters(const named_tensors& parameters, const named_te
     // set_data keeps the parameter's identity (the optimizer and module still hold it) while
     // its storage becomes the slice of the flat buffer.
     param.set_data(weight_view);
-    param.mutable_grad() = grads_.narrow(0, offset, n).view(param.sizes());
+    parameters_.push_back(param);
     layout_.emplace_back(name, param.sizes().vec());
     offset += n;
   }
+  bind_grads();
   for (const auto& [name, buffer] : buffers) {
     TORCH_CHECK(buffer.scalar_type() == at::kFloat || buffer.scalar_type() == at::kLong,
                 "flat_parameters: buffer ", name, " is neither float32 nor int64");
@@ -55,6 +59,26 @@ flat_parameters::flat_parameters(const named_tensors& parameters, const named_te
     layout_.emplace_back(name, buffer.sizes().vec());
   }
   gather_buffers(1.0);
+}
+
+void flat_parameters::bind_grads() {
+  int64_t offset = 0;
+  for (auto& param : parameters_) {
+    const int64_t n = param.numel();
+    param.mutable_grad() = grads_.narrow(0, offset, n).view(param.sizes());
+    offset += n;
+  }
+}
+
+void flat_parameters::move_grads_into(at::Tensor storage) {
+  if (!storage.defined() || storage.dim() != 1 || storage.numel() != size() ||
+      !storage.is_contiguous() || storage.scalar_type() != at::kFloat ||
+      storage.device() != grads_.device())
+    throw std::invalid_argument("flat_parameters: gradient storage must be a contiguous float32 [" +
+                                std::to_string(size()) + "] on " + grads_.device().str());
+  storage.copy_(grads_);
+  grads_ = std::move(storage);
+  bind_grads();
 }
 
 void flat_parameters::gather_buffers(double share) {

@@ -42,6 +42,12 @@ class flat_parameters {
   /// [size] views: writing into them writes the module's parameters / gradients.
   const at::Tensor& weights() const { return weights_; }
   const at::Tensor& grads() const { return grads_; }
+  /// Makes `storage` (contiguous float32 [size], on the buffers' device) the gradient buffer:
+  /// the gradient so far is copied into it and every parameter's gradient becomes a view of
+  /// it. Whoever owns `storage` keeps it alive as long as this object (host_reduction's
+  /// shared-memory slot: the gradient is then summed where backward leaves it, no copy in or
+  /// out). Throws std::invalid_argument for storage of another shape, type or device.
+  void move_grads_into(at::Tensor storage);
   /// The parameters' part of grads(), what clipping and the optimizer act on.
   at::Tensor parameter_grads() const { return grads_.narrow(0, 0, parameter_count_); }
 
@@ -59,9 +65,13 @@ class flat_parameters {
   const tensor_layout& layout() const { return layout_; }
 
  private:
+  /// Points each parameter's gradient at its slice of grads_.
+  void bind_grads();
+
   at::Tensor weights_;
   at::Tensor grads_;
   int64_t parameter_count_ = 0;
+  std::vector<at::Tensor> parameters_;  ///< the module's, sharing their TensorImpl
   std::vector<at::Tensor> buffers_;
   tensor_layout layout_;
 };

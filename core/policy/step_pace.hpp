@@ -16,6 +16,13 @@ namespace troupe {
 /// not wait for its next release while the driver handles the step it just finished, few
 /// enough that reports pile up by at most this many steps.
 inline constexpr int64_t release_window = 4;
+/// Steps shorter than this go a block of release_block_steps at a time: the driver releases
+/// them so, and a worker in another process reports them so (step_release.hpp says why).
+/// Longer steps go one by one: a stop request then waits for at most release_window of them.
+inline constexpr double short_step_s = 0.005;
+inline constexpr int64_t release_block_steps = 8;
+/// The window while blocks go: one block running, the next on its way.
+inline constexpr int64_t block_release_window = 2 * release_block_steps;
 
 class step_pace {
  public:

@@ -1,9 +1,28 @@
 #include "core/policy/step_release.hpp"
 
+#include "core/policy/step_pace.hpp"
+
+#include <stdexcept>
+#include <string>
+
 namespace troupe {
 
-step_release::step_release(int64_t total_steps, int64_t window)
-    : total_steps_(total_steps), window_(window) {}
+step_release::step_release(int64_t total_steps, int64_t window, int64_t block)
+    : total_steps_(total_steps), window_(window), block_(block) {
+  check_pace(window, block);
+}
+
+void step_release::check_pace(int64_t window, int64_t block) {
+  if (window < 1 || block < 1 || block > window)
+    throw std::invalid_argument("step_release: needs 1 <= block <= window, got block " +
+                                std::to_string(block) + " and window " + std::to_string(window));
+}
+
+void step_release::set_pace(int64_t window, int64_t block) {
+  check_pace(window, block);
+  window_ = window;
+  block_ = block;
+}
 
 std::optional<int64_t> step_release::take() {
   if (stopped_ || held_ || next_ >= total_steps_)
@@ -21,17 +40,32 @@ std::vector<int64_t> step_release::start(int64_t first) {
   return steps;
 }
 
-std::optional<int64_t> step_release::on_complete(int64_t step) {
-  // Completions come in order; the window slides by one each time.
-  if (next_ > step + window_)
-    return std::nullopt;
-  return take();
+std::vector<int64_t> step_release::on_complete(int64_t step) {
+  // Completions come in order; steps through step + window may be out, and they go once a
+  // block of them may.
+  const auto limit = step + window_;
+  std::vector<int64_t> steps;
+  if (limit - next_ + 1 < block_)
+    return steps;
+  while (next_ <= limit) {
+    const auto s = take();
+    if (!s)
+      break;
+    steps.push_back(*s);
+  }
+  return steps;
 }
 
 std::optional<int64_t> step_release::release_last() {
   auto s = take();
   stopped_ = true;
   return s;
+}
+
+release_pace release_pace_for(double step_s) {
+  if (step_s > 0 && step_s < short_step_s)
+    return {block_release_window, release_block_steps};
+  return {release_window, 1};
 }
 
 }  // namespace troupe

@@ -3,6 +3,12 @@
 // `window` steps released past the last completed one. The first step not yet released is one
 // no worker has started, so a checkpoint announced for it reaches every worker in time.
 //
+// Steps go out `block` at a time: once `block` more may be released, all of them are, and the
+// driver sends each worker one release for the block (step_pace takes the highest step released
+// as releasing every one before it). Between processes every release is a message through both
+// multiplexers and a wake-up on cores that train; one per block instead of one per step is what
+// keeps a run over node processes close to the same run in one process (bench/nodes_training).
+//
 // Thread safety: none; owned by the run driver.
 #pragma once
 
@@ -14,13 +20,17 @@ namespace troupe {
 
 class step_release {
  public:
-  /// Steps 0 .. total_steps - 1 exist; `window` >= 1.
-  step_release(int64_t total_steps, int64_t window);
+  /// Steps 0 .. total_steps - 1 exist; 1 <= `block` <= `window`.
+  step_release(int64_t total_steps, int64_t window, int64_t block = 1);
+
+  /// From the next completion on: `block` steps at a time, at most `window` ahead (as the
+  /// constructor's). A smaller window releases nothing until completions catch up with it.
+  void set_pace(int64_t window, int64_t block);
 
   /// The run starts at `first`: the steps to release now, in order.
   std::vector<int64_t> start(int64_t first);
-  /// `step` completed: the step to release now, if there is one and releasing goes on.
-  std::optional<int64_t> on_complete(int64_t step);
+  /// `step` completed: the steps to release now, in order (none, or up to a block of them).
+  std::vector<int64_t> on_complete(int64_t step);
   /// Releases one more step now, ahead of the window, and then no more (a stop request): the
   /// step, or nullopt when every step is released already.
   std::optional<int64_t> release_last();
@@ -37,11 +47,23 @@ class step_release {
  private:
   std::optional<int64_t> take();
 
+  static void check_pace(int64_t window, int64_t block);
+
   int64_t total_steps_;
   int64_t window_;
+  int64_t block_;
   int64_t next_ = 0;
   bool stopped_ = false;
   bool held_ = false;
 };
+
+/// The pace for steps that take `step_s` seconds (0: not known yet): blocks of
+/// release_block_steps in a window of block_release_window for steps under short_step_s
+/// (core/policy/step_pace.hpp), else one at a time in a window of release_window.
+struct release_pace {
+  int64_t window = 0;
+  int64_t block = 0;
+};
+release_pace release_pace_for(double step_s);
 
 }  // namespace troupe

@@ -21,6 +21,9 @@ struct step_part {
   int64_t worker = 0;
   double loss = 0;      ///< mean over the worker's rows
   int64_t samples = 0;  ///< the worker's rows in this step
+  /// The worker's time from the end of its previous step to the end of this one (0: not
+  /// measured); the step's duration where reports reach the driver in blocks.
+  double span_s = 0;
 };
 
 class step_rules {

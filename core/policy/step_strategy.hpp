@@ -29,6 +29,8 @@ struct arrival {
   int64_t step = 0;
   double loss = 0;
   int64_t samples = 0;
+  /// A report's time since the worker's previous step ended (0: not measured).
+  double span_s = 0;
 };
 
 namespace act {

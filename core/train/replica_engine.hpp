@@ -54,6 +54,8 @@ class replica_engine {
 
   /// The flat gradient buffer. Must not be modified while another actor reads it.
   const at::Tensor& gradient() const { return flat_->grads(); }
+  /// Makes `storage` the gradient buffer (flat_parameters::move_grads_into).
+  void move_gradient_into(at::Tensor storage) { flat_->move_grads_into(std::move(storage)); }
 
   /// Makes `combined` this replica's gradient, clips it as the job says, and takes one optimizer
   /// step with learning rate `lr` (the plan's rate for the step, times the async policy's

@@ -1,5 +1,7 @@
 #include "core/train/run_tracker.hpp"
 
+#include <algorithm>
+
 namespace troupe {
 namespace {
 
@@ -58,7 +60,13 @@ progress_update run_tracker::snapshot() const {
 progress_update run_tracker::on_step_complete(int64_t step, const std::vector<step_part>& parts,
                                               double reduce_s) {
   const auto now = std::chrono::steady_clock::now();
-  const double step_s = std::chrono::duration<double>(now - last_step_end_).count();
+  // The workers' own measure where they have one: their reports may arrive in blocks
+  // (core/policy/step_release.hpp), several steps completing here at once.
+  double step_s = 0;
+  for (const auto& p : parts)
+    step_s = std::max(step_s, p.span_s);
+  if (step_s == 0)
+    step_s = std::chrono::duration<double>(now - last_step_end_).count();
   last_step_end_ = now;
   int64_t samples = 0;
   double weighted_loss = 0;
@@ -70,6 +78,7 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   }
   last_loss_ = samples > 0 ? weighted_loss / static_cast<double>(samples) : 0;
   last_samples_per_s_ = step_s > 0 ? static_cast<double>(samples) / step_s : 0;
+  last_step_s_ = step_s;
   samples_ += samples;
   completed_steps_ = step + 1;
   recent_losses_.push_back(last_loss_);

@@ -48,9 +48,13 @@ class run_tracker {
   /// Seconds since start().
   double elapsed_s() const;
 
-  /// A step completed with these parts (in worker order). Returns the progress snapshot.
+  /// A step completed with these parts (in worker order). Its duration is the parts' longest
+  /// span_s, or the time since the last step completed here when none has one. Returns the
+  /// progress snapshot.
   progress_update on_step_complete(int64_t step, const std::vector<step_part>& parts,
                                    double reduce_s);
+  /// The last completed step's duration (as on_step_complete measured it); 0 before one.
+  double last_step_s() const { return last_step_s_; }
 
   /// A worker's timings for a step it applied.
   void on_worker_step(int64_t worker, int64_t step, double compute_s, double comm_s,
@@ -131,6 +135,7 @@ class run_tracker {
   double eval_s_ = 0;  ///< wall time the run spent evaluating (slowest shard per round)
   double last_loss_ = 0;
   double last_samples_per_s_ = 0;
+  double last_step_s_ = 0;  ///< the last completed step's duration
   std::deque<double> recent_losses_;
   tracker_options options_;
   std::optional<double> test_loss_;

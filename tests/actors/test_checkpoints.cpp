@@ -5,6 +5,7 @@
 // tests/e2e/checkpoint_test.sh; these run under the sanitizers too.
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/checkpoint/run_checkpoint.hpp"
+#include "core/policy/step_pace.hpp"
 #include "training_fixtures.hpp"
 
 #include <ATen/ATen.h>
@@ -121,7 +122,8 @@ TEST_SUITE("checkpoints") {
       REQUIRE(stored);
       CHECK(r.error == "interrupted after " + std::to_string(stored->step + 1) + " steps");
       CHECK(stored->step >= 4);
-      CHECK(stored->step < 4 + 8);  // within the release window of the request
+      // Within the release window of the request (this job's steps are short: blocks).
+      CHECK(stored->step <= 5 + block_release_window);
       // The summary counts the steps that ran, which include those after the checkpoint's.
       CHECK(r.steps >= stored->step + 1);
     }

@@ -86,6 +86,26 @@ TEST_SUITE("model") {
     CHECK(params[0].grad().data_ptr() == flat.grads().data_ptr());
   }
 
+  TEST_CASE("the gradient moves into storage of its own: kept so far, backward writes there") {
+    model_config c;
+    c.hidden = {8};
+    auto m = build_model(c, 10);
+    flat_parameters flat(*m);
+    m->forward(at::ones({4, 1, 28, 28})).sum().backward();
+    const auto before = flat.grads().clone();
+    auto storage = at::empty({flat.size()});
+    flat.move_grads_into(storage);
+    CHECK(flat.grads().data_ptr() == storage.data_ptr());
+    CHECK(at::equal(storage, before));
+    auto params = m->parameters();
+    CHECK(params[1].grad().data_ptr() == storage.narrow(0, params[0].numel(), 8).data_ptr());
+    m->forward(at::ones({4, 1, 28, 28})).sum().backward();  // accumulates, in place
+    CHECK(at::allclose(storage, 2 * before));
+    CHECK_THROWS_AS(flat.move_grads_into(at::empty({flat.size() + 1})), std::invalid_argument);
+    CHECK_THROWS_AS(flat.move_grads_into(at::empty({flat.size()}, at::kDouble)),
+                    std::invalid_argument);
+  }
+
   TEST_CASE("unflatten gives owned tensors with the layout's names and shapes") {
     model_config c;
     c.hidden = {4};

@@ -160,9 +160,14 @@ section kill && for seed in $(seq "$seeds"); do
   done
 done
 
+# The sections that stop a node once the run reached a step slow every step down by 5 ms (a
+# straggler: the same numbers), so that the run is still going when the signal lands: 400
+# steps of this network take under a second, about as long as polling metrics.jsonl may lag.
+straggle="--set faults.slow_worker=0 --set faults.slow_ms=5"
+
 # --- SIGSTOP past node_timeout_s (2 s), then SIGCONT: cut off; it leaves, the run completes ----
 section stop && {
-start_run stop
+start_run stop $straggle
 wait_for_step "$tmp/stop" 100 || fail "stop: no step 100"
 kill -STOP $node_b
 stopped=$(date +%s.%N)
@@ -182,7 +187,7 @@ grep -qE "lost the coordinator|told to leave" "$tmp/stop_b.log" && pass ||
 # names it and the run goes on; on SIGCONT its connections are still up: what it had under way
 # arrives under the old membership and is dropped (fenced), and it is told to leave.
 section fence && {
-start_run fence --set cluster.node_timeout_s=8 --set cluster.step_timeout_s=2
+start_run fence --set cluster.node_timeout_s=8 --set cluster.step_timeout_s=2 $straggle
 wait_for_step "$tmp/fence" 100 || fail "fence: no step 100"
 kill -STOP $node_c
 wait_for_step "$tmp/fence" 150 || fail "fence: the survivors did not go on"
