@@ -80,6 +80,8 @@ void send_unsent_reports(self_pointer self) {
     self->send(st.driver, st.unsent.front());
   else
     self->send(st.driver, st.unsent);
+  if (st.context->reduction)  // in the driver's mailbox now: a failing replica may go on
+    st.context->reduction->reported(st.rank, st.unsent.back().step);
   st.unsent.clear();
 }
 
@@ -138,8 +140,6 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
       self,
       step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s, span_s},
       outcome.evaluate || checkpoint || outcome.last);
-  if (st.context->reduction)  // in the driver's mailbox now: a failing replica may go on
-    st.context->reduction->reported(st.rank, outcome.step);
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
     const auto r = st.engine->evaluate();

@@ -1,7 +1,8 @@
 // A replica worker's side of the release window: the driver releases steps ahead of the last
-// completed one (compute messages, at most release_window ahead), and the worker runs them one
-// after the other, never a step that was not released. The window is what lets the driver name a
-// future step every worker has yet to reach: the first step not yet released. A checkpoint
+// completed one (compute messages, at most release_window ahead, or block_release_window for
+// short steps; a message releases every step up to the one it names), and the worker runs them
+// one after the other, never a step that was not released. The window is what lets the driver name
+// a future step every worker has yet to reach: the first step not yet released. A checkpoint
 // announced for that step is therefore seen by every worker before it finishes the step.
 //
 // Thread safety: none; owned by one worker.
