@@ -12,7 +12,10 @@ if [ "$kind" = thread ]; then
   cmake --build "$build" -j "$(nproc)" --target troupe_actor_tests
   # LibTorch and libgomp are not built with TSan: their internal synchronization is invisible
   # to it, so reports whose every frame is inside them are suppressed (tests/tsan.supp).
-  export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1}
+  # history_size=7 (the most): a tensor made by one worker thread and read on another after a
+  # CAF message may have been written long before; with less history TSan cannot restore that
+  # write's stack, so the suppressions above cannot match it and it reports CAF's hand-off.
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:history_size=7}
   ctest --test-dir "$build" --output-on-failure -R 'troupe_actor_tests'
 else
   cmake --build "$build" -j "$(nproc)"
