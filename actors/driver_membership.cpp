@@ -19,8 +19,8 @@
 //      replacements for cluster.replacement_timeout_s, then ends with a checkpoint, naming the
 //      nodes missing;
 //   f. a replacement that joined (the gatekeeper hands it over) is introduced to the live nodes
-//      (trust, direct links), its workers start, and at the next step boundary a regroup makes
-//      it live and hands it the state (node_joined).
+//      (trust, direct links), its workers start (driver_replacements.cpp), and at the next step
+//      boundary a regroup makes it live and hands it the state (node_joined).
 #include "actors/run_driver_state.hpp"
 #include "core/checkpoint/state_transfer.hpp"
 #include "core/run/run_ending.hpp"
@@ -36,10 +36,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-membership_state& mstate(driver_pointer self) {
-  return *self->state.members;
-}
-
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -53,11 +49,6 @@ std::string node_label(const run_driver_state& st, int64_t rank) {
   const auto& m = st.members->members;
   const auto& name = m.name_of(m.node_of(rank));
   return name.empty() ? "worker " + std::to_string(rank) : "node " + name;
-}
-
-void log_line(const run_driver_state& st, const std::string& line) {
-  if (st.options.run.cluster && st.options.run.cluster->log)
-    st.options.run.cluster->log(line);
 }
 
 // The checkpoint part a rank's state stands for: under sync one part (any live replica's),
@@ -131,36 +122,6 @@ void drop_orphaned_checkpoints(driver_pointer self, int64_t target) {
         it->first, 0, 0, "abandoned: a node was lost before its state was handed in", 0});
     it = st.pending_checkpoints.erase(it);
   }
-}
-
-// Hands out what the async policy held back while too few nodes were live.
-void flush_deferred(driver_pointer self) {
-  auto& m = mstate(self);
-  auto deferred = std::move(m.deferred_hand_outs);
-  m.deferred_hand_outs.clear();
-  step_actions actions(deferred.begin(), deferred.end());
-  execute(self, std::move(actions));
-}
-
-// Returns whether any replacement became live.
-bool record_joins(driver_pointer self, int64_t first_step) {
-  auto& st = self->state;
-  auto& m = mstate(self);
-  std::map<int64_t, std::vector<int64_t>> by_node;
-  for (auto r : m.joining)
-    if (m.members.is_live(r))
-      by_node[m.members.node_of(r)].push_back(r);
-  for (auto& [node, ranks] : by_node) {
-    for (auto r : ranks)
-      m.joining.erase(r);
-    const auto name = m.members.name_of(node);
-    st.tracker->record(
-        records::node_joined{name, ranks, first_step, m.state_bytes, m.members.epoch(), 0});
-    st.tracker->failures().joined({name, ranks, first_step, st.tracker->elapsed_s()});
-    log_line(st, fmt::format("node {} joined the run at step {} (workers {})", name, first_step,
-                             fmt::join(ranks, ", ")));
-  }
-  return !by_node.empty();
 }
 
 // "worker 2 (node c)", or "worker 2" inside one process.
@@ -246,6 +207,39 @@ void begin_waiting(driver_pointer self) {
 }
 
 }  // namespace
+
+void log_line(const run_driver_state& st, const std::string& line) {
+  if (st.options.run.cluster && st.options.run.cluster->log)
+    st.options.run.cluster->log(line);
+}
+
+void flush_deferred(driver_pointer self) {
+  auto& m = mstate(self);
+  auto deferred = std::move(m.deferred_hand_outs);
+  m.deferred_hand_outs.clear();
+  step_actions actions(deferred.begin(), deferred.end());
+  execute(self, std::move(actions));
+}
+
+bool record_joins(driver_pointer self, int64_t first_step) {
+  auto& st = self->state;
+  auto& m = mstate(self);
+  std::map<int64_t, std::vector<int64_t>> by_node;
+  for (auto r : m.joining)
+    if (m.members.is_live(r))
+      by_node[m.members.node_of(r)].push_back(r);
+  for (auto& [node, ranks] : by_node) {
+    for (auto r : ranks)
+      m.joining.erase(r);
+    const auto name = m.members.name_of(node);
+    st.tracker->record(
+        records::node_joined{name, ranks, first_step, m.state_bytes, m.members.epoch(), 0});
+    st.tracker->failures().joined({name, ranks, first_step, st.tracker->elapsed_s()});
+    log_line(st, fmt::format("node {} joined the run at step {} (workers {})", name, first_step,
+                             fmt::join(ranks, ", ")));
+  }
+  return !by_node.empty();
+}
 
 bool carries_on(const run_driver_state& st) {
   return st.members && st.plan->job.cluster.carries_on();
@@ -499,134 +493,6 @@ void on_wait_deadline(driver_pointer self, int64_t id) {
     m.checkpoint_handovers = std::set<int64_t>(live.begin(), live.end());
   for (auto r : m.checkpoint_handovers)
     tell(self, st.roster->at(r), handover_atom_v, m.members.epoch());
-}
-
-namespace {
-
-// A replacement's worker is up: it waits for the next step boundary (async: it starts now).
-void replacement_started(driver_pointer self, int64_t rank, caf::actor worker) {
-  auto& st = self->state;
-  auto& m = mstate(self);
-  if (m.spawning.erase(rank) == 0 || st.finished) {
-    self->send_exit(worker, caf::exit_reason::user_shutdown);
-    return;
-  }
-  self->monitor(worker);
-  st.roster->set(rank, std::move(worker));
-  m.joining.insert(rank);
-  const auto node = m.members.node_of(rank);
-  for (auto r : m.members.ranks_of_node(node))
-    if (m.joining.count(r) == 0)
-      return;  // more of its workers to come
-  if (!st.plan->parameter_server()) {
-    if (m.round) {
-      return;  // the regroup under way ends by calling the next one for it
-    }
-    return want_regroup(self, act::regroup{m.members.live(), !m.parked_at});
-  }
-  // async: the parameter server hands it weights; it needs no state of its own.
-  m.members.activate_node(node);
-  m.members.bump();
-  record_joins(self, m.completed_through + 1);
-  for (auto r : m.members.ranks_of_node(node))
-    execute(self, st.strategy->on_worker_joined(r, st.tracker->elapsed_s()));
-  if (!m.members.below_min()) {
-    m.waiting_since.reset();
-    m.parked_at.reset();
-    flush_deferred(self);
-  }
-}
-
-void spawn_replacement(driver_pointer self, int64_t rank) {
-  auto& st = self->state;
-  const auto agent = st.options.node_agents.at(static_cast<std::size_t>(rank));
-  self->request(agent, 60s, caf::spawn_atom_v, rank, caf::actor_cast<caf::actor>(self))
-      .then(
-          [self, rank](caf::actor& worker) { replacement_started(self, rank, std::move(worker)); },
-          [self, rank](caf::error& e) {
-            if (self->state.finished || mstate(self).spawning.count(rank) == 0)
-              return;
-            lose_node(
-                self, rank,
-                "could not start worker " + std::to_string(rank) + ": " + self->system().render(e),
-                true);
-          });
-}
-
-}  // namespace
-
-void on_replacement(driver_pointer self, const replacement_node& node) {
-  auto& st = self->state;
-  const auto refuse = [&](const std::string& why) {
-    log_line(st, "node " + node.name + " cannot replace a node: " + why);
-    tell(self, node.agent, leave_atom_v, why);
-  };
-  if (!carries_on(st) || st.finished || st.training_done || st.stop_at)
-    return refuse("the run takes no replacement now");
-  auto& m = mstate(self);
-  const auto slot = m.members.admit(node.name);
-  if (slot < 0)
-    return refuse("the run has all its nodes");
-  st.options.nodes.at(static_cast<std::size_t>(slot)) = {node.name, node.peer_host, node.peer_port};
-  const auto ranks = m.members.ranks_of_node(slot);
-  for (auto r : ranks) {
-    st.options.node_agents.at(static_cast<std::size_t>(r)) = node.agent;
-    st.roster->set_place(r, "node " + node.name);
-    m.spawning.insert(r);
-  }
-  log_line(st, fmt::format("node {} replaces a lost node: workers {}", node.name,
-                           fmt::join(ranks, ", ")));
-  // Introduce it: the live nodes and it trust each other and it links to each of them directly
-  // (ring chunks then go node to node), then its workers start.
-  std::set<caf::node_id> peers;
-  for (auto r : m.members.live())
-    if (const auto& agent = st.options.node_agents.at(static_cast<std::size_t>(r)))
-      peers.insert(agent.node());
-  // Trust both ways and the direct links, as requests; the workers start once all are done.
-  auto outstanding = std::make_shared<int64_t>(0);
-  auto failed = std::make_shared<bool>(false);
-  const auto finish_step = [self, ranks, outstanding, failed](const caf::error* e) {
-    if (*failed || self->state.finished || mstate(self).spawning.count(ranks.front()) == 0)
-      return;
-    if (e != nullptr) {
-      *failed = true;
-      return lose_node(self, ranks.front(),
-                       "could not be introduced to the live nodes: " + self->system().render(*e),
-                       true);
-    }
-    if (--*outstanding == 0)
-      for (auto r : ranks)
-        spawn_replacement(self, r);
-  };
-  const auto ask = [self, finish_step, outstanding](const caf::actor& to, auto... xs) {
-    ++*outstanding;
-    self->request(to, 20s, xs...)
-        .then([finish_step](caf::ok_atom) { finish_step(nullptr); },
-              [finish_step](caf::error& e) { finish_step(&e); });
-  };
-  for (const auto& peer_node : peers) {
-    caf::actor peer_agent;
-    std::string host, name;
-    uint16_t port = 0;
-    for (auto r : m.members.live()) {
-      const auto& a = st.options.node_agents.at(static_cast<std::size_t>(r));
-      if (a && a.node() == peer_node) {
-        peer_agent = a;
-        const auto& n = st.options.nodes.at(static_cast<std::size_t>(m.members.node_of(r)));
-        host = n.peer_host;
-        port = n.peer_port;
-        name = n.name;
-        break;
-      }
-    }
-    ask(peer_agent, trust_atom_v, node.agent.node());
-    ask(node.agent, trust_atom_v, peer_node);
-    if (port != 0)
-      ask(node.agent, caf::connect_atom_v, host, port, name);
-  }
-  if (*outstanding == 0)
-    for (auto r : ranks)
-      spawn_replacement(self, r);
 }
 
 }  // namespace troupe

@@ -214,9 +214,22 @@ void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t st
 /// A replica's digest of its weights, asked for after a join.
 void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
                        const std::string& digest);
-void on_replacement(driver_pointer self, const replacement_node& node);
 void on_wait_deadline(driver_pointer self, int64_t epoch);
 /// Whether steps may be released now (no regroup under way or wanted, not waiting for nodes).
 bool may_release(const run_driver_state& st);
+/// The membership of a replica run.
+inline membership_state& mstate(driver_pointer self) {
+  return *self->state.members;
+}
+/// A line for the coordinator's log (cluster runs; nothing inside one process).
+void log_line(const run_driver_state& st, const std::string& line);
+/// Hands out what the async policy held back while too few nodes were live.
+void flush_deferred(driver_pointer self);
+/// Records the replacements that became live (node_joined, the log); returns whether any did.
+bool record_joins(driver_pointer self, int64_t first_step);
+
+// driver_replacements.cpp: a node that joins to replace a lost one.
+
+void on_replacement(driver_pointer self, const replacement_node& node);
 
 }  // namespace troupe
