@@ -214,8 +214,8 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
       },
       [self](const step_stats& s) { on_step_stats(self, s); },
       [self](const std::vector<step_stats>& block) {
-        // A worker in another process reports its steps in blocks of at most a release
-        // window's (actors/replica_worker.cpp).
+        // A worker in another process reports short steps in blocks of at most
+        // release_block_steps (actors/replica_worker.cpp).
         if (block.empty() || static_cast<int64_t>(block.size()) > release_block_steps)
           return fail_protocol(self, "a block of " + std::to_string(block.size()) +
                                          " step reports; a worker sends 1 to " +

@@ -29,7 +29,8 @@ class step_release {
 
   /// The run starts at `first`: the steps to release now, in order.
   std::vector<int64_t> start(int64_t first);
-  /// `step` completed: the steps to release now, in order (none, or up to a block of them).
+  /// `step` completed: the steps to release now, in order: none, or at least a block of them
+  /// (fewer only at the run's end), never past the window.
   std::vector<int64_t> on_complete(int64_t step);
   /// Releases one more step now, ahead of the window, and then no more (a stop request): the
   /// step, or nullopt when every step is released already.
