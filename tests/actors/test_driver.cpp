@@ -15,6 +15,8 @@
 #include <caf/all.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 using namespace troupe;
 
@@ -142,6 +144,23 @@ TEST_SUITE("driver") {
     const auto r = run_with_fakes(test::small_job(2, 10), script);
     CHECK(r.error.find("protocol_error") != std::string::npos);
     CHECK(r.error.find("step stats from worker 7, there are 2") != std::string::npos);
+  }
+
+  TEST_CASE("report blocks: empty or longer than release_block_steps is a protocol error") {
+    for (const std::size_t size : {std::size_t{0}, std::size_t(release_block_steps + 1)}) {
+      CAPTURE(size);
+      auto script = agreeing();
+      script.on_compute = [size](caf::event_based_actor* self, const run_driver_actor& driver,
+                                 int64_t rank, int64_t step) {
+        self->send(driver,
+                   std::vector<step_stats>(size, step_stats{rank, step, 1.0, 16, 0, 0, 0, 0}));
+      };
+      const auto r = run_with_fakes(test::small_job(2, 10), script);
+      CHECK(r.error.find("protocol_error") != std::string::npos);
+      CHECK(r.error.find("a block of " + std::to_string(size) +
+                         " step reports; a worker sends 1 to " +
+                         std::to_string(release_block_steps)) != std::string::npos);
+    }
   }
 
   TEST_CASE("a gradient twice for one step, and a step beyond the run, are protocol errors") {
