@@ -15,6 +15,7 @@
 // fsync) weighs less against 20 steps.
 //
 //   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--model mlp|cnn] [--data DIR]
+#include "bench/bench_models.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/metrics/jsonl_writer.hpp"
 #include "core/train/replica_engine.hpp"
@@ -39,13 +40,7 @@ job_config bench_job(int64_t steps, int64_t every, const std::string& model) {
   job_config job;
   job.name = "bench_checkpoint";
   job.seed = 1;
-  job.model.hidden = {256, 128};
-  if (model == "cnn") {
-    job.model.kind = model_kind::cnn;
-    job.model.channels = {16, 32};
-    job.model.kernel_size = 5;
-    job.model.hidden = {128};
-  }
+  job.model = bench::bench_model(model);
   job.optimizer.kind = optimizer_kind::adam;
   job.optimizer.lr = 0.001;
   job.training.epochs = 0;

@@ -11,6 +11,7 @@
 // samples/s counts the N timed steps after W warm-up steps; data loading, model building and
 // evaluation are outside the timed region in both variants.
 #include "actors/run_job.hpp"
+#include "bench/bench_models.hpp"
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/data_source.hpp"
@@ -48,14 +49,7 @@ job_config bench_job(const bench_options& o) {
   job_config job;
   job.name = "bench";
   job.seed = 1;
-  if (o.model == "cnn") {  // configs/fashion_cnn_sync.json's network
-    job.model.kind = model_kind::cnn;
-    job.model.channels = {16, 32};
-    job.model.kernel_size = 5;
-    job.model.hidden = {128};
-  } else {
-    job.model.hidden = {256, 128};  // 784-256-128-10
-  }
+  job.model = bench::bench_model(o.model);
   if (!o.script.empty()) {
     job.model.kind = model_kind::torchscript;
     job.model.path = o.script;
@@ -103,10 +97,11 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
 // labels. bench/sync_overhead.py sets the peak resident memory against it.
 double state_mb(const bench_options& o, const job_config& job, const dataset& data) {
   const auto plan = make_run_plan(job, facts_of(data));
-  const int64_t optimizer_buffers =
-      job.optimizer.kind == optimizer_kind::adam ? 2 : job.optimizer.momentum > 0 ? 1 : 0;
-  const auto replica_bytes =
-      static_cast<double>(plan.model.flat_size()) * 4.0 * static_cast<double>(2 + optimizer_buffers);
+  const int64_t optimizer_buffers = job.optimizer.kind == optimizer_kind::adam ? 2
+                                    : job.optimizer.momentum > 0               ? 1
+                                                                               : 0;
+  const auto replica_bytes = static_cast<double>(plan.model.flat_size()) * 4.0 *
+                             static_cast<double>(2 + optimizer_buffers);
   const auto row_bytes = static_cast<double>(data.train.images.numel() / data.train.size()) * 4.0;
   const auto batch_bytes = static_cast<double>(o.batch) * (row_bytes + 8.0);
   return (static_cast<double>(o.replicas) * replica_bytes + batch_bytes) / (1024.0 * 1024.0);
@@ -149,12 +144,15 @@ int main(int argc, char** argv) {
                                                 : troupe_sync(o, job, data);
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
-    nlohmann::json out = {
-        {"variant", o.variant},   {"model", o.script.empty() ? o.model : o.script},
-        {"replicas", o.replicas}, {"threads", o.threads},
-        {"batch", o.batch},       {"steps", o.steps},
-        {"samples_per_s", rate},  {"peak_rss_mb", static_cast<double>(usage.ru_maxrss) / 1024.0},
-        {"state_mb", state_mb(o, job, *data)}};
+    nlohmann::json out = {{"variant", o.variant},
+                          {"model", o.script.empty() ? o.model : o.script},
+                          {"replicas", o.replicas},
+                          {"threads", o.threads},
+                          {"batch", o.batch},
+                          {"steps", o.steps},
+                          {"samples_per_s", rate},
+                          {"peak_rss_mb", static_cast<double>(usage.ru_maxrss) / 1024.0},
+                          {"state_mb", state_mb(o, job, *data)}};
     out.update(detail);
     std::printf("%s\n", out.dump().c_str());
     return 0;

@@ -8,7 +8,6 @@
 
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -18,12 +17,6 @@ namespace {
 
 constexpr std::string_view magic = "troupe-optim-v1\n";
 constexpr uint8_t sgd_kind = 0, adam_kind = 1;
-
-template <class Optimizer>
-auto key_of(const Optimizer& optimizer, const at::Tensor& param) {
-  using map = std::decay_t<decltype(optimizer.state())>;
-  return optimizer_state_key<typename map::key_type>(param);
-}
 
 class writer {
  public:
@@ -204,7 +197,7 @@ std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer) {
     out.put<uint64_t>(group.params().size());
     for (const auto& p : group.params()) {
       const auto& state = optimizer.state();
-      const auto it = state.find(key_of(optimizer, p));
+      const auto it = state.find(optimizer_state_key_of(optimizer, p));
       out.put<uint8_t>(it != state.end());
       if (it == state.end())
         continue;
@@ -284,7 +277,7 @@ void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view b
     }
     const auto& params = groups[g].params();
     for (std::size_t p = 0; p < params.size(); ++p) {
-      const auto key = key_of(optimizer, params[p]);
+      const auto key = optimizer_state_key_of(optimizer, params[p]);
       if (states[g][p])
         optimizer.state()[key] = std::move(states[g][p]);
       else

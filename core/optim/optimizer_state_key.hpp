@@ -22,4 +22,11 @@ Key optimizer_state_key(const at::Tensor& param) {
   }
 }
 
+/// The key `optimizer`'s state map files `param`'s state under.
+template <class Optimizer>
+auto optimizer_state_key_of(const Optimizer& optimizer, const at::Tensor& param) {
+  using map = std::decay_t<decltype(optimizer.state())>;
+  return optimizer_state_key<typename map::key_type>(param);
+}
+
 }  // namespace troupe

@@ -14,9 +14,7 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
-#include <sstream>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 namespace troupe {
@@ -140,8 +138,7 @@ torch::optim::SGDParamState* momentum_state(torch::optim::Optimizer& optimizer,
                                             const at::Tensor& param) {
   auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
   TORCH_CHECK(sgd != nullptr, "momentum averaging needs the sgd optimizer");
-  using state_map = std::decay_t<decltype(sgd->state())>;
-  auto it = sgd->state().find(optimizer_state_key<typename state_map::key_type>(param));
+  auto it = sgd->state().find(optimizer_state_key_of(*sgd, param));
   if (it == sgd->state().end())
     return nullptr;
   return static_cast<torch::optim::SGDParamState*>(it->second.get());
