@@ -1,10 +1,11 @@
 // All-reduce between processes on one host: troupe's ring (actors/ring_exchange.hpp over CAF's
 // middleman on loopback, the path sync training takes between hosts) or its shared-memory
-// segment (core/collective/host_reduction.hpp, the path node processes on one host take), on
+// segment (core/collective/host_reduction.hpp, the path node processes on one host take), or
+// the socket ring (core/collective/socket_ring.hpp: plain TCP between ring neighbours), on
 // float32 buffers.
 //
 //   allreduce_bench --ranks 3 [--sizes-mb 1,16,128] [--iters 10] [--warmup 2] [--bucket-mb 1]
-//                   [--window 8] [--tls] [--transport ring|shm]
+//                   [--window 8] [--tls] [--transport ring|tcp|shm]
 //
 // Forks `ranks` processes (before any actor system or LibTorch thread exists). Ring: each
 // publishes a ring member on 127.0.0.1 through actors/guarded_links (as troupe's nodes do: with
@@ -21,6 +22,7 @@
 #include "core/cluster/certs.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
+#include "core/collective/socket_ring.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -36,6 +38,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -146,6 +149,52 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   ::_exit(1);
 }
 
+std::vector<int64_t> numels_of(const std::vector<double>& sizes_mb) {
+  std::vector<int64_t> numels;
+  for (double mb : sizes_mb)
+    numels.push_back(static_cast<int64_t>(mb * (1 << 20) / 4));
+  return numels;
+}
+
+// Per size: a barrier, then one timed all-reduce of a buffer every rank fills with rank + 1;
+// warm-up rounds first; the first round's sum checked. The JSON rows of rank `rank`'s timings.
+nlohmann::json time_sizes(int64_t rank, int64_t ranks, const std::vector<double>& sizes_mb,
+                          int iters, int warmup,
+                          const std::function<void(std::size_t, at::Tensor&)>& reduce,
+                          const std::function<void()>& barrier) {
+  const auto numels = numels_of(sizes_mb);
+  auto rows = nlohmann::json::array();
+  for (std::size_t k = 0; k < numels.size(); ++k) {
+    auto buffer = at::empty({numels[k]});
+    std::vector<double> times;
+    for (int i = 0; i < warmup + iters; ++i) {
+      buffer.fill_(static_cast<float>(rank + 1));
+      barrier();  // nobody starts before everyone is ready
+      const auto start = std::chrono::steady_clock::now();
+      reduce(k, buffer);
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (i == 0) {
+        const float want = static_cast<float>(ranks * (ranks + 1) / 2);
+        if (!at::all(buffer == want).item<bool>())
+          throw std::runtime_error("wrong sum of " + std::to_string(numels[k]) + " elements");
+      }
+      if (i >= warmup)
+        times.push_back(s);
+    }
+    std::sort(times.begin(), times.end());
+    const double median = times[times.size() / 2];
+    const double bytes = static_cast<double>(numels[k]) * 4;
+    rows.push_back({{"size_mb", sizes_mb[k]},
+                    {"median_s", median},
+                    {"times_s", times},
+                    {"algbw_gbs", bytes / median / 1e9},
+                    {"busbw_gbs", 2.0 * static_cast<double>(ranks - 1) /
+                                      static_cast<double>(ranks) * bytes / median / 1e9}});
+  }
+  return rows;
+}
+
 void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, int64_t ranks,
                const std::vector<double>& sizes_mb, int iters, int warmup, double bucket_mb,
                int64_t window, int to_parent, int from_parent) {
@@ -175,36 +224,10 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
                            {"bucket_mb", bucket_mb},
                            {"window", window},
                            {"results", nlohmann::json::array()}};
-  for (double mb : sizes_mb) {
-    const auto numel = static_cast<int64_t>(mb * (1 << 20) / 4);
-    auto buffer = at::empty({numel});
-    std::vector<double> times;
-    for (int i = 0; i < warmup + iters; ++i) {
-      buffer.fill_(static_cast<float>(rank + 1));
-      all_reduce(at::zeros({1}));  // barrier: nobody starts before everyone is ready
-      const auto start = std::chrono::steady_clock::now();
-      all_reduce(buffer);
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (i == 0) {
-        const float want = static_cast<float>(ranks * (ranks + 1) / 2);
-        if (!at::all(buffer == want).item<bool>())
-          throw std::runtime_error("wrong sum at " + std::to_string(mb) + " MB");
-      }
-      if (i >= warmup)
-        times.push_back(s);
-    }
-    std::sort(times.begin(), times.end());
-    const double median = times[times.size() / 2];
-    const double bytes = static_cast<double>(numel) * 4;
-    report["results"].push_back(
-        {{"size_mb", mb},
-         {"median_s", median},
-         {"times_s", times},
-         {"algbw_gbs", bytes / median / 1e9},
-         {"busbw_gbs", 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * bytes /
-                           median / 1e9}});
-  }
+  report["results"] = time_sizes(
+      rank, ranks, sizes_mb, iters, warmup,
+      [&](std::size_t, at::Tensor& buffer) { all_reduce(buffer); },
+      [&] { all_reduce(at::zeros({1})); });
   // Report, then leave once the parent has every rank's report: a rank that is done may still
   // have chunks queued for its successor, and every rank reporting means none is waiting. The
   // actor system's shutdown is skipped: in CAF 0.17 it waits for every detached actor's thread,
@@ -234,41 +257,66 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
     barrier->set_spin(spin);
     nlohmann::json report = {
         {"ranks", ranks}, {"transport", "shm"}, {"results", nlohmann::json::array()}};
-    auto one = at::zeros({1});
-    for (std::size_t k = 0; k < sizes_mb.size(); ++k) {
-      auto segment = host_reduction::open(segments[k]);
-      segment->set_spin(spin);
-      auto buffer = at::empty({segments[k].numel});
-      std::vector<double> times;
-      for (int i = 0; i < warmup + iters; ++i) {
-        buffer.fill_(static_cast<float>(rank + 1));
-        barrier->all_reduce(rank, one);
-        const auto start = std::chrono::steady_clock::now();
-        segment->all_reduce(rank, buffer);
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (i == 0) {
-          const float want = static_cast<float>(ranks * (ranks + 1) / 2);
-          if (!at::all(buffer == want).item<bool>())
-            throw std::runtime_error("wrong sum at " + std::to_string(sizes_mb[k]) + " MB");
-        }
-        if (i >= warmup)
-          times.push_back(s);
-      }
-      std::sort(times.begin(), times.end());
-      const double median = times[times.size() / 2];
-      const double bytes = static_cast<double>(segments[k].numel) * 4;
-      report["results"].push_back(
-          {{"size_mb", sizes_mb[k]},
-           {"median_s", median},
-           {"times_s", times},
-           {"algbw_gbs", bytes / median / 1e9},
-           {"busbw_gbs", 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * bytes /
-                             median / 1e9}});
+    std::vector<std::unique_ptr<host_reduction>> opened;
+    for (const auto& spec : segments) {
+      opened.push_back(host_reduction::open(spec));
+      opened.back()->set_spin(spin);
     }
+    auto one = at::zeros({1});
+    report["results"] = time_sizes(
+        rank, ranks, sizes_mb, iters, warmup,
+        [&](std::size_t k, at::Tensor& buffer) { opened[k]->all_reduce(rank, buffer); },
+        [&] { barrier->all_reduce(rank, one); });
     write_line(to_parent, "0");  // no port: nothing to connect
     read_line(from_parent);
     write_line(to_parent, "connected");
+    write_line(to_parent, report.dump());
+    read_line(from_parent);
+    code = 0;
+  } catch (const std::exception& e) {
+    std::cerr << "rank " << rank << ": " << e.what() << "\n";
+  }
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
+// The timings of rank `rank` over the socket ring (core/collective/socket_ring.hpp: plain TCP
+// between ring neighbours, each connection opened with the ring's secret), as over CAF's ring.
+[[noreturn]] void tcp_rank(int64_t rank, int64_t ranks, const std::array<uint8_t, 32>& secret,
+                           const std::vector<double>& sizes_mb, int iters, int warmup,
+                           double bucket_mb, int64_t window, int to_parent, int from_parent) {
+  int code = 1;
+  try {
+    at::set_num_threads(1);
+    const std::string host = "127.0.0.1";
+    ring_listener listener(host);
+    write_line(to_parent, std::to_string(listener.port()));
+    std::vector<uint16_t> ports;
+    std::istringstream in(read_line(from_parent));
+    for (unsigned p; in >> p;)
+      ports.push_back(static_cast<uint16_t>(p));
+    socket_fd to_successor, from_predecessor;
+    if (ranks > 1) {
+      const auto next = ports[static_cast<std::size_t>((rank + 1) % ranks)];
+      to_successor = connect_to_successor(host, next, ring_hello{secret, 0, rank}, 30);
+      from_predecessor =
+          listener.accept_from(ring_hello{secret, 0, (rank + ranks - 1) % ranks}, 30);
+    }
+    write_line(to_parent, "connected");
+    const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / 4));
+    socket_ring ring(std::move(to_successor), std::move(from_predecessor), rank, ranks, bucket,
+                     window);
+    int64_t round = 0;
+    auto one = at::zeros({1});
+    nlohmann::json report = {{"ranks", ranks},
+                             {"transport", "tcp"},
+                             {"bucket_mb", bucket_mb},
+                             {"window", window},
+                             {"results", nlohmann::json::array()}};
+    report["results"] = time_sizes(
+        rank, ranks, sizes_mb, iters, warmup,
+        [&](std::size_t, at::Tensor& buffer) { ring.all_reduce(round++, buffer, 60); },
+        [&] { ring.all_reduce(round++, one, 60); });
     write_line(to_parent, report.dump());
     read_line(from_parent);
     code = 0;
@@ -298,11 +346,12 @@ int main(int argc, char** argv) {
   app.add_flag("--tls", tls, "Mutual TLS between the ranks (a CA made for this run)");
   std::string transport = "ring";
   app.add_option("--transport", transport,
-                 "ring: CAF actors over loopback TCP (between hosts); shm: a shared-memory "
-                 "segment (node processes on one host)")
-      ->check(CLI::IsMember({"ring", "shm"}));
+                 "ring: CAF actors over loopback TCP; tcp: the socket ring, plain TCP between "
+                 "ring neighbours (both between hosts); shm: a shared-memory segment (node "
+                 "processes on one host)")
+      ->check(CLI::IsMember({"ring", "shm", "tcp"}));
   CLI11_PARSE(app, argc, argv);
-  if (tls && transport == "shm") {
+  if (tls && transport != "ring") {
     std::cerr << "allreduce_bench: --tls applies to --transport ring only\n";
     return 2;
   }
@@ -320,6 +369,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  const auto secret = new_ring_secret();
   std::vector<pid_t> children;
   std::vector<int> from_child, to_child;
   for (int64_t r = 0; r < ranks; ++r) {
@@ -334,6 +384,8 @@ int main(int argc, char** argv) {
       try {
         if (transport == "shm")
           shm_rank(r, segments, barrier_spec, sizes_mb, iters, warmup, up[1], down[0]);
+        if (transport == "tcp")
+          tcp_rank(r, ranks, secret, sizes_mb, iters, warmup, bucket_mb, window, up[1], down[0]);
         run_rank(r, ranks, sizes_mb, iters, warmup, bucket_mb, window, tls_dir, up[1], down[0]);
       } catch (const std::exception& e) {
         std::cerr << "rank " << r << ": " << e.what() << "\n";
@@ -354,10 +406,15 @@ int main(int argc, char** argv) {
   // One rank connects at a time: with two ranks, two connections crossing each other between
   // the same pair of processes can both end up closed by CAF 0.17's handshake, each side keeping
   // the one the other dropped (TLS handshakes widen that window enough to hit it often).
+  // The socket ring's ranks connect and accept at once: each waits for its predecessor.
   for (std::size_t r = 0; r < to_child.size(); ++r) {
     write_line(to_child[r], ports);
-    read_line(from_child[r]);
+    if (transport != "tcp")
+      read_line(from_child[r]);
   }
+  if (transport == "tcp")
+    for (auto fd : from_child)
+      read_line(fd);
   std::string report;
   for (std::size_t r = 0; r < from_child.size(); ++r) {
     const auto line = read_line(from_child[r]);

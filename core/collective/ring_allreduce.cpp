@@ -25,7 +25,12 @@ at::Tensor ring_allreduce::chunk_of(const bucket& b, int64_t chunk) const {
 ring_message ring_allreduce::message_for(int64_t index, int64_t step) const {
   const auto& b = buckets_[static_cast<std::size_t>(index)];
   const auto plan = ring_step_of(rank_, ranks_, step);
-  return {index, step, chunk_of(b, plan.send_chunk).clone()};
+  auto chunk = chunk_of(b, plan.send_chunk);
+  if (!chunk_source_)
+    return {index, step, chunk.clone()};
+  auto copy = chunk_source_(chunk.numel());
+  copy.copy_(chunk);
+  return {index, step, std::move(copy)};
 }
 
 std::vector<ring_message> ring_allreduce::start(at::Tensor buffer) {

@@ -13,6 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -46,6 +47,11 @@ class ring_allreduce {
 
   /// True when every bucket has finished: the buffer holds the sum over all ranks.
   bool done() const { return active_ && remaining_ == 0; }
+  /// Where the copies of a bucket's first chunk go (1-d float tensors of the given numel); by
+  /// default fresh ones. A transport that reuses storage (socket_ring) hands out its own.
+  void set_chunk_source(std::function<at::Tensor(int64_t)> source) {
+    chunk_source_ = std::move(source);
+  }
   bool active() const { return active_; }
   int64_t ranks() const { return ranks_; }
 
@@ -68,6 +74,7 @@ class ring_allreduce {
   std::vector<bucket> buckets_;
   int64_t remaining_ = 0;  // buckets not finished
   bool active_ = false;
+  std::function<at::Tensor(int64_t)> chunk_source_;
 };
 
 }  // namespace troupe
