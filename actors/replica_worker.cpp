@@ -1,6 +1,7 @@
 #include "actors/replica_worker.hpp"
 
 #include "actors/ring_exchange.hpp"
+#include "actors/ring_runner.hpp"
 #include "actors/worker_faults.hpp"
 #include "core/checkpoint/state_transfer.hpp"
 #include "core/collective/compact_encoding.hpp"
@@ -44,8 +45,11 @@ struct replica_worker_state {
   at::Tensor average_base;
   double loss = 0;      ///< of the step in flight
   int64_t samples = 0;  ///< of the step in flight
-  /// Sync with a ring meeting: this replica's side of the ring all-reduce.
+  /// Sync with a ring meeting: this replica's side of the ring all-reduce over actors...
   std::optional<ring_exchange<replica_worker_actor>> ring;
+  /// ...or over the socket ring, on a thread of its own (worker_context::socket_rings).
+  std::unique_ptr<ring_runner> socket;
+  bool socket_checked = false;  ///< whether the context was asked for this rank's socket ring
   /// Which steps the driver released, which one runs, and which go into a checkpoint.
   step_pace pace;
   /// The membership this worker computes in (messages/membership.hpp): its epoch, and this
@@ -169,6 +173,45 @@ void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
   finish_step(self, st.plan->rules.outcome_of(step), comm_s, seconds_since(apply_start));
 }
 
+// This rank's socket ring, if the node formed one (the first sync step takes it over). Its sums
+// end in a (ring_atom, round, error) message from the runner's thread.
+ring_runner* socket_ring_of(self_pointer self) {
+  auto& st = self->state;
+  if (!st.socket_checked && st.context->socket_rings) {
+    st.socket_checked = true;
+    if (auto ring = st.context->socket_rings->take(st.rank)) {
+      // A bound on a sum that moves no byte: past it the node would have been declared lost.
+      const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
+      caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
+      st.socket = std::make_unique<ring_runner>(
+          std::move(ring), idle_s, [weak](int64_t round, const std::string& error) {
+            if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
+              const auto me = caf::actor_cast<caf::actor>(strong);
+              caf::send_as(me, me, ring_atom_v, round, error);
+            }
+          });
+    }
+  }
+  return st.socket.get();
+}
+
+// A sum of the socket ring ended. A broken ring is most often a lost node: the driver hears of
+// that too and names it, so this worker waits a node timeout before it fails with its own
+// account (round -1: that time is up).
+void on_socket_sum(self_pointer self, int64_t round, const std::string& error) {
+  auto& st = self->state;
+  if (round >= 0 && error.empty())
+    return apply_own_sum(self, round, seconds_since(st.sent_at));
+  if (round >= 0) {
+    self->delayed_send(self,
+                       std::chrono::duration_cast<caf::timespan>(
+                           std::chrono::duration<double>(st.plan->job.cluster.node_timeout_s + 1)),
+                       ring_atom_v, int64_t{-1}, error);
+    return;
+  }
+  self->quit(caf::make_error(errc::internal, "replica " + std::to_string(st.rank) + ": " + error));
+}
+
 ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
   if (!st.ring)
     st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements, 8, st.epoch);
@@ -201,6 +244,10 @@ void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
           return;  // as above: the coordinator or the node agent ends this worker
         }
         return apply_own_sum(self, step, seconds_since(st.sent_at));
+      }
+      if (auto* socket = socket_ring_of(self)) {
+        st.device->finish_work();  // the runner's thread reads the gradient
+        return socket->start(step, st.engine->gradient());
       }
       if (ring_of(st).start(self, step, st.engine->gradient()))
         apply_own_sum(self, step, seconds_since(st.sent_at));
@@ -421,6 +468,9 @@ worker_probe probe(const replica_worker_state& st) {
   if (st.ring && st.ring->waiting()) {
     p.in_ring = true;
     p.received = st.ring->received();
+  } else if (st.socket && st.socket->busy()) {
+    p.in_ring = true;
+    p.received = st.socket->received();
   }
   return p;
 }
@@ -495,6 +545,10 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
         }
         if (ring_of(self->state).on_chunk(self, meta, chunk))
           apply_own_sum(self, meta.round, seconds_since(self->state.sent_at));
+      },
+      [self](ring_atom, int64_t round, const std::string& error) {
+        if (self->current_sender() == self->ctrl())
+          on_socket_sum(self, round, error);  // from its own runner, or its own delayed note
       },
       [self, trusted](nccl_atom, const std::string& nccl_id) {
         if (sender_trusted(self, trusted))

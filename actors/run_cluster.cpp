@@ -5,6 +5,7 @@
 #include "actors/run_driver.hpp"
 #include "actors/run_job.hpp"
 #include "actors/shipped_job_files.hpp"
+#include "actors/socket_ring_places.hpp"
 #include "actors/system_config.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
@@ -106,11 +107,77 @@ bool share_memory(caf::scoped_actor& self, const std::vector<joined_node>& nodes
   return all;
 }
 
+// One step of forming the socket ring on every node in turn (messages/cluster.hpp,
+// ring_places); each node's answer replaces its places. Returns the error text, or "".
+template <class... Ts>
+std::string ring_step(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                      std::vector<ring_places>& places, Ts... xs) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::string error;
+    self->request(nodes[i].agent, 30s, ring_atom_v, xs..., places[i])
+        .receive([&](ring_places& answer) { places[i] = std::move(answer); },
+                 [&](caf::error& e) { error = self->system().render(e); });
+    if (!error.empty())
+      return "node " + nodes[i].name + ": " + error;
+  }
+  return "";
+}
+
+// Sync gradients between nodes over the socket ring (core/collective/socket_ring.hpp): plain
+// TCP between ring neighbours, each connection opened with the ring's secret, no actor in
+// between. Every node listens for its ranks' predecessors, then connects its ranks to their
+// successors, then takes its predecessors' connections. Returns "" once formed; otherwise why
+// not, every node having dropped its places (the ring then runs over actors).
+std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                             const std::vector<int64_t>& node_of, const log_function& log) {
+  const auto ranks = static_cast<int64_t>(node_of.size());
+  std::vector<ring_places> places(nodes.size());
+  const auto secret = ring_secret_bytes();
+  for (int64_t r = 0; r < ranks; ++r)
+    places[static_cast<std::size_t>(node_of[static_cast<std::size_t>(r)])].ranks.push_back(r);
+  for (auto& p : places) {
+    p.secret = secret;
+    p.size = ranks;
+  }
+  auto error = ring_step(self, nodes, places, caf::open_atom_v);
+  std::vector<std::pair<std::string, uint16_t>> listener(static_cast<std::size_t>(ranks));
+  if (error.empty()) {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      for (std::size_t k = 0; k < places[i].ranks.size(); ++k)
+        listener[static_cast<std::size_t>(places[i].ranks[k])] = {nodes[i].peer_host,
+                                                                  places[i].ports.at(k)};
+    for (auto& p : places)
+      for (auto r : p.ranks) {
+        const auto& [host, port] = listener[static_cast<std::size_t>((r + 1) % ranks)];
+        p.next_hosts.push_back(host);
+        p.next_ports.push_back(port);
+      }
+    error = ring_step(self, nodes, places, caf::connect_atom_v);
+  }
+  if (error.empty())
+    error = ring_step(self, nodes, places, caf::join_atom_v);
+  if (!error.empty()) {
+    for (const auto& n : nodes)
+      ask(self, n.agent, 10s, ring_atom_v, caf::close_atom_v);
+    return error;
+  }
+  for (int64_t r = 0; r < ranks; ++r) {
+    const auto from = node_of[static_cast<std::size_t>(r)];
+    const auto to = node_of[static_cast<std::size_t>((r + 1) % ranks)];
+    const auto& [host, port] = listener[static_cast<std::size_t>((r + 1) % ranks)];
+    if (from != to)
+      log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, TCP to {}:{})",
+                      nodes[static_cast<std::size_t>(from)].name,
+                      nodes[static_cast<std::size_t>(to)].name, r, (r + 1) % ranks, host, port));
+  }
+  return "";
+}
+
 // Everything between "all nodes joined" and "the driver may start": every node trusts the
 // others, and ring neighbours are linked or (`shared` set) all share memory. Returns the error
 // text, or "".
 std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
-                          const std::vector<int64_t>& node_of, const run_plan& plan,
+                          const std::vector<int64_t>& node_of, const run_plan& plan, bool tls,
                           const log_function& log, bool& shared) {
   for (const auto& a : nodes)
     for (const auto& b : nodes)
@@ -129,6 +196,14 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
       plan.job.cluster.shared_memory && !membership_may_change && share_memory(self, nodes, log);
   if (shared)
     return "";
+  // The socket ring carries neither TLS nor a re-formed membership: those runs keep the ring
+  // over actors (TLS links; a ring that re-forms without a lost node).
+  if (!tls && !membership_may_change) {
+    const auto why = form_socket_ring(self, nodes, node_of, log);
+    if (why.empty())
+      return "";
+    log("the socket ring could not be formed (" + why + "): the ring runs over actors");
+  }
   return link_ring(self, nodes, node_of, log);
 }
 
@@ -270,7 +345,7 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   const auto node_of = place_replicas(job.parallelism.replicas, job.cluster.nodes);
   bool host_memory = false;
   if (error.empty())
-    error = prepare_nodes(self, *roster, node_of, plan, log, host_memory);
+    error = prepare_nodes(self, *roster, node_of, plan, links->tls(), log, host_memory);
   if (error.empty())
     log(fmt::format("placed {} replica(s) on {} node(s); training", job.parallelism.replicas,
                     roster->size()));

@@ -29,6 +29,9 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
+// How long a node waits for a socket ring neighbour's connection (they are all up by then).
+constexpr double socket_ring_timeout_s = 10;
+
 /// How the node's part of the run ended, written by the agent before it quits.
 struct node_outcome {
   std::string status;  ///< the run's status from the coordinator; "" if it never said
@@ -37,6 +40,7 @@ struct node_outcome {
 
 struct agent_state {
   std::string node_name;
+  std::string peer_host;  ///< where peers reach this node (its socket ring listens there too)
   std::shared_ptr<trusted_nodes> trusted;
   std::shared_ptr<node_outcome> outcome;
   std::function<void(const std::string&)> log;
@@ -200,6 +204,58 @@ caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep) {
   return caf::ok_atom_v;
 }
 
+// The coordinator forms the socket ring (messages/cluster.hpp, ring_places) before any replica
+// starts: listen, connect, join, each step on every node before the next. `step` runs one on
+// this node's places (made by the first), answering ok or the error; `close` drops them (the
+// ring then runs over actors).
+template <class Step>
+caf::result<ring_places> on_ring_places(agent_actor* self, Step&& step) {
+  auto& st = self->state;
+  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
+    return caf::make_error(caf::sec::invalid_argument, "no socket ring before the job");
+  try {
+    if (!st.context->socket_rings) {
+      auto context = std::make_shared<worker_context>(*st.context);
+      context->socket_rings = std::make_shared<socket_ring_places>();
+      st.context = std::move(context);
+    }
+    return step(*st.context->socket_rings);
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, e.what());
+  }
+}
+
+caf::result<ring_places> open_ring_places(agent_actor* self, ring_places places) {
+  return on_ring_places(self, [&](socket_ring_places& p) {
+    places.ports = p.open(places.ranks, self->state.peer_host);
+    return places;
+  });
+}
+
+caf::result<ring_places> connect_ring_places(agent_actor* self, const ring_places& places) {
+  return on_ring_places(self, [&](socket_ring_places& p) {
+    p.connect(places, socket_ring_timeout_s);
+    return places;
+  });
+}
+
+caf::result<ring_places> join_ring_places(agent_actor* self, const ring_places& places) {
+  return on_ring_places(self, [&](socket_ring_places& p) {
+    p.join(places, self->state.context->plan->ring_bucket_elements, socket_ring_timeout_s);
+    return places;
+  });
+}
+
+caf::result<caf::ok_atom> close_ring_places(agent_actor* self) {
+  auto& st = self->state;
+  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
+    return caf::make_error(caf::sec::invalid_argument, "no socket ring before the job");
+  auto context = std::make_shared<worker_context>(*st.context);
+  context->socket_rings.reset();
+  st.context = std::move(context);
+  return caf::ok_atom_v;
+}
+
 caf::result<caf::actor> start_replica(agent_actor* self, int64_t rank, const caf::actor& driver) {
   auto& st = self->state;
   if (!st.context || rank < 0 || rank >= st.context->plan->job.parallelism.replicas)
@@ -261,6 +317,16 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
         return open_segment(self, name, nonce, create);
       },
       [self](shm_atom, caf::close_atom, bool keep) { return settle_segment(self, keep); },
+      [self](ring_atom, caf::open_atom, ring_places& places) {
+        return open_ring_places(self, std::move(places));
+      },
+      [self](ring_atom, caf::connect_atom, const ring_places& places) {
+        return connect_ring_places(self, places);
+      },
+      [self](ring_atom, caf::join_atom, const ring_places& places) {
+        return join_ring_places(self, places);
+      },
+      [self](ring_atom, caf::close_atom) { return close_ring_places(self); },
       [self](done_atom, const std::string& status) { return run_over(self, status); },
       // The coordinator went on without this node (it held a step up, or it came back from a
       // stop after the run had given up on it): nothing it does counts any more.
@@ -375,6 +441,7 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
   auto outcome = std::make_shared<node_outcome>();
   agent_state init;
   init.node_name = o.name;
+  init.peer_host = o.peer_host;
   init.trusted = trusted;
   init.outcome = outcome;
   init.log = log;

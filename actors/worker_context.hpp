@@ -2,6 +2,7 @@
 // starts from, and (across processes) which nodes may talk to it.
 #pragma once
 
+#include "actors/socket_ring_places.hpp"
 #include "actors/trusted_nodes.hpp"
 #include "core/collective/host_reduction.hpp"
 #include "core/collective/replica_reduction.hpp"
@@ -28,6 +29,10 @@ struct worker_context {
   /// are summed instead of the ring (set by the node agent when the coordinator says so); null
   /// otherwise. The agent aborts it when the node stops.
   std::shared_ptr<host_reduction> host;
+  /// Across node processes without shared memory or TLS, under cluster.on_node_loss "fail":
+  /// this node's places in the socket ring (plain TCP between ring neighbours), each taken by
+  /// its rank's replica; null where the ring runs over actors.
+  std::shared_ptr<socket_ring_places> socket_rings;
 };
 
 using context_ptr = std::shared_ptr<const worker_context>;

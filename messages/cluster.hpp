@@ -21,9 +21,18 @@
 //                                           it cannot (another host): the ring is used instead
 //   (shm_atom, close_atom, keep) -> ok      every node has it: remove its name (keep: true),
 //                                           or not all could: drop it (keep: false)
+//   (ring_atom, open_atom, ring_places) -> ring_places   listen for the predecessor of each of
+//                                           this node's ranks (core/collective/ring_sockets):
+//                                           answered with their ports
+//   (ring_atom, connect_atom, ring_places) -> ok   connect each rank to its successor's
+//                                           listener, saying the ring's secret
+//   (ring_atom, join_atom, ring_places) -> ok      take each rank's predecessor's connection:
+//                                           the socket ring is formed; an error at any of the
+//                                           three and the coordinator falls back to the ring
+//                                           over actors, after (ring_atom, close_atom) -> ok
 //   (spawn_atom, rank, coordinator) -> actor   start replica `rank` here
 //   (done_atom, status)                     the run is over: the node exits
-// the ring (replica -> its successor): (ring_atom, ring_meta, chunk)
+// the ring over actors (replica -> its successor): (ring_atom, ring_meta, chunk)
 #pragma once
 
 #include <caf/actor.hpp>
@@ -95,6 +104,24 @@ struct ring_meta {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_meta& x) {
   return f(caf::meta::type_name("ring_meta"), x.round, x.bucket, x.step, x.epoch);
+}
+
+/// A node's places in the socket ring (core/collective/socket_ring.hpp), which sync gradients
+/// take between node processes where neither shared memory nor TLS is in use: its ranks, and
+/// what the step of forming the ring needs of them.
+struct ring_places {
+  std::vector<int64_t> ranks;           ///< this node's, ascending
+  std::vector<uint16_t> ports;          ///< each rank's listener (the node's answer to open)
+  std::vector<std::string> next_hosts;  ///< each rank's successor's listener
+  std::vector<uint16_t> next_ports;
+  std::string secret;  ///< 32 bytes, the same for the whole ring
+  int64_t size = 0;    ///< ranks in the ring
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ring_places& x) {
+  return f(caf::meta::type_name("ring_places"), x.ranks, x.ports, x.next_hosts, x.next_ports,
+           x.secret, x.size);
 }
 
 }  // namespace troupe

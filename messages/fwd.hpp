@@ -13,6 +13,7 @@ struct micro_meta;
 struct join_request;
 struct join_reply;
 struct ring_meta;
+struct ring_places;
 struct membership_note;
 struct state_chunk;
 struct worker_probe;
