@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Integration tests of runs across processes: real `troupe coordinator` and `troupe node`
 # processes on 127.0.0.1 with free ports. Sync with 2 and 3 nodes, through shared memory and
-# over the network's ring, must give the in-process run's weights (<= 1e-6), and so must local_sgd
+# over the network's ring (the socket ring: plain TCP between ring neighbours), must give the
+# in-process run's weights (<= 1e-6), and so must local_sgd
 # (float32 and int8 on the wire); async (float32 and int8) finishes; wrong, missing and
-# old-version nodes and garbage bytes on the port are refused without disturbing the run; a killed node, a hung one
-# and a step that never completes end the run with a message naming them; nodes that do not
+# old-version nodes and garbage bytes on the port are refused without disturbing the run; a
+# killed node, a hung one (through shared memory and through the socket ring) and a step that
+# never completes end the run with a message naming them; nodes that do not
 # come, bad addresses and a token-less public listener are refused. Every process is bounded by
 # `timeout` and killed on exit, pass or fail. Needs Fashion-MNIST and /usr/bin/python3 with
 # torch (a missing torch fails the weight comparisons, it does not skip them).
@@ -231,45 +233,54 @@ finish $coord 90
 check "run beside intruders" $status 0 "$tmp/coord_t.log" "refused a join"
 same_weights "run beside intruders" "$tmp/local2" "$tmp/dist_t"
 
-# --- a node killed mid-run: the run ends, naming it ------------------------------------------
+# --- a node killed mid-run, a hung one: the run ends, naming it; through shared memory and ---
+# --- through the socket ring (cluster.shared_memory=false: plain TCP between ring neighbours) --
+for plane in shm tcp; do
+plane_set=()
+[ $plane = tcp ] && plane_set=(--set cluster.shared_memory=false)
 port=$(free_port)
-start coord_k "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
-  --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 \
-  --out "$tmp/dist_k" --quiet
+start coord_k_$plane "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 "${plane_set[@]}" \
+  --out "$tmp/dist_k_$plane" --quiet
 coord=$last_pid
-start kill_a "$troupe" node --join "127.0.0.1:$port" --name a
+start kill_a_$plane "$troupe" node --join "127.0.0.1:$port" --name a
 node_a=$last_pid
-start kill_b "$troupe" node --join "127.0.0.1:$port" --name b
+start kill_b_$plane "$troupe" node --join "127.0.0.1:$port" --name b
 node_b=$last_pid
-wait_for_steps "$tmp/dist_k"
+wait_for_steps "$tmp/dist_k_$plane"
 kill -9 $node_b
 finish $coord 20
-check "killed node" $status 1 "$tmp/coord_k.log" "(node b) failed"
+check "killed node ($plane)" $status 1 "$tmp/coord_k_$plane.log" "(node b) failed"
 # A killed process's connection drops at once: the run's own records show the failure within
 # a few seconds of run time after the last step.
-ended_by_failure "killed node" "$tmp/dist_k" "node b" 2000 3
-[ "$(summary_field "$tmp/dist_k" status)" = failed ] && pass || fail "killed node: summary status"
-summary_field "$tmp/dist_k" error | grep -qF "node b" && pass || fail "killed node: summary error"
+ended_by_failure "killed node ($plane)" "$tmp/dist_k_$plane" "node b" 2000 3
+[ "$(summary_field "$tmp/dist_k_$plane" status)" = failed ] && pass ||
+  fail "killed node ($plane): summary status"
+summary_field "$tmp/dist_k_$plane" error | grep -qF "node b" && pass ||
+  fail "killed node ($plane): summary error"
 finish $node_a 15
-check "survivor of a killed node" $status 1 "$tmp/kill_a.log" "the run failed"
+check "survivor of a killed node ($plane)" $status 1 "$tmp/kill_a_$plane.log" "the run failed"
 
-# --- a hung node (stopped): found by heartbeats within cluster.node_timeout_s -----------------
+# A hung node (stopped): found by heartbeats within cluster.node_timeout_s.
 port=$(free_port)
-start coord_h "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
-  --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 \
-  --set cluster.node_timeout_s=1 --out "$tmp/dist_h" --quiet
+start coord_h_$plane "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 "${plane_set[@]}" \
+  --set cluster.node_timeout_s=1 --out "$tmp/dist_h_$plane" --quiet
 coord=$last_pid
-start hang_a "$troupe" node --join "127.0.0.1:$port" --name a
-start hang_b "$troupe" node --join "127.0.0.1:$port" --name b
+start hang_a_$plane "$troupe" node --join "127.0.0.1:$port" --name a
+start hang_b_$plane "$troupe" node --join "127.0.0.1:$port" --name b
 node_b=$last_pid
-wait_for_steps "$tmp/dist_h"
+wait_for_steps "$tmp/dist_h_$plane"
 kill -STOP $node_b
 finish $coord 20
 kill -9 $node_b 2>/dev/null
-check "hung node" $status 1 "$tmp/coord_h.log" "(node b) failed"
+check "hung node ($plane)" $status 1 "$tmp/coord_h_$plane.log" "(node b) failed"
 # Heartbeats find it: run time from the last step to the failure record is at most
 # node_timeout_s (1) plus a generous 3 s.
-ended_by_failure "hung node" "$tmp/dist_h" "node b" 2000 4
+ended_by_failure "hung node ($plane)" "$tmp/dist_h_$plane" "node b" 2000 4
+done
+grep -qF "socket ring, TCP to 127.0.0.1:" "$tmp/coord_k_tcp.log" && pass ||
+  fail "cluster.shared_memory=false: the gradients did not take the socket ring"
 
 # --- a step that never completes while heartbeats go on: ended by cluster.step_timeout_s -------
 # Worker 1 takes 8 s over every step (a stalled link would hold it for ever); node_timeout_s
