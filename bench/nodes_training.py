@@ -10,8 +10,9 @@ last one:
   nodes         troupe run JOB --local-nodes N          (node processes on this host: they sum
                                                          through a shared-memory segment)
   nodes_network troupe run JOB --local-nodes N --set cluster.shared_memory=false
-                                                        (only with --network: the ring over
-                                                         loopback TCP, as between hosts)
+                                                        (only with --network: the socket
+                                                         ring, plain TCP on loopback between
+                                                         ring neighbours, as between hosts)
 samples/s counts the steps after WARMUP, from the step records' times in metrics.jsonl (set-up,
 data loading, the evaluation and exit are outside). Prints JSON: the median samples/s of each,
 every repeat's figure, each run's final train loss (the same work must learn the same), and

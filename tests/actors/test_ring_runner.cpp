@@ -1,0 +1,88 @@
+// A replica's socket ring on a thread of its own (actors/ring_runner): sums reported through
+// the callback, round after round; a broken ring reported with its cause; a runner destroyed
+// while its sum waits returns at once and reports nothing.
+#include "actors/ring_runner.hpp"
+
+#include "../core/socket_ring_helpers.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using namespace troupe;
+using namespace troupe::testing;
+
+namespace {
+
+// What a runner reported, for the test thread to wait on.
+struct reports {
+  std::mutex mutex;
+  std::vector<std::promise<std::string>> by_round = std::vector<std::promise<std::string>>(8);
+  int calls = 0;
+
+  ring_runner::done_function callback() {
+    return [this](int64_t round, const std::string& error) {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++calls;
+      by_round.at(static_cast<std::size_t>(round)).set_value(error);
+    };
+  }
+  std::string wait(int64_t round) {
+    auto f = by_round.at(static_cast<std::size_t>(round)).get_future();
+    REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    return f.get();
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("ring_runner") {
+  TEST_CASE("two replicas' sums run beside their threads and are reported, round by round") {
+    auto ring = make_ring(2, 1000);
+    reports a, b;
+    ring_runner first(std::move(ring[0]), 10, a.callback());
+    ring_runner second(std::move(ring[1]), 10, b.callback());
+    for (int64_t round = 0; round < 3; ++round) {
+      auto x = at::randn({2500});
+      auto y = at::randn({2500});
+      const auto want = x + y;
+      first.start(round, x);
+      CHECK(first.busy());
+      CHECK_THROWS_AS(first.start(round + 1, x), std::logic_error);  // one sum at a time
+      second.start(round, y);
+      CHECK(a.wait(round).empty());
+      CHECK(b.wait(round).empty());
+      CHECK(at::allclose(x, want));
+      CHECK(at::equal(x, y));
+      CHECK_FALSE(first.busy());
+    }
+  }
+
+  TEST_CASE("a ring whose neighbour went away is reported with the cause") {
+    auto ring = make_ring(2, 1000);
+    reports a;
+    ring_runner runner(std::move(ring[0]), 10, a.callback());
+    ring[1].reset();  // its connections close
+    runner.start(0, at::ones({100}));
+    CHECK(a.wait(0).find("closed the connection") != std::string::npos);
+  }
+
+  TEST_CASE("a runner destroyed while its sum waits stops at once and reports nothing") {
+    auto ring = make_ring(2, 1000);
+    reports a;
+    const auto start = std::chrono::steady_clock::now();
+    {
+      ring_runner runner(std::move(ring[0]), 60, a.callback());
+      runner.start(0, at::ones({100}));  // the other rank never starts: the sum waits
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    std::lock_guard<std::mutex> lock(a.mutex);
+    CHECK(a.calls == 0);
+  }
+}
