@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -60,13 +61,33 @@ void set_nonblocking_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-sockaddr_in ipv4_address(const std::string& host, uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
-    throw ring_link_error("ring: '" + host + "' is not an IPv4 address");
-  return addr;
+// The first address of `host` (a name, an IPv4 or IPv6 address): a node's --listen may be any.
+struct socket_address {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  int family = AF_INET;
+  sockaddr* get() { return reinterpret_cast<sockaddr*>(&storage); }
+};
+
+socket_address resolve(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const auto service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
+    throw ring_link_error("ring: cannot resolve '" + host + "': " + ::gai_strerror(rc));
+  socket_address a;
+  std::memcpy(&a.storage, found->ai_addr, found->ai_addrlen);
+  a.length = found->ai_addrlen;
+  a.family = found->ai_family;
+  ::freeaddrinfo(found);
+  return a;
+}
+
+uint16_t port_of(const sockaddr_storage& addr) {
+  return ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(addr).sin6_port
+                                          : reinterpret_cast<const sockaddr_in&>(addr).sin_port);
 }
 
 double seconds_since(clock_type::time_point t) {
@@ -130,16 +151,15 @@ std::array<uint8_t, 32> new_ring_secret() {
 }
 
 ring_listener::ring_listener(const std::string& host) {
-  auto addr = ipv4_address(host, 0);
-  fd_ = socket_fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  auto addr = resolve(host, 0);
+  fd_ = socket_fd(::socket(addr.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd_.valid())
     throw ring_link_error("ring: cannot make a socket: " + errno_text());
-  if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(fd_.get(), 16) != 0)
+  if (::bind(fd_.get(), addr.get(), addr.length) != 0 || ::listen(fd_.get(), 16) != 0)
     throw ring_link_error("ring: cannot listen on " + host + ": " + errno_text());
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
+  socklen_t len = sizeof(addr.storage);
+  ::getsockname(fd_.get(), addr.get(), &len);
+  port_ = port_of(addr.storage);
 }
 
 socket_fd ring_listener::accept_from(const ring_hello& expected, double timeout_s,
@@ -184,7 +204,7 @@ socket_fd ring_listener::accept_from(const ring_hello& expected, double timeout_
 
 socket_fd connect_to_successor(const std::string& host, uint16_t port, const ring_hello& hello,
                                double timeout_s, const std::atomic<bool>* abort) {
-  const auto addr = ipv4_address(host, port);
+  auto addr = resolve(host, port);
   const auto where = host + ":" + std::to_string(port);
   const auto start = clock_type::now();
   const auto give_up = [&](const std::string& why) {
@@ -195,11 +215,11 @@ socket_fd connect_to_successor(const std::string& host, uint16_t port, const rin
       give_up("aborted");
     if (seconds_since(start) > timeout_s)
       give_up("no connection within " + std::to_string(timeout_s) + " s");
-    socket_fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    socket_fd fd(::socket(addr.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid())
       give_up(errno_text());
     int error = 0;
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (::connect(fd.get(), addr.get(), addr.length) != 0) {
       error = errno;
       if (error == EINPROGRESS) {
         pollfd p{fd.get(), POLLOUT, 0};

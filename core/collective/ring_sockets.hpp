@@ -52,7 +52,8 @@ struct ring_hello {
 /// A fresh random secret (from the kernel's generator).
 std::array<uint8_t, 32> new_ring_secret();
 
-/// A listening TCP socket on `host` (IPv4 dotted quad), port chosen by the kernel.
+/// A listening TCP socket on `host` (a name or an IPv4 or IPv6 address: its first address),
+/// port chosen by the kernel.
 class ring_listener {
  public:
   explicit ring_listener(const std::string& host);
