@@ -227,6 +227,8 @@ caf::result<ring_places> on_ring_places(agent_actor* self, Step&& step) {
 
 caf::result<ring_places> open_ring_places(agent_actor* self, ring_places places) {
   return on_ring_places(self, [&](socket_ring_places& p) {
+    if (self->state.context->plan->job.faults.refuse_socket_ring)
+      throw ring_link_error("refused to listen (faults.refuse_socket_ring)");
     places.ports = p.open(places.ranks, self->state.peer_host);
     return places;
   });

@@ -243,6 +243,9 @@ struct faults_config {
   /// Make this worker sleep `slow_ms` milliseconds in every step (a straggler, for demos).
   std::optional<int64_t> slow_worker;
   int64_t slow_ms = 0;
+  /// Make every node refuse to form the socket ring (as a firewall on its ports would): the
+  /// coordinator falls back to the ring over actors.
+  bool refuse_socket_ring = false;
 };
 
 struct job_config {

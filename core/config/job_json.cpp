@@ -184,6 +184,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
     faults["slow_worker"] = *job.faults.slow_worker;
     faults["slow_ms"] = job.faults.slow_ms;
   }
+  if (job.faults.refuse_socket_ring)
+    faults["refuse_socket_ring"] = true;
   if (!faults.empty())
     out["faults"] = faults;
   return out;

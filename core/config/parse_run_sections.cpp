@@ -68,7 +68,8 @@ void read_faults(object_reader r, faults_config& f) {
   r.integer("throw_step", f.throw_step, 0, INT64_MAX);
   r.optional_integer("slow_worker", f.slow_worker, 0, INT64_MAX);
   r.integer("slow_ms", f.slow_ms, 0, 3600 * 1000);
-  r.finish({"throw_worker", "throw_step", "slow_worker", "slow_ms"});
+  r.boolean("refuse_socket_ring", f.refuse_socket_ring);
+  r.finish({"throw_worker", "throw_step", "slow_worker", "slow_ms", "refuse_socket_ring"});
 }
 
 }  // namespace troupe

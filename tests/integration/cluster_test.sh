@@ -282,6 +282,24 @@ done
 grep -qF "socket ring, TCP to 127.0.0.1:" "$tmp/coord_k_tcp.log" && pass ||
   fail "cluster.shared_memory=false: the gradients did not take the socket ring"
 
+# --- nodes that refuse the socket ring (as a firewall would): the ring over actors, same weights -
+port=$(free_port)
+start coord_f "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set cluster.shared_memory=false --set faults.refuse_socket_ring=true \
+  --token-file "$tmp/token" --out "$tmp/dist_f" --quiet
+coord=$last_pid
+start refuse_a "$troupe" node --join "127.0.0.1:$port" --name a --threads 1 --token-file "$tmp/token"
+start refuse_b "$troupe" node --join "127.0.0.1:$port" --name b --threads 1 --token-file "$tmp/token"
+finish $coord 90
+check "socket ring refused" $status 0 "$tmp/coord_f.log" \
+  "the socket ring could not be formed (node a: "
+grep -F "the socket ring could not be formed" "$tmp/coord_f.log" |
+  grep -F "refused to listen (faults.refuse_socket_ring)" | grep -qF "the ring runs over actors" &&
+  pass || fail "socket ring refused: the log does not say why"
+grep -qF "ring link a -> b (127.0.0.1:" "$tmp/coord_f.log" && pass ||
+  fail "socket ring refused: no direct link of the ring over actors"
+same_weights "socket ring refused, ring over actors" "$tmp/local2" "$tmp/dist_f"
+
 # --- a step that never completes while heartbeats go on: ended by cluster.step_timeout_s -------
 # Worker 1 takes 8 s over every step (a stalled link would hold it for ever); node_timeout_s
 # cannot see it, since node b's heartbeats go on.
