@@ -239,14 +239,26 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   ::_exit(0);
 }
 
+// Runs a rank's `body` and exits: 0 when it returned, 1 (saying why) when it threw.
+[[noreturn]] void run_rank_body(int64_t rank, const std::function<void()>& body) {
+  int code = 1;
+  try {
+    body();
+    code = 0;
+  } catch (const std::exception& e) {
+    std::cerr << "rank " << rank << ": " << e.what() << "\n";
+  }
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
 // The timings of rank `rank` over shared memory (the path node processes on one host take):
 // per size, a one-element all-reduce as the barrier, then the timed one, as over the ring.
 [[noreturn]] void shm_rank(int64_t rank, const std::vector<host_segment_spec>& segments,
                            const host_segment_spec& barrier_spec,
                            const std::vector<double>& sizes_mb, int iters, int warmup,
                            int to_parent, int from_parent) {
-  int code = 1;
-  try {
+  run_rank_body(rank, [&] {
     at::set_num_threads(1);
     const auto ranks = barrier_spec.ranks;
     auto barrier = host_reduction::open(barrier_spec);
@@ -272,12 +284,7 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
     write_line(to_parent, "connected");
     write_line(to_parent, report.dump());
     read_line(from_parent);
-    code = 0;
-  } catch (const std::exception& e) {
-    std::cerr << "rank " << rank << ": " << e.what() << "\n";
-  }
-  std::fflush(nullptr);
-  ::_exit(code);
+  });
 }
 
 // The timings of rank `rank` over the socket ring (core/collective/socket_ring.hpp: plain TCP
@@ -285,8 +292,7 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
 [[noreturn]] void tcp_rank(int64_t rank, int64_t ranks, const std::array<uint8_t, 32>& secret,
                            const std::vector<double>& sizes_mb, int iters, int warmup,
                            double bucket_mb, int64_t window, int to_parent, int from_parent) {
-  int code = 1;
-  try {
+  run_rank_body(rank, [&] {
     at::set_num_threads(1);
     const std::string host = "127.0.0.1";
     ring_listener listener(host);
@@ -319,12 +325,7 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
         [&] { ring.all_reduce(round++, one, 60); });
     write_line(to_parent, report.dump());
     read_line(from_parent);
-    code = 0;
-  } catch (const std::exception& e) {
-    std::cerr << "rank " << rank << ": " << e.what() << "\n";
-  }
-  std::fflush(nullptr);
-  ::_exit(code);
+  });
 }
 
 }  // namespace
