@@ -196,9 +196,12 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
       plan.job.cluster.shared_memory && !membership_may_change && share_memory(self, nodes, log);
   if (shared)
     return "";
-  // The socket ring carries neither TLS nor a re-formed membership: those runs keep the ring
-  // over actors (TLS links; a ring that re-forms without a lost node).
-  if (!tls && !membership_may_change) {
+  // The socket ring carries neither TLS nor a re-formed membership nor device memory: those
+  // runs keep the ring over actors (TLS links; a ring that re-forms without a lost node; GPU
+  // gradients, which its tensors carry off the device).
+  const bool on_cpu = std::none_of(plan.devices.workers.begin(), plan.devices.workers.end(),
+                                   [](const device_spec& d) { return d.is_cuda(); });
+  if (!tls && !membership_may_change && on_cpu) {
     const auto why = form_socket_ring(self, nodes, node_of, log);
     if (why.empty())
       return "";

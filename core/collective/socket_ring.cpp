@@ -157,6 +157,8 @@ void socket_ring::all_reduce(int64_t round, at::Tensor buffer, double idle_timeo
                              const std::atomic<bool>* abort) {
   if (broken_)
     throw std::logic_error("socket_ring: the ring broke in an earlier round");
+  if (!buffer.is_cpu())
+    throw std::invalid_argument("socket_ring: sums buffers in host memory only");
   if (round <= round_)
     throw std::invalid_argument("socket_ring: round " + std::to_string(round) +
                                 " does not follow round " + std::to_string(round_));

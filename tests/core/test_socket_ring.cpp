@@ -126,6 +126,10 @@ TEST_SUITE("socket_ring") {
                          doctest::Contains("cannot resolve"), ring_link_error);
     ring_listener named("localhost");  // a node's --listen may be a name
     CHECK(named.port() > 0);
+    auto alone = make_ring(1, 16);
+    CHECK_THROWS_AS(
+        alone[0]->all_reduce(0, at::empty({4}, at::TensorOptions().device(at::kMeta)), 1),
+        std::invalid_argument);  // host memory only
   }
 
   // Rank 1 of a two-rank ring whose other side is this test: what rank 1 does with the bytes
