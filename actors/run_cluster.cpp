@@ -13,6 +13,7 @@
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
@@ -108,15 +109,24 @@ bool share_memory(caf::scoped_actor& self, const std::vector<joined_node>& nodes
 }
 
 // One step of forming the socket ring on every node in turn (messages/cluster.hpp,
-// ring_places); each node's answer replaces its places. Returns the error text, or "".
+// ring_places); each node's answer replaces its places, once it holds a port for each of the
+// node's ranks (the one after listening: every later step answers with the same). Returns the
+// error text, or "".
 template <class... Ts>
 std::string ring_step(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                       std::vector<ring_places>& places, Ts... xs) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     std::string error;
     self->request(nodes[i].agent, 30s, ring_atom_v, xs..., places[i])
-        .receive([&](ring_places& answer) { places[i] = std::move(answer); },
-                 [&](caf::error& e) { error = self->system().render(e); });
+        .receive(
+            [&](ring_places& answer) {
+              if (answer.ranks != places[i].ranks || answer.ports.size() != answer.ranks.size())
+                error = fmt::format("answered with {} port(s) for ranks {}", answer.ports.size(),
+                                    fmt::join(places[i].ranks, ", "));
+              else
+                places[i] = std::move(answer);
+            },
+            [&](caf::error& e) { error = self->system().render(e); });
     if (!error.empty())
       return "node " + nodes[i].name + ": " + error;
   }

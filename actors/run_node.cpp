@@ -206,8 +206,9 @@ caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep) {
 
 // The coordinator forms the socket ring (messages/cluster.hpp, ring_places) before any replica
 // starts: listen, connect, join, each step on every node before the next. `step` runs one on
-// this node's places (made by the first), answering ok or the error; `close` drops them (the
-// ring then runs over actors).
+// this node's places (made by the first) and answers with the places (after listening, with
+// this node's ports), or with the error; close_ring_places drops them (the ring then runs over
+// actors).
 template <class Step>
 caf::result<ring_places> on_ring_places(agent_actor* self, Step&& step) {
   auto& st = self->state;
