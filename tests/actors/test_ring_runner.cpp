@@ -1,7 +1,10 @@
 // A replica's socket ring on a thread of its own (actors/ring_runner): sums reported through
 // the callback, round after round; a broken ring reported with its cause; a runner destroyed
-// while its sum waits returns at once and reports nothing.
+// while its sum waits returns at once and reports nothing. A node's places in the ring
+// (actors/socket_ring_places): formed in three steps, each rank's ring taken once, places that
+// do not fit refused.
 #include "actors/ring_runner.hpp"
+#include "actors/socket_ring_places.hpp"
 
 #include "../core/socket_ring_helpers.hpp"
 
@@ -84,5 +87,44 @@ TEST_SUITE("ring_runner") {
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     std::lock_guard<std::mutex> lock(a.mutex);
     CHECK(a.calls == 0);
+  }
+
+  TEST_CASE("a node's places: listen, connect, join, then each rank takes its ring once") {
+    socket_ring_places node;  // both ranks of a two-rank ring on one node
+    ring_places places;
+    places.ranks = {0, 1};
+    places.secret = ring_secret_bytes();
+    places.size = 2;
+    places.ports = node.open(places.ranks, host);
+    CHECK_THROWS_AS(node.open(places.ranks, host), std::invalid_argument);  // once
+    places.next_hosts = {host, host};
+    places.next_ports = {places.ports[1], places.ports[0]};
+    SUBCASE("formed") {
+      node.connect(places, 5);
+      node.join(places, 1000, 5);
+      auto first = node.take(0);
+      auto second = node.take(1);
+      REQUIRE(first);
+      REQUIRE(second);
+      CHECK_FALSE(node.take(0));
+      auto x = at::ones({10});
+      auto y = at::ones({10});
+      auto other = std::async(std::launch::async, [&] { second->all_reduce(0, y, 5); });
+      first->all_reduce(0, x, 5);
+      other.get();
+      CHECK(at::equal(x, at::full({10}, 2.0f)));
+    }
+    SUBCASE("places that do not fit") {
+      auto bad = places;
+      bad.secret = "short";
+      CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
+      bad = places;
+      bad.ranks = {0, 2};
+      CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
+      bad = places;
+      bad.next_ports.pop_back();
+      CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
+      CHECK_THROWS_AS(node.join(places, 1000, 1), std::invalid_argument);  // not connected
+    }
   }
 }
