@@ -1,14 +1,7 @@
 #include "actors/replica_worker.hpp"
 
-#include "actors/ring_exchange.hpp"
-#include "actors/ring_runner.hpp"
+#include "actors/replica_worker_state.hpp"
 #include "actors/worker_faults.hpp"
-#include "core/checkpoint/state_transfer.hpp"
-#include "core/collective/compact_encoding.hpp"
-#include "core/policy/step_pace.hpp"
-#include "core/run/replica_digests.hpp"
-#include "core/train/replica_engine.hpp"
-#include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
@@ -21,56 +14,7 @@
 #include <vector>
 
 namespace troupe {
-
-using clock_type = std::chrono::steady_clock;
-
-struct replica_worker_state {
-  context_ptr context;
-  const run_plan* plan = nullptr;  ///< context->plan, for brevity
-  int64_t rank = 0;
-  run_driver_actor driver;
-  std::unique_ptr<gpu::worker_device> device;  ///< before engine: the engine uploads through it
-  std::unique_ptr<replica_engine> engine;
-  clock_type::time_point sent_at;  ///< when the last gradient (or weights) left
-  double compute_s = 0;            ///< of the step in flight
-  double apply_s = 0;              ///< local_sgd: of the step in flight, before its average
-  double comm_s = 0;               ///< async: waited for the weights of the step in flight
-  int64_t version = 0;             ///< async: version of the weights in hand
-  /// async with parallelism.compression: packs the pushed gradients, carrying each one's
-  /// encoding error into the next.
-  std::optional<error_feedback> push_encoder;
-  /// local_sgd with parallelism.compression: the last averaged weights, as the driver holds
-  /// them too. Weights are handed in as their difference from it, packed; undefined (hand them
-  /// in whole) until the first average and after anything else set the weights.
-  at::Tensor average_base;
-  double loss = 0;      ///< of the step in flight
-  int64_t samples = 0;  ///< of the step in flight
-  /// Sync with a ring meeting: this replica's side of the ring all-reduce over actors...
-  std::optional<ring_exchange<replica_worker_actor>> ring;
-  /// ...or over the socket ring, on a thread of its own (worker_context::socket_rings).
-  std::unique_ptr<ring_runner> socket;
-  bool socket_checked = false;  ///< whether the context was asked for this rank's socket ring
-  /// Which steps the driver released, which one runs, and which go into a checkpoint.
-  step_pace pace;
-  /// The membership this worker computes in (messages/membership.hpp): its epoch, and this
-  /// replica's position among the live ones and how many there are (its share of each batch).
-  int64_t epoch = 0;
-  int64_t position = 0;
-  int64_t live = 1;
-  /// A state handed over to this worker, chunk by chunk (a replacement, or a survivor behind).
-  std::optional<state_assembler> incoming;
-  int64_t dropped = 0;  ///< ring chunks of another epoch, dropped
-  /// Whether the driver runs in another process. Its step reports then wait here to go as a
-  /// block (see report_step).
-  bool remote_driver = false;
-  std::vector<step_stats> unsent;        ///< step reports not sent yet, in step order
-  clock_type::time_point last_step_end;  ///< when the last step ended (or the first began)
-  static inline const char* name = "replica_worker";
-};
-
-namespace {
-
-using self_pointer = replica_worker_actor::stateful_pointer<replica_worker_state>;
+namespace replica_internal {
 
 double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
@@ -87,14 +31,6 @@ void send_unsent_reports(self_pointer self) {
   if (st.context->reduction)  // in the driver's mailbox now: a failing replica may go on
     st.context->reduction->reported(st.rank, st.unsent.back().step);
   st.unsent.clear();
-}
-
-// Everything this worker tells the driver goes after the step reports it holds back, so that
-// the driver sees its steps in the order they ran.
-template <class... Ts>
-void tell_driver(self_pointer self, Ts&&... xs) {
-  send_unsent_reports(self);
-  self->send(self->state.driver, std::forward<Ts>(xs)...);
 }
 
 // A step's report. Short steps' reports to a driver in another process go a block at a time
@@ -132,6 +68,18 @@ void ensure_engine(replica_worker_state& st) {
 at::Tensor cpu_copy(const replica_engine& engine) {
   return engine.weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
 }
+
+ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
+  if (!st.ring)
+    st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements, 8, st.epoch);
+  return *st.ring;
+}
+
+}  // namespace replica_internal
+
+namespace {
+
+using namespace replica_internal;
 
 // After the step's exchange (if any): report, evaluate if asked, then go on or hand in weights.
 void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, double apply_s) {
@@ -210,12 +158,6 @@ void on_socket_sum(self_pointer self, int64_t round, const std::string& error) {
     return;
   }
   self->quit(caf::make_error(errc::internal, "replica " + std::to_string(st.rank) + ": " + error));
-}
-
-ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
-  if (!st.ring)
-    st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements, 8, st.epoch);
-  return *st.ring;
 }
 
 // A sync step: the gradient goes where the plan says gradients meet.
@@ -373,93 +315,6 @@ void restore(self_pointer self, int64_t step, const at::Tensor& weights,
   ensure_engine(st);
   st.engine->restore(weights, optimizer);
   st.pace.start_at(step + 1);
-}
-
-// A regroup (messages/membership.hpp): the live replicas of a new epoch. This one takes its
-// position's share of every batch and its place in the ring, drops the step under way (under
-// sync it waits for a sum that will never come), and says which step it last applied.
-void on_membership(self_pointer self, const membership_note& note, const caf::actor& successor) {
-  auto& st = self->state;
-  st.average_base = at::Tensor();  // the driver forgets its base too: hand in whole
-  const auto it = std::find(note.live.begin(), note.live.end(), st.rank);
-  if (it == note.live.end())
-    return self->quit(protocol_violation("worker " + std::to_string(st.rank) +
-                                         " is not among the live workers of epoch " +
-                                         std::to_string(note.epoch)));
-  ensure_engine(st);
-  st.epoch = note.epoch;
-  st.position = it - note.live.begin();
-  st.live = static_cast<int64_t>(note.live.size());
-  if (st.plan->parameter_server() == false)
-    st.engine->set_share(st.position, st.live);
-  st.ring.reset();
-  if (st.plan->gradients == gradient_meeting::ring)
-    ring_of(st).link(caf::actor_cast<replica_worker_actor>(successor));
-  st.incoming.reset();
-  st.pace.regroup();
-  tell_driver(self, membership_atom_v, st.epoch, st.rank, st.pace.next() - 1, true);
-}
-
-// The driver asks for this worker's state now, to hand it to others.
-void hand_over(self_pointer self, int64_t epoch) {
-  auto& st = self->state;
-  if (epoch != st.epoch)
-    return;  // a regroup that was overtaken by another
-  ensure_engine(st);
-  tell_driver(self, handover_atom_v, epoch, st.rank, st.pace.next() - 1, cpu_copy(*st.engine),
-              st.engine->optimizer_state());
-}
-
-// After a join the driver checks that the replicas agree: a digest of this worker's weights,
-// at the step boundary (before the next step, which the driver releases after asking).
-void report_digest(self_pointer self, int64_t epoch) {
-  auto& st = self->state;
-  if (epoch != st.epoch)
-    return;  // a check that a regroup overtook
-  ensure_engine(st);
-  tell_driver(self, digest_atom_v, epoch, st.rank, st.pace.next() - 1,
-              weights_digest(st.engine->weights()));
-}
-
-// A chunk of the state this worker takes over; once all are in and check out, it adopts it.
-void on_state_chunk(self_pointer self, const state_chunk& c) {
-  auto& st = self->state;
-  if (c.epoch != st.epoch)
-    return;
-  ensure_engine(st);
-  if (!st.incoming || c.index == 0) {
-    // Weights and Adam's two moments, serialized, with room for the optimizer's framing.
-    const auto values = st.engine->weights().numel();
-    st.incoming.emplace(values, 4 * values * static_cast<int64_t>(sizeof(float)) + (16 << 20));
-  }
-  auto problem = st.incoming->add(c.index, c.count, c.chunk_bytes, c.weight_bytes, c.total_bytes,
-                                  c.digest, c.bytes);
-  if (problem.empty() && !st.incoming->complete())
-    return;
-  at::Tensor weights;
-  std::string optimizer;
-  if (problem.empty())
-    problem = st.incoming->take(weights, optimizer);
-  st.incoming.reset();
-  if (!problem.empty())
-    return self->quit(protocol_violation("worker " + std::to_string(st.rank) +
-                                         " refused the state it was handed: " + problem));
-  st.engine->restore(weights, optimizer);
-  st.pace.start_at(c.step + 1);
-  tell_driver(self, taken_atom_v, st.epoch, st.rank, c.step);
-}
-
-// The evaluation after `step` again, over the live replicas' new shares (a lost worker's shard
-// never came). The worker holds the weights after `step`: a regroup just brought it there.
-void evaluate_again(self_pointer self, int64_t step) {
-  auto& st = self->state;
-  ensure_engine(st);
-  const auto start = clock_type::now();
-  const auto r = st.engine->evaluate();
-  tell_driver(self, eval_report{st.rank, step, r.loss_sum, r.metric_sum, r.count,
-                                seconds_since(start), st.live});
-  if (st.position == 0 && st.plan->snapshots())
-    tell_driver(self, snapshot_atom_v, step, int64_t{0}, cpu_copy(*st.engine));
 }
 
 // What this worker is doing, for the driver's step watchdog.
