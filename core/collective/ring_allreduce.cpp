@@ -65,6 +65,18 @@ void ring_allreduce::start_up_to(int64_t last, std::vector<ring_message>& out) {
     out.push_back(message_for(started_, 0));
 }
 
+at::Tensor ring_allreduce::landing_for(int64_t bucket, int64_t step) const {
+  if (!active_ || remaining_ == 0 || bucket < 0 || bucket >= static_cast<int64_t>(buckets_.size()))
+    return {};
+  const auto& b = buckets_[static_cast<std::size_t>(bucket)];
+  if (step != b.next_step || step >= ring_step_count(ranks_))
+    return {};
+  const auto plan = ring_step_of(rank_, ranks_, step);
+  if (plan.reduce)
+    return {};
+  return chunk_of(b, plan.recv_chunk);
+}
+
 std::vector<ring_message> ring_allreduce::on_receive(const ring_message& m) {
   const auto fail = [&](const std::string& what) {
     throw protocol_error("ring all-reduce, rank " + std::to_string(rank_) + ": " + what);
@@ -95,8 +107,8 @@ std::vector<ring_message> ring_allreduce::on_receive(const ring_message& m) {
   const bool owner = m.step == ranks_ - 2;  // the last reduce-scatter step finishes this chunk
   if (plan.reduce)
     chunk.add_(target);  // partial sum on its way; a + b == b + a, so every rank's bits agree
-  if (!plan.reduce || owner)
-    target.copy_(chunk);
+  if ((!plan.reduce || owner) && chunk.data_ptr() != target.data_ptr())
+    target.copy_(chunk);  // not when it was read straight into place (landing_for)
   ++b.next_step;
   if (b.next_step < ring_step_count(ranks_)) {
     out.push_back({m.bucket, b.next_step, std::move(chunk)});

@@ -45,6 +45,12 @@ class ring_allreduce {
   /// sum.
   std::vector<ring_message> on_receive(const ring_message& message);
 
+  /// Where the chunk the predecessor sends next for `bucket` as ring step `step` may be read
+  /// straight in: during the all-gather, the buffer's own chunk, which on_receive would only
+  /// copy it into (and which is then sent on as it is). Undefined otherwise (a reduce step, or
+  /// a bucket and step the plan does not expect next): read it elsewhere.
+  at::Tensor landing_for(int64_t bucket, int64_t step) const;
+
   /// True when every bucket has finished: the buffer holds the sum over all ranks.
   bool done() const { return active_ && remaining_ == 0; }
   /// Where the copies of a bucket's first chunk go (1-d float tensors of the given numel); by

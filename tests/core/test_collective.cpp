@@ -156,4 +156,26 @@ TEST_SUITE("collective") {
     CHECK_THROWS_AS(idle.on_receive({0, 0, at::ones({1})}), std::runtime_error);
     CHECK_THROWS_AS(idle.start(at::ones({2, 2})), std::invalid_argument);
   }
+
+  TEST_CASE("an all-gather chunk may be read straight into the buffer, a reduce chunk may not") {
+    // Rank 0 of 2: step 0 reduces (it must add what comes), step 1 gathers (it only copies).
+    ring_allreduce r(0, 2, 1 << 20);
+    auto buffer = at::zeros({4});
+    r.start(buffer);
+    CHECK_FALSE(r.landing_for(0, 0).defined());  // a reduce step
+    CHECK_FALSE(r.landing_for(0, 1).defined());  // not the step expected next
+    CHECK_FALSE(r.landing_for(3, 0).defined());  // no such bucket
+    r.on_receive({0, 0, at::ones({2})});
+    auto landing = r.landing_for(0, 1);
+    REQUIRE(landing.defined());
+    CHECK(landing.numel() == 2);
+    landing.fill_(5.0f);  // what a transport reads in
+    auto out = r.on_receive({0, 1, landing});
+    CHECK(out.empty());
+    CHECK(r.done());
+    // One chunk holds the reduced sum (0 + 1), the other what was read into place.
+    CHECK(at::equal(std::get<0>(at::sort(buffer)), at::tensor({1.0f, 1.0f, 5.0f, 5.0f})));
+    CHECK(landing.data_ptr() >= buffer.data_ptr());  // a view of the buffer, not a copy
+    CHECK_FALSE(r.landing_for(0, 1).defined());      // nothing more to come
+  }
 }
