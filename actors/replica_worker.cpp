@@ -127,18 +127,20 @@ ring_runner* socket_ring_of(self_pointer self) {
   auto& st = self->state;
   if (!st.socket_checked && st.context->socket_rings) {
     st.socket_checked = true;
-    if (auto ring = st.context->socket_rings->take(st.rank)) {
-      // A bound on a sum that moves no byte: past it the node would have been declared lost.
-      const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
-      caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
-      st.socket = std::make_unique<ring_runner>(
-          std::move(ring), idle_s, [weak](int64_t round, const std::string& error) {
-            if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
-              const auto me = caf::actor_cast<caf::actor>(strong);
-              caf::send_as(me, me, ring_atom_v, round, error);
-            }
-          });
-    }
+    auto ring = st.context->socket_rings->take(st.rank);
+    if (!ring)  // every rank got its place when the ring formed: the others would wait for ever
+      throw std::logic_error("replica " + std::to_string(st.rank) +
+                             " has no place in this node's socket ring (started twice?)");
+    // A bound on a sum that moves no byte: past it the node would have been declared lost.
+    const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
+    caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
+    st.socket = std::make_unique<ring_runner>(
+        std::move(ring), idle_s, [weak](int64_t round, const std::string& error) {
+          if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
+            const auto me = caf::actor_cast<caf::actor>(strong);
+            caf::send_as(me, me, ring_atom_v, round, error);
+          }
+        });
   }
   return st.socket.get();
 }
