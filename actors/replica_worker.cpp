@@ -125,8 +125,7 @@ void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
 // end in a (ring_atom, round, error) message from the runner's thread.
 ring_runner* socket_ring_of(self_pointer self) {
   auto& st = self->state;
-  if (!st.socket_checked && st.context->socket_rings) {
-    st.socket_checked = true;
+  if (!st.socket && st.context->socket_rings) {
     auto ring = st.context->socket_rings->take(st.rank);
     if (!ring)  // every rank got its place when the ring formed: the others would wait for ever
       throw std::logic_error("replica " + std::to_string(st.rank) +
@@ -189,10 +188,8 @@ void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
         }
         return apply_own_sum(self, step, seconds_since(st.sent_at));
       }
-      if (auto* socket = socket_ring_of(self)) {
-        st.device->finish_work();  // the runner's thread reads the gradient
+      if (auto* socket = socket_ring_of(self))  // host memory only: nothing queued on a device
         return socket->start(step, st.engine->gradient());
-      }
       if (ring_of(st).start(self, step, st.engine->gradient()))
         apply_own_sum(self, step, seconds_since(st.sent_at));
       return;
@@ -338,8 +335,26 @@ void join_nccl(replica_worker_state& st, const std::string& nccl_id) {
                        static_cast<int>(st.plan->job.parallelism.replicas));
 }
 
-replica_worker_actor::behavior_type replica_worker(self_pointer self, context_ptr context,
-                                                   int64_t rank, run_driver_actor driver) {
+// The worker failed (an exception): the other replicas would wait for its gradient for ever,
+// so the reductions it takes part in are aborted first.
+caf::error on_failure(self_pointer self, std::exception_ptr& ep) {
+  auto error = make_error_from_exception(ep);
+  const auto& st = self->state;
+  const auto why = "replica " + std::to_string(st.rank) + " failed";
+  if (const auto& reduction = st.context->reduction) {
+    // Every replica summed the last step this one reported: let their reports of it reach
+    // the driver before this failure does, so that the run counts that step.
+    if (const auto last = reduction->last_reported(st.rank);
+        last >= 0 && st.plan->schedule.policy_at(last) == policy_kind::sync)
+      reduction->await_reports(last, std::chrono::seconds(1));
+    reduction->abort(why);
+  }
+  if (const auto& host = st.context->host)
+    host->abort(why);
+  return error;
+}
+
+void init_worker(self_pointer self, context_ptr context, int64_t rank, run_driver_actor driver) {
   // This runs on the worker's own (detached) thread: the OpenMP team size set here bounds this
   // replica's intra-op threads only.
   at::set_num_threads(static_cast<int>(context->plan->job.parallelism.threads_per_replica));
@@ -352,24 +367,14 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
   st.driver = std::move(driver);
   st.remote_driver = st.driver.node() != self->node();
   st.last_step_end = clock_type::now();
-  self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
-    auto error = make_error_from_exception(ep);
-    // The other replicas would wait for this one's gradient for ever.
-    const auto why = "replica " + std::to_string(self->state.rank) + " failed";
-    if (const auto& reduction = self->state.context->reduction) {
-      // Every replica summed the last step this one reported: let their reports of it reach
-      // the driver before this failure does, so that the run counts that step.
-      const auto& plan = *self->state.plan;
-      if (const auto last = reduction->last_reported(self->state.rank);
-          last >= 0 && plan.schedule.policy_at(last) == policy_kind::sync)
-        reduction->await_reports(last, std::chrono::seconds(1));
-      reduction->abort(why);
-    }
-    if (const auto& host = self->state.context->host)
-      host->abort(why);
-    return error;
-  });
-  auto* trusted = st.context->trusted.get();
+  self->set_exception_handler(
+      [self](caf::scheduled_actor*, std::exception_ptr& ep) { return on_failure(self, ep); });
+}
+
+replica_worker_actor::behavior_type replica_worker(self_pointer self, context_ptr context,
+                                                   int64_t rank, run_driver_actor driver) {
+  init_worker(self, std::move(context), rank, std::move(driver));
+  auto* trusted = self->state.context->trusted.get();
   // Every handler first drops messages from nodes that never joined (trusted_nodes.hpp).
   return {
       [self, trusted](compute_atom, int64_t step) {

@@ -49,7 +49,6 @@ struct replica_worker_state {
   std::optional<ring_exchange<replica_worker_actor>> ring;
   /// ...or over the socket ring, on a thread of its own (worker_context::socket_rings).
   std::unique_ptr<ring_runner> socket;
-  bool socket_checked = false;  ///< whether the context was asked for this rank's socket ring
   /// Which steps the driver released, which one runs, and which go into a checkpoint.
   step_pace pace;
   /// The membership this worker computes in (messages/membership.hpp): its epoch, and this

@@ -1,6 +1,7 @@
 #include "actors/run_node.hpp"
 
 #include "actors/guarded_links.hpp"
+#include "actors/node_agent_state.hpp"
 #include "actors/replica_worker.hpp"
 #include "actors/shipped_job_files.hpp"
 #include "actors/system_config.hpp"
@@ -28,33 +29,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-// How long a node waits for a socket ring neighbour's connection (they are all up by then).
-constexpr double socket_ring_timeout_s = 10;
-
-/// How the node's part of the run ended, written by the agent before it quits.
-struct node_outcome {
-  std::string status;  ///< the run's status from the coordinator; "" if it never said
-  std::string error;   ///< why the node stopped early
-};
-
-struct agent_state {
-  std::string node_name;
-  std::string peer_host;  ///< where peers reach this node (its socket ring listens there too)
-  std::shared_ptr<trusted_nodes> trusted;
-  std::shared_ptr<node_outcome> outcome;
-  std::function<void(const std::string&)> log;
-  context_ptr context;  ///< once joined
-  caf::actor coordinator_gate;
-  /// Outlives the agent (run_node's, destroyed after the agent has quit).
-  guarded_links* links = nullptr;
-  std::vector<replica_worker_actor> workers;
-  /// This node's private folder (mode 0700) for what the coordinator ships: the model file.
-  std::string scratch;
-  static inline const char* name = "node_agent";
-};
-
-using agent_actor = caf::stateful_actor<agent_state>;
 
 std::string shipped_model_path(const std::string& scratch) {
   return scratch + "/model.pt";
@@ -165,98 +139,6 @@ caf::response_promise connect_peer(agent_actor* self, const std::string& host, u
           },
           [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   return promise;
-}
-
-// The coordinator's offer to sum through shared memory: create or open the segment, and keep
-// it in the context the replicas will be started with. An error means this node cannot (another
-// host): the coordinator then links the ring over the network.
-caf::result<caf::ok_atom> open_segment(agent_actor* self, const std::string& name, uint64_t nonce,
-                                       bool create) {
-  auto& st = self->state;
-  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
-    return caf::make_error(caf::sec::invalid_argument, "no shared memory before the job");
-  const auto& plan = *st.context->plan;
-  const host_segment_spec spec{name, plan.job.parallelism.replicas, plan.model.flat_size(), nonce};
-  try {
-    auto context = std::make_shared<worker_context>(*st.context);
-    context->host = create ? host_reduction::create(spec) : host_reduction::open(spec);
-    context->host->set_spin(barrier_spin(plan));
-    st.context = std::move(context);
-  } catch (const std::exception& e) {
-    return caf::make_error(caf::sec::runtime_error, e.what());
-  }
-  return caf::ok_atom_v;
-}
-
-// Every node has the segment open (keep: its name can go), or not all could (drop it).
-caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep) {
-  auto& st = self->state;
-  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
-    return caf::make_error(caf::sec::invalid_argument, "no shared memory before the job");
-  if (!st.context->host)
-    return caf::ok_atom_v;
-  st.context->host->unlink();
-  if (!keep) {
-    auto context = std::make_shared<worker_context>(*st.context);
-    context->host.reset();
-    st.context = std::move(context);
-  }
-  return caf::ok_atom_v;
-}
-
-// The coordinator forms the socket ring (messages/cluster.hpp, ring_places) before any replica
-// starts: listen, connect, join, each step on every node before the next. `step` runs one on
-// this node's places (made by the first) and answers with the places (after listening, with
-// this node's ports), or with the error; close_ring_places drops them (the ring then runs over
-// actors).
-template <class Step>
-caf::result<ring_places> on_ring_places(agent_actor* self, Step&& step) {
-  auto& st = self->state;
-  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
-    return caf::make_error(caf::sec::invalid_argument, "no socket ring before the job");
-  try {
-    if (!st.context->socket_rings) {
-      auto context = std::make_shared<worker_context>(*st.context);
-      context->socket_rings = std::make_shared<socket_ring_places>();
-      st.context = std::move(context);
-    }
-    return step(*st.context->socket_rings);
-  } catch (const std::exception& e) {
-    return caf::make_error(caf::sec::runtime_error, e.what());
-  }
-}
-
-caf::result<ring_places> open_ring_places(agent_actor* self, ring_places places) {
-  return on_ring_places(self, [&](socket_ring_places& p) {
-    if (self->state.context->plan->job.faults.refuse_socket_ring)
-      throw ring_link_error("refused to listen (faults.refuse_socket_ring)");
-    places.ports = p.open(places.ranks, self->state.peer_host);
-    return places;
-  });
-}
-
-caf::result<ring_places> connect_ring_places(agent_actor* self, const ring_places& places) {
-  return on_ring_places(self, [&](socket_ring_places& p) {
-    p.connect(places, socket_ring_timeout_s);
-    return places;
-  });
-}
-
-caf::result<ring_places> join_ring_places(agent_actor* self, const ring_places& places) {
-  return on_ring_places(self, [&](socket_ring_places& p) {
-    p.join(places, self->state.context->plan->ring_bucket_elements, socket_ring_timeout_s);
-    return places;
-  });
-}
-
-caf::result<caf::ok_atom> close_ring_places(agent_actor* self) {
-  auto& st = self->state;
-  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
-    return caf::make_error(caf::sec::invalid_argument, "no socket ring before the job");
-  auto context = std::make_shared<worker_context>(*st.context);
-  context->socket_rings.reset();
-  st.context = std::move(context);
-  return caf::ok_atom_v;
 }
 
 caf::result<caf::actor> start_replica(agent_actor* self, int64_t rank, const caf::actor& driver) {

@@ -93,6 +93,15 @@ void write_line(int fd, const std::string& line) {
     std::perror("allreduce_bench: write");
 }
 
+// Every rank's port, as the parent sends them: one line, separated by spaces.
+std::vector<uint16_t> read_ports(int fd) {
+  std::vector<uint16_t> ports;
+  std::istringstream in(read_line(fd));
+  for (unsigned p; in >> p;)
+    ports.push_back(static_cast<uint16_t>(p));
+  return ports;
+}
+
 std::string rank_name(int64_t rank) {
   return "rank-" + std::to_string(rank);
 }
@@ -204,10 +213,7 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   if (!port)
     throw std::runtime_error("publish: " + system.render(port.error()));
   write_line(to_parent, std::to_string(*port));
-  std::vector<uint16_t> ports;
-  std::istringstream in(read_line(from_parent));
-  for (unsigned p; in >> p;)
-    ports.push_back(static_cast<uint16_t>(p));
+  const auto ports = read_ports(from_parent);
   const auto successor =
       connect_to(system, links, ports[static_cast<std::size_t>((rank + 1) % ranks)]);
   write_line(to_parent, "connected");
@@ -297,10 +303,7 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
     const std::string host = "127.0.0.1";
     ring_listener listener(host);
     write_line(to_parent, std::to_string(listener.port()));
-    std::vector<uint16_t> ports;
-    std::istringstream in(read_line(from_parent));
-    for (unsigned p; in >> p;)
-      ports.push_back(static_cast<uint16_t>(p));
+    const auto ports = read_ports(from_parent);
     socket_fd to_successor, from_predecessor;
     if (ranks > 1) {
       const auto next = ports[static_cast<std::size_t>((rank + 1) % ranks)];

@@ -46,9 +46,9 @@ std::string socket_ring::peer(int64_t of) const {
   return "rank " + std::to_string(((of % ranks_) + ranks_) % ranks_);
 }
 
-void socket_ring::queue(int64_t round, ring_message m) {
+void socket_ring::queue(ring_message m) {
   outgoing o;
-  o.header = {frame_magic, round, m.bucket, m.step, m.chunk.numel()};
+  o.header = {frame_magic, round_, m.bucket, m.step, m.chunk.numel()};
   o.chunk = std::move(m.chunk);
   sending_.push_back(std::move(o));
 }
@@ -150,7 +150,7 @@ bool socket_ring::receive_some() {
     const ring_message message{header_[2], header_[3], std::move(chunk_)};
     received_.fetch_add(1, std::memory_order_relaxed);
     for (auto& next : ring_.on_receive(message))
-      queue(round_, std::move(next));
+      queue(std::move(next));
   }
   return progressed;
 }
@@ -168,7 +168,7 @@ void socket_ring::all_reduce(int64_t round, at::Tensor buffer, double idle_timeo
   round_ = round;
   received_.store(0, std::memory_order_relaxed);
   for (auto& m : ring_.start(std::move(buffer)))
-    queue(round, std::move(m));
+    queue(std::move(m));
   auto last_progress = clock_type::now();
   while (!ring_.done() || !sending_.empty()) {
     if (abort != nullptr && abort->load(std::memory_order_relaxed))

@@ -53,9 +53,9 @@ class socket_ring {
     at::Tensor chunk;
     std::size_t sent = 0;  // of header and elements together
   };
-  void queue(int64_t round, ring_message m);
-  bool send_some();     // false: the socket is full
-  bool receive_some();  // false: nothing to read now
+  void queue(ring_message m);  // for the successor, in the round under way
+  bool send_some();            // false: the socket is full
+  bool receive_some();         // false: nothing to read now
   void take_header();
   at::Tensor spare_chunk(int64_t elements);
   std::string peer(int64_t of) const;
