@@ -185,6 +185,27 @@ void on_eval_report(driver_pointer self, const eval_report& e) {
   maybe_succeed(self);
 }
 
+// A worker in another process reports short steps in blocks of at most release_block_steps
+// (actors/replica_worker.cpp).
+void on_step_block(driver_pointer self, const std::vector<step_stats>& block) {
+  if (block.empty() || static_cast<int64_t>(block.size()) > release_block_steps)
+    return fail_protocol(self, "a block of " + std::to_string(block.size()) +
+                                   " step reports; a worker sends 1 to " +
+                                   std::to_string(release_block_steps));
+  for (const auto& s : block)
+    on_step_stats(self, s);
+}
+
+void on_stage_stats(driver_pointer self, const stage_stats& s) {
+  if (!accept(self, s.worker, s.step, "stage stats"))
+    return;
+  if (self->state.plan->mode != run_mode::pipeline)
+    return fail_protocol(self, "stage stats from worker " + std::to_string(s.worker) +
+                                   " in a run without pipelines");
+  self->state.tracker->on_stage_timing(s);
+  execute(self, self->state.strategy->on_report({s.worker, s.step, 0.0, 0}));
+}
+
 run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
   return {
       [self](run_atom) -> caf::result<run_report> {
@@ -213,25 +234,8 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
                 self->state.strategy->on_push(arrival_of(meta), self->state.tracker->elapsed_s()));
       },
       [self](const step_stats& s) { on_step_stats(self, s); },
-      [self](const std::vector<step_stats>& block) {
-        // A worker in another process reports short steps in blocks of at most
-        // release_block_steps (actors/replica_worker.cpp).
-        if (block.empty() || static_cast<int64_t>(block.size()) > release_block_steps)
-          return fail_protocol(self, "a block of " + std::to_string(block.size()) +
-                                         " step reports; a worker sends 1 to " +
-                                         std::to_string(release_block_steps));
-        for (const auto& s : block)
-          on_step_stats(self, s);
-      },
-      [self](const stage_stats& s) {
-        if (!accept(self, s.worker, s.step, "stage stats"))
-          return;
-        if (self->state.plan->mode != run_mode::pipeline)
-          return fail_protocol(self, "stage stats from worker " + std::to_string(s.worker) +
-                                         " in a run without pipelines");
-        self->state.tracker->on_stage_timing(s);
-        execute(self, self->state.strategy->on_report({s.worker, s.step, 0.0, 0}));
-      },
+      [self](const std::vector<step_stats>& block) { on_step_block(self, block); },
+      [self](const stage_stats& s) { on_stage_stats(self, s); },
       [self](const eval_report& e) {
         // The parameter server's report names worker 0, which every run has.
         if (accept(self, e.worker, e.step, "an evaluation"))

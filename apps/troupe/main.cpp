@@ -29,7 +29,8 @@ CLI::Option* add_job_options(CLI::App& sub, troupe::job_source& job, bool requir
   return path;
 }
 
-// run and coordinator: a job file, or --resume DIR (whose checkpoint holds the job).
+// run and coordinator: a job file, or --resume DIR (whose checkpoint holds the job), and where
+// the outputs go.
 void add_job_or_resume(CLI::App& sub, troupe::run_command& cmd) {
   auto* job = add_job_options(sub, cmd.job, false);
   sub.add_option("--resume", cmd.resume,
@@ -40,6 +41,105 @@ void add_job_or_resume(CLI::App& sub, troupe::run_command& cmd) {
     if (cmd.job.path.empty() && cmd.resume.empty())
       throw CLI::RequiredError("a job file (or --resume DIR)");
   });
+  sub.add_option("--out", cmd.out, "Output folder (default: runs/NAME-TIMESTAMP)");
+  sub.add_flag("--force", cmd.force, "Reuse a non-empty output folder");
+  sub.add_flag("--quiet", cmd.quiet, "Print only the result, not the plan and progress");
+}
+
+// coordinator and node: who may join, and over what.
+void add_security_options(CLI::App& sub, std::string& token_file, std::string& tls_dir,
+                          bool& insecure, const std::string& tls_help) {
+  sub.add_option("--token-file", token_file,
+                 "File whose first line is the shared token (else $TROUPE_TOKEN)");
+  sub.add_option("--tls", tls_dir, tls_help);
+  sub.add_flag("--insecure", insecure,
+               "Listen on an address other machines reach without TLS (warns)");
+}
+
+CLI::App* add_run(CLI::App& app, troupe::run_command& run) {
+  auto* sub = app.add_subcommand("run", "Train the job and write its outputs");
+  add_job_or_resume(*sub, run);
+  auto* local_nodes =
+      sub->add_option("--local-nodes", run.local_nodes,
+                      "Run across K node processes started on this machine (sets cluster.nodes)")
+          ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  sub->add_flag("--tls", run.local_tls,
+                "The local nodes and the coordinator use mutual TLS, with a CA made for this run")
+      ->needs(local_nodes);
+  return sub;
+}
+
+CLI::App* add_coordinator(CLI::App& app, troupe::run_command& coord) {
+  auto* sub =
+      app.add_subcommand("coordinator", "Wait for the job's nodes to join, then train across them");
+  add_job_or_resume(*sub, coord);
+  sub->add_option("--listen", coord.listen, "HOST:PORT to listen on (default host 127.0.0.1)")
+      ->required();
+  add_security_options(*sub, coord.token_file, coord.tls_dir, coord.insecure,
+                       "Mutual TLS with every node: DIR/ca.pem, DIR/coordinator.pem and .key "
+                       "(troupe certs)");
+  return sub;
+}
+
+CLI::App* add_node(CLI::App& app, troupe::node_command& node) {
+  auto* sub =
+      app.add_subcommand("node", "Join a coordinator and train the replicas it places here");
+  sub->add_option("--join", node.join, "HOST:PORT of the coordinator")->required();
+  sub->add_option("--name", node.name, "This node's name (default: HOSTNAME-PID)");
+  sub->add_option("--threads", node.threads, "Compute threads offered (default: all)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  sub->add_option("--listen", node.listen,
+                  "Address other nodes reach this one at (default 127.0.0.1)");
+  sub->add_option("--connect-timeout", node.connect_timeout_s,
+                  "Seconds to keep trying to reach the coordinator (default 30)")
+      ->check(CLI::Range(0.0, 86400.0));
+  // For tests of the version check only.
+  sub->add_option("--claim-version", node.claim_version)->group("");
+  sub->add_option("--claim-name", node.claim_name)->group("");
+  add_security_options(*sub, node.token_file, node.tls_dir, node.insecure,
+                       "Mutual TLS: DIR/ca.pem, DIR/NAME.pem and DIR/NAME.key (troupe certs)");
+  return sub;
+}
+
+// certs init | certs issue: returns `init`, the other is issue.
+CLI::App* add_certs(CLI::App& app, troupe::certs_command& certs, CLI::App*& certs_cmd) {
+  certs_cmd = app.add_subcommand("certs", "Make a cluster's CA, keys and certificates");
+  certs_cmd->require_subcommand(1);
+  auto* init = certs_cmd->add_subcommand("init", "Make a CA in DIR (DIR/ca.pem, DIR/ca.key)");
+  init->add_option("dir", certs.dir, "Certificate directory")->required();
+  auto* issue = certs_cmd->add_subcommand(
+      "issue",
+      "Issue DIR/NAME.pem and DIR/NAME.key, signed by DIR's CA (NAME: a node's "
+      "--name, or coordinator)");
+  issue->add_option("dir", certs.dir, "Certificate directory")->required();
+  issue->add_option("name", certs.name, "The node's name, or coordinator")->required();
+  return init;
+}
+
+CLI::App* add_report(CLI::App& app, troupe::report_command& report) {
+  auto* sub = app.add_subcommand(
+      "report", "Draw a run's or a suite's output folder as one HTML page (DIR/report.html)");
+  sub->add_option("dir", report.folder, "The run's or suite's output folder")->required();
+  sub->add_option("--serve", report.serve,
+                  "Serve the page on HOST:PORT (default host 127.0.0.1; port 0: any) and "
+                  "keep it current while the run writes, instead of writing the file")
+      ->type_name("HOST:PORT");
+  return sub;
+}
+
+// `troupe help [COMMAND]`: `overview` is the whole program's help, taken before parsing.
+int print_help(CLI::App& app, const std::string& topic, const std::string& overview) {
+  if (topic.empty()) {
+    std::fputs(overview.c_str(), stdout);
+    return troupe::exit_ok;
+  }
+  try {
+    std::fputs(app.get_subcommand(topic)->help("troupe").c_str(), stdout);
+    return troupe::exit_ok;
+  } catch (const CLI::OptionNotFound&) {
+    std::fprintf(stderr, "error: no subcommand %s (troupe help lists them)\n", topic.c_str());
+    return troupe::exit_usage;
+  }
 }
 
 }  // namespace
@@ -50,91 +150,23 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "troupe " TROUPE_VERSION);
   app.require_subcommand(1);
 
-  troupe::run_command run;
-  auto* run_cmd = app.add_subcommand("run", "Train the job and write its outputs");
-  add_job_or_resume(*run_cmd, run);
-  run_cmd->add_option("--out", run.out, "Output folder (default: runs/NAME-TIMESTAMP)");
-  run_cmd->add_flag("--force", run.force, "Reuse a non-empty output folder");
-  run_cmd->add_flag("--quiet", run.quiet, "Print only the result, not the plan and progress");
-
-  auto* local_nodes =
-      run_cmd
-          ->add_option("--local-nodes", run.local_nodes,
-                       "Run across K node processes started on this machine (sets cluster.nodes)")
-          ->check(CLI::Range(int64_t{1}, int64_t{64}));
-  run_cmd
-      ->add_flag("--tls", run.local_tls,
-                 "The local nodes and the coordinator use mutual TLS, with a CA made for this run")
-      ->needs(local_nodes);
-
-  troupe::run_command coord;
-  auto* coord_cmd =
-      app.add_subcommand("coordinator", "Wait for the job's nodes to join, then train across them");
-  add_job_or_resume(*coord_cmd, coord);
-  coord_cmd->add_option("--listen", coord.listen, "HOST:PORT to listen on (default host 127.0.0.1)")
-      ->required();
-  coord_cmd->add_option("--out", coord.out, "Output folder (default: runs/NAME-TIMESTAMP)");
-  coord_cmd->add_flag("--force", coord.force, "Reuse a non-empty output folder");
-  coord_cmd->add_flag("--quiet", coord.quiet, "Print only the result, not the plan and progress");
-
+  troupe::run_command run, coord;
   troupe::node_command node;
-  auto* node_cmd =
-      app.add_subcommand("node", "Join a coordinator and train the replicas it places here");
-  node_cmd->add_option("--join", node.join, "HOST:PORT of the coordinator")->required();
-  node_cmd->add_option("--name", node.name, "This node's name (default: HOSTNAME-PID)");
-  node_cmd->add_option("--threads", node.threads, "Compute threads offered (default: all)")
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  node_cmd->add_option("--listen", node.listen,
-                       "Address other nodes reach this one at (default 127.0.0.1)");
-  node_cmd
-      ->add_option("--connect-timeout", node.connect_timeout_s,
-                   "Seconds to keep trying to reach the coordinator (default 30)")
-      ->check(CLI::Range(0.0, 86400.0));
-  // For tests of the version check only.
-  node_cmd->add_option("--claim-version", node.claim_version)->group("");
-  node_cmd->add_option("--claim-name", node.claim_name)->group("");
-  const auto token_help = "File whose first line is the shared token (else $TROUPE_TOKEN)";
-  coord_cmd->add_option("--token-file", coord.token_file, token_help);
-  node_cmd->add_option("--token-file", node.token_file, token_help);
-  coord_cmd->add_option("--tls", coord.tls_dir,
-                        "Mutual TLS with every node: DIR/ca.pem, DIR/coordinator.pem and .key "
-                        "(troupe certs)");
-  node_cmd->add_option("--tls", node.tls_dir,
-                       "Mutual TLS: DIR/ca.pem, DIR/NAME.pem and DIR/NAME.key (troupe certs)");
-  const auto insecure_help = "Listen on an address other machines reach without TLS (warns)";
-  coord_cmd->add_flag("--insecure", coord.insecure, insecure_help);
-  node_cmd->add_flag("--insecure", node.insecure, insecure_help);
-
   troupe::certs_command certs;
-  auto* certs_cmd = app.add_subcommand("certs", "Make a cluster's CA, keys and certificates");
-  certs_cmd->require_subcommand(1);
-  auto* init_cmd = certs_cmd->add_subcommand("init", "Make a CA in DIR (DIR/ca.pem, DIR/ca.key)");
-  init_cmd->add_option("dir", certs.dir, "Certificate directory")->required();
-  auto* issue_cmd = certs_cmd->add_subcommand(
-      "issue",
-      "Issue DIR/NAME.pem and DIR/NAME.key, signed by DIR's CA (NAME: a node's "
-      "--name, or coordinator)");
-  issue_cmd->add_option("dir", certs.dir, "Certificate directory")->required();
-  issue_cmd->add_option("name", certs.name, "The node's name, or coordinator")->required();
-
+  troupe::job_source validate;
+  troupe::report_command report;
   std::string help_topic;
+  auto* run_cmd = add_run(app, run);
+  auto* coord_cmd = add_coordinator(app, coord);
+  auto* node_cmd = add_node(app, node);
+  CLI::App* certs_cmd = nullptr;
+  auto* init_cmd = add_certs(app, certs, certs_cmd);
   auto* help_cmd =
       app.add_subcommand("help", "Print this help, or a subcommand's (troupe help run)");
   help_cmd->add_option("command", help_topic, "The subcommand to explain");
-
-  troupe::job_source validate;
-  auto* validate_cmd = app.add_subcommand("validate", "Check the job file and print the plan");
-  add_job_options(*validate_cmd, validate);
-
-  troupe::report_command report;
-  auto* report_cmd = app.add_subcommand(
-      "report", "Draw a run's or a suite's output folder as one HTML page (DIR/report.html)");
-  report_cmd->add_option("dir", report.folder, "The run's or suite's output folder")->required();
-  report_cmd
-      ->add_option("--serve", report.serve,
-                   "Serve the page on HOST:PORT (default host 127.0.0.1; port 0: any) and "
-                   "keep it current while the run writes, instead of writing the file")
-      ->type_name("HOST:PORT");
+  add_job_options(*app.add_subcommand("validate", "Check the job file and print the plan"),
+                  validate);
+  auto* report_cmd = add_report(app, report);
 
   // Taken before parsing: afterwards CLI11's help() describes the subcommand that was parsed.
   const std::string overview = app.help();
@@ -150,20 +182,8 @@ int main(int argc, char** argv) {
     app.exit(e);
     return troupe::exit_usage;
   }
-  if (help_cmd->parsed()) {
-    if (help_topic.empty()) {
-      std::fputs(overview.c_str(), stdout);
-      return troupe::exit_ok;
-    }
-    try {
-      std::fputs(app.get_subcommand(help_topic)->help("troupe").c_str(), stdout);
-      return troupe::exit_ok;
-    } catch (const CLI::OptionNotFound&) {
-      std::fprintf(stderr, "error: no subcommand %s (troupe help lists them)\n",
-                   help_topic.c_str());
-      return troupe::exit_usage;
-    }
-  }
+  if (help_cmd->parsed())
+    return print_help(app, help_topic, overview);
   if (run_cmd->parsed())
     return troupe::run_job_command(run);
   if (coord_cmd->parsed())

@@ -41,110 +41,158 @@ void add_training_options(const training_config& t, nlohmann::ordered_json& trai
     training["keep_best"] = to_string(*t.keep_best);
 }
 
+using json = nlohmann::ordered_json;
+
+json model_json(const model_config& m) {
+  json model = {{"type", to_string(m.kind)}};
+  if (m.kind == model_kind::torchscript) {
+    model["path"] = m.path;
+  } else {
+    model["hidden"] = m.hidden;
+    model["activation"] = to_string(m.activation);
+  }
+  if (m.kind == model_kind::cnn) {
+    model["channels"] = m.channels;
+    model["kernel_size"] = m.kernel_size;
+  }
+  return model;
+}
+
+json data_json(const data_config& d) {
+  json data = {{"type", to_string(d.kind)}};
+  if (d.kind == data_kind::fashion_mnist) {
+    data["path"] = d.path;
+    data["preprocessing"] = preprocessing_json(d.kind);
+  } else if (d.kind == data_kind::tensors || d.kind == data_kind::csv) {
+    data["train"] = d.train_file;
+    data["test"] = d.test_file;
+    if (d.kind == data_kind::csv)
+      data["label"] = d.label;
+    data["preprocessing"] = preprocessing_json(d.kind);
+  } else {
+    data["train_samples"] = d.train_samples;
+    data["test_samples"] = d.test_samples;
+    data["noise"] = d.noise;
+  }
+  if (d.validation > 0)
+    data["validation"] = d.validation;
+  return data;
+}
+
+json optimizer_json(const optimizer_config& o) {
+  json optimizer = {{"type", to_string(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
+  if (o.kind == optimizer_kind::sgd) {
+    optimizer["momentum"] = o.momentum;
+    optimizer["nesterov"] = o.nesterov;
+  } else {
+    optimizer["betas"] = {o.beta1, o.beta2};
+    optimizer["eps"] = o.eps;
+  }
+  optimizer["schedule"] = schedule_json(o.schedule);
+  return optimizer;
+}
+
+json training_json(const training_config& t) {
+  json training = json::object();
+  if (t.steps > 0)
+    training["steps"] = t.steps;
+  else
+    training["epochs"] = t.epochs;
+  training["loss"] = to_string(t.loss);
+  training["batch_size"] = t.batch_size;
+  training["eval_interval"] = t.eval_interval;
+  add_training_options(t, training);
+  return training;
+}
+
+json phases_json(const std::vector<phase_config>& phases) {
+  json out = json::array();
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const auto& phase = phases[i];
+    json p = {{"policy", to_string(phase.policy)}};
+    if (i + 1 < phases.size())
+      p["steps"] = phase.steps;
+    if (phase.policy == policy_kind::local_sgd) {
+      p["period"] = phase.period;
+      p["average_momenta"] = phase.average_momenta;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+json parallelism_json(const parallelism_config& par) {
+  json parallelism = {{"policy", to_string(par.policy)}, {"replicas", par.replicas}};
+  if (par.threads_per_replica > 0)  // else the plan chooses, wherever it runs
+    parallelism["threads_per_replica"] = par.threads_per_replica;
+  if (par.policy == policy_kind::local_sgd) {
+    parallelism["period"] = par.period;
+    parallelism["average_momenta"] = par.average_momenta;
+    if (par.compression != compression_kind::none)
+      parallelism["compression"] = to_string(par.compression);
+  }
+  if (par.policy == policy_kind::schedule)
+    parallelism["phases"] = phases_json(par.phases);
+  if (par.policy == policy_kind::async) {
+    // An unbounded staleness is the key's absence, so the resolved job leaves it out.
+    if (par.max_staleness)
+      parallelism["max_staleness"] = *par.max_staleness;
+    parallelism["staleness_lr_scaling"] = par.staleness_lr_scaling;
+    // The default is left out, so a resolved job of before the key reads the same.
+    if (par.compression != compression_kind::none)
+      parallelism["compression"] = to_string(par.compression);
+  }
+  if (par.pipelined()) {
+    parallelism["stages"] = par.stages;
+    parallelism["micro_batches"] = par.micro_batches;
+    parallelism["schedule"] = to_string(par.schedule);
+    if (par.stages > 1) {
+      if (par.split.empty())
+        parallelism["split"] = "balanced";
+      else
+        parallelism["split"] = par.split;
+    }
+  }
+  return parallelism;
+}
+
+json cluster_json(const cluster_config& c) {
+  return {{"nodes", c.nodes},
+          {"join_timeout_s", c.join_timeout_s},
+          {"node_timeout_s", c.node_timeout_s},
+          {"bucket_mb", c.bucket_mb},
+          {"step_timeout_s", c.step_timeout_s},
+          {"on_node_loss", to_string(c.on_node_loss)},
+          {"min_nodes", c.min_nodes},
+          {"replacement_timeout_s", c.replacement_timeout_s},
+          {"shared_memory", c.shared_memory}};
+}
+
+json faults_json(const faults_config& f) {
+  json faults = json::object();
+  if (f.throw_worker) {
+    faults["throw_worker"] = *f.throw_worker;
+    faults["throw_step"] = f.throw_step;
+  }
+  if (f.slow_worker) {
+    faults["slow_worker"] = *f.slow_worker;
+    faults["slow_ms"] = f.slow_ms;
+  }
+  if (f.refuse_socket_ring)
+    faults["refuse_socket_ring"] = true;
+  return faults;
+}
+
 }  // namespace
 
 nlohmann::ordered_json to_json(const job_config& job) {
-  using json = nlohmann::ordered_json;
-  json model = {{"type", to_string(job.model.kind)}};
-  if (job.model.kind == model_kind::torchscript) {
-    model["path"] = job.model.path;
-  } else {
-    model["hidden"] = job.model.hidden;
-    model["activation"] = to_string(job.model.activation);
-  }
-  if (job.model.kind == model_kind::cnn) {
-    model["channels"] = job.model.channels;
-    model["kernel_size"] = job.model.kernel_size;
-  }
-  json data = {{"type", to_string(job.data.kind)}};
-  if (job.data.kind == data_kind::fashion_mnist) {
-    data["path"] = job.data.path;
-    data["preprocessing"] = preprocessing_json(job.data.kind);
-  } else if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv) {
-    data["train"] = job.data.train_file;
-    data["test"] = job.data.test_file;
-    if (job.data.kind == data_kind::csv)
-      data["label"] = job.data.label;
-    data["preprocessing"] = preprocessing_json(job.data.kind);
-  } else {
-    data["train_samples"] = job.data.train_samples;
-    data["test_samples"] = job.data.test_samples;
-    data["noise"] = job.data.noise;
-  }
-  if (job.data.validation > 0)
-    data["validation"] = job.data.validation;
-  json optimizer = {{"type", to_string(job.optimizer.kind)},
-                    {"lr", job.optimizer.lr},
-                    {"weight_decay", job.optimizer.weight_decay}};
-  if (job.optimizer.kind == optimizer_kind::sgd) {
-    optimizer["momentum"] = job.optimizer.momentum;
-    optimizer["nesterov"] = job.optimizer.nesterov;
-  } else {
-    optimizer["betas"] = {job.optimizer.beta1, job.optimizer.beta2};
-    optimizer["eps"] = job.optimizer.eps;
-  }
-  optimizer["schedule"] = schedule_json(job.optimizer.schedule);
-  json training = json::object();
-  if (job.training.steps > 0)
-    training["steps"] = job.training.steps;
-  else
-    training["epochs"] = job.training.epochs;
-  training["loss"] = to_string(job.training.loss);
-  training["batch_size"] = job.training.batch_size;
-  training["eval_interval"] = job.training.eval_interval;
-  add_training_options(job.training, training);
-  json parallelism = {{"policy", to_string(job.parallelism.policy)},
-                      {"replicas", job.parallelism.replicas}};
-  if (job.parallelism.threads_per_replica > 0)  // else the plan chooses, wherever it runs
-    parallelism["threads_per_replica"] = job.parallelism.threads_per_replica;
-  if (job.parallelism.policy == policy_kind::local_sgd) {
-    parallelism["period"] = job.parallelism.period;
-    parallelism["average_momenta"] = job.parallelism.average_momenta;
-    if (job.parallelism.compression != compression_kind::none)
-      parallelism["compression"] = to_string(job.parallelism.compression);
-  }
-  if (job.parallelism.policy == policy_kind::schedule) {
-    json phases = json::array();
-    for (std::size_t i = 0; i < job.parallelism.phases.size(); ++i) {
-      const auto& phase = job.parallelism.phases[i];
-      json p = {{"policy", to_string(phase.policy)}};
-      if (i + 1 < job.parallelism.phases.size())
-        p["steps"] = phase.steps;
-      if (phase.policy == policy_kind::local_sgd) {
-        p["period"] = phase.period;
-        p["average_momenta"] = phase.average_momenta;
-      }
-      phases.push_back(p);
-    }
-    parallelism["phases"] = phases;
-  }
-  if (job.parallelism.policy == policy_kind::async) {
-    // An unbounded staleness is the key's absence, so the resolved job leaves it out.
-    if (job.parallelism.max_staleness)
-      parallelism["max_staleness"] = *job.parallelism.max_staleness;
-    parallelism["staleness_lr_scaling"] = job.parallelism.staleness_lr_scaling;
-    // The default is left out, so a resolved job of before the key reads the same.
-    if (job.parallelism.compression != compression_kind::none)
-      parallelism["compression"] = to_string(job.parallelism.compression);
-  }
-  if (job.parallelism.pipelined()) {
-    parallelism["stages"] = job.parallelism.stages;
-    parallelism["micro_batches"] = job.parallelism.micro_batches;
-    parallelism["schedule"] = to_string(job.parallelism.schedule);
-    if (job.parallelism.stages > 1) {
-      if (job.parallelism.split.empty())
-        parallelism["split"] = "balanced";
-      else
-        parallelism["split"] = job.parallelism.split;
-    }
-  }
   json out = {{"name", job.name},
               {"seed", job.seed},
-              {"model", model},
-              {"data", data},
-              {"optimizer", optimizer},
-              {"training", training},
-              {"parallelism", parallelism}};
+              {"model", model_json(job.model)},
+              {"data", data_json(job.data)},
+              {"optimizer", optimizer_json(job.optimizer)},
+              {"training", training_json(job.training)},
+              {"parallelism", parallelism_json(job.parallelism)}};
   if (job.ensemble.enabled()) {
     json ensemble = {{"members", job.ensemble.members},
                      {"distinct_data_order", job.ensemble.distinct_data_order}};
@@ -157,15 +205,7 @@ nlohmann::ordered_json to_json(const job_config& job) {
                          {"every_s", job.checkpoint.every_s},
                          {"keep", job.checkpoint.keep}};
   if (job.cluster.enabled())
-    out["cluster"] = {{"nodes", job.cluster.nodes},
-                      {"join_timeout_s", job.cluster.join_timeout_s},
-                      {"node_timeout_s", job.cluster.node_timeout_s},
-                      {"bucket_mb", job.cluster.bucket_mb},
-                      {"step_timeout_s", job.cluster.step_timeout_s},
-                      {"on_node_loss", to_string(job.cluster.on_node_loss)},
-                      {"min_nodes", job.cluster.min_nodes},
-                      {"replacement_timeout_s", job.cluster.replacement_timeout_s},
-                      {"shared_memory", job.cluster.shared_memory}};
+    out["cluster"] = cluster_json(job.cluster);
   else if (job.cluster.step_timeout_s > 0)  // the watch also applies in one process
     out["cluster"] = {{"step_timeout_s", job.cluster.step_timeout_s}};
   if (job.device.size() == 1) {
@@ -175,18 +215,7 @@ nlohmann::ordered_json to_json(const job_config& job) {
     for (const auto& d : job.device)
       out["device"].push_back(d.str());
   }
-  json faults = json::object();
-  if (job.faults.throw_worker) {
-    faults["throw_worker"] = *job.faults.throw_worker;
-    faults["throw_step"] = job.faults.throw_step;
-  }
-  if (job.faults.slow_worker) {
-    faults["slow_worker"] = *job.faults.slow_worker;
-    faults["slow_ms"] = job.faults.slow_ms;
-  }
-  if (job.faults.refuse_socket_ring)
-    faults["refuse_socket_ring"] = true;
-  if (!faults.empty())
+  if (auto faults = faults_json(job.faults); !faults.empty())
     out["faults"] = faults;
   return out;
 }

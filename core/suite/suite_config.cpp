@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -161,6 +162,104 @@ std::string string_or(const nlohmann::json& json, const char* key, const std::st
   return it != json.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+using assignment = std::vector<std::pair<std::string, nlohmann::json>>;
+
+// The suite's entries: the objects of its "jobs", or one empty entry (a sweep of the file's own
+// job).
+std::vector<nlohmann::json> read_entries(const nlohmann::json& file,
+                                         std::vector<std::string>& problems) {
+  std::vector<nlohmann::json> entries{nlohmann::json::object()};
+  if (!file.contains("jobs"))
+    return entries;
+  const auto& jobs = file["jobs"];
+  if (!jobs.is_array() || jobs.empty()) {
+    problems.push_back("/jobs: must be a non-empty array of job objects, got " +
+                       render_value(jobs));
+    return entries;
+  }
+  entries.clear();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].is_object())
+      problems.push_back("/jobs/" + std::to_string(i) + ": must be an object, got " +
+                         render_value(jobs[i]));
+    entries.push_back(jobs[i].is_object() ? jobs[i] : nlohmann::json::object());
+  }
+  return entries;
+}
+
+// Where one job of the suite comes from: entry `entry` of the file (at `where`) with the
+// sweep's combination `combination` of `combinations` set, the suite's job number `index`.
+struct job_origin {
+  const nlohmann::json& entry;
+  const std::string& where;
+  const assignment& values;
+  std::size_t combination;
+  std::size_t combinations;
+  std::size_t index;
+};
+
+// One job of the suite, parsed and checked; nullopt (its problems added) when it does not parse.
+std::optional<suite_job> expand_job(const nlohmann::json& base, const std::string& suite_name,
+                                    const job_origin& from, std::vector<std::string>& problems) {
+  auto json = base;
+  json.merge_patch(from.entry);
+  auto overrides = from.entry;
+  for (const auto& [key, value] : from.values) {
+    try {
+      apply_override(json, key + "=" + value.dump());
+      overrides[key] = value;
+    } catch (const job_error& err) {
+      problems.push_back("/sweep/" + key + ": " + err.problems().front());
+    }
+  }
+  const bool named = from.entry.contains("name");
+  if (!named || from.combinations > 1)
+    json["name"] = (named && from.entry["name"].is_string() ? from.entry["name"].get<std::string>()
+                                                            : suite_name) +
+                   "-" + std::to_string(named ? from.combination : from.index);
+  overrides.erase("name");
+  suite_job job;
+  job.overrides = overrides;
+  job.request.device = string_or(json, "device", "cpu");
+  if (json.contains("device") &&
+      (!json["device"].is_string() || !is_device_name(job.request.device)))
+    problems.push_back(from.where + "/device: must be \"cpu\", \"cuda\" or \"cuda:N\", got " +
+                       render_value(json["device"]));
+  read_limits(json, from.where, job.limits, problems);
+  read_retries(json, from.where, job.retries, problems);
+  json.erase("device");
+  json.erase("limits");
+  json.erase("retries");
+  try {
+    job.job = parse_job(json);
+  } catch (const job_error& err) {
+    const auto label = string_or(json, "name", "?");
+    for (const auto& p : err.problems())
+      problems.push_back("job " + label + (from.where.empty() ? "" : " (" + from.where + ")") +
+                         ": " + p);
+    return std::nullopt;
+  }
+  auto& par = job.job.parallelism;
+  // Jobs share the machine: one that does not say takes one thread per replica and leaves
+  // the rest to the jobs beside it.
+  if (par.threads_per_replica == 0)
+    par.threads_per_replica = 1;
+  job.request.threads = par.replicas * par.stages * par.threads_per_replica;
+  job.resolved = to_json(job.job);
+  return job;
+}
+
+int64_t read_max_concurrent(const nlohmann::json& file, std::size_t jobs,
+                            std::vector<std::string>& problems) {
+  if (!file.contains("max_concurrent"))
+    return static_cast<int64_t>(jobs);
+  const auto& m = file["max_concurrent"];
+  if (m.is_number_integer() && m.get<int64_t>() >= 1)
+    return m.get<int64_t>();
+  problems.push_back("/max_concurrent: must be an integer >= 1, got " + render_value(m));
+  return static_cast<int64_t>(jobs);
+}
+
 }  // namespace
 
 bool is_suite(const nlohmann::json& file) {
@@ -180,22 +279,7 @@ suite_config parse_suite(const nlohmann::json& file) {
   if (base.contains("name") && !base["name"].is_string())
     problems.push_back("/name: must be a string, got " + render_value(base["name"]));
 
-  std::vector<nlohmann::json> entries{nlohmann::json::object()};
-  if (file.contains("jobs")) {
-    const auto& jobs = file["jobs"];
-    if (!jobs.is_array() || jobs.empty()) {
-      problems.push_back("/jobs: must be a non-empty array of job objects, got " +
-                         render_value(jobs));
-    } else {
-      entries.clear();
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (!jobs[i].is_object())
-          problems.push_back("/jobs/" + std::to_string(i) + ": must be an object, got " +
-                             render_value(jobs[i]));
-        entries.push_back(jobs[i].is_object() ? jobs[i] : nlohmann::json::object());
-      }
-    }
-  }
+  const auto entries = read_entries(file, problems);
   suite.entries = entries.size();
   if (job_count(entries.size(), axes) > max_suite_jobs) {
     problems.push_back(std::string(axes.empty() ? "/jobs" : "/sweep") +
@@ -209,65 +293,18 @@ suite_config parse_suite(const nlohmann::json& file) {
   std::set<std::string> names;
   for (std::size_t e = 0; e < entries.size(); ++e)
     for (std::size_t c = 0; c < combos.size(); ++c) {
-      const auto index = suite.jobs.size();
       const auto where = file.contains("jobs") ? "/jobs/" + std::to_string(e) : std::string("");
-      auto json = base;
-      json.merge_patch(entries[e]);
-      auto overrides = entries[e];
-      for (const auto& [key, value] : combos[c]) {
-        try {
-          apply_override(json, key + "=" + value.dump());
-          overrides[key] = value;
-        } catch (const job_error& err) {
-          problems.push_back("/sweep/" + key + ": " + err.problems().front());
-        }
-      }
-      if (!entries[e].contains("name") || combos.size() > 1)
-        json["name"] = (entries[e].contains("name") && entries[e]["name"].is_string()
-                            ? entries[e]["name"].get<std::string>()
-                            : suite.name) +
-                       "-" + std::to_string(entries[e].contains("name") ? c : index);
-      overrides.erase("name");
-      suite_job job;
-      job.overrides = overrides;
-      job.request.device = string_or(json, "device", "cpu");
-      if (json.contains("device") &&
-          (!json["device"].is_string() || !is_device_name(job.request.device)))
-        problems.push_back(where + "/device: must be \"cpu\", \"cuda\" or \"cuda:N\", got " +
-                           render_value(json["device"]));
-      read_limits(json, where, job.limits, problems);
-      read_retries(json, where, job.retries, problems);
-      json.erase("device");
-      json.erase("limits");
-      json.erase("retries");
-      try {
-        job.job = parse_job(json);
-      } catch (const job_error& err) {
-        const auto label = string_or(json, "name", "?");
-        for (const auto& p : err.problems())
-          problems.push_back("job " + label + (where.empty() ? "" : " (" + where + ")") + ": " + p);
+      auto job =
+          expand_job(base, suite.name,
+                     {entries[e], where, combos[c], c, combos.size(), suite.jobs.size()}, problems);
+      if (!job)
         continue;
-      }
-      if (!names.insert(job.job.name).second)
-        problems.push_back(where + "/name: \"" + job.job.name +
+      if (!names.insert(job->job.name).second)
+        problems.push_back(where + "/name: \"" + job->job.name +
                            "\" names two jobs; every job needs its own (it is its folder)");
-      auto& par = job.job.parallelism;
-      // Jobs share the machine: one that does not say takes one thread per replica and leaves
-      // the rest to the jobs beside it.
-      if (par.threads_per_replica == 0)
-        par.threads_per_replica = 1;
-      job.request.threads = par.replicas * par.stages * par.threads_per_replica;
-      job.resolved = to_json(job.job);
-      suite.jobs.push_back(std::move(job));
+      suite.jobs.push_back(std::move(*job));
     }
-  suite.max_concurrent = static_cast<int64_t>(suite.jobs.size());
-  if (file.contains("max_concurrent")) {
-    const auto& m = file["max_concurrent"];
-    if (!m.is_number_integer() || m.get<int64_t>() < 1)
-      problems.push_back("/max_concurrent: must be an integer >= 1, got " + render_value(m));
-    else
-      suite.max_concurrent = m.get<int64_t>();
-  }
+  suite.max_concurrent = read_max_concurrent(file, suite.jobs.size(), problems);
   suite.stop_losers_after = read_stop_losers(file, suite.jobs, problems);
   if (problems.empty())
     for (const auto& j : suite.jobs)
