@@ -6,6 +6,8 @@
 //   sync_overhead --variant plain  --threads T   [--steps N --warmup W --batch B --data DIR]
 //   sync_overhead --variant engine --threads T   [...]   (troupe's replica compute, no actors)
 //   sync_overhead --variant troupe --replicas R --threads T  [...]
+//   sync_overhead --variant engines --replicas R --threads T [...]  (R engines at once, no
+//   exchange)
 //   ... --script FILE trains a TorchScript module instead of --model (bench/script_model.py)
 //
 // samples/s counts the N timed steps after W warm-up steps; data loading, model building and
@@ -25,8 +27,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;
@@ -92,6 +97,36 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
   return static_cast<double>(o.steps * o.batch) / seconds;
 }
 
+// R engines at once, each on a thread of its own with its share of every global batch, none
+// exchanging anything: what this machine gives R replicas side by side (caches, memory
+// bandwidth and cores shared) before any synchronisation costs. The clock starts once every
+// thread has finished its warm-up and stops when the last one is done.
+double engines_side_by_side(const bench_options& o, const job_config& job, dataset_ptr data) {
+  const auto weights = initial_weights(job, data->classes);
+  std::atomic<int64_t> warmed{0};
+  std::vector<std::thread> threads;
+  clock_type::time_point start;
+  for (int64_t rank = 0; rank < o.replicas; ++rank)
+    threads.emplace_back([&, rank] {
+      at::set_num_threads(static_cast<int>(o.threads));
+      replica_engine engine(job, data, weights.clone(), rank);
+      for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
+        if (step == o.warmup) {
+          if (warmed.fetch_add(1) + 1 == o.replicas)
+            start = clock_type::now();
+          while (warmed.load() < o.replicas)
+            std::this_thread::yield();
+        }
+        engine.compute_gradient(step, true);
+        engine.apply(engine.gradient(), job.optimizer.lr);
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  return static_cast<double>(o.steps * o.batch) / seconds;
+}
+
 // What R replicas (a plain loop: one) hold by design, in MB: each its weights, gradient and
 // optimizer buffers (float32, the plan's flat size), and together the global batch's rows and
 // labels. bench/sync_overhead.py sets the peak resident memory against it.
@@ -116,8 +151,9 @@ double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr da
 int main(int argc, char** argv) {
   bench_options o;
   CLI::App app{"troupe sync overhead benchmark (one variant per run)"};
-  app.add_option("--variant", o.variant, "plain or troupe")
-      ->check(CLI::IsMember({"plain", "engine", "troupe"}));
+  app.add_option("--variant", o.variant,
+                 "plain, engine (one replica's share, scaled), engines (R side by side) or troupe")
+      ->check(CLI::IsMember({"plain", "engine", "engines", "troupe"}));
   app.add_option("--replicas", o.replicas, "troupe replicas")->check(CLI::Range(1, 64));
   app.add_option("--threads", o.threads, "intra-op threads per replica")->check(CLI::Range(1, 64));
   app.add_option("--steps", o.steps, "timed steps")->check(CLI::Range(1, 1000000));
@@ -140,8 +176,9 @@ int main(int argc, char** argv) {
     nlohmann::json detail = nlohmann::json::object();
     const double rate = o.variant == "plain"
                             ? bench::plain_loop(job, *data, o.threads, o.warmup, o.steps)
-                        : o.variant == "engine" ? engine_loop(o, job, data, detail)
-                                                : troupe_sync(o, job, data);
+                        : o.variant == "engine"  ? engine_loop(o, job, data, detail)
+                        : o.variant == "engines" ? engines_side_by_side(o, job, data)
+                                                 : troupe_sync(o, job, data);
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
     nlohmann::json out = {{"variant", o.variant},

@@ -9,6 +9,8 @@ Variants, alternated round by round so that machine noise hits all of them alike
   troupe_1x1    troupe sync, 1 replica x 1 thread
   troupe_1x2    troupe sync, 1 replica x 2 threads
   troupe_2x1    troupe sync, 2 replicas x 1 thread
+  engines_2x1   troupe's replica compute, 2 engines on 2 threads at once exchanging nothing:
+                the most any 2-replica configuration can reach on this machine
   ddp_2x1       PyTorch DDP + gloo, 2 ranks x 1 thread            (bench/ddp_gloo.py)
 Prints JSON: the median samples/s of each variant, every round's figure, each variant's peak
 resident memory (the largest over its rounds; DDP's is its launcher's), and the ratios
@@ -16,6 +18,8 @@ resident memory (the largest over its rounds; DDP's is its launcher's), and the 
   troupe_2x1 / plain_1t   (target >= 1.7 on the MLP, 1.8 on the CNN)
   best troupe / best plain (target >= 1.0)
   troupe_2x1 / ddp_2x1    (target >= 1.25)
+  engines_2x1 / plain_1t  (the ceiling of troupe_2x1 / plain_1t here)
+  troupe_2x1 / engines_2x1 (what the exchange leaves of that ceiling)
 Memory: each troupe variant's peak against R x (model + optimizer) + the global batch (its
 `state_mb`: weights, gradient and optimizer buffers, float32) plus a fixed amount: what the
 plain 1-thread loop holds beyond its own state (LibTorch, the data set, activations) and
@@ -53,6 +57,8 @@ def main():
         + model,
         "troupe_2x1": [exe, "--variant", "troupe", "--replicas", "2", "--threads", "1"] + common
         + model,
+        "engines_2x1": [exe, "--variant", "engines", "--replicas", "2", "--threads", "1"] + common
+        + model,
     }
     if args.model == "mlp":  # bench/ddp_gloo.py builds the MLP only
         variants["ddp_2x1"] = [sys.executable, os.path.join(HERE, "ddp_gloo.py"), "--ranks", "2",
@@ -78,6 +84,8 @@ def main():
         "troupe_2x1_over_plain_1t": median["troupe_2x1"] / median["plain_1t"],
         "troupe_1x2_over_plain_2t": median["troupe_1x2"] / median["plain_2t"],
         "best_troupe_over_best_plain": best_troupe / best_plain,
+        "engines_2x1_over_plain_1t": median["engines_2x1"] / median["plain_1t"],
+        "troupe_2x1_over_engines_2x1": median["troupe_2x1"] / median["engines_2x1"],
     }
     targets = {"troupe_1x1_over_plain_1t": 0.97,
                "troupe_2x1_over_plain_1t": 1.7 if args.model == "mlp" else 1.8,
