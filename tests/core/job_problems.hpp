@@ -1,7 +1,13 @@
 // What the job tests ask of a rejected input: the list of problems a parser reported.
 #pragma once
 
+#include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <initializer_list>
 
 #include <string>
 #include <vector>
@@ -25,6 +31,20 @@ inline bool any_contains(const std::vector<std::string>& problems, const std::st
     if (p.find(fragment) != std::string::npos)
       return true;
   return false;
+}
+
+/// The problems parse_job reports for `j` (empty if it is valid).
+inline std::vector<std::string> job_problems(const nlohmann::json& j) {
+  return problems_of([](const nlohmann::json& x) { return parse_job(x); }, j);
+}
+
+/// Exactly one problem of parse_job for `j`, containing every fragment.
+inline void check_one_problem(const nlohmann::json& j,
+                              std::initializer_list<const char*> fragments) {
+  const auto p = job_problems(j);
+  REQUIRE_MESSAGE(p.size() == 1, j.dump());
+  for (const char* f : fragments)
+    CHECK_MESSAGE(p[0].find(f) != std::string::npos, p[0], " lacks ", std::string(f));
 }
 
 }  // namespace troupe::test

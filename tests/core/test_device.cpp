@@ -16,11 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> problems_of(const json& j) {
-  return test::problems_of([](const json& x) { return parse_job(x); }, j);
-}
-
 using test::any_contains;
+using test::job_problems;
 
 json replicas_job(int replicas, json device) {
   return {{"parallelism", {{"replicas", replicas}}}, {"device", std::move(device)}};
@@ -58,31 +55,31 @@ TEST_SUITE("device") {
     CHECK(parse_job(json::object()).device == std::vector<device_spec>{device_spec{}});
     CHECK(parse_job(replicas_job(2, "cuda:1")).device.front().index == 1);
     CHECK(parse_job(replicas_job(2, {"cuda:0", "cuda:1"})).device.size() == 2);
-    CHECK(any_contains(problems_of(replicas_job(1, "gpu0")),
+    CHECK(any_contains(job_problems(replicas_job(1, "gpu0")),
                        R"(/device: must be "cpu", "cuda" or "cuda:N", got "gpu0")"));
-    CHECK(any_contains(problems_of(replicas_job(2, {"cuda:0", 3})),
+    CHECK(any_contains(job_problems(replicas_job(2, {"cuda:0", 3})),
                        R"(/device/1: must be "cpu", "cuda" or "cuda:N", got 3)"));
-    CHECK(any_contains(problems_of(replicas_job(2, json::array())), "/device: must be"));
-    CHECK(any_contains(problems_of(replicas_job(3, {"cuda:0", "cuda:1"})),
+    CHECK(any_contains(job_problems(replicas_job(2, json::array())), "/device: must be"));
+    CHECK(any_contains(job_problems(replicas_job(3, {"cuda:0", "cuda:1"})),
                        "/device: one device for all workers or one per worker, but the job has "
                        "3 worker(s) and 2 devices were given"));
-    CHECK(any_contains(problems_of(replicas_job(2, {"cpu", "cuda:0"})),
+    CHECK(any_contains(job_problems(replicas_job(2, {"cpu", "cuda:0"})),
                        "/device: the workers of a job run on one kind of device"));
   }
 
   TEST_CASE("CUDA jobs are sync data-parallel replicas in one process, for now") {
     json async = replicas_job(2, "cuda:0");
     async["parallelism"]["policy"] = "async";
-    CHECK(any_contains(problems_of(async), "/device: CUDA workers run sync data-parallel"));
+    CHECK(any_contains(job_problems(async), "/device: CUDA workers run sync data-parallel"));
     json pipeline = replicas_job(1, "cuda:0");
     pipeline["parallelism"]["stages"] = 2;
-    CHECK(any_contains(problems_of(pipeline), "/device: CUDA workers run sync data-parallel"));
+    CHECK(any_contains(job_problems(pipeline), "/device: CUDA workers run sync data-parallel"));
     json cluster = replicas_job(2, "cuda");
     cluster["cluster"] = {{"nodes", 2}};
-    CHECK(any_contains(problems_of(cluster), "/device: CUDA workers run sync data-parallel"));
+    CHECK(any_contains(job_problems(cluster), "/device: CUDA workers run sync data-parallel"));
     // The CPU runs everything, as before.
     async["device"] = "cpu";
-    CHECK(problems_of(async).empty());
+    CHECK(job_problems(async).empty());
   }
 
   TEST_CASE("the resolved job names its devices") {

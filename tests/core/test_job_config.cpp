@@ -1,5 +1,6 @@
 // Job validation: one test per kind of bad input, each asserting the JSON path (and value) in
 // the message; all problems at once; defaults; the resolved job round trip; job files; --set.
+// The keys of the update policies, pipelines and clusters: test_parallelism_keys.cpp.
 #include "core/config/overrides.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
@@ -17,18 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-// The problems parse_job reports for `j` (empty if it is valid).
-std::vector<std::string> problems_of(const json& j) {
-  return test::problems_of([](const json& x) { return parse_job(x); }, j);
-}
-
-// Exactly one problem, containing every fragment.
-void check_one_problem(const json& j, std::initializer_list<const char*> fragments) {
-  const auto p = problems_of(j);
-  REQUIRE_MESSAGE(p.size() == 1, j.dump());
-  for (const char* f : fragments)
-    CHECK_MESSAGE(p[0].find(f) != std::string::npos, p[0], " lacks ", std::string(f));
-}
+using test::check_one_problem;
+using test::job_problems;
 
 // A folder of its own under the system temp folder, removed when the test ends.
 struct temp_folder {
@@ -63,7 +54,7 @@ std::string only_problem(F&& f) {
 
 TEST_SUITE("job_config") {
   TEST_CASE("out of range: the exact message names path, limit and value") {
-    const auto p = problems_of({{"optimizer", {{"lr", -0.1}}}});
+    const auto p = job_problems({{"optimizer", {{"lr", -0.1}}}});
     REQUIRE(p.size() == 1);
     CHECK(p[0] == "/optimizer/lr: must be > 0, got -0.1");
   }
@@ -81,7 +72,7 @@ TEST_SUITE("job_config") {
   }
 
   TEST_CASE("wrong type") {
-    const auto p = problems_of({{"optimizer", {{"momentum", "high"}}}});
+    const auto p = job_problems({{"optimizer", {{"momentum", "high"}}}});
     REQUIRE(p.size() == 1);
     CHECK(p[0] == "/optimizer/momentum: must be a number, got \"high\"");
     check_one_problem({{"optimizer", {{"nesterov", 1}}}},
@@ -91,7 +82,7 @@ TEST_SUITE("job_config") {
   }
 
   TEST_CASE("a float or a boolean is not an integer") {
-    const auto p = problems_of({{"parallelism", {{"replicas", 2.5}}}});
+    const auto p = job_problems({{"parallelism", {{"replicas", 2.5}}}});
     REQUIRE(p.size() == 1);
     CHECK(p[0] == "/parallelism/replicas: must be an integer in [1, 256], got 2.5");
     check_one_problem({{"parallelism", {{"replicas", 2.0}}}},
@@ -145,11 +136,11 @@ TEST_SUITE("job_config") {
                       {"/optimizer/betas/1", "in [0, 1)", "got 1.5"});
     check_one_problem({{"optimizer", {{"type", "adam"}, {"betas", {0.9}}}}},
                       {"/optimizer/betas", "exactly 2 numbers", "got [0.9]"});
-    CHECK(problems_of({{"model", {{"hidden", {0, -1, 2.5}}}}}).size() == 3);
+    CHECK(job_problems({{"model", {{"hidden", {0, -1, 2.5}}}}}).size() == 3);
   }
 
   TEST_CASE("epochs and steps together") {
-    const auto p = problems_of({{"training", {{"epochs", 1}, {"steps", 5}}}});
+    const auto p = job_problems({{"training", {{"epochs", 1}, {"steps", 5}}}});
     REQUIRE(p.size() == 1);
     CHECK(p[0].find("/training: give either epochs or steps, not both (") == 0);
     CHECK(p[0].find("--set training.steps=N") != std::string::npos);
@@ -170,7 +161,7 @@ TEST_SUITE("job_config") {
   TEST_CASE("nesterov needs momentum") {
     check_one_problem({{"optimizer", {{"nesterov", true}}}},
                       {"/optimizer/nesterov", "momentum > 0", "got true"});
-    CHECK(problems_of({{"optimizer", {{"nesterov", true}, {"momentum", 0.9}}}}).empty());
+    CHECK(job_problems({{"optimizer", {{"nesterov", true}, {"momentum", 0.9}}}}).empty());
     // A bad momentum is its own problem, not a second one about nesterov.
     check_one_problem({{"optimizer", {{"nesterov", true}, {"momentum", 1}}}},
                       {"/optimizer/momentum", "in [0, 1)", "got 1"});
@@ -191,7 +182,7 @@ TEST_SUITE("job_config") {
   }
 
   TEST_CASE("a section that is not an object") {
-    const auto p = problems_of({{"model", 3}});
+    const auto p = job_problems({{"model", 3}});
     REQUIRE(p.size() == 1);
     CHECK(p[0] == "/model: must be an object, got 3");
     check_one_problem({{"training", {1, 2}}}, {"/training: must be an object", "got [1,2]"});
@@ -199,13 +190,13 @@ TEST_SUITE("job_config") {
   }
 
   TEST_CASE("every problem is reported at once") {
-    const auto p = problems_of(
+    const auto p = job_problems(
         {{"optimizer", {{"lr", -1}}}, {"parallelism", {{"replicas", "two"}}}, {"extra", 1}});
     CHECK(p.size() == 3);
     // Checks across sections run beside problems elsewhere...
-    CHECK(problems_of({{"name", "a b"},
-                       {"training", {{"batch_size", 2}}},
-                       {"parallelism", {{"replicas", 4}}}})
+    CHECK(job_problems({{"name", "a b"},
+                        {"training", {{"batch_size", 2}}},
+                        {"parallelism", {{"replicas", 4}}}})
               .size() == 2);
     // ...but not against a default standing in for a bad value (batch_size stays 128 here).
     check_one_problem({{"training", {{"batch_size", "x"}}}, {"parallelism", {{"replicas", 200}}}},
@@ -369,7 +360,7 @@ TEST_SUITE("job_config") {
     CHECK(j["training"] == json({{"epochs", 2}, {"batch_size", 128}}));
     // Both given in one --set: validation still says to choose.
     apply_override(j, "training={\"epochs\": 1, \"steps\": 5}");
-    CHECK(problems_of(j).size() == 1);
+    CHECK(job_problems(j).size() == 1);
   }
 
   TEST_CASE("--set: bad assignments name themselves and leave the job untouched") {
@@ -393,182 +384,8 @@ TEST_SUITE("job_config") {
   TEST_CASE("--set of an unknown key is left for parse_job to report") {
     json j = json::object();
     apply_override(j, "optimizer.lrr=1");
-    const auto p = problems_of(j);
+    const auto p = job_problems(j);
     REQUIRE_MESSAGE(p.size() == 1, j.dump());
     CHECK(p[0].find("/optimizer/lrr: unknown key") == 0);
-  }
-
-  TEST_CASE("local_sgd keys belong to local_sgd, momentum averaging to sgd") {
-    check_one_problem({{"parallelism", {{"period", 4}}}}, {"/parallelism/period", "unknown key"});
-    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"period", 0}}}},
-                      {"/parallelism/period", "got 0"});
-    check_one_problem({{"optimizer", {{"type", "adam"}}},
-                       {"parallelism", {{"policy", "local_sgd"}, {"average_momenta", true}}}},
-                      {"/parallelism/average_momenta", "sgd only"});
-    auto job = parse_job({{"parallelism", {{"policy", "local_sgd"}}}});
-    CHECK(job.parallelism.period == 8);
-    CHECK(to_json(job)["parallelism"]["period"] == 8);
-    CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.policy == policy_kind::local_sgd);
-  }
-
-  TEST_CASE("a slowed worker must exist") {
-    check_one_problem({{"faults", {{"slow_worker", 1}, {"slow_ms", 5}}}},
-                      {"/faults/slow_worker", "got 1"});
-    check_one_problem({{"faults", {{"slow_ms", -5}}}}, {"/faults/slow_ms", "got -5"});
-  }
-
-  TEST_CASE("async keys belong to async; no max_staleness means unbounded") {
-    check_one_problem({{"parallelism", {{"max_staleness", 2}}}},
-                      {"/parallelism/max_staleness", "unknown key"});
-    check_one_problem({{"parallelism", {{"policy", "async"}, {"max_staleness", -1}}}},
-                      {"/parallelism/max_staleness", "got -1"});
-    check_one_problem({{"parallelism", {{"policy", "async"}, {"period", 2}}}},
-                      {"/parallelism/period", "unknown key"});
-    auto unbounded = parse_job({{"parallelism", {{"policy", "async"}}}});
-    CHECK(!unbounded.parallelism.max_staleness);
-    CHECK(!to_json(unbounded)["parallelism"].contains("max_staleness"));
-    auto bounded = parse_job({{"parallelism", {{"policy", "async"}, {"max_staleness", 0}}}});
-    CHECK(bounded.parallelism.max_staleness == 0);
-    CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
-  }
-
-  TEST_CASE("compression: async and local_sgd, one of none, bf16, int8; the default left out") {
-    check_one_problem({{"parallelism", {{"compression", "int8"}}}},
-                      {"/parallelism/compression", "unknown key"});
-    auto local = parse_job({{"parallelism", {{"policy", "local_sgd"}, {"compression", "bf16"}}}});
-    CHECK(local.parallelism.compression == compression_kind::bf16);
-    CHECK(to_json(local)["parallelism"]["compression"] == "bf16");
-    check_one_problem({{"parallelism", {{"policy", "async"}, {"compression", "int4"}}}},
-                      {"/parallelism/compression", "int4"});
-    auto plain = parse_job({{"parallelism", {{"policy", "async"}}}});
-    CHECK(plain.parallelism.compression == compression_kind::none);
-    CHECK(!to_json(plain)["parallelism"].contains("compression"));
-    auto packed = parse_job({{"parallelism", {{"policy", "async"}, {"compression", "int8"}}}});
-    CHECK(packed.parallelism.compression == compression_kind::int8);
-    CHECK(to_json(packed)["parallelism"]["compression"] == "int8");
-    CHECK(parse_job(json::parse(to_json(packed).dump())).parallelism.compression ==
-          compression_kind::int8);
-  }
-
-  TEST_CASE("schedule phases: policies, steps, per-phase keys, and adam across local_sgd -> sync") {
-    const json ok = {{"parallelism",
-                      {{"policy", "schedule"},
-                       {"phases",
-                        {{{"policy", "sync"}, {"steps", 5}},
-                         {{"policy", "local_sgd"}, {"steps", 5}, {"period", 2}},
-                         {{"policy", "sync"}}}}}}};
-    const auto job = parse_job(ok);
-    REQUIRE(job.parallelism.phases.size() == 3);
-    CHECK(job.parallelism.phases[1].period == 2);
-    CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.phases.size() == 3);
-    check_one_problem({{"parallelism", {{"policy", "schedule"}}}}, {"/parallelism/phases"});
-    check_one_problem(
-        {{"parallelism", {{"policy", "schedule"}, {"phases", {{{"policy", "async"}}}}}}},
-        {"/parallelism/phases/0/policy", "\"sync\" or \"local_sgd\""});
-    check_one_problem(
-        {{"parallelism",
-          {{"policy", "schedule"}, {"phases", {{{"policy", "sync"}}, {{"policy", "sync"}}}}}}},
-        {"/parallelism/phases/0", "needs steps"});
-    check_one_problem(
-        {{"parallelism",
-          {{"policy", "schedule"}, {"phases", {{{"policy", "sync"}, {"period", 3}}}}}}},
-        {"/parallelism/phases/0/period", "unknown key"});
-    auto adam = ok;
-    adam["optimizer"] = {{"type", "adam"}};
-    check_one_problem(adam, {"/parallelism/phases/2/policy", "needs optimizer sgd"});
-  }
-  TEST_CASE("pipeline keys: ranges, schedule names, split shape, sync only, rows per micro-batch") {
-    const json ok = {
-        {"parallelism",
-         {{"stages", 3}, {"micro_batches", 4}, {"schedule", "gpipe"}, {"split", {"fc2", "out"}}}}};
-    const auto job = parse_job(ok);
-    CHECK(job.parallelism.stages == 3);
-    CHECK(job.parallelism.micro_batches == 4);
-    CHECK(job.parallelism.schedule == pipeline_schedule_kind::gpipe);
-    CHECK(job.parallelism.split == std::vector<std::string>{"fc2", "out"});
-    CHECK(job.parallelism.pipelined());
-    const auto again = parse_job(json::parse(to_json(job).dump()));
-    CHECK(again.parallelism.split == job.parallelism.split);
-    CHECK(again.parallelism.schedule == pipeline_schedule_kind::gpipe);
-    // Defaults: 1F1B, balanced, and no pipeline keys in an unpipelined resolved job.
-    const auto balanced = parse_job({{"parallelism", {{"stages", 2}, {"split", "balanced"}}}});
-    CHECK(balanced.parallelism.split.empty());
-    CHECK(balanced.parallelism.schedule == pipeline_schedule_kind::one_f_one_b);
-    CHECK(to_json(balanced)["parallelism"]["split"] == "balanced");
-    CHECK(!to_json(parse_job(json::object()))["parallelism"].contains("stages"));
-
-    check_one_problem({{"parallelism", {{"stages", 0}}}}, {"/parallelism/stages", "got 0"});
-    check_one_problem({{"parallelism", {{"micro_batches", 0}}}},
-                      {"/parallelism/micro_batches", "got 0"});
-    check_one_problem({{"parallelism", {{"stages", 2}, {"schedule", "zigzag"}}}},
-                      {"/parallelism/schedule", "\"gpipe\"", "zigzag"});
-    check_one_problem({{"parallelism", {{"stages", 3}, {"split", {"out"}}}}},
-                      {"/parallelism/split", "an array of 2 names"});
-    check_one_problem({{"parallelism", {{"stages", 2}, {"split", {7}}}}},
-                      {"/parallelism/split/0", "a layer name", "got 7"});
-    check_one_problem({{"parallelism", {{"stages", 2}, {"split", "even"}}}},
-                      {"/parallelism/split", "\"balanced\""});
-    check_one_problem({{"parallelism", {{"split", "balanced"}}}},
-                      {"/parallelism/split", "needs stages > 1"});
-    check_one_problem({{"parallelism", {{"policy", "async"}, {"stages", 2}}}},
-                      {"/parallelism/policy", "must be \"sync\"", "got \"async\""});
-    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"micro_batches", 2}}}},
-                      {"/parallelism/policy", "must be \"sync\""});
-    // 20 rows over 2 replicas leave 10 per replica: not enough for 16 micro-batches.
-    check_one_problem({{"training", {{"batch_size", 20}}},
-                       {"parallelism", {{"replicas", 2}, {"micro_batches", 16}}}},
-                      {"/parallelism/micro_batches", "16 micro-batches", "leaves 10"});
-    check_one_problem({{"parallelism", {{"stages", 2}}}, {"faults", {{"throw_worker", 2}}}},
-                      {"/faults/throw_worker", "replicas x stages (2)", "got 2"});
-  }
-
-  TEST_CASE("cluster keys: ranges, replicas per node, data-parallel only, round trip") {
-    const json ok = {{"parallelism", {{"replicas", 3}}},
-                     {"cluster", {{"nodes", 2}, {"join_timeout_s", 5}, {"bucket_mb", 0.5}}}};
-    const auto job = parse_job(ok);
-    CHECK(job.cluster.enabled());
-    CHECK(job.cluster.nodes == 2);
-    CHECK(job.cluster.join_timeout_s == 5);
-    CHECK(job.cluster.node_timeout_s == 5);
-    CHECK(job.cluster.bucket_mb == 0.5);
-    CHECK(job.cluster.shared_memory);
-    const auto again = parse_job(json::parse(to_json(job).dump()));
-    CHECK(again.cluster.nodes == 2);
-    CHECK(again.cluster.bucket_mb == 0.5);
-    auto network_only = ok;
-    network_only["cluster"]["shared_memory"] = false;
-    CHECK_FALSE(
-        parse_job(json::parse(to_json(parse_job(network_only)).dump())).cluster.shared_memory);
-    check_one_problem({{"cluster", {{"nodes", 2}, {"shared_memory", 1}}}},
-                      {"/cluster/shared_memory"});
-    CHECK_FALSE(parse_job(json::object()).cluster.enabled());
-    CHECK_FALSE(to_json(parse_job(json::object())).contains("cluster"));
-    check_one_problem({{"cluster", {{"nodes", 0}}}}, {"/cluster/nodes", "got 0"});
-    check_one_problem({{"cluster", {{"nodes", 2}}}}, {"/cluster/nodes", "2 nodes", "1 replica"});
-    check_one_problem({{"cluster", {{"nodes", 1}, {"join_timeout_s", 0}}}},
-                      {"/cluster/join_timeout_s", "got 0"});
-    check_one_problem({{"cluster", {{"nodes", 1}, {"node_timeout_s", 0.01}}}},
-                      {"/cluster/node_timeout_s"});
-    check_one_problem({{"cluster", {{"nodes", 1}, {"port", 5}}}}, {"/cluster/port"});
-    check_one_problem({{"cluster", {{"nodes", 1}}}, {"parallelism", {{"stages", 2}}}},
-                      {"/cluster", "pipelines and ensembles"});
-    check_one_problem({{"cluster", {{"nodes", 1}}}, {"ensemble", {{"members", 2}}}},
-                      {"/cluster", "pipelines and ensembles"});
-  }
-
-  TEST_CASE("threads_per_replica: the job's, or the cores shared among this process's workers") {
-    const auto threads = [](const json& parallelism, unsigned cores) {
-      return intra_op_threads(parse_job({{"parallelism", parallelism}}), cores);
-    };
-    CHECK(threads({{"replicas", 1}}, 8) == 8);
-    CHECK(threads({{"replicas", 3}}, 8) == 2);
-    CHECK(threads({{"replicas", 4}}, 2) == 1);  // never 0, however many replicas
-    CHECK(threads({{"replicas", 1}}, 0) == 1);  // the machine did not say
-    CHECK(threads({{"replicas", 2}, {"stages", 2}, {"micro_batches", 2}}, 8) == 2);
-    CHECK(threads({{"replicas", 1}, {"threads_per_replica", 3}}, 8) == 3);
-    auto over_nodes = parse_job({{"parallelism", {{"replicas", 2}}}, {"cluster", {{"nodes", 2}}}});
-    CHECK(intra_op_threads(over_nodes, 8) == 1);  // the node processes offer their own
-    // Not written back: the resolved job of a run made elsewhere leaves the choice to its plan.
-    CHECK(!to_json(parse_job(json::object()))["parallelism"].contains("threads_per_replica"));
   }
 }

@@ -1,0 +1,187 @@
+// Job validation of the parallelism and cluster keys: which keys belong to which policy, their
+// ranges, schedule phases, pipelines, clusters, and how each is written back in the resolved job.
+#include "core/config/parse_job.hpp"
+#include "core/run/run_plan.hpp"
+#include "job_problems.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace troupe;
+using nlohmann::json;
+using test::check_one_problem;
+
+TEST_SUITE("job_config") {
+  TEST_CASE("local_sgd keys belong to local_sgd, momentum averaging to sgd") {
+    check_one_problem({{"parallelism", {{"period", 4}}}}, {"/parallelism/period", "unknown key"});
+    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"period", 0}}}},
+                      {"/parallelism/period", "got 0"});
+    check_one_problem({{"optimizer", {{"type", "adam"}}},
+                       {"parallelism", {{"policy", "local_sgd"}, {"average_momenta", true}}}},
+                      {"/parallelism/average_momenta", "sgd only"});
+    auto job = parse_job({{"parallelism", {{"policy", "local_sgd"}}}});
+    CHECK(job.parallelism.period == 8);
+    CHECK(to_json(job)["parallelism"]["period"] == 8);
+    CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.policy == policy_kind::local_sgd);
+  }
+
+  TEST_CASE("a slowed worker must exist") {
+    check_one_problem({{"faults", {{"slow_worker", 1}, {"slow_ms", 5}}}},
+                      {"/faults/slow_worker", "got 1"});
+    check_one_problem({{"faults", {{"slow_ms", -5}}}}, {"/faults/slow_ms", "got -5"});
+  }
+
+  TEST_CASE("async keys belong to async; no max_staleness means unbounded") {
+    check_one_problem({{"parallelism", {{"max_staleness", 2}}}},
+                      {"/parallelism/max_staleness", "unknown key"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"max_staleness", -1}}}},
+                      {"/parallelism/max_staleness", "got -1"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"period", 2}}}},
+                      {"/parallelism/period", "unknown key"});
+    auto unbounded = parse_job({{"parallelism", {{"policy", "async"}}}});
+    CHECK(!unbounded.parallelism.max_staleness);
+    CHECK(!to_json(unbounded)["parallelism"].contains("max_staleness"));
+    auto bounded = parse_job({{"parallelism", {{"policy", "async"}, {"max_staleness", 0}}}});
+    CHECK(bounded.parallelism.max_staleness == 0);
+    CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
+  }
+
+  TEST_CASE("compression: async and local_sgd, one of none, bf16, int8; the default left out") {
+    check_one_problem({{"parallelism", {{"compression", "int8"}}}},
+                      {"/parallelism/compression", "unknown key"});
+    auto local = parse_job({{"parallelism", {{"policy", "local_sgd"}, {"compression", "bf16"}}}});
+    CHECK(local.parallelism.compression == compression_kind::bf16);
+    CHECK(to_json(local)["parallelism"]["compression"] == "bf16");
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"compression", "int4"}}}},
+                      {"/parallelism/compression", "int4"});
+    auto plain = parse_job({{"parallelism", {{"policy", "async"}}}});
+    CHECK(plain.parallelism.compression == compression_kind::none);
+    CHECK(!to_json(plain)["parallelism"].contains("compression"));
+    auto packed = parse_job({{"parallelism", {{"policy", "async"}, {"compression", "int8"}}}});
+    CHECK(packed.parallelism.compression == compression_kind::int8);
+    CHECK(to_json(packed)["parallelism"]["compression"] == "int8");
+    CHECK(parse_job(json::parse(to_json(packed).dump())).parallelism.compression ==
+          compression_kind::int8);
+  }
+
+  TEST_CASE("schedule phases: policies, steps, per-phase keys, and adam across local_sgd -> sync") {
+    const json ok = {{"parallelism",
+                      {{"policy", "schedule"},
+                       {"phases",
+                        {{{"policy", "sync"}, {"steps", 5}},
+                         {{"policy", "local_sgd"}, {"steps", 5}, {"period", 2}},
+                         {{"policy", "sync"}}}}}}};
+    const auto job = parse_job(ok);
+    REQUIRE(job.parallelism.phases.size() == 3);
+    CHECK(job.parallelism.phases[1].period == 2);
+    CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.phases.size() == 3);
+    check_one_problem({{"parallelism", {{"policy", "schedule"}}}}, {"/parallelism/phases"});
+    check_one_problem(
+        {{"parallelism", {{"policy", "schedule"}, {"phases", {{{"policy", "async"}}}}}}},
+        {"/parallelism/phases/0/policy", "\"sync\" or \"local_sgd\""});
+    check_one_problem(
+        {{"parallelism",
+          {{"policy", "schedule"}, {"phases", {{{"policy", "sync"}}, {{"policy", "sync"}}}}}}},
+        {"/parallelism/phases/0", "needs steps"});
+    check_one_problem(
+        {{"parallelism",
+          {{"policy", "schedule"}, {"phases", {{{"policy", "sync"}, {"period", 3}}}}}}},
+        {"/parallelism/phases/0/period", "unknown key"});
+    auto adam = ok;
+    adam["optimizer"] = {{"type", "adam"}};
+    check_one_problem(adam, {"/parallelism/phases/2/policy", "needs optimizer sgd"});
+  }
+  TEST_CASE("pipeline keys: ranges, schedule names, split shape, sync only, rows per micro-batch") {
+    const json ok = {
+        {"parallelism",
+         {{"stages", 3}, {"micro_batches", 4}, {"schedule", "gpipe"}, {"split", {"fc2", "out"}}}}};
+    const auto job = parse_job(ok);
+    CHECK(job.parallelism.stages == 3);
+    CHECK(job.parallelism.micro_batches == 4);
+    CHECK(job.parallelism.schedule == pipeline_schedule_kind::gpipe);
+    CHECK(job.parallelism.split == std::vector<std::string>{"fc2", "out"});
+    CHECK(job.parallelism.pipelined());
+    const auto again = parse_job(json::parse(to_json(job).dump()));
+    CHECK(again.parallelism.split == job.parallelism.split);
+    CHECK(again.parallelism.schedule == pipeline_schedule_kind::gpipe);
+    // Defaults: 1F1B, balanced, and no pipeline keys in an unpipelined resolved job.
+    const auto balanced = parse_job({{"parallelism", {{"stages", 2}, {"split", "balanced"}}}});
+    CHECK(balanced.parallelism.split.empty());
+    CHECK(balanced.parallelism.schedule == pipeline_schedule_kind::one_f_one_b);
+    CHECK(to_json(balanced)["parallelism"]["split"] == "balanced");
+    CHECK(!to_json(parse_job(json::object()))["parallelism"].contains("stages"));
+
+    check_one_problem({{"parallelism", {{"stages", 0}}}}, {"/parallelism/stages", "got 0"});
+    check_one_problem({{"parallelism", {{"micro_batches", 0}}}},
+                      {"/parallelism/micro_batches", "got 0"});
+    check_one_problem({{"parallelism", {{"stages", 2}, {"schedule", "zigzag"}}}},
+                      {"/parallelism/schedule", "\"gpipe\"", "zigzag"});
+    check_one_problem({{"parallelism", {{"stages", 3}, {"split", {"out"}}}}},
+                      {"/parallelism/split", "an array of 2 names"});
+    check_one_problem({{"parallelism", {{"stages", 2}, {"split", {7}}}}},
+                      {"/parallelism/split/0", "a layer name", "got 7"});
+    check_one_problem({{"parallelism", {{"stages", 2}, {"split", "even"}}}},
+                      {"/parallelism/split", "\"balanced\""});
+    check_one_problem({{"parallelism", {{"split", "balanced"}}}},
+                      {"/parallelism/split", "needs stages > 1"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"stages", 2}}}},
+                      {"/parallelism/policy", "must be \"sync\"", "got \"async\""});
+    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"micro_batches", 2}}}},
+                      {"/parallelism/policy", "must be \"sync\""});
+    // 20 rows over 2 replicas leave 10 per replica: not enough for 16 micro-batches.
+    check_one_problem({{"training", {{"batch_size", 20}}},
+                       {"parallelism", {{"replicas", 2}, {"micro_batches", 16}}}},
+                      {"/parallelism/micro_batches", "16 micro-batches", "leaves 10"});
+    check_one_problem({{"parallelism", {{"stages", 2}}}, {"faults", {{"throw_worker", 2}}}},
+                      {"/faults/throw_worker", "replicas x stages (2)", "got 2"});
+  }
+
+  TEST_CASE("cluster keys: ranges, replicas per node, data-parallel only, round trip") {
+    const json ok = {{"parallelism", {{"replicas", 3}}},
+                     {"cluster", {{"nodes", 2}, {"join_timeout_s", 5}, {"bucket_mb", 0.5}}}};
+    const auto job = parse_job(ok);
+    CHECK(job.cluster.enabled());
+    CHECK(job.cluster.nodes == 2);
+    CHECK(job.cluster.join_timeout_s == 5);
+    CHECK(job.cluster.node_timeout_s == 5);
+    CHECK(job.cluster.bucket_mb == 0.5);
+    CHECK(job.cluster.shared_memory);
+    const auto again = parse_job(json::parse(to_json(job).dump()));
+    CHECK(again.cluster.nodes == 2);
+    CHECK(again.cluster.bucket_mb == 0.5);
+    auto network_only = ok;
+    network_only["cluster"]["shared_memory"] = false;
+    CHECK_FALSE(
+        parse_job(json::parse(to_json(parse_job(network_only)).dump())).cluster.shared_memory);
+    check_one_problem({{"cluster", {{"nodes", 2}, {"shared_memory", 1}}}},
+                      {"/cluster/shared_memory"});
+    CHECK_FALSE(parse_job(json::object()).cluster.enabled());
+    CHECK_FALSE(to_json(parse_job(json::object())).contains("cluster"));
+    check_one_problem({{"cluster", {{"nodes", 0}}}}, {"/cluster/nodes", "got 0"});
+    check_one_problem({{"cluster", {{"nodes", 2}}}}, {"/cluster/nodes", "2 nodes", "1 replica"});
+    check_one_problem({{"cluster", {{"nodes", 1}, {"join_timeout_s", 0}}}},
+                      {"/cluster/join_timeout_s", "got 0"});
+    check_one_problem({{"cluster", {{"nodes", 1}, {"node_timeout_s", 0.01}}}},
+                      {"/cluster/node_timeout_s"});
+    check_one_problem({{"cluster", {{"nodes", 1}, {"port", 5}}}}, {"/cluster/port"});
+    check_one_problem({{"cluster", {{"nodes", 1}}}, {"parallelism", {{"stages", 2}}}},
+                      {"/cluster", "pipelines and ensembles"});
+    check_one_problem({{"cluster", {{"nodes", 1}}}, {"ensemble", {{"members", 2}}}},
+                      {"/cluster", "pipelines and ensembles"});
+  }
+
+  TEST_CASE("threads_per_replica: the job's, or the cores shared among this process's workers") {
+    const auto threads = [](const json& parallelism, unsigned cores) {
+      return intra_op_threads(parse_job({{"parallelism", parallelism}}), cores);
+    };
+    CHECK(threads({{"replicas", 1}}, 8) == 8);
+    CHECK(threads({{"replicas", 3}}, 8) == 2);
+    CHECK(threads({{"replicas", 4}}, 2) == 1);  // never 0, however many replicas
+    CHECK(threads({{"replicas", 1}}, 0) == 1);  // the machine did not say
+    CHECK(threads({{"replicas", 2}, {"stages", 2}, {"micro_batches", 2}}, 8) == 2);
+    CHECK(threads({{"replicas", 1}, {"threads_per_replica", 3}}, 8) == 3);
+    auto over_nodes = parse_job({{"parallelism", {{"replicas", 2}}}, {"cluster", {{"nodes", 2}}}});
+    CHECK(intra_op_threads(over_nodes, 8) == 1);  // the node processes offer their own
+    // Not written back: the resolved job of a run made elsewhere leaves the choice to its plan.
+    CHECK(!to_json(parse_job(json::object()))["parallelism"].contains("threads_per_replica"));
+  }
+}
