@@ -1,18 +1,15 @@
 // The pure parts of a run that carries on when a node is lost (cluster.on_node_loss
 // "continue"): membership and its epochs, the re-split of every batch over the live ranks, the
-// regroup round that decides where the survivors go on from, the strategies' reactions to a
-// worker that leaves, the watchdog's blame, the checked state hand-over, and the failure log.
+// regroup round that decides where the survivors go on from, the watchdog's blame, the checked
+// state hand-over, and the failure log. The strategies' reactions to a worker that leaves:
+// test_membership_strategies.cpp.
 #include "core/checkpoint/state_transfer.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
-#include "core/policy/async_strategy.hpp"
-#include "core/policy/local_sgd_strategy.hpp"
 #include "core/policy/membership.hpp"
 #include "core/policy/regroup_round.hpp"
-#include "core/policy/report_barrier.hpp"
 #include "core/policy/step_blame.hpp"
 #include "core/policy/step_release.hpp"
-#include "core/policy/sync_strategy.hpp"
 #include "core/run/replica_digests.hpp"
 #include "core/train/failure_log.hpp"
 
@@ -33,15 +30,6 @@ namespace {
 // 6 ranks on 3 nodes a, b, c: [0 1] [2 3] [4 5].
 membership three_nodes(int64_t min_nodes = 1) {
   return membership({0, 0, 1, 1, 2, 2}, {"a", "b", "c"}, min_nodes);
-}
-
-// Each of `ranks`' report of `step`, in that order; the actions of the last.
-step_actions report_all_of(step_strategy& s, const std::vector<int64_t>& ranks, int64_t step,
-                           int64_t samples) {
-  step_actions out;
-  for (auto r : ranks)
-    out = s.on_report(arr(r, step, 0, samples));
-  return out;
 }
 
 }  // namespace
@@ -184,154 +172,6 @@ TEST_SUITE("membership") {
     CHECK(strangers.on_answer(0, 3, true).violation ==
           "worker 0 answered the regroup of epoch 7 twice");
     CHECK(strangers.on_taken(1, 3).violation == "worker 1 took a state it was not sent");
-  }
-
-  TEST_CASE("report barrier: a departure completes what every survivor reported, in order") {
-    report_barrier b(3, 0);
-    CHECK(!b.add(arr(0, 0, 1.0, 2)).complete);
-    CHECK(!b.add(arr(1, 0, 1.0, 2)).complete);
-    CHECK(!b.add(arr(0, 1, 1.0, 2)).complete);
-    CHECK(!b.add(arr(1, 1, 1.0, 2)).complete);
-    CHECK(!b.add(arr(0, 2, 1.0, 2)).complete);
-    const auto closed = b.remove(2);
-    REQUIRE(closed.size() == 2);
-    CHECK(closed[0].first == 0);
-    CHECK(closed[1].first == 1);
-    CHECK(closed[1].second.size() == 2);
-    CHECK(b.add(arr(2, 2)).violation == "worker 2 reported step 2 after it left");
-    const auto two = b.add(arr(1, 2, 1.0, 2));
-    REQUIRE(two.complete);
-    CHECK(two.complete->size() == 2);
-    // A regroup at step 4: step 3 closes with what came; the next round starts at 5.
-    CHECK(!b.add(arr(0, 3, 1.0, 2)).complete);
-    const auto through = b.close_through(4);
-    REQUIRE(through.size() == 1);
-    CHECK(through[0].first == 3);
-    CHECK(through[0].second.size() == 1);
-    b.restart({0, 1, 2}, 5);
-    CHECK(!b.add(arr(2, 5)).complete);
-    CHECK(b.add(arr(0, 4)).violation == "worker 0 reported step 4, which is complete");
-  }
-
-  TEST_CASE("sync among workers: a lost rank completes the reported steps, then a regroup") {
-    const step_rules rules(10, 10, 0);
-    sync_strategy s(3, plain(policy_kind::sync, rules), rules, false);
-    s.start();
-    report_all(s, 3, 0);
-    CHECK(kinds(s.on_report(arr(0, 1))) == "");
-    CHECK(kinds(s.on_report(arr(2, 1))) == "");
-    // Rank 1 dies after its sum of step 1 but before it reported it: step 1 counts, once.
-    auto out = s.on_worker_left(1);
-    REQUIRE(kinds(out) == "complete regroup");
-    CHECK(as<act::complete>(out[0]).step == 1);
-    CHECK(list(as<act::regroup>(out[1]).live) == "0 2");
-    CHECK(!as<act::regroup>(out[1]).drain);
-    CHECK(kinds(s.on_worker_left(1)) == "");  // already gone
-    // Rank 0 completed step 2 (its ring finished), rank 2 did not: the regroup brings both to
-    // step 2 (the donor's state), the strategy closes it and computes step 3 with the two.
-    CHECK(kinds(s.on_report(arr(0, 2, 0.5, 30))) == "");
-    out = s.resume({0, 2}, 2);
-    REQUIRE(kinds(out) == "complete compute");
-    const auto& done = as<act::complete>(out[0]);
-    CHECK(done.step == 2);
-    REQUIRE(done.parts.size() == 1);
-    check_part(done.parts[0], 0, 0.5, 30);
-    CHECK(as<act::compute>(out[1]).step == 3);
-    CHECK(list(as<act::compute>(out[1]).ranks) == "0 2");
-    // From now on the two complete every step.
-    CHECK(kinds(s.on_report(arr(2, 3))) == "");
-    CHECK(kinds(s.on_report(arr(0, 3))) == "complete");
-  }
-
-  TEST_CASE("sync at the driver: the round in flight is dropped whole; resume redoes it") {
-    const step_rules rules(4, 4, 0);
-    sync_strategy s(3, plain(policy_kind::sync, rules), rules, true);
-    s.start();
-    gradients_all(s, 3, 0);
-    CHECK(kinds(s.on_gradient(arr(0, 1))) == "");
-    CHECK(kinds(s.on_gradient(arr(2, 1))) == "");
-    // Rank 1 is lost: without its rows the sum would be another batch's gradient.
-    auto out = s.on_worker_left(1);
-    REQUIRE(kinds(out) == "regroup");
-    out = s.resume({0, 2}, 0);
-    REQUIRE(kinds(out) == "compute");
-    CHECK(as<act::compute>(out[0]).step == 1);
-    CHECK(kinds(s.on_gradient(arr(2, 1))) == "");
-    out = s.on_gradient(arr(0, 1));
-    REQUIRE(kinds(out) == "combine complete");
-    CHECK(list(as<act::combine>(out[0]).from) == "0 2");
-    CHECK(list(as<act::combine>(out[0]).to) == "0 2");
-    CHECK(violation_of(s.on_gradient(arr(1, 2))) == "worker 1 has left and cannot contribute");
-  }
-
-  TEST_CASE("sync: the last survivor leaving cannot be carried on") {
-    const step_rules rules(4, 4, 0);
-    sync_strategy s(1, plain(policy_kind::sync, rules), rules, false);
-    s.start();
-    CHECK(kinds(s.on_worker_left(0)) == "cannot_continue");
-  }
-
-  TEST_CASE("local_sgd: the average is over the live replicas, by rows; the rest drains") {
-    const step_rules rules(8, 8, 0);
-    local_sgd_strategy s(3, plain(policy_kind::local_sgd, rules, 2), rules);  // averages after 1
-    s.start();
-    report_all(s, 3, 0, 0, 20);
-    CHECK(kinds(s.on_weights(arr(0, 1, 0, 20))) == "");
-    CHECK(kinds(s.on_weights(arr(2, 1, 0, 20))) == "");
-    auto out = s.on_worker_left(1);
-    REQUIRE(kinds(out) == "combine regroup");
-    const auto& avg = as<act::combine>(out[0]);
-    CHECK(list(avg.from) == "0 2");
-    CHECK(list(avg.to) == "0 2");
-    REQUIRE(avg.weights.size() == 2);
-    CHECK(avg.weights[0] == 0.5);
-    CHECK(as<act::regroup>(out[1]).drain);
-    // The survivors go on; after the regroup at step 1 each takes half of every batch.
-    CHECK(kinds(s.on_report(arr(0, 1, 0, 30))) == "");
-    CHECK(kinds(s.on_report(arr(2, 1, 0, 30))) == "complete");
-    out = s.resume({0, 2}, 1);
-    REQUIRE(kinds(out) == "compute");
-    CHECK(as<act::compute>(out[0]).step == 2);
-    report_all_of(s, {0, 2}, 2, 30);
-    CHECK(kinds(s.on_weights(arr(0, 3, 0, 30))) == "");
-    out = s.on_weights(arr(2, 3, 0, 30));
-    REQUIRE(kinds(out) == "combine");
-    CHECK(list(as<act::combine>(out[0]).to) == "0 2");
-  }
-
-  TEST_CASE("async: a lost worker leaves the clock at once; its owed push goes elsewhere") {
-    const step_rules rules(2, 2, 0);
-    async_strategy s(2, int64_t{0}, false, rules);  // 4 pushes
-    s.start();
-    // Worker 0 pushes and must wait for worker 1 (bound 0).
-    auto out = s.on_push(arr(0, 0), 1.0);
-    REQUIRE(kinds(out) == "apply_push");
-    // Worker 1 is lost with weights in hand: worker 0 is released at once.
-    out = s.on_worker_left(1);
-    REQUIRE(kinds(out) == "waited hand_out");
-    CHECK(as<act::hand_out>(out[1]).rank == 0);
-    // Every push of the run still happens, now all from worker 0.
-    int64_t pushes = 1;
-    int64_t step = 1;
-    for (bool done = false; !done; ++step) {
-      out = s.on_push(arr(0, step), 2.0);
-      ++pushes;
-      done = kinds(out).find("training_done") != std::string::npos;
-      REQUIRE(pushes <= 4);
-    }
-    CHECK(pushes == 4);
-  }
-
-  TEST_CASE("async: a replacement enters at the slowest clock and pulls") {
-    const step_rules rules(4, 4, 0);
-    async_strategy s(2, int64_t{1}, false, rules);
-    s.start();
-    s.on_push(arr(0, 0), 1.0);
-    s.on_worker_left(1);
-    const auto out = s.on_worker_joined(1, 2.0);
-    REQUIRE(kinds(out) == "hand_out");
-    CHECK(as<act::hand_out>(out[0]).rank == 1);
-    CHECK(violation_of(s.on_worker_joined(1, 2.0)) == "worker 1 joined without having left");
   }
 
   TEST_CASE("step release: held releases nothing until it starts again") {
