@@ -13,8 +13,10 @@
 //      way and answers with the step it last applied;
 //   c. those one step behind (a ring that completed for some survivors and not others) and the
 //      replacements receive the state of one at the furthest step, in checked chunks;
-//   d. the strategy resumes with the live ranks after that step: the survivors redo the step
-//      that was in flight, each on its share of the same global batch (step_redone);
+//   d. where sync gradients go round the socket ring, it is formed again among the live ranks
+//      (driver_ring_forming.cpp); then the strategy resumes with the live ranks after that
+//      step: the survivors redo the step that was in flight, each on its share of the same
+//      global batch (step_redone);
 //   e. below cluster.min_nodes the survivors regroup but go no further: the run waits for
 //      replacements for cluster.replacement_timeout_s, then ends with a checkpoint, naming the
 //      nodes missing;
@@ -150,6 +152,24 @@ void ask_for_digests(driver_pointer self, const regroup_plan& plan) {
     tell(self, st.roster->at(r), digest_atom_v, m.members.epoch());
 }
 
+// Below min_nodes: the run waits for replacements until the deadline.
+void begin_waiting(driver_pointer self) {
+  auto& st = self->state;
+  auto& m = mstate(self);
+  if (m.waiting_since || !m.members.below_min())
+    return;
+  m.waiting_since = st.tracker->elapsed_s();
+  ++m.wait_id;
+  const auto& c = st.plan->job.cluster;
+  log_line(st, fmt::format("{} of {} node(s) live, fewer than cluster.min_nodes ({}): waiting up "
+                           "to {} s for replacements of {}",
+                           m.members.live_nodes(), m.members.nodes(), c.min_nodes,
+                           c.replacement_timeout_s, fmt::join(m.members.missing(), ", ")));
+  self->delayed_send(self, seconds(c.replacement_timeout_s), deadline_atom_v, m.wait_id);
+}
+
+}  // namespace
+
 void complete_regroup(driver_pointer self) {
   auto& st = self->state;
   auto& m = mstate(self);
@@ -189,24 +209,6 @@ void complete_regroup(driver_pointer self) {
     want_regroup(self, act::regroup{live, true});
   maybe_succeed(self);
 }
-
-// Below min_nodes: the run waits for replacements until the deadline.
-void begin_waiting(driver_pointer self) {
-  auto& st = self->state;
-  auto& m = mstate(self);
-  if (m.waiting_since || !m.members.below_min())
-    return;
-  m.waiting_since = st.tracker->elapsed_s();
-  ++m.wait_id;
-  const auto& c = st.plan->job.cluster;
-  log_line(st, fmt::format("{} of {} node(s) live, fewer than cluster.min_nodes ({}): waiting up "
-                           "to {} s for replacements of {}",
-                           m.members.live_nodes(), m.members.nodes(), c.min_nodes,
-                           c.replacement_timeout_s, fmt::join(m.members.missing(), ", ")));
-  self->delayed_send(self, seconds(c.replacement_timeout_s), deadline_atom_v, m.wait_id);
-}
-
-}  // namespace
 
 void log_line(const run_driver_state& st, const std::string& line) {
   if (st.options.run.cluster && st.options.run.cluster->log)
@@ -396,7 +398,7 @@ void on_regroup_answer(driver_pointer self, int64_t epoch, int64_t rank, int64_t
   if (!r.plan)
     return;
   if (r.plan->recipients.empty())
-    return complete_regroup(self);
+    return form_ring_then_complete(self);
   tell(self, self->state.roster->at(r.plan->donor), handover_atom_v, epoch);
 }
 
@@ -435,7 +437,7 @@ void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t st
   if (!r.violation.empty())
     return fail_protocol(self, r.violation);
   if (m.round->done())
-    complete_regroup(self);
+    form_ring_then_complete(self);
 }
 
 void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,

@@ -1,6 +1,7 @@
 // Where a node's replicas will sum their sync gradients, settled with the coordinator before
 // any of them starts: the shared-memory segment of this host's nodes, or this node's places in
-// the socket ring. Each result goes into the context the replicas are started with.
+// the socket ring (formed again at every regroup of a run that carries on). The segment goes
+// into the context the replicas are started with; the places are there from the job on.
 #include "actors/node_agent_state.hpp"
 
 #include "core/collective/host_reduction.hpp"
@@ -17,30 +18,32 @@ namespace {
 constexpr double socket_ring_timeout_s = 10;
 
 // Only the coordinator prepares, and only between the job and the first replica: the error
-// to answer otherwise (none: go on).
-caf::error refuse_unless_preparing(agent_actor* self, const std::string& what) {
+// to answer otherwise (none: go on). A run that carries on without lost nodes forms its socket
+// ring again at every regroup (`reforms`).
+caf::error refuse_unless_preparing(agent_actor* self, const std::string& what,
+                                   bool reforms = false) {
   const auto& st = self->state;
-  if (!sender_trusted(self, st.trusted.get()) || !st.context || !st.workers.empty())
+  if (!sender_trusted(self, st.trusted.get()) || !st.context)
     return caf::make_error(caf::sec::invalid_argument, "no " + what + " before the job");
+  if (!st.workers.empty() && !(reforms && st.context->plan->job.cluster.carries_on()))
+    return caf::make_error(caf::sec::invalid_argument,
+                           "no " + what + " once the replicas have started");
   return {};
 }
 
-// The coordinator forms the socket ring (messages/cluster.hpp, ring_places) before any replica
-// starts: listen, connect, join, each step on every node before the next. `step` runs one on
-// this node's places (made by the first) and answers with the places (after listening, with
-// this node's ports), or with the error; close_ring_places drops them (the ring then runs over
-// actors).
+// The coordinator forms the socket ring (messages/cluster.hpp, ring_places): listen, connect,
+// join, each step on every node before the next. `step` runs one on this node's places and
+// answers with the places (after listening, with this node's ports), or with the error;
+// close_ring_places drops them (the ring then runs over actors).
 template <class Step>
 caf::result<ring_places> on_ring_places(agent_actor* self, Step&& step) {
   auto& st = self->state;
-  if (auto refused = refuse_unless_preparing(self, "socket ring"))
+  if (auto refused = refuse_unless_preparing(self, "socket ring", true))
     return refused;
+  if (!st.context->socket_rings)
+    return caf::make_error(caf::sec::invalid_argument,
+                           "this node's replicas sum no gradients over a ring");
   try {
-    if (!st.context->socket_rings) {
-      auto context = std::make_shared<worker_context>(*st.context);
-      context->socket_rings = std::make_shared<socket_ring_places>();
-      st.context = std::move(context);
-    }
     return step(*st.context->socket_rings);
   } catch (const std::exception& e) {
     return caf::make_error(caf::sec::runtime_error, e.what());
@@ -84,9 +87,12 @@ caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep) {
 
 caf::result<ring_places> open_ring_places(agent_actor* self, ring_places places) {
   return on_ring_places(self, [&](socket_ring_places& p) {
-    if (self->state.context->plan->job.faults.refuse_socket_ring)
+    const auto& faults = self->state.context->plan->job.faults;
+    if (faults.refuse_socket_ring)
       throw ring_link_error("refused to listen (faults.refuse_socket_ring)");
-    places.ports = p.open(places.ranks, self->state.peer_host);
+    if (faults.refuse_ring_reform && places.epoch > 0)
+      throw ring_link_error("refused to listen again (faults.refuse_ring_reform)");
+    places.ports = p.open(places.epoch, places.ranks, self->state.peer_host);
     return places;
   });
 }
@@ -107,11 +113,10 @@ caf::result<ring_places> join_ring_places(agent_actor* self, const ring_places& 
 
 caf::result<caf::ok_atom> close_ring_places(agent_actor* self) {
   auto& st = self->state;
-  if (auto refused = refuse_unless_preparing(self, "socket ring"))
+  if (auto refused = refuse_unless_preparing(self, "socket ring", true))
     return refused;
-  auto context = std::make_shared<worker_context>(*st.context);
-  context->socket_rings.reset();
-  st.context = std::move(context);
+  if (st.context->socket_rings)
+    st.context->socket_rings->clear();
   return caf::ok_atom_v;
 }
 

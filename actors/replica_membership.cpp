@@ -30,6 +30,7 @@ void on_membership(self_pointer self, const membership_note& note, const caf::ac
   if (st.plan->parameter_server() == false)
     st.engine->set_share(st.position, st.live);
   st.ring.reset();
+  st.socket.reset();  // a sum under way is aborted; the new epoch's ring is formed afresh
   if (st.plan->gradients == gradient_meeting::ring)
     ring_of(st).link(caf::actor_cast<replica_worker_actor>(successor));
   st.incoming.reset();

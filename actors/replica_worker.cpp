@@ -121,41 +121,44 @@ void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
   finish_step(self, st.plan->rules.outcome_of(step), comm_s, seconds_since(apply_start));
 }
 
-// This rank's socket ring, if the node formed one (the first sync step takes it over). Its sums
-// end in a (ring_atom, round, error) message from the runner's thread.
+// This rank's socket ring of the current membership epoch, if the node formed one (the first
+// sync step of the epoch takes it over); null: the ring runs over actors in this epoch. Its sums
+// end in a (ring_atom, epoch, round, error) message from the runner's thread.
 ring_runner* socket_ring_of(self_pointer self) {
   auto& st = self->state;
   if (!st.socket && st.context->socket_rings) {
-    auto ring = st.context->socket_rings->take(st.rank);
-    if (!ring)  // every rank got its place when the ring formed: the others would wait for ever
-      throw std::logic_error("replica " + std::to_string(st.rank) +
-                             " has no place in this node's socket ring (started twice?)");
+    auto ring = st.context->socket_rings->take(st.rank, st.epoch);
+    if (!ring)
+      return nullptr;
     // A bound on a sum that moves no byte: past it the node would have been declared lost.
     const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
     caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
     st.socket = std::make_unique<ring_runner>(
-        std::move(ring), idle_s, [weak](int64_t round, const std::string& error) {
+        std::move(ring), idle_s, [weak, epoch = st.epoch](int64_t round, const std::string& error) {
           if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
             const auto me = caf::actor_cast<caf::actor>(strong);
-            caf::send_as(me, me, ring_atom_v, round, error);
+            caf::send_as(me, me, ring_atom_v, epoch, round, error);
           }
         });
   }
   return st.socket.get();
 }
 
-// A sum of the socket ring ended. A broken ring is most often a lost node: the driver hears of
-// that too and names it, so this worker waits a node timeout before it fails with its own
-// account (round -1: that time is up).
-void on_socket_sum(self_pointer self, int64_t round, const std::string& error) {
+// A sum of the socket ring of `epoch` ended. A broken ring is most often a lost node: the driver
+// hears of that too and names it (or, in a run that carries on, regroups without it), so this
+// worker waits a node timeout before it fails with its own account (round -1: that time is up).
+// The end of a ring an earlier regroup dropped is ignored.
+void on_socket_sum(self_pointer self, int64_t epoch, int64_t round, const std::string& error) {
   auto& st = self->state;
+  if (epoch != st.epoch)
+    return;
   if (round >= 0 && error.empty())
     return apply_own_sum(self, round, seconds_since(st.sent_at));
   if (round >= 0) {
     self->delayed_send(self,
                        std::chrono::duration_cast<caf::timespan>(
                            std::chrono::duration<double>(st.plan->job.cluster.node_timeout_s + 1)),
-                       ring_atom_v, int64_t{-1}, error);
+                       ring_atom_v, epoch, int64_t{-1}, error);
     return;
   }
   self->quit(caf::make_error(errc::internal, "replica " + std::to_string(st.rank) + ": " + error));
@@ -408,9 +411,9 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
         if (ring_of(self->state).on_chunk(self, meta, chunk))
           apply_own_sum(self, meta.round, seconds_since(self->state.sent_at));
       },
-      [self](ring_atom, int64_t round, const std::string& error) {
+      [self](ring_atom, int64_t epoch, int64_t round, const std::string& error) {
         if (self->current_sender() == self->ctrl())
-          on_socket_sum(self, round, error);  // from its own runner, or its own delayed note
+          on_socket_sum(self, epoch, round, error);  // from its own runner, or its own note
       },
       [self, trusted](nccl_atom, const std::string& nccl_id) {
         if (sender_trusted(self, trusted))

@@ -61,9 +61,10 @@ std::string await_nodes(caf::scoped_actor& self, const caf::actor& gate,
 }
 
 // Nodes hosting ring neighbors connect directly (ring traffic would otherwise relay through
-// this process). Returns the error text, or "".
+// this process). `standby`: the socket ring carries the sums, these links only a ring over
+// actors that a regroup falls back to. Returns the error text, or "".
 std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
-                      const std::vector<int64_t>& node_of, const log_function& log) {
+                      const std::vector<int64_t>& node_of, const log_function& log, bool standby) {
   std::set<std::pair<int64_t, int64_t>> links;
   const auto n = node_of.size();
   for (std::size_t r = 0; r < n; ++r)
@@ -78,7 +79,9 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
         !err.empty())
       return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
                          b.peer_host, b.peer_port, err);
-    log(fmt::format("ring link {} -> {} ({}:{})", a.name, b.name, b.peer_host, b.peer_port));
+    log(fmt::format("ring link {} -> {}{} ({}:{})", a.name, b.name,
+                    standby ? " over actors, should the socket ring not form again" : "",
+                    b.peer_host, b.peer_port));
   }
   return "";
 }
@@ -136,32 +139,25 @@ std::string ring_step(caf::scoped_actor& self, const std::vector<joined_node>& n
 // Sync gradients between nodes over the socket ring (core/collective/socket_ring.hpp): plain
 // TCP between ring neighbours, each connection opened with the ring's secret, no actor in
 // between. Every node listens for its ranks' predecessors, then connects its ranks to their
-// successors, then takes its predecessors' connections. Returns "" once formed; otherwise why
-// not, every node having dropped its places (the ring then runs over actors).
+// successors, then takes its predecessors' connections. The ring of epoch 0, every rank in
+// order; a run that carries on forms it again at each regroup (actors/driver_ring_forming.cpp).
+// Returns "" once formed; otherwise why not, every node having dropped its places (the ring
+// then runs over actors).
 std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                              const std::vector<int64_t>& node_of, const log_function& log) {
-  const auto ranks = static_cast<int64_t>(node_of.size());
-  std::vector<ring_places> places(nodes.size());
-  const auto secret = ring_secret_bytes();
-  for (int64_t r = 0; r < ranks; ++r)
-    places[static_cast<std::size_t>(node_of[static_cast<std::size_t>(r)])].ranks.push_back(r);
-  for (auto& p : places) {
-    p.secret = secret;
-    p.size = ranks;
+  std::vector<int64_t> members;
+  std::vector<std::size_t> node_of_member;
+  std::vector<std::string> hosts;
+  for (std::size_t r = 0; r < node_of.size(); ++r) {
+    members.push_back(static_cast<int64_t>(r));
+    node_of_member.push_back(static_cast<std::size_t>(node_of[r]));
   }
+  for (const auto& n : nodes)
+    hosts.push_back(n.peer_host);
+  auto places = plan_ring_places(0, members, node_of_member, nodes.size());
   auto error = ring_step(self, nodes, places, caf::open_atom_v);
-  std::vector<std::pair<std::string, uint16_t>> listener(static_cast<std::size_t>(ranks));
   if (error.empty()) {
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      for (std::size_t k = 0; k < places[i].ranks.size(); ++k)
-        listener[static_cast<std::size_t>(places[i].ranks[k])] = {nodes[i].peer_host,
-                                                                  places[i].ports.at(k)};
-    for (auto& p : places)
-      for (auto r : p.ranks) {
-        const auto& [host, port] = listener[static_cast<std::size_t>((r + 1) % ranks)];
-        p.next_hosts.push_back(host);
-        p.next_ports.push_back(port);
-      }
+    link_ring_places(places, hosts);
     error = ring_step(self, nodes, places, caf::connect_atom_v);
   }
   if (error.empty())
@@ -171,24 +167,28 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
       ask(self, n.agent, 10s, ring_atom_v, caf::close_atom_v);
     return error;
   }
-  for (int64_t r = 0; r < ranks; ++r) {
-    const auto from = node_of[static_cast<std::size_t>(r)];
-    const auto to = node_of[static_cast<std::size_t>((r + 1) % ranks)];
-    const auto& [host, port] = listener[static_cast<std::size_t>((r + 1) % ranks)];
-    if (from != to)
-      log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, TCP to {}:{})",
-                      nodes[static_cast<std::size_t>(from)].name,
-                      nodes[static_cast<std::size_t>(to)].name, r, (r + 1) % ranks, host, port));
+  const auto ranks = members.size();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const auto from = node_of_member[r];
+    const auto to = node_of_member[(r + 1) % ranks];
+    if (from == to)
+      continue;
+    const auto& p = places[from];
+    const auto k = static_cast<std::size_t>(
+        std::find(p.ranks.begin(), p.ranks.end(), static_cast<int64_t>(r)) - p.ranks.begin());
+    log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, TCP to {}:{})",
+                    nodes[from].name, nodes[to].name, r, (r + 1) % ranks, p.next_hosts.at(k),
+                    p.next_ports.at(k)));
   }
   return "";
 }
 
 // Everything between "all nodes joined" and "the driver may start": every node trusts the
-// others, and ring neighbours are linked or (`shared` set) all share memory. Returns the error
-// text, or "".
+// others, and ring neighbours are linked or (`shared` set) all share memory or (`socket` set)
+// the socket ring is formed. Returns the error text, or "".
 std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                           const std::vector<int64_t>& node_of, const run_plan& plan, bool tls,
-                          const log_function& log, bool& shared) {
+                          const log_function& log, bool& shared, bool& socket) {
   for (const auto& a : nodes)
     for (const auto& b : nodes)
       if (a.agent.node() != b.agent.node())
@@ -206,18 +206,20 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
       plan.job.cluster.shared_memory && !membership_may_change && share_memory(self, nodes, log);
   if (shared)
     return "";
-  // The socket ring carries neither TLS nor a re-formed membership nor device memory: those
-  // runs keep the ring over actors (TLS links; a ring that re-forms without a lost node; GPU
-  // gradients, which its tensors carry off the device).
+  // The socket ring carries neither TLS nor device memory: those runs keep the ring over actors
+  // (TLS links; GPU gradients, which its tensors carry off the device). Ring links over actors
+  // are made either way: a regroup whose socket ring cannot be formed falls back to them.
   const bool on_cpu = std::none_of(plan.devices.workers.begin(), plan.devices.workers.end(),
                                    [](const device_spec& d) { return d.is_cuda(); });
-  if (!tls && !membership_may_change && on_cpu) {
+  if (!tls && on_cpu) {
     const auto why = form_socket_ring(self, nodes, node_of, log);
-    if (why.empty())
+    socket = why.empty();
+    if (socket && !membership_may_change)
       return "";
-    log("the socket ring could not be formed (" + why + "): the ring runs over actors");
+    if (!socket)
+      log("the socket ring could not be formed (" + why + "): the ring runs over actors");
   }
-  return link_ring(self, nodes, node_of, log);
+  return link_ring(self, nodes, node_of, log, socket);
 }
 
 // Nodes exit when told the run is over. Waiting for their answers (all at once, for at most a
@@ -272,9 +274,10 @@ run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, datas
                           const run_options& options, std::shared_ptr<trusted_nodes> trusted,
                           const std::vector<joined_node>& nodes,
                           const std::vector<int64_t>& node_of, const caf::actor& gate,
-                          bool host_memory) {
+                          bool host_memory, bool socket_ring) {
   driver_options d;
   d.host_memory = host_memory;
+  d.socket_ring = socket_ring;
   d.context = make_worker_context(plan, std::move(data), std::move(trusted));
   d.run = options;
   for (auto n : node_of) {
@@ -357,13 +360,15 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
             [](const joined_node& a, const joined_node& b) { return a.name < b.name; });
   const auto node_of = place_replicas(job.parallelism.replicas, job.cluster.nodes);
   bool host_memory = false;
+  bool socket_ring = false;
   if (error.empty())
-    error = prepare_nodes(self, *roster, node_of, plan, links->tls(), log, host_memory);
+    error =
+        prepare_nodes(self, *roster, node_of, plan, links->tls(), log, host_memory, socket_ring);
   if (error.empty())
     log(fmt::format("placed {} replica(s) on {} node(s); training", job.parallelism.replicas,
                     roster->size()));
   auto report = error.empty() ? train_on_nodes(system, plan, std::move(data), options, trusted,
-                                               *roster, node_of, gate, host_memory)
+                                               *roster, node_of, gate, host_memory, socket_ring)
                               : failed_report(plan, error);
   // No joins from here on: the roster (replacements included) is read below.
   ask(self, gate, 5s, caf::close_atom_v);

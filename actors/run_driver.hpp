@@ -53,6 +53,9 @@ struct driver_options {
   /// Across processes: the nodes sum sync gradients through one host's shared memory instead of
   /// the ring (the coordinator found that they can, cluster.shared_memory); for messages.
   bool host_memory = false;
+  /// Across processes: the nodes sum sync gradients over the socket ring, formed before the
+  /// replicas started; a run that carries on without lost nodes forms it again at every regroup.
+  bool socket_ring = false;
   /// Across processes: the node slot hosting each rank and the slots (a lost node is lost with
   /// all its ranks; a replacement takes a slot over). Empty inside one process.
   std::vector<int64_t> node_of;

@@ -227,6 +227,15 @@ void log_line(const run_driver_state& st, const std::string& line);
 void flush_deferred(driver_pointer self);
 /// Records the replacements that became live (node_joined, the log); returns whether any did.
 bool record_joins(driver_pointer self, int64_t first_step);
+/// The regroup under way has every live worker at one step: the run goes on from there (or
+/// waits for replacements, below min_nodes).
+void complete_regroup(driver_pointer self);
+
+// driver_ring_forming.cpp: the socket ring formed again at a regroup.
+
+/// Forms the socket ring among the live ranks for the regroup under way, where the run's nodes
+/// sum over it (driver_options::socket_ring), then completes the regroup.
+void form_ring_then_complete(driver_pointer self);
 
 // driver_replacements.cpp: a node that joins to replace a lost one.
 

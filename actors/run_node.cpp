@@ -59,7 +59,13 @@ void take_job(agent_actor* self, const std::string& job_json) {
   st.links->set_max_message_bytes(
       largest_message_bytes(plan.model.flat_size(), job.cluster.bucket_mb, job_json.size()));
   st.links->set_idle_timeout(job.cluster.node_timeout_s);
-  st.context = make_worker_context(std::move(plan), std::move(data), st.trusted);
+  auto context = std::make_shared<worker_context>(
+      *make_worker_context(std::move(plan), std::move(data), st.trusted));
+  // Where the socket ring's places will be (the coordinator forms it, maybe several times):
+  // every replica started here, replacements included, shares them.
+  if (context->plan->gradients == gradient_meeting::ring)
+    context->socket_rings = std::make_shared<socket_ring_places>();
+  st.context = std::move(context);
   st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {})", st.node_name, job.name,
                      job.parallelism.replicas, to_string(job.parallelism.policy)));
 }

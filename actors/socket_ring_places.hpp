@@ -3,6 +3,11 @@
 // socket_ring per rank for that rank's replica worker to take. The coordinator drives the three
 // steps on every node in turn (open, connect, join), so that no node waits on another's step.
 //
+// A ring belongs to a membership epoch. Under cluster.on_node_loss "continue" the coordinator
+// forms a new one among the live ranks at every regroup: opening it drops whatever an earlier
+// epoch left here (a forming cut short, rings no replica took), and a replica takes the ring of
+// its own epoch, or finds none and sums over actors.
+//
 // Thread safety: every member locks; the node agent forms, the workers take.
 #pragma once
 
@@ -20,8 +25,11 @@ namespace troupe {
 
 class socket_ring_places {
  public:
-  /// Listens on `host` for the predecessor of each of `ranks`: the ports, in their order.
-  std::vector<uint16_t> open(const std::vector<int64_t>& ranks, const std::string& host);
+  /// Listens on `host` for the predecessor of each of `ranks` in the ring of `epoch`: the
+  /// ports, in their order. Throws std::invalid_argument for an epoch not after the last one
+  /// opened.
+  std::vector<uint16_t> open(int64_t epoch, const std::vector<int64_t>& ranks,
+                             const std::string& host);
 
   /// Connects each rank to its successor's listener, saying the ring's secret. Throws
   /// std::invalid_argument for places that do not fit what was opened, ring_link_error.
@@ -30,13 +38,20 @@ class socket_ring_places {
   /// Takes each rank's predecessor's connection and forms its ring.
   void join(const ring_places& places, int64_t bucket_elements, double timeout_s);
 
-  /// Rank `rank`'s ring, once; null when it has none (or it was taken).
-  std::unique_ptr<socket_ring> take(int64_t rank);
+  /// Rank `rank`'s ring of `epoch`, once; null when none was formed for that epoch (or it was
+  /// taken).
+  std::unique_ptr<socket_ring> take(int64_t rank, int64_t epoch);
+
+  /// Drops everything formed or being formed: until a ring is formed again, replicas sum over
+  /// actors.
+  void clear();
 
  private:
   void check(const ring_places& places) const;
+  void drop_locked();
 
   mutable std::mutex mutex_;
+  int64_t epoch_ = -1;  ///< of the ring formed or being formed
   std::vector<int64_t> ranks_;
   std::map<int64_t, std::unique_ptr<ring_listener>> listeners_;
   std::map<int64_t, socket_fd> outgoing_;
@@ -45,5 +60,16 @@ class socket_ring_places {
 
 /// The ring's secret as the places carry it (32 bytes in a string).
 std::string ring_secret_bytes();
+
+/// What the coordinator sends each of `nodes` nodes to form the ring of `epoch` among `members`
+/// (ring order), member k hosted by node `node_of_member[k]`: its ranks, a fresh secret, the
+/// epoch and the members.
+std::vector<ring_places> plan_ring_places(int64_t epoch, const std::vector<int64_t>& members,
+                                          const std::vector<std::size_t>& node_of_member,
+                                          std::size_t nodes);
+
+/// Once every node answered open with its ports (node i listening at `hosts[i]`): each rank's
+/// successor's listener, into every node's places.
+void link_ring_places(std::vector<ring_places>& places, const std::vector<std::string>& hosts);
 
 }  // namespace troupe

@@ -29,9 +29,10 @@ struct worker_context {
   /// are summed instead of the ring (set by the node agent when the coordinator says so); null
   /// otherwise. The agent aborts it when the node stops.
   std::shared_ptr<host_reduction> host;
-  /// Across node processes without shared memory or TLS, under cluster.on_node_loss "fail":
-  /// this node's places in the socket ring (plain TCP between ring neighbours), each taken by
-  /// its rank's replica; null where the ring runs over actors.
+  /// Across node processes whose replicas sum over a ring: this node's places in the socket
+  /// ring (plain TCP between ring neighbours), where the coordinator forms it (no shared memory,
+  /// no TLS) for each membership epoch, each ring taken by its rank's replica; null inside one
+  /// process. A replica that finds no ring of its epoch sums over actors.
   std::shared_ptr<socket_ring_places> socket_rings;
 };
 

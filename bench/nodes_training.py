@@ -13,6 +13,9 @@ last one:
                                                         (only with --network: the socket
                                                          ring, plain TCP on loopback between
                                                          ring neighbours, as between hosts)
+  nodes_network_continue   the same with cluster.on_node_loss=continue (only with --network:
+                                                         the socket ring, which such a run forms
+                                                         again at every regroup)
 samples/s counts the steps after WARMUP, from the step records' times in metrics.jsonl (set-up,
 data loading, the evaluation and exit are outside). Prints JSON: the median samples/s of each,
 every repeat's figure, each run's final train loss (the same work must learn the same), and
@@ -89,6 +92,8 @@ def main():
     variants = {"one_process": [], "nodes": nodes}
     if args.network:
         variants["nodes_network"] = nodes + ["--set", "cluster.shared_memory=false"]
+        variants["nodes_network_continue"] = variants["nodes_network"] + [
+            "--set", "cluster.on_node_loss=continue"]
     rates = {name: [] for name in variants}
     losses = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as work:

@@ -30,6 +30,10 @@
 //                                           the socket ring is formed; an error at any of the
 //                                           three and the coordinator falls back to the ring
 //                                           over actors, after (ring_atom, close_atom) -> ok
+//                                           The ring is formed for a membership epoch among its
+//                                           members: before the replicas start (epoch 0, every
+//                                           rank), and under cluster.on_node_loss "continue"
+//                                           again at every regroup, among the live ranks
 //   (spawn_atom, rank, coordinator) -> actor   start replica `rank` here
 //   (done_atom, status)                     the run is over: the node exits
 // the ring over actors (replica -> its successor): (ring_atom, ring_meta, chunk)
@@ -114,14 +118,15 @@ struct ring_places {
   std::vector<uint16_t> ports;          ///< each rank's listener (the node's answer to open)
   std::vector<std::string> next_hosts;  ///< each rank's successor's listener
   std::vector<uint16_t> next_ports;
-  std::string secret;  ///< 32 bytes, the same for the whole ring
-  int64_t size = 0;    ///< ranks in the ring
+  std::string secret;            ///< 32 bytes, the same for the whole ring
+  int64_t epoch = 0;             ///< the membership the ring is formed for
+  std::vector<int64_t> members;  ///< every rank in the ring, in ring order (the live ones)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_places& x) {
   return f(caf::meta::type_name("ring_places"), x.ranks, x.ports, x.next_hosts, x.next_ports,
-           x.secret, x.size);
+           x.secret, x.epoch, x.members);
 }
 
 }  // namespace troupe

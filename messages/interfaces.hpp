@@ -16,8 +16,8 @@ namespace troupe {
 using replica_worker_actor = caf::typed_actor<
     caf::reacts_to<compute_atom, int64_t>, caf::reacts_to<link_atom, caf::actor>,
     caf::reacts_to<ring_atom, ring_meta, at::Tensor>,
-    caf::reacts_to<ring_atom, int64_t, std::string>, caf::reacts_to<nccl_atom, std::string>,
-    caf::reacts_to<update_atom, update_meta, at::Tensor>,
+    caf::reacts_to<ring_atom, int64_t, int64_t, std::string>,
+    caf::reacts_to<nccl_atom, std::string>, caf::reacts_to<update_atom, update_meta, at::Tensor>,
     caf::reacts_to<averaged_atom, update_meta, at::Tensor, at::Tensor>,
     caf::reacts_to<params_atom, int64_t, int64_t, at::Tensor>, caf::reacts_to<advance_atom>,
     caf::reacts_to<checkpoint_atom, int64_t>,

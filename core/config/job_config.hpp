@@ -246,6 +246,9 @@ struct faults_config {
   /// Make every node refuse to form the socket ring (as a firewall on its ports would): the
   /// coordinator falls back to the ring over actors.
   bool refuse_socket_ring = false;
+  /// Make every node refuse to form the socket ring again at a regroup (cluster.on_node_loss
+  /// "continue"), as a firewall on the new ports would: that epoch's ring runs over actors.
+  bool refuse_ring_reform = false;
 };
 
 struct job_config {

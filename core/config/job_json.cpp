@@ -180,6 +180,8 @@ json faults_json(const faults_config& f) {
   }
   if (f.refuse_socket_ring)
     faults["refuse_socket_ring"] = true;
+  if (f.refuse_ring_reform)
+    faults["refuse_ring_reform"] = true;
   return faults;
 }
 

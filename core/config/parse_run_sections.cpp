@@ -69,7 +69,9 @@ void read_faults(object_reader r, faults_config& f) {
   r.optional_integer("slow_worker", f.slow_worker, 0, INT64_MAX);
   r.integer("slow_ms", f.slow_ms, 0, 3600 * 1000);
   r.boolean("refuse_socket_ring", f.refuse_socket_ring);
-  r.finish({"throw_worker", "throw_step", "slow_worker", "slow_ms", "refuse_socket_ring"});
+  r.boolean("refuse_ring_reform", f.refuse_ring_reform);
+  r.finish({"throw_worker", "throw_step", "slow_worker", "slow_ms", "refuse_socket_ring",
+            "refuse_ring_reform"});
 }
 
 }  // namespace troupe

@@ -91,22 +91,23 @@ TEST_SUITE("ring_runner") {
 
   TEST_CASE("a node's places: listen, connect, join, then each rank takes its ring once") {
     socket_ring_places node;  // both ranks of a two-rank ring on one node
-    ring_places places;
-    places.ranks = {0, 1};
-    places.secret = ring_secret_bytes();
-    places.size = 2;
-    places.ports = node.open(places.ranks, host);
-    CHECK_THROWS_AS(node.open(places.ranks, host), std::invalid_argument);  // once
-    places.next_hosts = {host, host};
-    places.next_ports = {places.ports[1], places.ports[0]};
+    auto places = plan_ring_places(0, {0, 1}, {0, 0}, 1).front();
+    CHECK(places.ranks == std::vector<int64_t>{0, 1});
+    places.ports = node.open(0, places.ranks, host);
+    CHECK_THROWS_AS(node.open(0, places.ranks, host), std::invalid_argument);  // once an epoch
+    std::vector<ring_places> all{places};
+    link_ring_places(all, {host});
+    places = all.front();
+    CHECK(places.next_ports == std::vector<uint16_t>{places.ports[1], places.ports[0]});
     SUBCASE("formed") {
       node.connect(places, 5);
       node.join(places, 1000, 5);
-      auto first = node.take(0);
-      auto second = node.take(1);
+      CHECK_FALSE(node.take(0, 1));  // another epoch's
+      auto first = node.take(0, 0);
+      auto second = node.take(1, 0);
       REQUIRE(first);
       REQUIRE(second);
-      CHECK_FALSE(node.take(0));
+      CHECK_FALSE(node.take(0, 0));
       auto x = at::ones({10});
       auto y = at::ones({10});
       auto other = std::async(std::launch::async, [&] { second->all_reduce(0, y, 5); });
@@ -124,7 +125,43 @@ TEST_SUITE("ring_runner") {
       bad = places;
       bad.next_ports.pop_back();
       CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
+      bad = places;
+      bad.epoch = 1;
+      CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
+      bad = places;
+      bad.members = {0, 1, 1};
+      CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
+      bad = places;
+      bad.members = {1, 2};
+      CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
       CHECK_THROWS_AS(node.join(places, 1000, 1), std::invalid_argument);  // not connected
     }
+  }
+
+  TEST_CASE("a node's places formed again for a later epoch, among other members") {
+    // Ranks 0 and 2 of a ring whose rank 1 was lost: a two-member ring in epoch 3.
+    socket_ring_places node;
+    auto places = plan_ring_places(0, {0, 1, 2}, {0, 1, 0}, 2);
+    places[0].ports = node.open(0, places[0].ranks, host);  // epoch 0, never joined
+    places = plan_ring_places(3, {0, 2}, {0, 0}, 1);
+    places[0].ports = node.open(3, places[0].ranks, host);
+    CHECK_THROWS_AS(node.open(2, places[0].ranks, host), std::invalid_argument);  // stale
+    link_ring_places(places, {host});
+    node.connect(places[0], 5);
+    node.join(places[0], 1000, 5);
+    CHECK_FALSE(node.take(0, 0));
+    auto first = node.take(0, 3);
+    auto second = node.take(2, 3);
+    REQUIRE(first);
+    REQUIRE(second);
+    auto x = at::full({7}, 1.0f);
+    auto y = at::full({7}, 2.0f);
+    auto other = std::async(std::launch::async, [&] { second->all_reduce(0, y, 5); });
+    first->all_reduce(0, x, 5);
+    other.get();
+    CHECK(at::equal(x, at::full({7}, 3.0f)));
+    CHECK(at::equal(y, x));
+    node.clear();
+    CHECK_FALSE(node.take(0, 3));
   }
 }

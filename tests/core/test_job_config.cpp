@@ -181,6 +181,17 @@ TEST_SUITE("job_config") {
     check_one_problem({{"faults", {{"throw_step", 1.5}}}}, {"/faults/throw_step", "got 1.5"});
   }
 
+  TEST_CASE("the socket ring's faults are booleans, written back only when set") {
+    const json both = {{"faults", {{"refuse_socket_ring", true}, {"refuse_ring_reform", true}}}};
+    const auto job = parse_job(both);
+    CHECK(job.faults.refuse_socket_ring);
+    CHECK(job.faults.refuse_ring_reform);
+    CHECK(json::parse(to_json(job)["faults"].dump()) == both["faults"]);
+    CHECK_FALSE(to_json(parse_job(json::object())).contains("faults"));
+    check_one_problem({{"faults", {{"refuse_ring_reform", 1}}}},
+                      {"/faults/refuse_ring_reform", "true or false"});
+  }
+
   TEST_CASE("a section that is not an object") {
     const auto p = job_problems({{"model", 3}});
     REQUIRE(p.size() == 1);

@@ -10,6 +10,8 @@
 #     run completes within the tolerance;
 #   - a node stopped past cluster.step_timeout_s but within node_timeout_s: the watchdog names
 #     it, it is fenced (its late messages are dropped) and told to leave; the run completes;
+#   - the socket ring, formed again at every regroup, refused after a loss: the survivors sum
+#     over actors and the run completes within the tolerance;
 #   - async and local_sgd lose a node and complete;
 #   - a replacement joins mid-run: at the step boundary where it joins the driver compares a
 #     digest of every replica's weights (a replicas_checked record, a log line), and the run
@@ -159,6 +161,25 @@ section kill && for seed in $(seq "$seeds"); do
     check "survivor $n (seed $seed)" $status 0 "$tmp/kill${seed}_$n.log" "the run succeeded"
   done
 done
+
+# --- the socket ring cannot be formed again after the loss (as a firewall on the new ports): ----
+# the regroup says why, the survivors sum over actors, and the run completes within the tolerance.
+section reform && {
+start_run reform --set faults.refuse_ring_reform=true
+wait_for_step "$tmp/reform" 100 || fail "reform: no step 100"
+kill -9 $node_b
+finish $coord 120
+check "socket ring refused after a loss" $status 0 "$tmp/coord_reform.log" \
+  "refused to listen again (faults.refuse_ring_reform)"
+grep -F "the socket ring could not be formed again" "$tmp/coord_reform.log" |
+  grep -qF "the ring runs over actors in epoch" && pass ||
+  fail "reform: the log does not say the ring went over actors"
+close_weights "socket ring not formed again" "$tmp/ref" "$tmp/reform"
+for n in a c; do
+  eval "finish \$node_$n 15"
+  check "reform: survivor $n" $status 0 "$tmp/reform_$n.log" "the run succeeded"
+done
+}
 
 # The sections that stop a node once the run reached a step slow every step down by 5 ms (a
 # straggler: the same numbers), so that the run is still going when the signal lands: 400
