@@ -74,15 +74,11 @@ void forming_step(driver_pointer self, const forming_ptr& f, Next next, Ts... xs
     self->request(f->agents[i], 30s, ring_atom_v, xs..., f->places[i])
         .then(
             [f, i, answered](ring_places& answer) {
-              auto& asked = f->places[i];
-              if (answer.ranks != asked.ranks || answer.ports.size() != answer.ranks.size()) {
-                if (f->error.empty())
-                  f->error =
-                      fmt::format("node {} answered with {} port(s) for ranks {}", f->names[i],
-                                  answer.ports.size(), fmt::join(asked.ranks, ", "));
-              } else {
-                asked = std::move(answer);
-              }
+              const auto problem = ring_answer_problem(f->places[i], answer);
+              if (problem.empty())
+                f->places[i] = std::move(answer);
+              else if (f->error.empty())
+                f->error = "node " + f->names[i] + " " + problem;
               answered();
             },
             [self, f, i, answered](caf::error& e) {
@@ -97,7 +93,7 @@ void forming_step(driver_pointer self, const forming_ptr& f, Next next, Ts... xs
 void form_ring_then_complete(driver_pointer self) {
   auto& st = self->state;
   auto& m = mstate(self);
-  if (!st.options.socket_ring || st.plan->gradients != gradient_meeting::ring)
+  if (!st.options.socket_ring)
     return complete_regroup(self);
   auto f = std::make_shared<ring_forming>();
   f->epoch = m.round->epoch();

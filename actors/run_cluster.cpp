@@ -13,7 +13,6 @@
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
@@ -123,10 +122,8 @@ std::string ring_step(caf::scoped_actor& self, const std::vector<joined_node>& n
     self->request(nodes[i].agent, 30s, ring_atom_v, xs..., places[i])
         .receive(
             [&](ring_places& answer) {
-              if (answer.ranks != places[i].ranks || answer.ports.size() != answer.ranks.size())
-                error = fmt::format("answered with {} port(s) for ranks {}", answer.ports.size(),
-                                    fmt::join(places[i].ranks, ", "));
-              else
+              error = ring_answer_problem(places[i], answer);
+              if (error.empty())
                 places[i] = std::move(answer);
             },
             [&](caf::error& e) { error = self->system().render(e); });

@@ -44,6 +44,15 @@ std::vector<ring_places> plan_ring_places(int64_t epoch, const std::vector<int64
   return places;
 }
 
+std::string ring_answer_problem(const ring_places& asked, const ring_places& answer) {
+  if (answer.ranks == asked.ranks && answer.ports.size() == answer.ranks.size())
+    return "";
+  std::string ranks;
+  for (auto r : asked.ranks)
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  return "answered with " + std::to_string(answer.ports.size()) + " port(s) for ranks " + ranks;
+}
+
 void link_ring_places(std::vector<ring_places>& places, const std::vector<std::string>& hosts) {
   std::map<int64_t, std::pair<std::string, uint16_t>> listener;
   for (std::size_t i = 0; i < places.size(); ++i)
@@ -66,7 +75,8 @@ std::vector<uint16_t> socket_ring_places::open(int64_t epoch, const std::vector<
   std::lock_guard<std::mutex> lock(mutex_);
   if (epoch <= epoch_)
     throw std::invalid_argument("the socket ring of epoch " + std::to_string(epoch) +
-                                " comes after that of epoch " + std::to_string(epoch_));
+                                " is not newer than that of epoch " + std::to_string(epoch_) +
+                                ", opened here already");
   drop_locked();
   epoch_ = epoch;
   std::vector<uint16_t> ports;
@@ -127,15 +137,18 @@ void socket_ring_places::join(const ring_places& places, int64_t bucket_elements
   }
   listeners_.clear();  // nobody else may connect now
   outgoing_.clear();
+  formed_ = true;
 }
 
 std::unique_ptr<socket_ring> socket_ring_places::take(int64_t rank, int64_t epoch) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (epoch != epoch_)
+  if (epoch != epoch_ || !formed_)
     return nullptr;
   auto it = rings_.find(rank);
   if (it == rings_.end())
-    return nullptr;
+    throw std::logic_error("rank " + std::to_string(rank) +
+                           " has no place in this node's socket ring of epoch " +
+                           std::to_string(epoch) + " (taken twice?)");
   auto ring = std::move(it->second);
   rings_.erase(it);
   return ring;
@@ -147,6 +160,7 @@ void socket_ring_places::clear() {
 }
 
 void socket_ring_places::drop_locked() {
+  formed_ = false;
   ranks_.clear();
   listeners_.clear();
   outgoing_.clear();

@@ -38,8 +38,9 @@ class socket_ring_places {
   /// Takes each rank's predecessor's connection and forms its ring.
   void join(const ring_places& places, int64_t bucket_elements, double timeout_s);
 
-  /// Rank `rank`'s ring of `epoch`, once; null when none was formed for that epoch (or it was
-  /// taken).
+  /// Rank `rank`'s ring of `epoch`, once; null when none was formed here for that epoch (the
+  /// ring then runs over actors). Throws std::logic_error when one was formed but holds no ring
+  /// for `rank` (taken already, or not a member): the others would wait on it for ever.
   std::unique_ptr<socket_ring> take(int64_t rank, int64_t epoch);
 
   /// Drops everything formed or being formed: until a ring is formed again, replicas sum over
@@ -51,7 +52,8 @@ class socket_ring_places {
   void drop_locked();
 
   mutable std::mutex mutex_;
-  int64_t epoch_ = -1;  ///< of the ring formed or being formed
+  int64_t epoch_ = -1;   ///< of the ring formed or being formed
+  bool formed_ = false;  ///< the ring of epoch_ was joined here
   std::vector<int64_t> ranks_;
   std::map<int64_t, std::unique_ptr<ring_listener>> listeners_;
   std::map<int64_t, socket_fd> outgoing_;
@@ -67,6 +69,10 @@ std::string ring_secret_bytes();
 std::vector<ring_places> plan_ring_places(int64_t epoch, const std::vector<int64_t>& members,
                                           const std::vector<std::size_t>& node_of_member,
                                           std::size_t nodes);
+
+/// What is wrong with a node's answer to a step of forming (`asked`: the places it was sent):
+/// the ranks it was asked for, each with a port. "" when nothing is.
+std::string ring_answer_problem(const ring_places& asked, const ring_places& answer);
 
 /// Once every node answered open with its ports (node i listening at `hosts[i]`): each rank's
 /// successor's listener, into every node's places.

@@ -107,7 +107,8 @@ TEST_SUITE("ring_runner") {
       auto second = node.take(1, 0);
       REQUIRE(first);
       REQUIRE(second);
-      CHECK_FALSE(node.take(0, 0));
+      CHECK_THROWS_AS(node.take(0, 0), std::logic_error);  // once
+      CHECK_THROWS_AS(node.take(5, 0), std::logic_error);  // not a member
       auto x = at::ones({10});
       auto y = at::ones({10});
       auto other = std::async(std::launch::async, [&] { second->all_reduce(0, y, 5); });
