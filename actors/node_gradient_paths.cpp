@@ -106,7 +106,8 @@ caf::result<ring_places> connect_ring_places(agent_actor* self, const ring_place
 
 caf::result<ring_places> join_ring_places(agent_actor* self, const ring_places& places) {
   return on_ring_places(self, [&](socket_ring_places& p) {
-    p.join(places, self->state.context->plan->ring_bucket_elements, socket_ring_timeout_s);
+    const auto& plan = *self->state.context->plan;
+    p.join(places, plan.ring_bucket_elements, plan.job.cluster.ring_window, socket_ring_timeout_s);
     return places;
   });
 }

@@ -71,7 +71,8 @@ at::Tensor cpu_copy(const replica_engine& engine) {
 
 ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
   if (!st.ring)
-    st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements, 8, st.epoch);
+    st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements,
+                    st.plan->job.cluster.ring_window, st.epoch);
   return *st.ring;
 }
 

@@ -23,6 +23,7 @@
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
 #include "core/collective/socket_ring.hpp"
+#include "core/config/job_config.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -339,8 +340,9 @@ int main(int argc, char** argv) {
   std::vector<double> sizes_mb{1, 16, 128};
   int iters = 10, warmup = 2;
   double bucket_mb = 1;
-  int64_t window = 8;
-  app.add_option("--window", window, "Buckets in flight at once")->check(CLI::Range(1, 1024));
+  int64_t window = cluster_config{}.ring_window;  // what a job that does not say gets
+  app.add_option("--window", window, "Buckets in flight at once (the job key cluster.ring_window)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--ranks", ranks)->check(CLI::Range(1, 64));
   app.add_option("--sizes-mb", sizes_mb)->delimiter(',');
   app.add_option("--iters", iters)->check(CLI::Range(1, 10000));

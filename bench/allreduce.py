@@ -2,7 +2,7 @@
 reports ratios.
 
   /usr/bin/python3 bench/allreduce.py [--build build] [--ranks 2,3,4] [--sizes-mb 1,16,128]
-                                      [--iters 10] [--warmup 2] [--bucket-mb 1] [--window 8]
+                                      [--iters 10] [--warmup 2] [--bucket-mb 1] [--window 1]
                                       [--tls] [--repeats 1]
 
 For each number of processes it runs, one after the other on this host, bench/allreduce.cpp
@@ -43,7 +43,7 @@ def main():
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--bucket-mb", type=float, default=1)
-    p.add_argument("--window", type=int, default=8)
+    p.add_argument("--window", type=int, default=1)  # cluster.ring_window's default
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--tls", action="store_true", help="troupe's ring uses mutual TLS")
     args = p.parse_args()

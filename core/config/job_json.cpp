@@ -161,6 +161,7 @@ json cluster_json(const cluster_config& c) {
           {"join_timeout_s", c.join_timeout_s},
           {"node_timeout_s", c.node_timeout_s},
           {"bucket_mb", c.bucket_mb},
+          {"ring_window", c.ring_window},
           {"step_timeout_s", c.step_timeout_s},
           {"on_node_loss", to_string(c.on_node_loss)},
           {"min_nodes", c.min_nodes},

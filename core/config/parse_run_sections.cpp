@@ -28,6 +28,7 @@ void read_cluster(object_reader r, cluster_config& c) {
   r.number("join_timeout_s", c.join_timeout_s, 0, true, 24 * 3600, false);
   r.number("node_timeout_s", c.node_timeout_s, 0.1, false, 3600, false);
   r.number("bucket_mb", c.bucket_mb, 0, true, 1024, false);
+  r.integer("ring_window", c.ring_window, 1, 1024);
   r.number("step_timeout_s", c.step_timeout_s, 0, false, 7 * 24 * 3600, false);
   r.boolean("shared_memory", c.shared_memory);
   // What a lost node does only concerns runs with nodes: in one process nothing is lost.
@@ -42,8 +43,9 @@ void read_cluster(object_reader r, cluster_config& c) {
     r.problem("min_nodes", "must be at most cluster.nodes (" + std::to_string(c.nodes) + "), got " +
                                std::to_string(c.min_nodes));
   r.number("replacement_timeout_s", c.replacement_timeout_s, 0, true, 7 * 24 * 3600, false);
-  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "step_timeout_s",
-            "on_node_loss", "min_nodes", "replacement_timeout_s", "shared_memory"});
+  r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "ring_window",
+            "step_timeout_s", "on_node_loss", "min_nodes", "replacement_timeout_s",
+            "shared_memory"});
 }
 
 void read_checkpoint(object_reader r, checkpoint_config& c) {

@@ -101,7 +101,7 @@ TEST_SUITE("ring_runner") {
     CHECK(places.next_ports == std::vector<uint16_t>{places.ports[1], places.ports[0]});
     SUBCASE("formed") {
       node.connect(places, 5);
-      node.join(places, 1000, 5);
+      node.join(places, 1000, 1, 5);
       CHECK_FALSE(node.take(0, 1));  // another epoch's
       auto first = node.take(0, 0);
       auto second = node.take(1, 0);
@@ -135,7 +135,7 @@ TEST_SUITE("ring_runner") {
       bad = places;
       bad.members = {1, 2};
       CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
-      CHECK_THROWS_AS(node.join(places, 1000, 1), std::invalid_argument);  // not connected
+      CHECK_THROWS_AS(node.join(places, 1000, 1, 1), std::invalid_argument);  // not connected
     }
   }
 
@@ -149,7 +149,7 @@ TEST_SUITE("ring_runner") {
     CHECK_THROWS_AS(node.open(2, places[0].ranks, host), std::invalid_argument);  // stale
     link_ring_places(places, {host});
     node.connect(places[0], 5);
-    node.join(places[0], 1000, 5);
+    node.join(places[0], 1000, 1, 5);
     CHECK_FALSE(node.take(0, 0));
     auto first = node.take(0, 3);
     auto second = node.take(2, 3);

@@ -144,10 +144,18 @@ TEST_SUITE("job_config") {
     CHECK(job.cluster.join_timeout_s == 5);
     CHECK(job.cluster.node_timeout_s == 5);
     CHECK(job.cluster.bucket_mb == 0.5);
+    CHECK(job.cluster.ring_window == 1);
     CHECK(job.cluster.shared_memory);
     const auto again = parse_job(json::parse(to_json(job).dump()));
     CHECK(again.cluster.nodes == 2);
     CHECK(again.cluster.bucket_mb == 0.5);
+    auto wide = ok;
+    wide["cluster"]["ring_window"] = 4;
+    CHECK(parse_job(json::parse(to_json(parse_job(wide)).dump())).cluster.ring_window == 4);
+    check_one_problem({{"cluster", {{"nodes", 2}, {"ring_window", 0}}}},
+                      {"/cluster/ring_window", "got 0"});
+    check_one_problem({{"cluster", {{"nodes", 2}, {"ring_window", 1.5}}}},
+                      {"/cluster/ring_window"});
     auto network_only = ok;
     network_only["cluster"]["shared_memory"] = false;
     CHECK_FALSE(
