@@ -56,12 +56,15 @@ void write_all(int fd, const void* data, std::size_t n) {
 }  // namespace
 
 TEST_SUITE("socket_ring") {
-  TEST_CASE("ranks sum their buffers over TCP, round after round, every size and bucket") {
+  TEST_CASE("ranks sum their buffers over TCP, round after round, every size, bucket and window") {
     for (int64_t n : {1, 2, 3, 4}) {
-      for (int64_t numel : {1, 5, 1000, 70001}) {
+      // One bucket in flight (cluster.ring_window's default) and several.
+      for (auto [numel, window] :
+           {std::pair<int64_t, int64_t>{1, 1}, {5, 2}, {1000, 1}, {70001, 1}, {70001, 2}}) {
         CAPTURE(n);
         CAPTURE(numel);
-        auto ring = make_ring(n, /*bucket_elements=*/4096, /*window=*/2);
+        CAPTURE(window);
+        auto ring = make_ring(n, /*bucket_elements=*/4096, window);
         for (int64_t round = 0; round < 3; ++round) {
           std::vector<at::Tensor> buffers;
           auto want = at::zeros({numel});
