@@ -33,15 +33,18 @@ void send_unsent_reports(self_pointer self) {
   st.unsent.clear();
 }
 
-// A step's report. Short steps' reports to a driver in another process go a block at a time
-// (as the driver releases them: core/policy/step_release.hpp): each message crosses both
-// processes' multiplexers and wakes threads on the cores that train. A report that must arrive
-// now (`now`: the driver waits for what follows it) goes at once, with the ones held before
-// it; so do the held ones when the worker has no released step left to run (advance).
+// A step's report. Short steps' reports go a block at a time (as the driver releases them:
+// core/policy/step_release.hpp): each message wakes the driver's thread, which takes a core
+// from the replicas (a step of the MLP on two cores lasts about a millisecond; one report a
+// step cost 1 replica x 2 threads 4% and 2 x 1 3%, bench/sync_overhead), and one to a driver in
+// another process also crosses both processes' multiplexers. A report that must arrive now
+// (`now`: the driver waits for what follows it) goes at once, with the ones held before it; so
+// do the held ones when the worker has no released step left to run (advance), and when the
+// replicas' shared sum is aborted (exchange_sync).
 void report_step(self_pointer self, const step_stats& stats, bool now) {
   auto& st = self->state;
   st.unsent.push_back(stats);
-  const bool hold = !now && st.remote_driver && stats.span_s < short_step_s &&
+  const bool hold = !now && stats.span_s < short_step_s &&
                     static_cast<int64_t>(st.unsent.size()) < release_block_steps;
   if (!hold)
     send_unsent_reports(self);
@@ -179,7 +182,9 @@ void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
         st.context->reduction->all_reduce(st.rank);
       } catch (const barrier_aborted&) {
         // Another replica failed or the run ended: the driver names the cause and stops this
-        // one; dying here too could reach it first and hide that cause.
+        // one; dying here too could reach it first and hide that cause. The steps this one
+        // completed go to the driver first: a failing replica waits for them (on_failure).
+        send_unsent_reports(self);
         return;
       }
       return apply_own_sum(self, step, seconds_since(st.sent_at));
@@ -346,12 +351,14 @@ caf::error on_failure(self_pointer self, std::exception_ptr& ep) {
   const auto& st = self->state;
   const auto why = "replica " + std::to_string(st.rank) + " failed";
   if (const auto& reduction = st.context->reduction) {
-    // Every replica summed the last step this one reported: let their reports of it reach
-    // the driver before this failure does, so that the run counts that step.
+    // Every replica summed the last step this one completed. The abort releases the others,
+    // which then send the reports they held (exchange_sync); they must reach the driver before
+    // this failure does, so that the run counts that step.
+    send_unsent_reports(self);
+    reduction->abort(why);
     if (const auto last = reduction->last_reported(st.rank);
         last >= 0 && st.plan->schedule.policy_at(last) == policy_kind::sync)
       reduction->await_reports(last, std::chrono::seconds(1));
-    reduction->abort(why);
   }
   if (const auto& host = st.context->host)
     host->abort(why);
@@ -369,7 +376,6 @@ void init_worker(self_pointer self, context_ptr context, int64_t rank, run_drive
   st.position = rank;
   st.live = st.plan->job.parallelism.replicas;
   st.driver = std::move(driver);
-  st.remote_driver = st.driver.node() != self->node();
   st.last_step_end = clock_type::now();
   self->set_exception_handler(
       [self](caf::scheduled_actor*, std::exception_ptr& ep) { return on_failure(self, ep); });

@@ -59,10 +59,7 @@ struct replica_worker_state {
   /// A state handed over to this worker, chunk by chunk (a replacement, or a survivor behind).
   std::optional<state_assembler> incoming;
   int64_t dropped = 0;  ///< ring chunks of another epoch, dropped
-  /// Whether the driver runs in another process. Its step reports then wait here to go as a
-  /// block (see report_step).
-  bool remote_driver = false;
-  std::vector<step_stats> unsent;        ///< step reports not sent yet, in step order
+  std::vector<step_stats> unsent;  ///< step reports held to go as a block, in step order
   clock_type::time_point last_step_end;  ///< when the last step ended (or the first began)
   static inline const char* name = "replica_worker";
 };
