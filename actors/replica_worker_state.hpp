@@ -58,8 +58,8 @@ struct replica_worker_state {
   int64_t live = 1;
   /// A state handed over to this worker, chunk by chunk (a replacement, or a survivor behind).
   std::optional<state_assembler> incoming;
-  int64_t dropped = 0;  ///< ring chunks of another epoch, dropped
-  std::vector<step_stats> unsent;  ///< step reports held to go as a block, in step order
+  int64_t dropped = 0;                   ///< ring chunks of another epoch, dropped
+  std::vector<step_stats> unsent;        ///< step reports held to go as a block, in step order
   clock_type::time_point last_step_end;  ///< when the last step ended (or the first began)
   static inline const char* name = "replica_worker";
 };
