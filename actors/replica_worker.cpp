@@ -36,7 +36,7 @@ void send_unsent_reports(self_pointer self) {
 // A step's report. Short steps' reports go a block at a time (as the driver releases them:
 // core/policy/step_release.hpp): each message wakes the driver's thread, which takes a core
 // from the replicas (a step of the MLP on two cores lasts about a millisecond; one report a
-// step cost 1 replica x 2 threads 4% and 2 x 1 3%, bench/sync_overhead), and one to a driver in
+// step cost 1 replica x 2 threads 2.6% and 2 x 1 1.8%, bench/sync_overhead), and one to a driver in
 // another process also crosses both processes' multiplexers. A report that must arrive now
 // (`now`: the driver waits for what follows it) goes at once, with the ones held before it; so
 // do the held ones when the worker has no released step left to run (advance), and when the

@@ -206,9 +206,9 @@ struct cluster_config {
   double node_timeout_s = 5;
   /// Gradients cross processes in ring all-reduce buckets of at most this many MiB.
   double bucket_mb = 1;
-  /// How many of those buckets a ring between processes has in flight at once. One keeps each
-  /// chunk in cache from the socket to the sum and on (measured on loopback: bench/allreduce.py);
-  /// links with a long round trip may want more.
+  /// How many of those buckets a ring between processes has in flight at once. One was fastest
+  /// on loopback (bench/allreduce.py: most likely each chunk stays in cache from the socket to
+  /// the sum and on); links with a long round trip may want more.
   int64_t ring_window = 1;
   /// When every node process is on one host (they can open one shared-memory segment), sync
   /// gradients are summed through shared memory (core/collective/host_reduction) instead of the
