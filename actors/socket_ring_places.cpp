@@ -1,5 +1,8 @@
 #include "actors/socket_ring_places.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -47,10 +50,8 @@ std::vector<ring_places> plan_ring_places(int64_t epoch, const std::vector<int64
 std::string ring_answer_problem(const ring_places& asked, const ring_places& answer) {
   if (answer.ranks == asked.ranks && answer.ports.size() == answer.ranks.size())
     return "";
-  std::string ranks;
-  for (auto r : asked.ranks)
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-  return "answered with " + std::to_string(answer.ports.size()) + " port(s) for ranks " + ranks;
+  return fmt::format("answered with {} port(s) for ranks {}", answer.ports.size(),
+                     fmt::join(asked.ranks, ", "));
 }
 
 void link_ring_places(std::vector<ring_places>& places, const std::vector<std::string>& hosts) {
