@@ -18,6 +18,7 @@
 #include "bench/bench_models.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/metrics/jsonl_writer.hpp"
+#include "core/run/allocator_settings.hpp"
 #include "core/train/replica_engine.hpp"
 #include "timed_run.hpp"
 
@@ -115,6 +116,7 @@ std::pair<int64_t, int64_t> state_bytes(const dataset_ptr& data, const job_confi
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_step_memory_for_reuse();  // as the troupe program does (core/run/allocator_settings)
   int64_t steps = 1000, every = 20, repeats = 5;
   std::string folder = "/usr/share/datasets/fashion-mnist";
   std::string model = "mlp";

@@ -9,6 +9,7 @@
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/run/allocator_settings.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
@@ -46,6 +47,7 @@ void synchronize_cuda() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_step_memory_for_reuse();  // as the troupe program does (core/run/allocator_settings)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t steps = 300, warmup = 30, batch = 128, rounds = 3;
   CLI::App app{"troupe GPU training benchmark against a plain LibTorch loop"};

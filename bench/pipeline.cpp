@@ -12,6 +12,7 @@
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/run/allocator_settings.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -78,6 +79,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_step_memory_for_reuse();  // as the troupe program does (core/run/allocator_settings)
   bench_options o;
   CLI::App app{"troupe pipeline benchmark: bubble and throughput of 2 stages"};
   app.add_option("--steps", o.steps, "timed steps per run")->check(CLI::Range(1, 1000000));

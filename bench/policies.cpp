@@ -7,6 +7,7 @@
 //   policies [--steps 400] [--data DIR] [--delay-ms D]   (default D: measured step time)
 #include "actors/run_job.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/run/allocator_settings.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/Parallel.h>
@@ -57,6 +58,7 @@ double measure_step_ms(const job_config& job, const dataset_ptr& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_step_memory_for_reuse();  // as the troupe program does (core/run/allocator_settings)
   int64_t steps = 400;
   int64_t delay_ms = 0;
   std::string folder = "/usr/share/datasets/fashion-mnist";

@@ -18,6 +18,7 @@
 #include "bench/timed_run.hpp"
 #include "core/data/data_source.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/run/allocator_settings.hpp"
 #include "core/run/run_plan.hpp"
 #include "core/train/replica_engine.hpp"
 
@@ -149,6 +150,9 @@ double troupe_sync(const bench_options& o, const job_config& job, dataset_ptr da
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As the troupe program does (core/run/allocator_settings), and for the plain loops too, so
+  // that the comparison stays between training loops, not allocator settings.
+  keep_step_memory_for_reuse();
   bench_options o;
   CLI::App app{"troupe sync overhead benchmark (one variant per run)"};
   app.add_option("--variant", o.variant,

@@ -11,6 +11,7 @@
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "apps/troupe/commands.hpp"
+#include "core/run/allocator_settings.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -145,6 +146,7 @@ int print_help(CLI::App& app, const std::string& topic, const std::string& overv
 }  // namespace
 
 int main(int argc, char** argv) {
+  troupe::keep_step_memory_for_reuse();  // before LibTorch allocates (core/run/allocator_settings)
   CLI::App app{"troupe: train neural networks with actors, from one JSON job file"};
   app.name("troupe");
   app.set_version_flag("--version", "troupe " TROUPE_VERSION);

@@ -3,9 +3,11 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace troupe {
 
@@ -27,6 +29,22 @@ template <class Optimizer>
 auto optimizer_state_key_of(const Optimizer& optimizer, const at::Tensor& param) {
   using map = std::decay_t<decltype(optimizer.state())>;
   return optimizer_state_key<typename map::key_type>(param);
+}
+
+/// `param`'s state in `optimizer`, as the optimizer's own state type (`State`), or null.
+template <class State, class Optimizer>
+State* find_optimizer_state(Optimizer& optimizer, const at::Tensor& param) {
+  auto it = optimizer.state().find(optimizer_state_key_of(optimizer, param));
+  return it == optimizer.state().end() ? nullptr : static_cast<State*>(it->second.get());
+}
+
+/// Files `state` as `param`'s in `optimizer`, in place of any it had, and returns it.
+template <class State, class Optimizer>
+State& file_optimizer_state(Optimizer& optimizer, const at::Tensor& param,
+                            std::unique_ptr<State> state) {
+  auto& filed = optimizer.state()[optimizer_state_key_of(optimizer, param)];
+  filed = std::move(state);
+  return static_cast<State&>(*filed);
 }
 
 }  // namespace troupe

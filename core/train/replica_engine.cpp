@@ -4,7 +4,6 @@
 #include "core/model/model_builder.hpp"
 #include "core/model/random_draws.hpp"
 #include "core/optim/clip_gradient.hpp"
-#include "core/optim/make_optimizer.hpp"
 #include "core/optim/optimizer_state_key.hpp"
 #include "core/train/loss.hpp"
 
@@ -44,7 +43,7 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
     flat_->weights().copy_(initial_weights);
   }
   flat_->load_buffers();
-  optimizer_ = make_optimizer(job.optimizer, model_.parameters());
+  optimizer_ = std::make_unique<flat_optimizer>(job.optimizer, *flat_, model_.parameters());
   draws_ = !model_.random_ops().empty();
 }
 
@@ -101,8 +100,7 @@ void replica_engine::apply(const at::Tensor& combined, double lr) {
       flat_->grads().copy_(combined);
   }
   clip_gradient(flat_->parameter_grads(), training_);
-  set_learning_rate(*optimizer_, lr);
-  optimizer_->step();
+  optimizer_->step(lr);
   flat_->adopt_combined_buffers();
 }
 
@@ -123,12 +121,12 @@ void replica_engine::set_weights(const at::Tensor& flat) {
 }
 
 std::string replica_engine::optimizer_state() const {
-  return save_optimizer(*optimizer_);
+  return optimizer_->save();
 }
 
 void replica_engine::restore(const at::Tensor& flat, const std::string& optimizer_state) {
   set_weights(flat.to(flat_->weights().device()));
-  load_optimizer(*optimizer_, optimizer_state);
+  optimizer_->load(optimizer_state);
 }
 
 namespace {
@@ -138,10 +136,7 @@ torch::optim::SGDParamState* momentum_state(torch::optim::Optimizer& optimizer,
                                             const at::Tensor& param) {
   auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
   TORCH_CHECK(sgd != nullptr, "momentum averaging needs the sgd optimizer");
-  auto it = sgd->state().find(optimizer_state_key_of(*sgd, param));
-  if (it == sgd->state().end())
-    return nullptr;
-  return static_cast<torch::optim::SGDParamState*>(it->second.get());
+  return find_optimizer_state<torch::optim::SGDParamState>(*sgd, param);
 }
 
 }  // namespace
@@ -149,7 +144,7 @@ torch::optim::SGDParamState* momentum_state(torch::optim::Optimizer& optimizer,
 at::Tensor replica_engine::momenta() const {
   std::vector<at::Tensor> parts;
   for (const auto& p : model_.parameters()) {
-    auto* state = momentum_state(*optimizer_, p);
+    auto* state = momentum_state(optimizer_->optimizer(), p);
     parts.push_back(state != nullptr && state->momentum_buffer().defined()
                         ? state->momentum_buffer().reshape({-1})
                         : at::zeros({p.numel()}, p.options()));
@@ -162,7 +157,7 @@ void replica_engine::set_momenta(const at::Tensor& flat) {
   int64_t offset = 0;
   for (const auto& p : model_.parameters()) {
     const int64_t n = p.numel();
-    auto* state = momentum_state(*optimizer_, p);
+    auto* state = momentum_state(optimizer_->optimizer(), p);
     auto slice = flat.narrow(0, offset, n).view(p.sizes());
     if (state != nullptr && state->momentum_buffer().defined())
       state->momentum_buffer().copy_(slice);

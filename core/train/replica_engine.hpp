@@ -11,8 +11,7 @@
 #include "core/device/device_transfer.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
-
-#include <torch/optim/optimizer.h>
+#include "core/optim/flat_optimizer.hpp"
 
 #include <memory>
 
@@ -114,7 +113,7 @@ class replica_engine {
   dataset_ptr data_;
   network model_;
   std::unique_ptr<flat_parameters> flat_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<flat_optimizer> optimizer_;
   batch_plan plan_;
   row_range rows_;
   device_transfer* transfer_;

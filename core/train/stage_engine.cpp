@@ -2,7 +2,6 @@
 
 #include "core/errors.hpp"
 #include "core/optim/clip_gradient.hpp"
-#include "core/optim/make_optimizer.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -48,7 +47,7 @@ stage_engine::stage_engine(const job_config& job, dataset_ptr data,
       rows_(shard_of(job.training.batch_size, where.pipelines, where.pipeline)),
       eval_rows_(shard_of(evaluation_set(*data_).size(), where.pipelines, where.pipeline)) {
   flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), module_.named_buffers());
-  optimizer_ = make_optimizer(job.optimizer, module_.parameters());
+  optimizer_ = std::make_unique<flat_optimizer>(job.optimizer, *flat_, module_.parameters());
   draws_ = !module_.random_ops().empty();
 }
 
@@ -147,13 +146,12 @@ void stage_engine::apply(const at::Tensor& combined, double lr) {
   // One stage holds the whole model only in a pipeline of one stage (micro-batching), where a
   // norm over its gradient is the global norm; the plan refuses norm clipping across stages.
   clip_gradient(flat_->parameter_grads(), training_);
-  set_learning_rate(*optimizer_, lr);
-  optimizer_->step();
+  optimizer_->step(lr);
   flat_->adopt_combined_buffers();
 }
 
 std::string stage_engine::optimizer_state() const {
-  return save_optimizer(*optimizer_);
+  return optimizer_->save();
 }
 
 void stage_engine::restore(const at::Tensor& weights, const std::string& optimizer_state) {
@@ -162,7 +160,7 @@ void stage_engine::restore(const at::Tensor& weights, const std::string& optimiz
     flat_->weights().copy_(weights);
   }
   flat_->load_buffers();
-  load_optimizer(*optimizer_, optimizer_state);
+  optimizer_->load(optimizer_state);
 }
 
 row_range stage_engine::eval_range(int64_t chunk) const {

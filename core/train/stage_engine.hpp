@@ -15,10 +15,9 @@
 #include "core/data/dataset.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
+#include "core/optim/flat_optimizer.hpp"
 #include "core/pipeline/stage_split.hpp"
 #include "core/train/replica_engine.hpp"
-
-#include <torch/optim/optimizer.h>
 
 #include <map>
 #include <memory>
@@ -105,7 +104,7 @@ class stage_engine {
   network module_;
   bool draws_ = false;  ///< the slice's forward draws random numbers
   std::unique_ptr<flat_parameters> flat_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<flat_optimizer> optimizer_;
   batch_plan plan_;
   row_range rows_;       ///< this pipeline's rows of every global batch
   row_range eval_rows_;  ///< this pipeline's share of the evaluation set
