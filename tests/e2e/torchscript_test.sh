@@ -150,12 +150,12 @@ cp "$tmp/tab_test.pt" "$tmp/there/test.pt"
 $py -c "import torch,sys; d=torch.load(sys.argv[1]); d['y'][0]=(d['y'][0]+1)%3; torch.save(d, sys.argv[2])" \
   "$tmp/tab_train.pt" "$tmp/there/train.pt"
 sed -e "s|$tmp/tab_train.pt|train.pt|" -e "s|$tmp/tab_test.pt|test.pt|" "$tmp/tab.json" >"$tmp/rel.json"
-port=$(free_port)
 echo "token-$RANDOM" >"$tmp/token"
-(cd "$tmp/here" && exec "$troupe" coordinator "$tmp/rel.json" --listen "127.0.0.1:$port" \
+(cd "$tmp/here" && exec "$troupe" coordinator "$tmp/rel.json" --listen 127.0.0.1:0 \
   --token-file "$tmp/token" --out "$tmp/differs" --quiet --set cluster.nodes=1) >"$tmp/coord.log" 2>&1 &
 coord=$!
 pids+=($coord)
+listening_port "$tmp/coord.log"
 (cd "$tmp/there" && exec "$troupe" node --join "127.0.0.1:$port" --name far \
   --token-file "$tmp/token") >"$tmp/far.log" 2>&1 &
 pids+=($!)

@@ -28,9 +28,9 @@ cat >"$tmp/job.json" <<'JSON'
              "on_node_loss": "continue"}}
 JSON
 echo "s3cret" >"$tmp/token"
-port=$(free_port)
-start coord "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --token-file "$tmp/token" --out "$tmp/run" --quiet
+listening_port "$tmp/coord.log"
 coord=$last_pid
 declare -A node_pid starts=([a]=0 [b]=0 [c]=0)
 generation=0

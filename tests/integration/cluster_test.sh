@@ -123,9 +123,9 @@ echo "s3cret-token" >"$tmp/token"
 # --- sync, coordinator + 2 nodes started by hand, against the in-process run ------------------
 "$troupe" run "$tmp/local.json" --out "$tmp/local2" --quiet >/dev/null 2>&1 ||
   fail "in-process reference run"
-port=$(free_port)
-start coord2 "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord2 "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set cluster.shared_memory=false --token-file "$tmp/token" --out "$tmp/dist2" --quiet
+listening_port "$tmp/coord2.log"
 coord=$last_pid
 start node_a "$troupe" node --join "127.0.0.1:$port" --name a --threads 1 --token-file "$tmp/token"
 node_a=$last_pid
@@ -205,9 +205,9 @@ check "async int8 --local-nodes 2" $status 0 "$tmp/async8.log" "succeeded"
 [ "$(summary_field "$tmp/dist_async8" steps)" = 30 ] && pass || fail "async int8: not 30 steps"
 
 # --- intruders: wrong token, no token, another version, garbage bytes; the run goes on -------
-port=$(free_port)
-start coord_t "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord_t "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --token-file "$tmp/token" --out "$tmp/dist_t" --quiet
+listening_port "$tmp/coord_t.log"
 coord=$last_pid
 echo "wrong" >"$tmp/wrong"
 start wrong "$troupe" node --join "127.0.0.1:$port" --name w --token-file "$tmp/wrong"
@@ -238,10 +238,10 @@ same_weights "run beside intruders" "$tmp/local2" "$tmp/dist_t"
 for plane in shm tcp; do
 plane_set=()
 [ $plane = tcp ] && plane_set=(--set cluster.shared_memory=false)
-port=$(free_port)
-start coord_k_$plane "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord_k_$plane "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 "${plane_set[@]}" \
   --out "$tmp/dist_k_$plane" --quiet
+listening_port "$tmp/coord_k_$plane.log"
 coord=$last_pid
 start kill_a_$plane "$troupe" node --join "127.0.0.1:$port" --name a
 node_a=$last_pid
@@ -262,10 +262,10 @@ finish $node_a 15
 check "survivor of a killed node ($plane)" $status 1 "$tmp/kill_a_$plane.log" "the run failed"
 
 # A hung node (stopped): found by heartbeats within cluster.node_timeout_s.
-port=$(free_port)
-start coord_h_$plane "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord_h_$plane "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 "${plane_set[@]}" \
   --set cluster.node_timeout_s=1 --out "$tmp/dist_h_$plane" --quiet
+listening_port "$tmp/coord_h_$plane.log"
 coord=$last_pid
 start hang_a_$plane "$troupe" node --join "127.0.0.1:$port" --name a
 start hang_b_$plane "$troupe" node --join "127.0.0.1:$port" --name b
@@ -283,10 +283,10 @@ grep -qF "socket ring, TCP to 127.0.0.1:" "$tmp/coord_k_tcp.log" && pass ||
   fail "cluster.shared_memory=false: the gradients did not take the socket ring"
 
 # --- nodes that refuse the socket ring (as a firewall would): the ring over actors, same weights -
-port=$(free_port)
-start coord_f "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord_f "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set cluster.shared_memory=false --set faults.refuse_socket_ring=true \
   --token-file "$tmp/token" --out "$tmp/dist_f" --quiet
+listening_port "$tmp/coord_f.log"
 coord=$last_pid
 start refuse_a "$troupe" node --join "127.0.0.1:$port" --name a --threads 1 --token-file "$tmp/token"
 start refuse_b "$troupe" node --join "127.0.0.1:$port" --name b --threads 1 --token-file "$tmp/token"
@@ -303,10 +303,10 @@ same_weights "socket ring refused, ring over actors" "$tmp/local2" "$tmp/dist_f"
 # --- a step that never completes while heartbeats go on: ended by cluster.step_timeout_s -------
 # Worker 1 takes 8 s over every step (a stalled link would hold it for ever); node_timeout_s
 # cannot see it, since node b's heartbeats go on.
-port=$(free_port)
-start coord_s "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord_s "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set training.steps=2000 --set faults.slow_worker=1 --set faults.slow_ms=8000 \
   --set cluster.step_timeout_s=1.5 --out "$tmp/dist_s" --quiet
+listening_port "$tmp/coord_s.log"
 coord=$last_pid
 start stall_a "$troupe" node --join "127.0.0.1:$port" --name a
 start stall_b "$troupe" node --join "127.0.0.1:$port" --name b
@@ -325,9 +325,9 @@ check "stalled step names the shared-memory sum" $status 1 "$tmp/coord_s.log" \
 summary_field "$tmp/dist_s" error | grep -qF "furthest behind" && pass || fail "stalled step: summary error"
 
 # --- nodes that do not come; bad addresses; a public listener without a token ----------------
-port=$(free_port)
-start coord_j "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord_j "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set cluster.join_timeout_s=2 --out "$tmp/dist_j" --quiet
+listening_port "$tmp/coord_j.log"
 coord=$last_pid
 start lonely "$troupe" node --join "127.0.0.1:$port" --name a
 finish $coord 20

@@ -131,9 +131,9 @@ echo "s3cret" >"$tmp/token"
 start_run() {
   local name=$1
   shift
-  port=$(free_port)
-  start "coord_$name" "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  start "coord_$name" "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
     --token-file "$tmp/token" --out "$tmp/$name" --quiet "$@"
+  listening_port "$tmp/coord_$name.log"
   coord=$last_pid
   for n in a b c; do
     start "${name}_$n" "$troupe" node --join "127.0.0.1:$port" --name "$n" --token-file "$tmp/token"
@@ -320,9 +320,9 @@ check "no replacement in time" $status 1 "$tmp/coord_ending.log" \
 grep -qF "lets it go on" "$tmp/coord_ending.log" && pass || fail "ending: no checkpoint written"
 ls "$tmp/ending/checkpoints" | grep -q "^step-" && pass || fail "ending: no checkpoint folder"
 for n in a c; do eval "finish \$node_$n 15"; done
-port=$(free_port)
-start coord_resumed "$troupe" coordinator --resume "$tmp/ending" --listen "127.0.0.1:$port" \
+start coord_resumed "$troupe" coordinator --resume "$tmp/ending" --listen 127.0.0.1:0 \
   --token-file "$tmp/token" --quiet
+listening_port "$tmp/coord_resumed.log"
 coord=$last_pid
 for n in a b c; do
   start "resumed_$n" "$troupe" node --join "127.0.0.1:$port" --name "$n" --token-file "$tmp/token"

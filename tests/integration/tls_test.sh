@@ -29,12 +29,6 @@ has() {  # has WHAT LOG PATTERN
   if grep -qF -- "$3" "$2"; then pass; else fail "$1: $2 lacks '$3'"$'\n'"$(tail -20 "$2")"; fi
 }
 
-wait_for_line() {  # wait_for_line LOG PATTERN SECONDS
-  local deadline=$((SECONDS + $3))
-  while ! grep -qF -- "$2" "$1" 2>/dev/null && [ $SECONDS -lt "$deadline" ]; do sleep 0.1; done
-  grep -qF -- "$2" "$1" 2>/dev/null
-}
-
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
 same_weights() {  # same_weights WHAT RUN_A RUN_B
@@ -99,12 +93,11 @@ check "certs issue with a bad name" $? 2 "$tmp/badname.log" "starts with a lette
   fail "a second CA"
 
 # --- a 2-node run with --tls beside intruders --------------------------------------------------
-port=$(free_port)
 # cluster.shared_memory=false: the gradients cross the TLS ring links, as between hosts.
-start coord "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" --tls "$ca" \
+start coord "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 --tls "$ca" \
   --set cluster.shared_memory=false --token-file "$tmp/token" --out "$tmp/dist" --quiet
 coord=$last_pid
-wait_for_line "$tmp/coord.log" "listening on" 30 || fail "the TLS coordinator did not listen"
+listening_port "$tmp/coord.log"
 peak_before=$(peak_kb $coord)
 # A connection that says nothing: closed once the handshake deadline (10 s) passes.
 cat >"$tmp/idle.py" <<'PY'
@@ -208,11 +201,10 @@ check "node b" $status 0 "$tmp/node_b.log" "the run succeeded"
 same_weights "sync 2 nodes with TLS" "$tmp/local" "$tmp/dist"
 
 # --- without TLS the frame limit refuses the forged header too ---------------------------------
-port=$(free_port)
-start plain "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start plain "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set cluster.join_timeout_s=4 --out "$tmp/dist_plain" --quiet
+listening_port "$tmp/plain.log"
 plain=$last_pid
-wait_for_line "$tmp/plain.log" "listening on" 30 || fail "the plain coordinator did not listen"
 peak_before=$(peak_kb $plain)
 forged_header "$port"
 peak_after=$(peak_kb $plain)
@@ -268,8 +260,7 @@ after=$(ls -d "${TMPDIR:-/tmp}"/troupe-tls-* 2>/dev/null | sort)
 # --- Ctrl-C while --local-nodes waits for its nodes: over at once, no node left ----------------
 start sigint "$troupe" run "$tmp/job.json" --local-nodes 2 --tls --out "$tmp/dist_sigint"
 sigint=$last_pid
-wait_for_line "$tmp/sigint.log" "listening on" 30
-port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/sigint.log" | head -1)
+listening_port "$tmp/sigint.log"
 t0=$SECONDS
 kill -INT $sigint
 finish $sigint 20
@@ -279,10 +270,10 @@ pgrep -f "node --join 127.0.0.1:$port " >/dev/null && fail "local nodes outlived
   pass
 
 # --- a stopped coordinator: the nodes notice after node_timeout_s (1 s), not 10 s ---------------
-port=$(free_port)
-start coord_s "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+start coord_s "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
   --set training.steps=2000 --set faults.slow_worker=0 --set faults.slow_ms=20 \
   --set cluster.node_timeout_s=1 --out "$tmp/dist_s" --quiet
+listening_port "$tmp/coord_s.log"
 coord=$last_pid
 start stop_a "$troupe" node --join "127.0.0.1:$port" --name a
 node_a=$last_pid
@@ -306,11 +297,10 @@ done
 rm "$tmp/bad/data/train-images-idx3-ubyte.gz"
 echo "not a gzip file" >"$tmp/bad/data/train-images-idx3-ubyte.gz"
 sed "s|\"path\": \"$data\"|\"path\": \"data\"|" "$tmp/job.json" >"$tmp/good/job.json"
-port=$(free_port)
-start coord_d env -C "$tmp/good" "$troupe" coordinator job.json --listen "127.0.0.1:$port" \
+start coord_d env -C "$tmp/good" "$troupe" coordinator job.json --listen 127.0.0.1:0 \
   --out "$tmp/dist_d" --quiet
+listening_port "$tmp/coord_d.log"
 coord=$last_pid
-wait_for_line "$tmp/coord_d.log" "listening on" 30
 t0=$SECONDS
 start data_a env -C "$tmp/good" "$troupe" node --join "127.0.0.1:$port" --name a
 start data_b env -C "$tmp/bad" "$troupe" node --join "127.0.0.1:$port" --name b

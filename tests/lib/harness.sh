@@ -24,8 +24,26 @@ require_fashion_mnist() {
   fi
 }
 
+# free_port: a port nothing listens on now, for what must not reach anyone. A coordinator
+# listens on port 0 instead (listening_port): a port taken here and handed on can be taken by
+# any socket opened in between (seen: a ring socket of a node still finishing).
 free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_for_line() {  # wait_for_line LOG PATTERN SECONDS
+  local deadline=$((SECONDS + $3))
+  while ! grep -qF -- "$2" "$1" 2>/dev/null && [ $SECONDS -lt "$deadline" ]; do sleep 0.1; done
+  grep -qF -- "$2" "$1" 2>/dev/null
+}
+
+# listening_port LOG: sets $port to where the coordinator writing LOG, started with
+# --listen HOST:0, says it listens (waiting up to 30 s for it to say so).
+listening_port() {
+  port=
+  wait_for_line "$1" "listening on" 30 &&
+    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$1" | head -1)
+  [ -n "$port" ] || fail "no 'listening on' line in $1: $(tail -3 "$1")"
 }
 
 # start NAME COMMAND...: runs COMMAND in the background, output in $tmp/NAME.log, its pid in
