@@ -1,7 +1,7 @@
 # What the shell tests that start troupe processes share; sourced, after `set -uo pipefail`.
 # Gives: $tmp (a scratch folder, removed on exit), $pids (every process started, killed on
-# exit, pass or fail), pass/fail counters, and for processes: free_port, start, finish, check,
-# expect, require_fashion_mnist.
+# exit, pass or fail), pass/fail counters, and for processes: free_port, listening_port,
+# wait_for_line, start, finish, check, expect, require_fashion_mnist.
 
 tmp=$(mktemp -d)
 pids=()
@@ -26,7 +26,7 @@ require_fashion_mnist() {
 
 # free_port: a port nothing listens on now, for what must not reach anyone. A coordinator
 # listens on port 0 instead (listening_port): a port taken here and handed on can be taken by
-# any socket opened in between (seen: a ring socket of a node still finishing).
+# any socket opened in between (seen once: the coordinator could not listen on it).
 free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
