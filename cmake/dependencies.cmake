@@ -11,6 +11,10 @@ find_package(OpenSSL REQUIRED)
 # LibTorch's CMake package adds its flags to TORCH_CXX_FLAGS; Debian's build uses the C++11 ABI,
 # which is what system CAF needs (a pre-cxx11-ABI LibTorch would not link with it).
 find_package(Torch REQUIRED)
+# The fused optimizer passes split over LibTorch's intra-op threads with at::parallel_for, whose
+# inline half runs in parallel only where _OPENMP is defined (ATen/ParallelOpenMP.h): without
+# -fopenmp it runs the whole range on the calling thread. LibTorch uses the same libgomp.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 
 # caf::core, caf::io and troupe::torch (shared with the installed troupeConfig.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/troupe_imported.cmake)

@@ -99,6 +99,14 @@ torch::optim::AdamParamState& flat_adam::create_state(std::size_t i) {
   return file_optimizer_state(optimizer_, parameters_[i], std::move(state));
 }
 
+bool flat_adam::splits_over_threads() {
+#ifdef INTRA_OP_PARALLEL
+  return true;
+#else
+  return false;
+#endif
+}
+
 void flat_adam::adopt_state() {
   torch::NoGradGuard no_grad;
   // None held until adopted: a throw below leaves no pointer into a state the load replaced.

@@ -35,6 +35,10 @@ class flat_adam {
   /// `weights` and `grads` (as flat_sgd::step). Creates a parameter's state at its first step.
   void step(const at::Tensor& weights, const at::Tensor& grads);
 
+  /// Whether a pass splits over the intra-op threads (at::parallel_for's parallel half is
+  /// compiled in only with OpenMP; without it every pass runs on the calling thread).
+  static bool splits_over_threads();
+
   /// Call after the optimizer's state was replaced: its averages become views of the flat ones.
   void adopt_state();
 

@@ -94,6 +94,14 @@ torch::optim::SGDParamState& flat_sgd::create_state(std::size_t i) {
   return file_optimizer_state(optimizer_, parameters_[i], std::move(state));
 }
 
+bool flat_sgd::splits_over_threads() {
+#ifdef INTRA_OP_PARALLEL
+  return true;
+#else
+  return false;
+#endif
+}
+
 void flat_sgd::adopt_state() {
   torch::NoGradGuard no_grad;
   // None held until adopted: a throw below leaves no pointer into a state the load replaced.

@@ -41,6 +41,10 @@ class flat_sgd {
   /// step, as LibTorch does.
   void step(const at::Tensor& weights, const at::Tensor& grads);
 
+  /// Whether a pass splits over the intra-op threads (at::parallel_for's parallel half is
+  /// compiled in only with OpenMP; without it every pass runs on the calling thread).
+  static bool splits_over_threads();
+
   /// Call after the optimizer's state was replaced (a checkpoint loaded into it): the momentum
   /// buffers it now holds become views of the flat one, with their values.
   void adopt_state();

@@ -77,6 +77,7 @@ TEST_SUITE("optim") {
   }
 
   TEST_CASE("flat_adam splits a large buffer over the intra-op threads, with the same result") {
+    REQUIRE(flat_adam::splits_over_threads());
     // Without weight decay: among 4 million elements some gradient plus decay nearly cancels,
     // and there a last-bit difference in the sum (ATen contracts it, this pass does not) moves
     // Adam's normalized step by up to 1e-5.

@@ -78,6 +78,7 @@ TEST_SUITE("optim") {
   }
 
   TEST_CASE("flat_sgd splits a large buffer over the intra-op threads, with the same result") {
+    REQUIRE(flat_sgd::splits_over_threads());
     CHECK(run_side_by_side(options_of(0.9, 0, 5e-3, true), 3, large_shapes) < 1e-6);
   }
 
