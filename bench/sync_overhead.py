@@ -10,7 +10,10 @@ Variants, alternated round by round so that machine noise hits all of them alike
   troupe_1x2    troupe sync, 1 replica x 2 threads
   troupe_2x1    troupe sync, 2 replicas x 1 thread
   engines_2x1   troupe's replica compute, 2 engines on 2 threads at once exchanging nothing:
-                the most any 2-replica configuration can reach on this machine
+                the most troupe's 2 replicas can reach on this machine
+  halves_2x1    2 plain 1-thread loops in 2 processes at once, each on half the global batch,
+                exchanging nothing (samples/s added): the most any split of the batch over 2
+                replicas can reach with LibTorch's kernels on this machine
   ddp_2x1       PyTorch DDP + gloo, 2 ranks x 1 thread            (bench/ddp_gloo.py)
 Prints JSON: the median samples/s of each variant, every round's figure, each variant's peak
 resident memory (the largest over its rounds; DDP's is its launcher's), and the ratios
@@ -20,6 +23,9 @@ resident memory (the largest over its rounds; DDP's is its launcher's), and the 
   troupe_2x1 / ddp_2x1    (target >= 1.25)
   engines_2x1 / plain_1t  (the ceiling of troupe_2x1 / plain_1t here)
   troupe_2x1 / engines_2x1 (what the exchange leaves of that ceiling)
+  halves_2x1 / plain_1t   (the same ceiling without troupe: where it is below the 2 x 1 target,
+                           a step on half the rows costs more than half a step)
+  troupe_2x1 / halves_2x1 (what troupe leaves of that ceiling)
 Memory: each troupe variant's peak against R x (model + optimizer) + the global batch (its
 `state_mb`: weights, gradient and optimizer buffers, float32) plus a fixed amount: what the
 plain 1-thread loop holds beyond its own state (LibTorch, the data set, activations) and
@@ -34,6 +40,22 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXED_MB = 32.0  # what troupe may hold beyond a plain loop's memory, whatever R (see above)
+
+
+def run_one(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_at_once(cmds):
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, text=True) for c in cmds]
+    results = []
+    for proc, cmd in zip(procs, cmds):
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, cmd)
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
 
 
 def main():
@@ -60,16 +82,22 @@ def main():
         "engines_2x1": [exe, "--variant", "engines", "--replicas", "2", "--threads", "1"] + common
         + model,
     }
+    half = args.batch // 2
+    halves = [[exe, "--variant", "plain", "--threads", "1", "--steps", str(args.steps), "--warmup",
+               str(args.warmup), "--batch", str(rows)] + model for rows in (half, args.batch - half)]
     if args.model == "mlp":  # bench/ddp_gloo.py builds the MLP only
         variants["ddp_2x1"] = [sys.executable, os.path.join(HERE, "ddp_gloo.py"), "--ranks", "2",
                                "--threads", "1"] + common
+    variants["halves_2x1"] = halves  # a list of commands: run at once
     rates = {name: [] for name in variants}
     peak_mb = {name: 0.0 for name in variants}
     state_mb = {}
     for round_index in range(args.rounds):
         for name, cmd in variants.items():
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            result = json.loads(out.strip().splitlines()[-1])
+            if isinstance(cmd[0], list):  # processes at once: their rates add up
+                result = {"samples_per_s": sum(r["samples_per_s"] for r in run_at_once(cmd))}
+            else:
+                result = run_one(cmd)
             rate = result["samples_per_s"]
             rates[name].append(rate)
             peak_mb[name] = max(peak_mb[name], result.get("peak_rss_mb", 0.0))
@@ -86,6 +114,8 @@ def main():
         "best_troupe_over_best_plain": best_troupe / best_plain,
         "engines_2x1_over_plain_1t": median["engines_2x1"] / median["plain_1t"],
         "troupe_2x1_over_engines_2x1": median["troupe_2x1"] / median["engines_2x1"],
+        "halves_2x1_over_plain_1t": median["halves_2x1"] / median["plain_1t"],
+        "troupe_2x1_over_halves_2x1": median["troupe_2x1"] / median["halves_2x1"],
     }
     targets = {"troupe_1x1_over_plain_1t": 0.97,
                "troupe_2x1_over_plain_1t": 1.7 if args.model == "mlp" else 1.8,
