@@ -68,7 +68,8 @@ def main():
     p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     args = p.parse_args()
     exe = os.path.join(args.build, "bench", "sync_overhead")
-    common = ["--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch)]
+    timing = ["--steps", str(args.steps), "--warmup", str(args.warmup)]
+    common = timing + ["--batch", str(args.batch)]
     model = ["--model", args.model]
     variants = {
         "plain_1t": [exe, "--variant", "plain", "--threads", "1"] + common + model,
@@ -83,8 +84,8 @@ def main():
         + model,
     }
     half = args.batch // 2
-    halves = [[exe, "--variant", "plain", "--threads", "1", "--steps", str(args.steps), "--warmup",
-               str(args.warmup), "--batch", str(rows)] + model for rows in (half, args.batch - half)]
+    halves = [[exe, "--variant", "plain", "--threads", "1", "--batch", str(rows)] + timing + model
+              for rows in (half, args.batch - half)]
     if args.model == "mlp":  # bench/ddp_gloo.py builds the MLP only
         variants["ddp_2x1"] = [sys.executable, os.path.join(HERE, "ddp_gloo.py"), "--ranks", "2",
                                "--threads", "1"] + common
