@@ -185,8 +185,12 @@ void release_steps(driver_pointer self, const act::compute& a) {
 
 void after_step_complete(driver_pointer self, int64_t step) {
   auto& st = self->state;
-  if (st.writer)
-    record_written(self, st.writer->finished());
+  if (st.writer) {
+    const auto written = st.writer->finished();
+    record_written(self, written);
+    if (const auto failure = write_failure(written); !failure.empty())
+      return finish(self, failure);
+  }
   if (st.release) {
     const auto pace = release_pace_for(st.tracker->last_step_s());
     st.release->set_pace(pace.window, pace.block);

@@ -1,5 +1,6 @@
 // How the run driver ends a run: success once everything is in, or a failure naming its cause.
 #include "actors/run_driver_state.hpp"
+#include "core/errors.hpp"
 #include "core/run/final_weights.hpp"
 #include "core/run/run_ending.hpp"
 #include "messages/error_code.hpp"
@@ -32,9 +33,16 @@ void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
   if (st.finished)
     return;
   st.finished = true;
-  close_checkpoints(self);
-  auto report = end_run(*st.tracker, *st.plan, error, std::move(weights));
-  if (error.empty())
+  auto why = error;
+  try {
+    close_checkpoints(self);
+  } catch (const std::exception& e) {
+    // A full disk, most often: a run that cannot record what it did ends with that.
+    if (why.empty())
+      why = e.what();
+  }
+  auto report = end_run(*st.tracker, *st.plan, why, std::move(weights));
+  if (why.empty())
     add_kept(st, report);
   st.promise.deliver(std::move(report));
   // A replica waiting for the others' gradients reads no messages: release it first.
@@ -130,7 +138,16 @@ void end_run_on_failures(driver_pointer self) {
   });
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
     auto err = make_error_from_exception(ep);
-    finish(self, "coordinator failed: " + self->system().render(err));
+    std::string what = "coordinator failed: " + self->system().render(err);
+    try {
+      std::rethrow_exception(ep);
+    } catch (const output_error& e) {
+      what = e.what();  // "DIR/metrics.jsonl: cannot write: No space left on device"
+    } catch (const std::exception& e) {
+      what = "coordinator failed: " + message_of(e);
+    } catch (...) {
+    }
+    finish(self, what);
     return err;
   });
 }

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <map>
 
 namespace troupe {
 
@@ -22,6 +24,11 @@ struct gatekeeper_state {
   /// run, so they join it only when the session closes the gatekeeper.
   std::vector<joined_node> replacements;
   std::vector<replacement_node> unclaimed;  ///< ready before the driver registered
+  /// The challenge each node that asked was given, until its join uses it; at most
+  /// max_challenges, the oldest dropped first (a flood of asks holds no more).
+  std::map<caf::node_id, std::string> challenges;
+  std::deque<caf::node_id> challenge_order;
+  static constexpr std::size_t max_challenges = 256;
   static inline const char* name = "gatekeeper";
 };
 
@@ -89,8 +96,18 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
                  const std::string& certificate_name) {
   auto& st = self->state;
   auto& o = st.options;
-  auto refusal =
-      join_refusal({req.version, req.token, req.name, req.threads, certificate_name}, o.terms);
+  std::string challenge;
+  if (sender) {
+    const auto it = st.challenges.find(sender->node());
+    if (it != st.challenges.end()) {
+      challenge = std::move(it->second);
+      st.challenges.erase(it);  // one join per challenge
+      st.challenge_order.erase(
+          std::find(st.challenge_order.begin(), st.challenge_order.end(), sender->node()));
+    }
+  }
+  auto refusal = join_refusal(
+      {req.version, req.proof, req.name, req.threads, certificate_name, challenge}, o.terms);
   if (refusal.empty() && (st.over || (st.closed && !o.replacements)))
     refusal = "node \"" + req.name + "\": the run has started";
   if (refusal.empty() && (!sender || !req.agent || req.agent->node() != sender->node()))
@@ -182,10 +199,28 @@ caf::response_promise on_wait(gatekeeper_actor* self) {
   return promise;
 }
 
+// A fresh challenge for the sender's node: its join must prove the token over it.
+caf::result<std::string> on_challenge(gatekeeper_actor* self) {
+  auto& st = self->state;
+  const auto& sender = self->current_sender();
+  if (!sender)
+    return caf::make_error(caf::sec::invalid_argument);
+  const auto node = sender->node();
+  if (st.challenges.count(node) == 0) {
+    st.challenge_order.push_back(node);
+    while (st.challenge_order.size() > gatekeeper_state::max_challenges) {
+      st.challenges.erase(st.challenge_order.front());
+      st.challenge_order.pop_front();
+    }
+  }
+  return st.challenges[node] = new_challenge();
+}
+
 caf::behavior gatekeeper(gatekeeper_actor* self, gatekeeper_options options) {
   self->state.options = std::move(options);
   self->set_down_handler([self](caf::down_msg& msg) { forget_departed(self, msg); });
   return {
+      [self](challenge_atom) { return on_challenge(self); },
       [self](caf::join_atom, join_request& req) { return on_join(self, req); },
       [self](caf::join_atom, const std::string& failure) { return on_ready(self, failure); },
       [self](caf::get_atom) { return on_wait(self); },

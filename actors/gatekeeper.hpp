@@ -4,6 +4,8 @@
 // in and has taken the job, or why that will never be (the join timeout, a node that cannot
 // load its data).
 //
+//   node -> gatekeeper     (challenge_atom) -> std::string: a fresh challenge for the sender's
+//                          node, answered once by the join that follows
 //   node -> gatekeeper     (join_atom, join_request) -> join_reply
 //   node -> gatekeeper     (join_atom, failure) -> ok: the node took the job and is ready ("")
 //                          or could not (why, e.g. its data files are bad)

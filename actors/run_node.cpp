@@ -5,6 +5,7 @@
 #include "actors/replica_worker.hpp"
 #include "actors/shipped_job_files.hpp"
 #include "actors/system_config.hpp"
+#include "core/cluster/join_check.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/data/data_source.hpp"
@@ -92,12 +93,8 @@ void report_job(agent_actor* self, const caf::actor& gate, const std::string& jo
              [leave_if_failed](caf::error&) { leave_if_failed(); });
 }
 
-// From this process's main thread: join the coordinator behind `gate`. `await` holds back every
-// other message (a spawn request) until the job is in hand.
-void join(agent_actor* self, const caf::actor& gate, join_request& req) {
-  self->state.coordinator_gate = gate;
-  self->monitor(gate);
-  req.agent = caf::actor_cast<caf::actor>(self);
+// Sends the join, with the proof of the token over `challenge`.
+void send_join(agent_actor* self, const caf::actor& gate, join_request req) {
   self->request(gate, 30s, caf::join_atom_v, std::move(req))
       .await(
           [self, gate](join_reply& reply) {
@@ -107,6 +104,25 @@ void join(agent_actor* self, const caf::actor& gate, join_request& req) {
                               [self, gate, job = reply.job_json](const std::string& failure) {
                                 report_job(self, gate, job, failure);
                               });
+          },
+          [self](caf::error& e) {
+            stop(self, "no answer to the join: " + self->system().render(e));
+          });
+}
+
+// From this process's main thread: join the coordinator behind `gate`, first asking it for a
+// challenge to prove the token over (the token itself never travels). `await` holds back every
+// other message (a spawn request) until the job is in hand.
+void join(agent_actor* self, const caf::actor& gate, join_request& req, const std::string& token) {
+  self->state.coordinator_gate = gate;
+  self->monitor(gate);
+  req.agent = caf::actor_cast<caf::actor>(self);
+  self->request(gate, 30s, challenge_atom_v)
+      .await(
+          [self, gate, req, token](std::string& challenge) {
+            auto proven = req;
+            proven.proof = token.empty() ? "" : join_proof(token, challenge, req.name);
+            send_join(self, gate, std::move(proven));
           },
           [self](caf::error& e) {
             stop(self, "no answer to the join: " + self->system().render(e));
@@ -185,9 +201,10 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
   });
   auto trusted = self->state.trusted.get();
   return {
-      [self, trusted](caf::join_atom, const caf::actor& gate, join_request& req) {
+      [self, trusted](caf::join_atom, const caf::actor& gate, join_request& req,
+                      const std::string& token) {
         if (sender_trusted(self, trusted) && self->current_sender()->node() == self->node())
-          join(self, gate, req);
+          join(self, gate, req, token);
       },
       [self, trusted](trust_atom, const caf::node_id& peer) -> caf::result<caf::ok_atom> {
         if (!sender_trusted(self, trusted))
@@ -365,8 +382,8 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
   if (const auto why = not_the_coordinator(system, links, gate->first); !why.empty())
     return give_up("refused the coordinator at " + where + ": " + why);
   trusted->allow(gate->first);
-  join_request req{o.version, o.token, o.name, o.threads, o.peer_host, *peer_port, {}};
-  self->send(agent, caf::join_atom_v, gate->second, std::move(req));
+  join_request req{o.version, "", o.name, o.threads, o.peer_host, *peer_port, {}};
+  self->send(agent, caf::join_atom_v, gate->second, std::move(req), o.token);
   self->receive([](caf::down_msg&) {});
   int code = 0;
   if (!outcome->error.empty()) {

@@ -27,6 +27,8 @@ if(NOT TARGET troupe::csv)
     "install Debian's libcsv-dev")
 endif()
 
-# cpp-httplib (Debian's libcpp-httplib-dev, a compiled library): `troupe report --serve`.
+# libmicrohttpd (Debian's libmicrohttpd-dev): `troupe report --serve`. Chosen over cpp-httplib
+# 0.11, which gave each connection a thread and bounded neither a request head's size nor its
+# time (a slow client held a thread for good; a 97 MB header was read whole).
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)

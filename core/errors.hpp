@@ -33,10 +33,21 @@ class protocol_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A file of the run's output folder could not be written (a full disk, most often). The
+/// message names the file and the system's reason.
+class output_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Training produced a non-finite loss: continuing would only spread NaNs into every replica.
 class diverged_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// What `e` says, for a person: a LibTorch error (c10::Error) without the C++ stack frames its
+/// what() carries.
+std::string message_of(const std::exception& e);
 
 }  // namespace troupe

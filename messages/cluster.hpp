@@ -2,7 +2,9 @@
 // the replicas of a ring all-reduce.
 //
 // joining (the coordinator publishes only its gatekeeper):
-//   node -> gatekeeper   (join_atom, join_request)  -> join_reply
+//   node -> gatekeeper   (challenge_atom) -> challenge: fresh, for this node's connection
+//   node -> gatekeeper   (join_atom, join_request)  -> join_reply: the request proves the token
+//                                                     over that challenge, never carries it
 //   a refusal (bad token, another certificate's name, other version, duplicate name, run
 //   already placed) carries the reason; an acceptance carries the job, so that every node trains
 //   what the coordinator planned.
@@ -50,7 +52,7 @@ namespace troupe {
 
 struct join_request {
   std::string version;     ///< the node's troupe version: it must equal the coordinator's
-  std::string token;       ///< the shared secret ("" when the node has none)
+  std::string proof;       ///< join_proof of the token over the challenge ("": no token)
   std::string name;        ///< unique among the nodes of a run
   int64_t threads = 0;     ///< compute threads the node offers
   std::string peer_host;   ///< where the node's agent listens for peers
@@ -60,7 +62,7 @@ struct join_request {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_request& x) {
-  return f(caf::meta::type_name("join_request"), x.version, x.token, x.name, x.threads, x.peer_host,
+  return f(caf::meta::type_name("join_request"), x.version, x.proof, x.name, x.threads, x.peer_host,
            x.peer_port, x.agent);
 }
 

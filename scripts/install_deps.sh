@@ -14,7 +14,7 @@ set -euo pipefail
 # `file` says are ELF (tests/e2e/install_test.sh makes the packages).
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
   doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
-  libssl-dev libcpp-httplib-dev libcsv-dev dpkg-dev file)
+  libssl-dev libmicrohttpd-dev libcsv-dev dpkg-dev file)
 if [ "${1:-}" = "--tests" ]; then
   packages+=(python3-torch python3-numpy chromium)
 fi

@@ -16,12 +16,15 @@
 #include "core/io/atomic_file.hpp"
 #include "core/io/run_directory.hpp"
 #include "core/model/network.hpp"
+#include "core/run/disk_fit.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <optional>
 
@@ -30,8 +33,30 @@ namespace {
 
 std::atomic<bool> interrupted{false};
 
-extern "C" void on_interrupt(int) {
-  interrupted.store(true);
+// The first Ctrl-C (or SIGTERM) asks the run to stop at a step boundary; another one at least a
+// second later, while that request waits (a step that does not end: a worker stuck in a library
+// call), ends the process at once. Sooner it is the same interrupt delivered twice (a terminal's
+// Ctrl-C reaches the whole process group, and `timeout` forwards it too). Every file troupe
+// writes is replaced whole or appended a record at a time, so what is on disk stays readable.
+std::atomic<int64_t> first_interrupt_ns{0};
+
+int64_t monotonic_ns() {  // async-signal-safe
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+extern "C" void on_interrupt(int signal) {
+  const auto now = monotonic_ns();
+  if (!interrupted.exchange(true)) {
+    first_interrupt_ns.store(now);
+    return;
+  }
+  if (now - first_interrupt_ns.load() < 1'000'000'000)
+    return;
+  static const char message[] = "\ntroupe: stopped at once (a second interrupt)\n";
+  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, message, sizeof message - 1);
+  ::_exit(128 + signal);
 }
 
 std::string steps_text(int64_t n) {
@@ -184,12 +209,16 @@ int run_job_command(const run_command& cmd) {
     plan = plan_job(cmd, source, json, options, preloaded);
     if (resumed)
       check_resume_matches(*resumed, *plan);
+    const auto folder =
+        resumed ? cmd.resume : (cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out);
+    check_checkpoints_fit(*plan, folder, disk_free_bytes(folder));
     // The folder is claimed before the plan is shown: an existing --out is refused at once,
     // not under a screenful of plan.
     if (resumed)
-      dir.emplace(run_directory::reopen(cmd.resume));
+      dir.emplace(run_directory::reopen(folder));
     else
-      dir.emplace(cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out, cmd.force);
+      dir.emplace(folder, cmd.force);
+    dir->reserve_summary_space();
     if (!cmd.quiet)
       fmt::print("{}", render_plan(*plan));
     // The plan goes to stdout, progress to stderr: with `> log 2>&1` the plan must reach the
@@ -202,7 +231,8 @@ int run_job_command(const run_command& cmd) {
     print_problems(stderr, e);
     return exit_usage;
   } catch (const data_error& e) {  // data read to plan (tensor files): nothing has run yet
-    fmt::print(stderr, "error: {}: data: {}\n", cmd.job.path, e.what());
+    fmt::print(stderr, "error: {}: data: {}\n",
+               cmd.resume.empty() ? cmd.job.path : "--resume " + cmd.resume, e.what());
     return exit_usage;
   }
   run_report report;
@@ -211,7 +241,7 @@ int run_job_command(const run_command& cmd) {
   } catch (const std::exception& e) {
     // Bad data files and I/O failures end the run here; it is still summarized below.
     report.status = run_status::failed;
-    report.error = e.what();
+    report.error = message_of(e);
     report.replicas = plan->job.parallelism.replicas;
   }
   try {

@@ -1,15 +1,21 @@
 #include "apps/troupe/report_server.hpp"
 
 #include "apps/troupe/commands.hpp"
+#include "apps/troupe/header_deadline.hpp"
 #include "core/report/report_page.hpp"
 
 #include <fmt/format.h>
-#include <httplib.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 namespace troupe {
@@ -85,17 +91,138 @@ class report_source {
 
   std::string folder_;
   bool suite_;
-  std::mutex mutex_;  // httplib answers on a pool of threads
+  std::mutex mutex_;  // the server answers on a pool of threads
   std::map<std::string, run_follower> followers_;
 };
 
-void answer_page(report_source& source, const std::string& job, httplib::Response& res) {
+// What the server allows, and why each bound has its value.
+struct serving_limits {
+  /// A request's head (request line and headers) must fit: 16 KiB is twice the 8 KiB most
+  /// servers take, and the report's own URLs are under 100 bytes. A 97 MB header grew the old
+  /// server by 315 MB; here it is answered 431 and closed at the bound.
+  std::size_t head_bytes = 16 << 10;
+  /// Connections open at once: each costs a socket and a buffer, not a thread.
+  unsigned connections = 256;
+  /// From one address: a browser opens up to 6 per host; 16 leaves room for a few tabs.
+  unsigned per_address = 16;
+  /// The head must arrive within this (header_deadline): slowloris sent a line every 2 s.
+  std::chrono::milliseconds head_time{10'000};
+  /// Idle connections are dropped after this (libmicrohttpd's inactivity timeout).
+  unsigned idle_seconds = 10;
+  /// Threads that draw pages; each runs its own event loop over its share of the connections,
+  /// so a slow client holds none of them.
+  unsigned threads = 4;
+};
+
+struct server_context {
+  report_source& source;
+  header_deadline& deadline;
+};
+
+MHD_Result answer(MHD_Connection* connection, unsigned status, const std::string& body,
+                  const char* type) {
+  auto* response = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()),
+                                                   MHD_RESPMEM_MUST_COPY);
+  if (!response)
+    return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  // One request per connection: the head deadline times each connection once.
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+  const auto queued = MHD_queue_response(connection, status, response);
+  MHD_destroy_response(response);
+  return queued;
+}
+
+MHD_Result answer_page(report_source& source, const std::string& job, MHD_Connection* c) {
   try {
-    res.set_content(source.page(job), "text/html; charset=utf-8");
+    return answer(c, MHD_HTTP_OK, source.page(job), "text/html; charset=utf-8");
   } catch (const std::exception& e) {
-    res.status = 500;
-    res.set_content(std::string("cannot draw the report: ") + e.what() + "\n", "text/plain");
+    return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                  std::string("cannot draw the report: ") + e.what() + "\n", "text/plain");
   }
+}
+
+// The pages: /, /report.html, /version, and a suite's JOB/report.html and JOB/version.
+MHD_Result route(report_source& source, const std::string& url, MHD_Connection* c) {
+  if (url == "/" || url == "/report.html")
+    return answer_page(source, "", c);
+  if (url == "/version")
+    return answer(c, MHD_HTTP_OK, source.version(), "text/plain");
+  static const std::regex job_page(R"(/([^/]+)/(report\.html|version))");
+  std::smatch match;
+  if (std::regex_match(url, match, job_page)) {
+    if (!source.has_job(match[1]))
+      return answer(c, MHD_HTTP_NOT_FOUND, "no such job in this suite\n", "text/plain");
+    if (match[2] == "version")
+      return answer(c, MHD_HTTP_OK, source.version(), "text/plain");
+    return answer_page(source, match[1], c);
+  }
+  return answer(c, MHD_HTTP_NOT_FOUND, "not found\n", "text/plain");
+}
+
+extern "C" MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url,
+                                 const char* method, const char*, const char*, size_t* upload_size,
+                                 void** request_state) {
+  auto& context = *static_cast<server_context*>(cls);
+  if (*request_state == nullptr) {  // the head is in: decide now, before any body is read
+    *request_state = &context;
+    context.deadline.head_complete(connection);
+    if (std::strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+        std::strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+      return answer(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET is served\n", "text/plain");
+    const char* length =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char* chunked =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    // No page takes a body: refused unread, the connection closed after the answer.
+    if ((length && std::strcmp(length, "0") != 0) || chunked)
+      return answer(connection, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is taken\n",
+                    "text/plain");
+    return route(context.source, url, connection);
+  }
+  *upload_size = 0;  // a body after an answer: dropped
+  return MHD_YES;
+}
+
+extern "C" void on_connection(void* cls, MHD_Connection* connection, void**,
+                              MHD_ConnectionNotificationCode code) {
+  auto& deadline = static_cast<server_context*>(cls)->deadline;
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    deadline.closed(connection);
+    return;
+  }
+  if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
+    deadline.started(connection, info->connect_fd);
+}
+
+// A listening socket on host:port (port 0: one the OS picks), and the port it got; -1 when the
+// address cannot be listened on.
+int open_listener(const std::string& host, int port, int& bound) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0)
+    return -1;
+  int fd = -1;
+  for (auto* a = found; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    const int on = 1;
+    if (fd >= 0 && (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+                    ::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 64) != 0)) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (fd >= 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
+    bound =
+        ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+  return fd;
 }
 
 }  // namespace
@@ -109,50 +236,39 @@ int serve_report(const std::string& folder, const std::string& host, int port,
     fmt::print(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
-  httplib::Server server;
-  server.Get(
-      "/", [&](const httplib::Request&, httplib::Response& res) { answer_page(source, "", res); });
-  server.Get("/report.html", [&](const httplib::Request&, httplib::Response& res) {
-    answer_page(source, "", res);
-  });
-  server.Get("/version", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(source.version(), "text/plain");
-  });
-  server.Get(R"(/([^/]+)/report\.html)", [&](const httplib::Request& req, httplib::Response& res) {
-    if (!source.has_job(req.matches[1])) {
-      res.status = 404;
-      res.set_content("no such job in this suite\n", "text/plain");
-      return;
-    }
-    answer_page(source, req.matches[1], res);
-  });
-  server.Get(R"(/([^/]+)/version)", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(source.version(), "text/plain");
-  });
-  const int bound =
-      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) {
+  int bound = port;
+  const int listener = open_listener(host, port, bound);
+  if (listener < 0) {
     fmt::print(stderr, "error: --serve: cannot listen on {}:{} (in use, or not an address here)\n",
                host, port);
     return exit_usage;
   }
+  const serving_limits limits;
+  header_deadline deadline(limits.head_time);
+  server_context context{source, deadline};
+  auto* daemon =
+      MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC, 0, nullptr, nullptr, &on_request,
+                       &context, MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(listener),  //
+                       MHD_OPTION_THREAD_POOL_SIZE, limits.threads,                            //
+                       MHD_OPTION_CONNECTION_LIMIT, limits.connections,                        //
+                       MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits.per_address,                 //
+                       MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits.head_bytes,                  //
+                       MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_seconds,                     //
+                       MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &context,                 //
+                       MHD_OPTION_END);
+  if (!daemon) {
+    ::close(listener);
+    fmt::print(stderr, "error: --serve: the server could not start on {}:{}\n", host, bound);
+    return exit_failed;
+  }
   fmt::print("serving the report of {} at http://{}:{}/ (Ctrl-C stops)\n", folder,
              host.find(':') != std::string::npos ? "[" + host + "]" : host, bound);
   std::fflush(stdout);
-  // Signal handlers may not call into the server: a thread watches the flag instead.
-  std::atomic<bool> ended{false};
-  std::thread watcher([&] {
-    while (!stop.load() && !ended.load())
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    server.stop();
-  });
-  const bool listened = server.listen_after_bind();
-  ended.store(true);
-  watcher.join();
-  if (!listened && !stop.load()) {
-    fmt::print(stderr, "error: --serve: the server stopped unexpectedly\n");
-    return exit_failed;
-  }
+  // Signal handlers may not call into the server: the flag is watched here instead.
+  while (!stop.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  MHD_stop_daemon(daemon);
+  ::close(listener);
   return exit_ok;
 }
 

@@ -1,27 +1,52 @@
 #include "apps/troupe/resume_point.hpp"
 
 #include "core/checkpoint/checkpoint_store.hpp"
+#include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
+
+#include <optional>
 
 namespace troupe {
 
 resume_point find_resume_point(const std::string& run_dir) {
   resume_point point;
-  const auto stored = read_latest_checkpoint(run_dir, [&point](const std::string& line) {
-    fmt::print(stderr, "note: {}\n", line);
-    ++point.skipped;
-  });
+  // The run folder's own job names which checkpoints are its: one copied in from another run
+  // would otherwise continue as this one, its job.json overwritten.
+  const auto job_file = run_dir + "/job.json";
+  std::string run_job;
+  std::optional<job_error> no_job;
+  try {
+    run_job = job_digest(read_json_file(job_file));
+  } catch (const job_error& e) {
+    no_job = e;
+  }
+  const auto stored = read_latest_checkpoint(
+      run_dir,
+      [&point](const std::string& line) {
+        fmt::print(stderr, "note: {}\n", line);
+        ++point.skipped;
+      },
+      run_job);
   if (!stored)
     throw job_error({"--resume " + run_dir + ": no checkpoint in " + checkpoints_folder(run_dir) +
                      " verifies"});
+  if (no_job)
+    throw job_error(
+        {"--resume " + run_dir + ": not the folder of a run: " + no_job->problems().front()});
   point.folder = checkpoints_folder(run_dir) + "/step-" + std::to_string(stored->step);
   try {
     point.checkpoint = std::make_shared<run_checkpoint>(decode_checkpoint(*stored));
   } catch (const std::exception& e) {
     throw job_error({"--resume " + point.folder + ": " + e.what()});
   }
+  // A checkpoint from before manifests named their job: its state.json's job.
+  if (const auto its_job = job_digest(point.checkpoint->job); its_job != run_job)
+    throw job_error({fmt::format(
+        "--resume {}: the checkpoint belongs to another job than {} (job SHA-256 {}, the "
+        "folder's {})",
+        point.folder, job_file, its_job.substr(0, 12), run_job.substr(0, 12))});
   return point;
 }
 

@@ -112,6 +112,7 @@ stored_checkpoint load_verified(const fs::path& folder) {
   c.step = manifest.at("step").get<int64_t>();
   if (c.step != step_of(folder))
     throw std::runtime_error("the manifest names step " + std::to_string(c.step));
+  c.job_sha256 = manifest.value("job_sha256", "");
   for (const auto& entry : manifest.at("files")) {
     const auto name = entry.at("name").get<std::string>();
     if (name.find('/') != std::string::npos || name == manifest_name)
@@ -163,16 +164,25 @@ int64_t write_checkpoint(const std::string& run_dir, const stored_checkpoint& c,
   const auto final_path = fs::path(folder) / name;
   std::error_code ec;
   fs::remove_all(tmp, ec);  // a torn attempt at the same step, from a killed run
-  fs::create_directories(tmp);
-  nlohmann::json manifest = {{"step", c.step}, {"files", nlohmann::json::array()}};
   int64_t bytes = 0;
-  for (const auto& f : c.files) {
-    const auto sha256 = write_synced((tmp / f.name).string(), f.bytes);
-    manifest["files"].push_back({{"name", f.name}, {"size", f.bytes.size()}, {"sha256", sha256}});
-    bytes += static_cast<int64_t>(f.bytes.size());
+  try {
+    fs::create_directories(tmp);
+    nlohmann::json manifest = {{"step", c.step}, {"files", nlohmann::json::array()}};
+    if (!c.job_sha256.empty())
+      manifest["job_sha256"] = c.job_sha256;
+    for (const auto& f : c.files) {
+      const auto sha256 = write_synced((tmp / f.name).string(), f.bytes);
+      manifest["files"].push_back({{"name", f.name}, {"size", f.bytes.size()}, {"sha256", sha256}});
+      bytes += static_cast<int64_t>(f.bytes.size());
+    }
+    write_synced((tmp / manifest_name).string(), manifest.dump(2) + "\n");
+    sync_folder(tmp.string());
+  } catch (...) {
+    // A full disk, most often: the torn folder goes now, not at the next run's start, so that
+    // it does not hold the space the run's summary needs.
+    fs::remove_all(tmp, ec);
+    throw;
   }
-  write_synced((tmp / manifest_name).string(), manifest.dump(2) + "\n");
-  sync_folder(tmp.string());
   fs::remove_all(final_path, ec);  // a checkpoint of the same step from before a resume
   fs::rename(tmp, final_path);
   sync_folder(folder);
@@ -183,10 +193,16 @@ int64_t write_checkpoint(const std::string& run_dir, const stored_checkpoint& c,
 }
 
 std::optional<stored_checkpoint> read_latest_checkpoint(
-    const std::string& run_dir, const std::function<void(const std::string&)>& log) {
+    const std::string& run_dir, const std::function<void(const std::string&)>& log,
+    const std::string& job_sha256) {
   for (const auto& path : stored_steps(checkpoints_folder(run_dir))) {
     try {
-      return load_verified(path);
+      auto c = load_verified(path);
+      if (!job_sha256.empty() && !c.job_sha256.empty() && c.job_sha256 != job_sha256)
+        throw std::runtime_error("it belongs to another job (its job's SHA-256 " +
+                                 c.job_sha256.substr(0, 12) + ", this run's " +
+                                 job_sha256.substr(0, 12) + ")");
+      return c;
     } catch (const std::exception& e) {
       if (log)
         log("checkpoint " + path.filename().string() + " skipped: " + e.what());

@@ -4,6 +4,14 @@
 
 namespace troupe {
 
+std::string write_failure(const std::vector<checkpoint_written>& written) {
+  for (const auto& w : written)
+    if (!w.error.empty())
+      return "the checkpoint after " + std::to_string(w.step + 1) +
+             (w.step == 0 ? " step" : " steps") + " could not be written: " + w.error;
+  return "";
+}
+
 checkpoint_writer::checkpoint_writer(std::string run_dir, int64_t keep, int64_t stages,
                                      parameter_layout layout, std::vector<int64_t> stage_parameters)
     : run_dir_(std::move(run_dir)),

@@ -36,6 +36,12 @@ struct checkpoint_written {
   std::string error;   ///< why it was not written; empty when it was
 };
 
+/// Why the first of `written` that failed was not written ("the checkpoint after N steps could
+/// not be written: ..."), or "". A run whose checkpoint fails ends there (a full disk, most
+/// often): going on would train without the safety it asked for, and the checkpoints before it
+/// stay, so `--resume` continues once there is room.
+std::string write_failure(const std::vector<checkpoint_written>& written);
+
 class checkpoint_writer {
  public:
   /// Into `run_dir`/checkpoints, keeping the newest `keep`; `stages`, `layout` and

@@ -1,5 +1,6 @@
 #include "core/checkpoint/run_checkpoint.hpp"
 
+#include "core/checkpoint/sha256.hpp"
 #include "core/io/pickled_tensors.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/optim/make_optimizer.hpp"
@@ -85,6 +86,7 @@ stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
     state.insert("best_weights", c.best_weights.contiguous());
   stored_checkpoint s;
   s.step = c.step;
+  s.job_sha256 = job_digest(c.job);
   const nlohmann::json meta = {
       {"step", c.step}, {"job", c.job}, {"progress", c.progress}, {"parts", c.parts.size()}};
   s.files.push_back({"state.json", meta.dump(2) + "\n"});
@@ -104,7 +106,12 @@ run_checkpoint decode_checkpoint(const stored_checkpoint& stored) {
   run_checkpoint c;
   const auto meta = nlohmann::json::parse(required(stored, "state.json"));
   c.step = meta.at("step").get<int64_t>();
+  if (c.step != stored.step)
+    throw std::runtime_error("state.json names step " + std::to_string(c.step) +
+                             ", its manifest step " + std::to_string(stored.step));
   c.job = meta.at("job");
+  if (!stored.job_sha256.empty() && job_digest(c.job) != stored.job_sha256)
+    throw std::runtime_error("state.json's job is not the one its manifest names");
   c.progress = meta.at("progress");
   const auto state = unpickled(required(stored, "state.pt"), "state.pt");
   const auto parts = meta.at("parts").get<int64_t>();
@@ -123,6 +130,13 @@ run_checkpoint decode_checkpoint(const stored_checkpoint& stored) {
   if (state.contains("best_weights"))
     c.best_weights = flat_floats(state.at("best_weights"), "best_weights");
   return c;
+}
+
+std::string job_digest(const nlohmann::json& job) {
+  auto named = job;
+  if (named.is_object() && named.contains("cluster") && named["cluster"].is_object())
+    named["cluster"].erase("nodes");
+  return sha256_hex(named.dump());
 }
 
 }  // namespace troupe

@@ -47,7 +47,12 @@ stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
                                     const parameter_layout& layout,
                                     const std::vector<int64_t>& stage_parameters = {});
 
-/// Throws std::runtime_error naming what is missing or malformed.
+/// Throws std::runtime_error naming what is missing or malformed, or where state.json
+/// disagrees with the manifest (its step, its job's digest).
 run_checkpoint decode_checkpoint(const stored_checkpoint& stored);
+
+/// The SHA-256 (hex) of a resolved job (job.json, a checkpoint's job) that names the run it
+/// belongs to. The node count is left out: a resume may change it (--local-nodes).
+std::string job_digest(const nlohmann::json& job);
 
 }  // namespace troupe

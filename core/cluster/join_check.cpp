@@ -2,10 +2,27 @@
 
 #include "core/cluster/certs.hpp"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
 #include <algorithm>
 #include <stdexcept>
 
 namespace troupe {
+namespace {
+
+std::string to_hex(const unsigned char* bytes, std::size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
 
 bool same_secret(const std::string& a, const std::string& b) {
   if (a.size() != b.size())
@@ -16,11 +33,34 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+std::string new_challenge() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1)
+    throw std::runtime_error("the system's random generator failed");
+  return to_hex(bytes, sizeof bytes);
+}
+
+std::string join_proof(const std::string& token, const std::string& challenge,
+                       const std::string& name) {
+  const auto message = challenge + "\n" + name;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (!HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
+            reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &length))
+    throw std::runtime_error("HMAC-SHA256 failed");
+  return to_hex(mac, length);
+}
+
 std::string join_refusal(const join_claim& claim, const join_terms& terms) {
   const auto who = "node \"" + claim.name + "\"";
   // The token first: a stranger learns nothing else about the run.
-  if (!terms.token.empty() && !same_secret(claim.token, terms.token))
-    return who + ": " + (claim.token.empty() ? "no token" : "wrong token");
+  if (!terms.token.empty() && claim.proof.empty())
+    return who + ": no token";
+  if (!terms.token.empty() && claim.challenge.empty())
+    return who + ": it answered no challenge (a replayed or forged join)";
+  if (!terms.token.empty() &&
+      !same_secret(claim.proof, join_proof(terms.token, claim.challenge, claim.name)))
+    return who + ": wrong token (or a join replayed from another connection)";
   if (terms.certificates && claim.name == coordinator_name)
     return who + ": that name is the coordinator's";
   if (terms.certificates && claim.certificate_name != claim.name)

@@ -11,11 +11,16 @@ namespace troupe {
 /// What a joining node claims.
 struct join_claim {
   std::string version;
-  std::string token;
+  /// join_proof of the node's token over the challenge the coordinator gave it: never the
+  /// token itself, so that join bytes captured on a plaintext link and replayed do not get in
+  /// (the replay meets a fresh challenge).
+  std::string proof;
   std::string name;
   int64_t threads = 0;
   /// With TLS: the CN of the certificate the node's connection presented ("" when none).
   std::string certificate_name{};
+  /// The challenge the coordinator gave the node's connection, used once ("" when none).
+  std::string challenge{};
 };
 
 /// What the coordinator expects.
@@ -34,6 +39,14 @@ std::string join_refusal(const join_claim& claim, const join_terms& terms);
 
 /// Compares two secrets in time that depends only on their lengths.
 bool same_secret(const std::string& a, const std::string& b);
+
+/// A fresh challenge: 32 random bytes from the system's generator, as hex.
+std::string new_challenge();
+
+/// HMAC-SHA256, keyed with `token`, of the challenge and the node's name, as hex: what a node
+/// sends to prove it holds the token.
+std::string join_proof(const std::string& token, const std::string& challenge,
+                       const std::string& name);
 
 /// Which node hosts each replica: contiguous blocks in rank order (neighbors in the ring share
 /// a node where they can), as even as possible, the first replicas % nodes get one more.

@@ -77,6 +77,9 @@ labeled_images read_tensor_split(const std::string& path, const at::Tensor& trai
   auto dict = read_dict(path);
   const auto& y = dict.at("y");
   const auto& x = dict.at("x");
+  for (const auto* key : {"x", "y"})
+    if (dict.at(key).dim() >= 1 && dict.at(key).size(0) == 0)
+      throw data_error(fmt::format("{}: \"{}\" has 0 rows", path, key));
   const auto where = path + ": \"y\"";
   auto targets = checked_targets(where, y, train);
   if (x.dim() < 1 || x.size(0) != y.size(0))

@@ -16,6 +16,8 @@ struct device_inventory {
   bool cuda_built = false;
   int cuda_devices = 0;     ///< GPUs visible to this process
   double memory_bytes = 0;  ///< physical memory of the machine; 0 when unknown (no check)
+  /// What this process may map (RLIMIT_AS, `ulimit -v`); 0 when unlimited (no check).
+  double address_space_bytes = 0;
 };
 
 /// This process's inventory: the build, and the GPUs LibTorch sees (CUDA_VISIBLE_DEVICES applies).

@@ -1,7 +1,10 @@
 #include "core/io/archive_check.hpp"
 
+#include <cctype>
 #include <cstdint>
 #include <optional>
+#include <set>
+#include <stdexcept>
 
 namespace troupe {
 namespace {
@@ -111,7 +114,7 @@ std::string widen(std::string_view b, std::size_t extra, std::size_t extra_lengt
 
 // Central directory entry at `at` (inside the directory) and the local record it points to.
 std::string check_entry(std::string_view b, std::size_t at, std::size_t directory_end,
-                        const directory& dir, std::size_t& next) {
+                        const directory& dir, std::size_t& next, archive_entry& entry) {
   if (at + central_entry_size > directory_end || read_le(b, at, 4) != central_entry_sig)
     return "a central directory entry is cut or has no signature";
   const auto method = read_le(b, at + 10, 2);
@@ -140,12 +143,13 @@ std::string check_entry(std::string_view b, std::size_t at, std::size_t director
       offset + local_header_size + read_le(b, offset + 26, 2) + read_le(b, offset + 28, 2);
   if (data > dir.offset || compressed > dir.offset - data)
     return "an entry's data runs past the archive's records";
+  entry = {std::string(b.substr(at + central_entry_size, name_length)), uncompressed,
+           method == deflate_method};
   return "";
 }
 
-}  // namespace
-
-std::string archive_problem(std::string_view b) {
+// Checks the archive; its entries go to `entries` where given.
+std::string walk_archive(std::string_view b, std::vector<archive_entry>* entries) {
   const auto end = find_end_record(b);
   if (!end)
     return "not a zip archive (no end-of-central-directory record)";
@@ -163,14 +167,38 @@ std::string archive_problem(std::string_view b) {
     return "the zip archive states more entries than its directory holds";
   const auto directory_end = static_cast<std::size_t>(dir.offset + dir.size);
   std::size_t at = static_cast<std::size_t>(dir.offset);
+  // LibTorch's zip reader finds a record by a binary search that ignores case: of two entries
+  // whose names differ only in case, which one it reads is not known.
+  std::set<std::string> names;
   for (uint64_t i = 0; i < dir.entries; ++i) {
     std::size_t next = 0;
-    problem = check_entry(b, at, directory_end, dir, next);
+    archive_entry entry;
+    problem = check_entry(b, at, directory_end, dir, next, entry);
     if (!problem.empty())
       return "the zip archive's entry " + std::to_string(i) + ": " + problem;
+    auto folded = entry.name;
+    for (auto& c : folded)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!names.insert(std::move(folded)).second)
+      return "the zip archive holds two entries named " + entry.name;
+    if (entries)
+      entries->push_back(std::move(entry));
     at = next;
   }
   return "";
+}
+
+}  // namespace
+
+std::string archive_problem(std::string_view b) {
+  return walk_archive(b, nullptr);
+}
+
+std::vector<archive_entry> archive_entries(std::string_view b) {
+  std::vector<archive_entry> entries;
+  if (const auto problem = walk_archive(b, &entries); !problem.empty())
+    throw std::runtime_error(problem);
+  return entries;
 }
 
 }  // namespace troupe

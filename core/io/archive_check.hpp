@@ -8,12 +8,25 @@
 // LibTorch, with an exception.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace troupe {
 
 /// Why `bytes` is not a well-formed zip archive whose every entry lies inside it, or "".
 std::string archive_problem(std::string_view bytes);
+
+/// One entry of the central directory: what LibTorch's reader allocates when it reads it.
+struct archive_entry {
+  std::string name;
+  uint64_t uncompressed_bytes = 0;
+  bool deflated = false;
+};
+
+/// The entries of an archive, in the directory's order. Throws std::runtime_error with
+/// archive_problem's reason for an archive that fails it.
+std::vector<archive_entry> archive_entries(std::string_view bytes);
 
 }  // namespace troupe

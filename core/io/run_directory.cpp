@@ -6,6 +6,9 @@
 #include "core/io/atomic_file.hpp"
 #include "core/io/weights_file.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +46,24 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
   fs::create_directories(path_, ec);
   if (ec)
     throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
+}
+
+namespace {
+
+constexpr const char* summary_reserve = ".summary-space";
+constexpr off_t summary_reserve_bytes = 256 << 10;
+
+}  // namespace
+
+void run_directory::reserve_summary_space() const {
+  const auto path = file(summary_reserve);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  const bool reserved = ::posix_fallocate(fd, 0, summary_reserve_bytes) == 0;
+  ::close(fd);
+  if (!reserved)
+    ::unlink(path.c_str());
 }
 
 namespace {
@@ -88,6 +109,7 @@ void run_directory::write_job(const job_config& job) const {
 }
 
 void run_directory::write_summary(const run_report& report, const job_config& job) const {
+  ::unlink(file(summary_reserve).c_str());
   auto j = to_json(report);
   j["name"] = job.name;
   j["policy"] = to_string(job.parallelism.policy);

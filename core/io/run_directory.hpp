@@ -1,6 +1,9 @@
 // The folder a run leaves behind: job.json (resolved), metrics.jsonl (streamed during the run),
 // summary.json, final_weights.pt (and final_model.pt for a TorchScript model). Every file but the
 // streamed log is written atomically.
+//
+// A run whose disk fills up must still say so in summary.json: its folder holds a reserve
+// (.summary-space, 256 KiB) from the start, given up just before the summary is written.
 #pragma once
 
 #include "core/config/job_config.hpp"
@@ -32,6 +35,10 @@ class run_directory {
   std::string file(const std::string& name) const { return path_ + "/" + name; }
 
   void write_job(const job_config& job) const;
+  /// Makes the reserve for summary.json; where the disk has no room for it, the run starts
+  /// without one.
+  void reserve_summary_space() const;
+  /// Gives up the reserve, then writes summary.json.
   void write_summary(const run_report& report, const job_config& job) const;
   /// validation_rows.json: which of the `rows` training rows the validation set holds
   /// (`indices`, ascending), so the split can be reproduced outside troupe.

@@ -1,5 +1,7 @@
-// Appends one JSON object per line to a file and flushes each line, so that a crash or a kill
-// loses at most the line being written and `tail -f` shows progress as it happens.
+// Appends one JSON object per line to a file, each line in one write, so that a crash or a kill
+// loses at most the line being written and `tail -f` shows progress as it happens. A write that
+// fails (a full disk) is taken back: the file is cut to its last whole record before the error
+// is thrown, so a reader never meets half a record that a later one follows.
 //
 // Thread safety: none; one owner (the run driver) writes.
 #pragma once
@@ -7,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
-#include <cstdio>
 #include <string>
 
 namespace troupe {
@@ -20,14 +21,18 @@ class jsonl_writer {
   jsonl_writer(const jsonl_writer&) = delete;
   jsonl_writer& operator=(const jsonl_writer&) = delete;
 
+  /// Throws output_error (core/errors.hpp) naming the file when the record cannot be written
+  /// whole.
   void write(const nlohmann::json& record);
   /// Bytes this writer appended so far (what the metrics budget counts).
   std::size_t bytes_written() const { return bytes_written_; }
 
  private:
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   std::string path_;
   std::size_t bytes_written_ = 0;
+  /// The file's size after its last whole record.
+  long long whole_size_ = 0;
 };
 
 }  // namespace troupe

@@ -1,6 +1,8 @@
 #include "core/model/network.hpp"
 
 #include "core/io/archive_check.hpp"
+#include "core/io/archive_storages.hpp"
+#include "core/io/physical_memory.hpp"
 #include "core/io/whole_file.hpp"
 #include "core/model/script_layers.hpp"
 
@@ -23,8 +25,29 @@
 namespace troupe {
 namespace {
 
+// The first line that says something: TorchScript's compile errors begin with a newline.
 std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
+  const auto start = text.find_first_not_of(" \n");
+  if (start == std::string::npos)
+    return "";
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+// Why LibTorch could not load a module, in one line: its message's first, or for an operator
+// it lacks (a custom op registered in Python), which one.
+std::string load_failure(const std::string& path, const std::string& message,
+                         const std::string& hint) {
+  const auto line = first_line(message);
+  const std::string unknown = "Unknown builtin op: ";
+  if (line.rfind(unknown, 0) == 0) {
+    auto op = line.substr(unknown.size());
+    if (!op.empty() && op.back() == '.')
+      op.pop_back();
+    return path + ": uses operator " + op +
+           ", which this LibTorch does not have (a custom operator, registered in Python: "
+           "troupe trains models made of LibTorch's own operators)";
+  }
+  return path + ": LibTorch cannot read it as a TorchScript module (" + line + ")" + hint;
 }
 
 // "__torch__.torch.nn.modules.linear.Linear" -> "Linear"; "__torch__.ResBlock" -> "ResBlock".
@@ -87,16 +110,16 @@ std::shared_ptr<torch::jit::Module> load_script(const std::string& path) {
       "torch.jit.trace(model, example).save(path)";
   if (const auto problem = archive_problem(bytes); !problem.empty())
     throw model_file_error(path + ": not a TorchScript archive (" + problem + ")" + hint);
+  if (const auto problem = script_archive_problem(bytes, physical_memory_bytes()); !problem.empty())
+    throw model_file_error(path + ": " + problem);
   std::shared_ptr<torch::jit::Module> module;
   try {
     std::istringstream stream(bytes);
     module = std::make_shared<torch::jit::Module>(torch::jit::load(stream, c10::Device(at::kCPU)));
   } catch (const c10::Error& e) {
-    throw model_file_error(path + ": LibTorch cannot read it as a TorchScript module (" +
-                           first_line(e.what_without_backtrace()) + ")" + hint);
+    throw model_file_error(load_failure(path, e.what_without_backtrace(), hint));
   } catch (const std::exception& e) {
-    throw model_file_error(path + ": LibTorch cannot read it as a TorchScript module (" +
-                           first_line(e.what()) + ")" + hint);
+    throw model_file_error(load_failure(path, e.what(), hint));
   }
   check_loaded(*module, path);
   return module;

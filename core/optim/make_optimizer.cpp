@@ -1,6 +1,7 @@
 #include "core/optim/make_optimizer.hpp"
 
-#include "core/io/archive_check.hpp"
+#include "core/io/archive_storages.hpp"
+#include "core/io/physical_memory.hpp"
 #include "core/optim/optimizer_bytes.hpp"
 
 #include <torch/optim/adam.h>
@@ -39,7 +40,8 @@ std::string save_optimizer(const torch::optim::Optimizer& optimizer) {
 }
 
 std::string optimizer_state_problem(const std::string& bytes) {
-  return is_optimizer_bytes(bytes) ? optimizer_bytes_problem(bytes) : archive_problem(bytes);
+  return is_optimizer_bytes(bytes) ? optimizer_bytes_problem(bytes)
+                                   : script_archive_problem(bytes, physical_memory_bytes());
 }
 
 void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes) {
@@ -52,7 +54,7 @@ void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes
     return;
   }
   // LibTorch's archive, as checkpoints written before troupe's own format hold it.
-  if (const auto problem = archive_problem(bytes); !problem.empty())
+  if (const auto problem = script_archive_problem(bytes, physical_memory_bytes()); !problem.empty())
     throw std::runtime_error("optimizer state does not load: " + problem);
   try {
     std::istringstream in(bytes);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -66,12 +67,30 @@ stage_time* stage_slot(run_history& h, int64_t pipeline, int64_t stage) {
   return &h.stages.back();
 }
 
+// What a run folder's files may be when they are read back: troupe writes summaries of a few
+// KB and plans of a few lines. A file far past that was not written by troupe; it is refused,
+// or (plan.txt) cut, rather than read into memory whole.
+constexpr std::uintmax_t max_json_bytes = 64 << 20;
+constexpr std::size_t max_plan_bytes = 1 << 20;
+
+// Only regular files: a name linked to /dev/zero or a pipe would never end.
+bool regular_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return false;
+  if (!fs::is_regular_file(path, ec))
+    throw data_error(path.string() + ": not a regular file");
+  return true;
+}
+
 std::string read_text_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  if (in)
-    buffer << in.rdbuf();
-  return buffer.str();
+  if (!regular_file(path))
+    return "";
+  std::ifstream in(path, std::ios::binary);
+  std::string text(max_plan_bytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
 }
 
 void fold_event(run_history& h, const std::string& event, const nlohmann::json& r) {
@@ -115,6 +134,13 @@ void take_summary_workers(run_history& h) {
 
 nlohmann::json read_json_object(const std::string& file) {
   const fs::path path(file);
+  if (!regular_file(path))
+    return nullptr;
+  std::error_code ec;
+  if (const auto size = fs::file_size(path, ec); !ec && size > max_json_bytes)
+    throw data_error(fmt::format("{}: {:.0f} MB, more than troupe writes (at most {} MB is read)",
+                                 path.string(), static_cast<double>(size) / 1e6,
+                                 max_json_bytes >> 20));
   std::ifstream in(path);
   if (!in)
     return nullptr;
@@ -201,15 +227,27 @@ const run_history& run_follower::refresh() {
   history_.job = read_json_object((dir / "job.json").string());
   history_.summary = read_json_object(summary.string());
   history_.plan = read_text_file(dir / "plan.txt");
-  std::ifstream in(metrics, std::ios::binary);
+  std::ifstream in;
+  if (regular_file(metrics))
+    in.open(metrics, std::ios::binary);
   if (in) {
+    // What was appended since the last read, in pieces: the file may be large.
+    const auto end = fs::file_size(metrics, ec);
     in.seekg(static_cast<std::streamoff>(offset_));
-    const std::string appended((std::istreambuf_iterator<char>(in)),
-                               std::istreambuf_iterator<char>());
-    offset_ += appended.size();
-    // A last line without its newline may still be being written: it waits for the next read.
-    history_.skipped_lines += lines_.feed(
-        appended, [this](const nlohmann::json& record) { fold_record(history_, record); });
+    std::string piece(4 << 20, '\0');
+    while (!ec && offset_ < end) {
+      in.read(piece.data(),
+              static_cast<std::streamsize>(std::min<std::uintmax_t>(piece.size(), end - offset_)));
+      const auto got = static_cast<std::size_t>(in.gcount());
+      if (got == 0)
+        break;
+      offset_ += got;
+      // A last line without its newline may still be being written: it waits for the next
+      // read.
+      history_.skipped_lines +=
+          lines_.feed(std::string_view(piece.data(), got),
+                      [this](const nlohmann::json& record) { fold_record(history_, record); });
+    }
   }
   take_summary_workers(history_);
   return history_;

@@ -4,7 +4,10 @@
 
 #include "core/data/targets.hpp"
 #include "core/optim/lr_schedule.hpp"
+#include "core/run/disk_fit.hpp"
 #include "core/train/loss.hpp"
+
+#include <fmt/format.h>
 
 #include <sstream>
 
@@ -223,6 +226,10 @@ void render_checkpoints(std::ostringstream& out, const run_plan& p) {
     out << " every " << c.every_s << " s";
   out << " (" << p.checkpoint_parts() << " part(s) of state), the newest " << c.keep
       << " kept in checkpoints/\n";
+  const double each = checkpoint_bytes(p);
+  const auto most = checkpoints_at_most(p);
+  out << fmt::format("  checkpoint disk: about {:.1f} MB each, at most {} at once ({:.1f} MB)\n",
+                     each / 1e6, most, each * static_cast<double>(most) / 1e6);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
 #include "core/optim/lr_schedule.hpp"
+#include "core/run/memory_fit.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -111,25 +112,6 @@ void plan_steps(run_plan& p) {
   for (int64_t r = 0; r < job.parallelism.replicas; ++r)
     p.rows_per_replica.push_back(
         shard_of(job.training.batch_size, job.parallelism.replicas, r).size());
-}
-
-// Weights, gradients and optimizer state of every model copy the run holds must fit in the
-// machine's memory; checked from the parameter count, before any model is built.
-void check_model_fits(const job_config& job, double parameters, const device_inventory& inventory) {
-  const auto& o = job.optimizer;
-  const double states =
-      o.kind == optimizer_kind::adam ? 2 : (o.momentum > 0 ? 1 : 0);  // Adam: two moments
-  const double copies = job.ensemble.enabled() ? static_cast<double>(job.ensemble.members)
-                                               : static_cast<double>(job.parallelism.replicas);
-  // Each copy: weights, gradients, optimizer state; plus the initial weights all start from.
-  const double bytes = parameters * 4 * (copies * (2 + states) + 1);
-  if (inventory.memory_bytes <= 0 || bytes <= inventory.memory_bytes)
-    return;
-  constexpr double gib = 1 << 30;
-  throw job_error({fmt::format(
-      "/model: {:.0f} parameters: their weights, gradients and optimizer state for {:.0f} model "
-      "copies need {:.1f} GiB, more than this machine's {:.1f} GiB",
-      parameters, copies, bytes / gib, inventory.memory_bytes / gib)});
 }
 
 std::string render_shape(at::IntArrayRef sizes) {
@@ -336,6 +318,9 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
   p.threads_chosen = job.parallelism.threads_per_replica == 0;
   p.job.parallelism.threads_per_replica = intra_op_threads(job, p.hardware_threads);
   p.threads_total = p.workers * p.job.parallelism.threads_per_replica;
+  if (!job.cluster.enabled())  // else the replicas live in the nodes' processes
+    check_address_space(p.job, static_cast<double>(p.model.flat_size()), p.data, p.threads_total,
+                        inventory);
   return p;
 }
 

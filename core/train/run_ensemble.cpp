@@ -4,11 +4,13 @@
 #include "core/checkpoint/checkpoint_writer.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/ensemble/ensemble_engine.hpp"
+#include "core/errors.hpp"
 #include "core/run/run_ending.hpp"
 #include "core/train/run_tracker.hpp"
 #include "core/train/validation_keeper.hpp"
 
 #include <ATen/Parallel.h>
+#include <stdexcept>
 
 #include <chrono>
 
@@ -38,6 +40,13 @@ void record_written(ensemble_run& run, const std::vector<checkpoint_written>& wr
     run.tracker.record(records::checkpoint{w.step, w.bytes, w.seconds, w.error, 0});
 }
 
+// Records what the writer finished; a checkpoint that failed ends the run (write_failure).
+void record_or_end(ensemble_run& run, const std::vector<checkpoint_written>& written) {
+  record_written(run, written);
+  if (auto failure = write_failure(written); !failure.empty())
+    throw std::runtime_error(failure);
+}
+
 // The state after `step` (the one part: every member's weights and the optimizer), handed to
 // the writer's thread.
 void take_checkpoint(ensemble_run& run, int64_t step) {
@@ -48,7 +57,7 @@ void take_checkpoint(ensemble_run& run, int64_t step) {
                 {"stopping", run.stopping ? run.stopping->save() : nlohmann::json()}};
   c.parts.push_back({0, run.engine.weights(), run.engine.optimizer_state()});
   run.writer->submit(std::move(c));
-  record_written(run, run.writer->finished());
+  record_or_end(run, run.writer->finished());
 }
 
 // The first step to run: after the checkpoint of a resumed run, else 0.
@@ -151,7 +160,7 @@ std::string train(ensemble_run& run, std::optional<int64_t>& stopped_at) {
       take_checkpoint(run, step);
   }
   if (run.writer)
-    record_written(run, run.writer->flush());
+    record_or_end(run, run.writer->flush());
   if (run.plan.data.validation_rows > 0)
     evaluate_test(run, stopped_at.value_or(rules.total_steps() - 1));
   return "";
@@ -182,7 +191,7 @@ run_report run_ensemble(const run_plan& plan, dataset_ptr data, const run_option
                            job.training.early_stopping->min_delta);
     error = train(run, stopped_at);
   } catch (const std::exception& e) {
-    error = e.what();
+    error = message_of(e);
   }
   auto report = end_run(tracker, plan, error, at::Tensor());
   report.members = std::move(members);

@@ -18,6 +18,13 @@ using namespace troupe;
 
 namespace {
 
+// What a node holding `token` claims after answering the challenge "c0".
+join_claim claim(const std::string& version, const std::string& token, const std::string& name,
+                 int64_t threads, const std::string& certificate = "") {
+  return {version, token.empty() ? "" : join_proof(token, "c0", name), name, threads, certificate,
+          "c0"};
+}
+
 namespace fs = std::filesystem;
 
 // A fresh directory, removed with the object.
@@ -138,18 +145,19 @@ TEST_SUITE("certs") {
 
   TEST_CASE("with certificates a node joins under its certificate's name, never as coordinator") {
     join_terms terms{"0.2.0", "s3cret", {}, 2, true};
-    CHECK(join_refusal({"0.2.0", "s3cret", "a", 1, "a"}, terms).empty());
-    CHECK(join_refusal({"0.2.0", "s3cret", "b", 1, "a"}, terms) ==
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "a", 1, "a"), terms).empty());
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "b", 1, "a"), terms) ==
           "node \"b\": its connection presented the certificate of \"a\"");
-    CHECK(join_refusal({"0.2.0", "s3cret", "b", 1, ""}, terms) ==
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "b", 1, ""), terms) ==
           "node \"b\": its connection presented no certificate");
-    CHECK(join_refusal({"0.2.0", "s3cret", "coordinator", 1, "coordinator"}, terms) ==
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "coordinator", 1, "coordinator"), terms) ==
           "node \"coordinator\": that name is the coordinator's");
     // The token still comes first.
-    CHECK(join_refusal({"0.2.0", "nope", "b", 1, "a"}, terms) == "node \"b\": wrong token");
+    CHECK(join_refusal(claim("0.2.0", "nope", "b", 1, "a"), terms) ==
+          "node \"b\": wrong token (or a join replayed from another connection)");
     // Without TLS there is no certificate to compare.
     terms.certificates = false;
-    CHECK(join_refusal({"0.2.0", "s3cret", "b", 1, ""}, terms).empty());
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "b", 1, ""), terms).empty());
   }
 
   TEST_CASE("the largest message: three weight buffers or a bucket, the job, 1 MiB of framing") {

@@ -219,6 +219,58 @@ TEST_SUITE("checkpoint") {
     CHECK_THROWS_WITH(decode_checkpoint(broken), "no state.json");
   }
 
+  TEST_CASE("a checkpoint names its job and its step: another job's, or another step, is refused") {
+    // Issue 39, row 5: a checkpoint copied in from another run was resumed as this one's, and
+    // a state.json edited to another step resumed "after 51 steps" with step 117's weights.
+    run_checkpoint c;
+    c.step = 116;
+    c.job = {{"name", "demo"}, {"model", {{"hidden", {64}}}}, {"cluster", {{"nodes", 2}}}};
+    c.parts.push_back({0, at::arange(6, at::kFloat), ""});
+    auto stored = encode_checkpoint(c, 1, {});
+    CHECK(stored.job_sha256 == job_digest(c.job));
+    // The node count is not the job's identity: a resume may change it (--local-nodes).
+    auto other_nodes = c.job;
+    other_nodes["cluster"]["nodes"] = 3;
+    CHECK(job_digest(other_nodes) == job_digest(c.job));
+    auto wider = c.job;
+    wider["model"]["hidden"] = {128};
+    CHECK(job_digest(wider) != job_digest(c.job));
+    // state.json edited to another step than the manifest's.
+    auto edited = stored;
+    for (auto& f : edited.files)
+      if (f.name == "state.json") {
+        auto meta = nlohmann::json::parse(f.bytes);
+        meta["step"] = 50;
+        f.bytes = meta.dump();
+      }
+    CHECK_THROWS_WITH(decode_checkpoint(edited), "state.json names step 50, its manifest step 116");
+    // state.json's job edited, the manifest left naming the first one.
+    edited = stored;
+    for (auto& f : edited.files)
+      if (f.name == "state.json") {
+        auto meta = nlohmann::json::parse(f.bytes);
+        meta["job"] = wider;
+        f.bytes = meta.dump();
+      }
+    CHECK_THROWS_WITH(decode_checkpoint(edited),
+                      "state.json's job is not the one its manifest names");
+    // On disk: a newer checkpoint of another job is skipped, by name, for this run's own.
+    temp_dir dir;
+    write_checkpoint(dir.str(), stored, 5);
+    run_checkpoint theirs = c;
+    theirs.step = 200;
+    theirs.job = wider;
+    write_checkpoint(dir.str(), encode_checkpoint(theirs, 1, {}), 5);
+    std::vector<std::string> notes;
+    const auto read = read_latest_checkpoint(
+        dir.str(), [&](const std::string& line) { notes.push_back(line); }, job_digest(c.job));
+    REQUIRE(read);
+    CHECK(read->step == 116);
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].rfind("checkpoint step-200 skipped: it belongs to another job", 0) == 0);
+    CHECK(read_latest_checkpoint(dir.str(), nullptr)->step == 200);  // no job named: newest
+  }
+
   TEST_CASE("archives reach LibTorch only when every offset they state lies inside them") {
     const auto good = an_archive(100);
     CHECK(archive_problem(good) == "");

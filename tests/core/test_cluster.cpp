@@ -12,6 +12,17 @@
 
 using namespace troupe;
 
+namespace {
+
+// What a node holding `token` claims after answering the challenge "c0".
+join_claim claim(const std::string& version, const std::string& token, const std::string& name,
+                 int64_t threads, const std::string& certificate = "") {
+  return {version, token.empty() ? "" : join_proof(token, "c0", name), name, threads, certificate,
+          "c0"};
+}
+
+}  // namespace
+
 TEST_SUITE("cluster") {
   TEST_CASE("HOST:PORT, :PORT and PORT; bad ones are named") {
     auto a = parse_host_port("10.0.0.5:7000", "127.0.0.1", "--listen");
@@ -35,25 +46,58 @@ TEST_SUITE("cluster") {
 
   TEST_CASE("a join is refused for the token first, then the version, the name, the count") {
     join_terms terms{"0.2.0", "s3cret", {"a"}, 2};
-    CHECK(join_refusal({"0.2.0", "s3cret", "b", 2}, terms).empty());
-    CHECK(join_refusal({"0.2.0", "nope", "b", 2}, terms) == "node \"b\": wrong token");
-    CHECK(join_refusal({"0.2.0", "", "b", 2}, terms) == "node \"b\": no token");
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "b", 2), terms).empty());
+    CHECK(join_refusal(claim("0.2.0", "nope", "b", 2), terms) ==
+          "node \"b\": wrong token (or a join replayed from another connection)");
+    CHECK(join_refusal(claim("0.2.0", "", "b", 2), terms) == "node \"b\": no token");
     // A stranger with another version learns about the token, not the version.
-    CHECK(join_refusal({"0.1.0", "nope", "b", 2}, terms) == "node \"b\": wrong token");
-    const auto version = join_refusal({"0.1.0", "s3cret", "b", 2}, terms);
+    CHECK(join_refusal(claim("0.1.0", "nope", "b", 2), terms) ==
+          "node \"b\": wrong token (or a join replayed from another connection)");
+    const auto version = join_refusal(claim("0.1.0", "s3cret", "b", 2), terms);
     CHECK(version.find("runs troupe 0.1.0") != std::string::npos);
     CHECK(version.find("this coordinator runs troupe 0.2.0") != std::string::npos);
-    CHECK(join_refusal({"0.2.0", "s3cret", "a", 2}, terms).find("already joined") !=
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "a", 2), terms).find("already joined") !=
           std::string::npos);
-    CHECK(join_refusal({"0.2.0", "s3cret", "b", 0}, terms).find("0 threads") != std::string::npos);
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "b", 0), terms).find("0 threads") !=
+          std::string::npos);
     terms.joined.push_back("b");
-    CHECK(join_refusal({"0.2.0", "s3cret", "c", 1}, terms).find("already has its 2") !=
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "c", 1), terms).find("already has its 2") !=
           std::string::npos);
     // Without a coordinator token any token is accepted (loopback only; the CLI enforces it).
     CHECK(join_refusal({"0.2.0", "whatever", "x", 1}, {"0.2.0", "", {}, 1}).empty());
+    CHECK(join_refusal({"0.2.0", "", "x", 1}, {"0.2.0", "", {}, 1}).empty());
     CHECK(same_secret("abc", "abc"));
     CHECK_FALSE(same_secret("abc", "abd"));
     CHECK_FALSE(same_secret("abc", "abcd"));
+  }
+
+  TEST_CASE("a join proves the token over a fresh challenge: captured bytes replayed do not") {
+    // Issue 39, row 13: node a's join, captured on a plaintext link and replayed, took a's slot.
+    // The join holds a proof over the challenge a's connection was given, not the token.
+    join_terms terms{"0.2.0", "s3cret", {}, 2};
+    const auto first = new_challenge();
+    const auto second = new_challenge();
+    CHECK(first.size() == 64);
+    CHECK(first != second);
+    const join_claim captured{"0.2.0", join_proof("s3cret", first, "a"), "a", 1, "", first};
+    CHECK(join_refusal(captured, terms).empty());
+    CHECK(captured.proof.find("s3cret") == std::string::npos);
+    // Replayed on a connection given another challenge, or none: refused.
+    auto replayed = captured;
+    replayed.challenge = second;
+    CHECK(join_refusal(replayed, terms) ==
+          "node \"a\": wrong token (or a join replayed from another connection)");
+    replayed.challenge = "";
+    CHECK(join_refusal(replayed, terms) ==
+          "node \"a\": it answered no challenge (a replayed or forged join)");
+    // The proof binds the name: it does not let the sender in under another.
+    auto renamed = captured;
+    renamed.name = "b";
+    CHECK(join_refusal(renamed, terms) ==
+          "node \"b\": wrong token (or a join replayed from another connection)");
+    // HMAC-SHA256 of "CHALLENGE\nNAME" keyed with the token, as Python's hmac computes it.
+    CHECK(join_proof("Jefe", "what do ya want", "for nothing?") ==
+          "50ff9fd552ba6f7d7aea9a88e93f2ebee2870bf860cfd7a2b6cf2cbbed92a13e");
   }
 
   TEST_CASE("replicas go to nodes in contiguous, even blocks") {

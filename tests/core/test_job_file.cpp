@@ -100,4 +100,32 @@ TEST_SUITE("job_file") {
     }
     small.memory_bytes = 0;  // unknown: no check (and nothing is built here: the test stops)
   }
+
+  TEST_CASE("replicas whose threads cannot all map their buffers under ulimit -v are refused") {
+    // 256 replicas of a 1024-wide MLP under an 8 GB limit livelocked in OpenBLAS's allocator
+    // (issue 39, row 3): the plan refuses them, and plans them where the limit allows.
+    job_config job;
+    job.data.kind = data_kind::synthetic;
+    job.model.hidden = {1024};
+    job.training.batch_size = 256;
+    job.parallelism.replicas = 256;
+    job.parallelism.threads_per_replica = 1;
+    device_inventory limited;
+    limited.address_space_bytes = 8e9;
+    try {
+      make_run_plan(job, describe_data(job.data), limited);
+      FAIL("256 replicas were planned in 8 GB of address space");
+    } catch (const job_error& e) {
+      CHECK(e.problems().front() ==
+            "/parallelism: 256 compute thread(s) over 814090 parameters need about 37.6 GiB of "
+            "address space (about 136 MiB per thread for its stack and BLAS buffers, plus the "
+            "model copies and the data), more than this process may map (7.5 GiB, ulimit -v): "
+            "run fewer replicas or threads_per_replica, or raise the limit");
+    }
+    job.parallelism.replicas = 8;
+    CHECK(make_run_plan(job, describe_data(job.data), limited).threads_total == 8);
+    limited.address_space_bytes = 0;  // unlimited: no check
+    job.parallelism.replicas = 256;
+    CHECK(make_run_plan(job, describe_data(job.data), limited).threads_total == 256);
+  }
 }

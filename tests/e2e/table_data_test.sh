@@ -130,7 +130,7 @@ bad bad_only_label.csv "$tmp/bad_only_label.csv: line 1: the header names only t
 bad bad_empty_cell.csv "$tmp/bad_empty_cell.csv: line 3: column \"x2\" is empty"
 bad missing.csv "$tmp/missing.csv: cannot be opened"
 job bad '{"type": "csv", "train": "'$tmp'/cls_train.csv", "test": "'$tmp'/bad_other_header.csv"}' cross_entropy
-expect 2 "$tmp/bad_other_header.csv: line 1: the header (x1,x3,label) differs from the training file's (x1,x2,x3,x4,x5,label)" -- \
+expect 2 "$tmp/bad_other_header.csv: line 1: the header differs from the training file's at column 2: \"x3\" here, \"x2\" there (3 columns here, 6 there)" -- \
   "$troupe" validate "$tmp/bad.json"
 job bad '{"type": "csv", "train": "'$tmp'/cls_train.csv"}' cross_entropy
 expect 2 'data of type csv needs "train" and "test"' -- "$troupe" validate "$tmp/bad.json"

@@ -47,7 +47,7 @@ bad nan.pt '"x" holds non-finite values (first in row 3)'
 bad legacy.pt 'not a readable torch.save file'
 bad random.pt 'not a readable torch.save file'
 bad truncated.pt 'not a readable torch.save file'
-bad short_storage.pt 'tensor x reaches past the bytes stored for it'
+bad short_storage.pt 'storage data/0 declares 2352000 bytes (ByteStorage) but its record holds 235200 bytes'
 bad missing.pt 'cannot open'
 job "$tmp/train.pt" "$tmp/big_label.pt"
 expect 2 "$tmp/big_label.pt: \"y\" holds the label 12, but the training data has 10 classes" -- \

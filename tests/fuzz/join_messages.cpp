@@ -64,13 +64,14 @@ void on_request(const char* bytes, std::size_t size) {
   troupe::join_request req;
   if (!decode(bytes, size, req))
     return;
-  const troupe::join_claim claim{req.version, req.token, req.name, req.threads};
+  // The gatekeeper gave this connection the challenge "c0".
+  const troupe::join_claim claim{req.version, req.proof, req.name, req.threads, "", "c0"};
   troupe::join_terms open{"0.1.0", "", {}, 2};
   troupe::join_terms closed{"0.1.0", "s3cret", {"node-a", "node-b"}, 3};
   troupe::join_refusal(claim, open);
   const auto refusal = troupe::join_refusal(claim, closed);
-  if (refusal.empty() && req.token != "s3cret")
-    troupe::fuzz::fail("a node with the wrong token was let in");
+  if (refusal.empty() && req.proof != troupe::join_proof("s3cret", "c0", req.name))
+    troupe::fuzz::fail("a node without the proof of the token was let in");
 }
 
 void on_reply(const char* bytes, std::size_t size) {

@@ -1,0 +1,169 @@
+// The report page of a suite: its leaderboard, its settings over seeds, each job's state and
+// every job's curves overlaid.
+#include "core/report/page_parts.hpp"
+#include "core/report/report_page.hpp"
+#include "core/report/series.hpp"
+#include "core/report/svg_chart.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace troupe {
+namespace {
+
+std::string mean_std_text(const nlohmann::json& figure, bool percent) {
+  if (!figure.is_object() || !figure.contains("mean") || !figure["mean"].is_number())
+    return "-";
+  const double scale = percent ? 100 : 1;
+  const double mean = figure["mean"].get<double>() * scale;
+  const double std = figure.contains("std") && figure["std"].is_number()
+                         ? figure["std"].get<double>() * scale
+                         : NAN;
+  return percent ? fmt::format("{:.2f}&nbsp;±&nbsp;{:.2f}%", mean, std)
+                 : fmt::format("{}&nbsp;±&nbsp;{}", number_text(mean), number_text(std, 2));
+}
+
+// A leaderboard row's job: linked where the name it states is a job folder of the suite.
+std::string job_cell(const suite_history& s, const nlohmann::json& row) {
+  const auto name = field_text(row, "name");
+  if (!row.contains("name") || !row["name"].is_string())
+    return name;
+  const auto& folder = row["name"].get_ref<const std::string&>();
+  const bool known = std::any_of(s.jobs.begin(), s.jobs.end(),
+                                 [&](const suite_job_history& j) { return j.name == folder; });
+  return known ? fmt::format("<a href=\"{}\">{}</a>", job_href(folder), name) : name;
+}
+
+std::string leaderboard_table(const suite_history& s) {
+  const auto& board = s.leaderboard;
+  if (!board.is_object() || !board.contains("jobs") || !board["jobs"].is_array())
+    return {};
+  std::string out = fmt::format("<h2>Leaderboard</h2><p class=\"note\">ranked by {}</p>",
+                                field_text(board, "ranked_by"));
+  out +=
+      "<table id=\"leaderboard\"><tr><th>rank</th><th>job</th><th>status</th>"
+      "<th>validation acc.</th><th>test acc.</th><th>final train loss</th><th>samples/s</th>"
+      "<th>wall (s)</th></tr>";
+  for (const auto& j : board["jobs"]) {
+    if (!j.is_object())
+      continue;
+    out += fmt::format(
+        "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        field_text(j, "rank"), job_cell(s, j), field_text(j, "status"),
+        percent_text(j.value("validation_accuracy", nlohmann::json())),
+        percent_text(j.value("test_accuracy", nlohmann::json())), field_text(j, "final_train_loss"),
+        field_text(j, "samples_per_s"), field_text(j, "wall_s"));
+  }
+  return out + "</table>";
+}
+
+std::string jobs_text(const nlohmann::json& names) {
+  std::string out;
+  for (const auto& n : names)
+    if (n.is_string())
+      out += (out.empty() ? "" : ", ") + echo(n.get<std::string>());
+  return out;
+}
+
+std::string settings_table(const suite_history& s) {
+  const auto& summary = s.summary;
+  if (!summary.is_object() || !summary.contains("settings") || !summary["settings"].is_array() ||
+      summary["settings"].empty())
+    return {};
+  std::string out =
+      "<h2>Settings over seeds (mean ± standard deviation)</h2><table id=\"settings\"><tr>"
+      "<th>rank</th><th>setting</th><th>jobs</th><th>validation acc.</th><th>test acc.</th>"
+      "<th>final train loss</th><th>samples/s</th></tr>";
+  for (const auto& g : summary["settings"]) {
+    if (!g.is_object())
+      continue;
+    const auto overrides = g.value("overrides", nlohmann::json::object());
+    out += fmt::format(
+        "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        field_text(g, "rank"), echo(overrides.empty() ? "(the base job)" : overrides.dump()),
+        jobs_text(g.value("jobs", nlohmann::json::array())),
+        mean_std_text(g.value("validation_accuracy", nlohmann::json()), true),
+        mean_std_text(g.value("test_accuracy", nlohmann::json()), true),
+        mean_std_text(g.value("final_train_loss", nlohmann::json()), false),
+        mean_std_text(g.value("samples_per_s", nlohmann::json()), false));
+  }
+  return out + "</table>";
+}
+
+std::string jobs_status_table(const suite_history& s) {
+  std::string out =
+      "<h2>Jobs</h2><table id=\"jobs\"><tr><th>job</th><th>status</th><th>step</th>"
+      "<th>loss</th><th>accuracy</th></tr>";
+  for (const auto& j : s.jobs) {
+    std::string status = "not started";
+    std::string step = "-";
+    std::string loss = "-";
+    std::string accuracy = "-";
+    if (j.run) {
+      const auto& h = *j.run;
+      status = h.finished() ? field_text(h.summary, "status") : "running";
+      if (!h.steps.empty()) {
+        step = std::to_string(h.steps.back().step + 1);
+        loss = number_text(h.steps.back().loss);
+      }
+      if (!h.evals.empty())
+        accuracy = fmt::format("{:.2f}%", h.evals.back().accuracy * 100);
+    }
+    out += fmt::format(
+        "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        job_href(j.name), echo(j.name), status, step, loss, accuracy);
+  }
+  return out + "</table>";
+}
+
+std::string overlaid_charts(const suite_history& s) {
+  line_chart loss{"suite_loss", "Train loss per step (smoothed), every job", "step", "loss", {}, {},
+                  true};
+  line_chart accuracy{"suite_accuracy",
+                      "Accuracy per evaluation, every job",
+                      "step",
+                      "accuracy (%)",
+                      {},
+                      {},
+                      false};
+  for (std::size_t k = 0; k < s.jobs.size(); ++k) {
+    if (!s.jobs[k].run)
+      continue;
+    const auto& h = *s.jobs[k].run;
+    loss.series.push_back(
+        {s.jobs[k].name,
+         thinned(smoothed(step_series(h, false, &step_row::loss)), max_chart_points),
+         palette_color(k), false, false});
+    std::vector<chart_point> evals;
+    for (const auto& e : h.evals)
+      evals.push_back({static_cast<double>(e.step), e.accuracy * 100});
+    if (!evals.empty())
+      accuracy.series.push_back(
+          {s.jobs[k].name, thinned(evals, max_chart_points), palette_color(k), false, true});
+  }
+  std::string out = "<h2>Curves</h2>" + render_svg(loss);
+  if (!accuracy.series.empty())
+    out += render_svg(accuracy);
+  return out;
+}
+
+}  // namespace
+
+std::string render_suite_page(const suite_history& s, const page_options& options) {
+  std::string body = "<h1>" + html_escape(s.name) + " (suite)</h1>";
+  if (options.live)
+    body += "<p class=\"live\">Live: this page redraws itself as the suite writes.</p>";
+  body += "<table id=\"facts\">" +
+          row("status", s.summary.is_object() ? field_text(s.summary, "status") : "running") +
+          row("jobs", std::to_string(s.jobs.size())) + "</table>";
+  body += leaderboard_table(s) + settings_table(s) + jobs_status_table(s) + overlaid_charts(s);
+  return page("troupe report: " + s.name, body, options);
+}
+
+}  // namespace troupe

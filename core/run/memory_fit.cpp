@@ -1,0 +1,74 @@
+#include "core/run/memory_fit.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <numeric>
+
+namespace troupe {
+namespace {
+
+constexpr double gib = 1 << 30;
+constexpr double mib = 1 << 20;
+
+// What `troupe run` mapped (VmPeak) training the MLP 784-1024-10 at batch 256 on synthetic data,
+// by replicas of one thread each, on the 2-core development machine: 1.7 GiB with 1, 2.9 with
+// 8, 5.3 with 32, 7.7 with 64, 17.3 with 128, 33.9 with 256. The libraries, LibTorch's and CAF's
+// start-up and malloc's first arenas take the base; past 64 replicas each thread added about
+// 136 MiB: its 8 MiB stack, OpenBLAS's buffer for its calls, its share of malloc's arenas. The
+// estimate errs high (64 replicas: 10.5 GiB estimated), which only matters under `ulimit -v`.
+constexpr double base_bytes = 2 * gib;
+constexpr double per_thread_bytes = 136 * mib;
+
+}  // namespace
+
+double model_state_bytes(const job_config& job, double parameters) {
+  const auto& o = job.optimizer;
+  const double states =
+      o.kind == optimizer_kind::adam ? 2 : (o.momentum > 0 ? 1 : 0);  // Adam: two moments
+  const double copies = job.ensemble.enabled() ? static_cast<double>(job.ensemble.members)
+                                               : static_cast<double>(job.parallelism.replicas);
+  // Each copy: weights, gradients, optimizer state; plus the initial weights all start from.
+  return parameters * 4 * (copies * (2 + states) + 1);
+}
+
+void check_model_fits(const job_config& job, double parameters, const device_inventory& inventory) {
+  const double bytes = model_state_bytes(job, parameters);
+  if (inventory.memory_bytes <= 0 || bytes <= inventory.memory_bytes)
+    return;
+  const double copies = job.ensemble.enabled() ? static_cast<double>(job.ensemble.members)
+                                               : static_cast<double>(job.parallelism.replicas);
+  throw job_error({fmt::format(
+      "/model: {:.0f} parameters: their weights, gradients and optimizer state for {:.0f} model "
+      "copies need {:.1f} GiB, more than this machine's {:.1f} GiB",
+      parameters, copies, bytes / gib, inventory.memory_bytes / gib)});
+}
+
+double address_space_bytes(const job_config& job, double parameters, const data_facts& data,
+                           int64_t threads) {
+  const auto row = std::accumulate(data.row_shape.begin(), data.row_shape.end(), int64_t{1},
+                                   std::multiplies<>());
+  const double rows = static_cast<double>(data.train_rows + data.validation_rows + data.test_rows);
+  return base_bytes + static_cast<double>(threads) * per_thread_bytes +
+         model_state_bytes(job, parameters) + rows * static_cast<double>(row) * 4;
+}
+
+void check_address_space(const job_config& job, double parameters, const data_facts& data,
+                         int64_t threads, const device_inventory& inventory) {
+  if (inventory.address_space_bytes <= 0)
+    return;
+  const double needed = address_space_bytes(job, parameters, data, threads);
+  if (needed <= inventory.address_space_bytes)
+    return;
+  throw job_error({fmt::format(
+      "/parallelism: {} compute thread(s) over {:.0f} parameters need about {:.1f} GiB of address "
+      "space (about {:.0f} MiB per thread for its stack and BLAS buffers, plus the model copies "
+      "and the data), more than this process may map ({:.1f} GiB, ulimit -v): run fewer "
+      "replicas or threads_per_replica, or raise the limit",
+      threads, parameters, needed / gib, per_thread_bytes / mib,
+      inventory.address_space_bytes / gib)});
+}
+
+}  // namespace troupe

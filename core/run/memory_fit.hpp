@@ -1,0 +1,35 @@
+// What a run will hold in memory, held against the machine before anything is built: the
+// physical memory its model copies take, and the address space the whole process maps, which
+// `ulimit -v` (RLIMIT_AS) may bound. A run past that limit did not fail cleanly: 256 replicas
+// under `ulimit -v 8000000` took 20 steps, then some 250 threads livelocked inside OpenBLAS's
+// buffer allocation, whose mapping failed (issue 39, row 3). Refused at plan time instead.
+//
+// Thread safety: pure functions of their inputs.
+#pragma once
+
+#include "core/config/job_config.hpp"
+#include "core/data/data_source.hpp"
+#include "core/device/device_plan.hpp"
+
+#include <cstdint>
+
+namespace troupe {
+
+/// Weights, gradients and optimizer state of every model copy the run holds, and the initial
+/// weights they start from, in bytes.
+double model_state_bytes(const job_config& job, double parameters);
+
+/// Throws job_error when model_state_bytes exceeds the machine's physical memory.
+void check_model_fits(const job_config& job, double parameters, const device_inventory& inventory);
+
+/// The address space a process running `threads` compute threads over `parameters` and `data`
+/// maps, estimated from what `troupe run` was measured to map (memory_fit.cpp).
+double address_space_bytes(const job_config& job, double parameters, const data_facts& data,
+                           int64_t threads);
+
+/// Throws job_error when the estimate exceeds the process's address-space limit
+/// (inventory.address_space_bytes; 0: no limit, no check).
+void check_address_space(const job_config& job, double parameters, const data_facts& data,
+                         int64_t threads, const device_inventory& inventory);
+
+}  // namespace troupe

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The disk filling up under a run (issue 39, row 2), on a 16 MB tmpfs in a mount namespace of its
+# own: a run that checkpoints, with the rest of the disk taken while it trains, and a run whose
+# metrics fill the disk. Each must end with exit 1 and a summary.json that says the disk is full
+# (the run folder keeps a reserve for it), metrics.jsonl must hold whole records only, and no
+# temporary (.tmp-step-*, *.tmp.PID) may be left. Before: the process aborted (134) with no
+# summary and a record cut in two.
+# Skipped (77) where no mount namespace can be made (unshare -m needs root, unshare -rm user
+# namespaces); under CI (CI=true) that is a failure instead.
+#   disk_full_test.sh PATH/TO/troupe
+set -uo pipefail
+troupe=$1
+if [ "${TROUPE_IN_MOUNTNS:-}" != 1 ]; then
+  for flags in -m -rm; do
+    if unshare $flags true 2>/dev/null; then
+      TROUPE_IN_MOUNTNS=1 exec unshare $flags bash "$0" "$@"
+    fi
+  done
+  echo "no mount namespace here (unshare -m needs root, unshare -rm user namespaces)"
+  [ "${CI:-}" = true ] && exit 1
+  exit 77
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../lib/harness.sh"
+disk="$tmp/disk"
+mkdir -p "$disk"
+if ! mount -t tmpfs -o size=16m tmpfs "$disk"; then
+  echo "cannot mount a tmpfs in the namespace"
+  [ "${CI:-}" = true ] && exit 1
+  exit 77
+fi
+
+cat >"$tmp/job.json" <<'JSON'
+{"name": "full", "seed": 1, "model": {"type": "mlp", "hidden": [256]},
+ "data": {"type": "synthetic", "train_samples": 2048, "test_samples": 256},
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+ "training": {"steps": 1500, "batch_size": 32, "eval_interval": 0},
+ "parallelism": {"policy": "sync", "replicas": 2, "threads_per_replica": 1},
+ "faults": {"slow_worker": 0, "slow_ms": 5}}
+JSON
+
+# full_and_whole WHAT DIR STATUS: exit 1, the summary naming the full disk, whole records, no
+# temporaries.
+full_and_whole() {
+  local what=$1 dir=$2 status=$3
+  [ "$status" -eq 1 ] && pass || fail "$what: exit $status, expected 1: $(tail -3 "$tmp/$what.log")"
+  /usr/bin/python3 - "$dir" <<'PY' && pass || fail "$what: the summary or the records"
+import json, sys
+folder = sys.argv[1]
+s = json.load(open(folder + "/summary.json"))
+ok = s["status"] == "failed" and "No space left on device" in s["error"]
+for number, line in enumerate(open(folder + "/metrics.jsonl", "rb"), 1):
+    if not line.endswith(b"\n"):
+        print(f"metrics.jsonl line {number} is cut: {line[-80:]!r}")
+        ok = False
+    json.loads(line)
+print("summary error:", s.get("error"))
+sys.exit(0 if ok else 1)
+PY
+  local left
+  left=$(find "$dir" -name '.tmp-step-*' -o -name '*.tmp.*')
+  [ -z "$left" ] && pass || fail "$what: temporaries left: $left"
+}
+
+# A run that checkpoints; once it has one, the rest of the disk is taken.
+start ckpt "$troupe" run "$tmp/job.json" --set checkpoint.every_steps=20 --set checkpoint.keep=2 \
+  --out "$disk/ckpt" --quiet
+pid=$last_pid
+for _ in $(seq 300); do [ -d "$disk/ckpt/checkpoints/step-19" ] && break; sleep 0.1; done
+[ -d "$disk/ckpt/checkpoints/step-19" ] && pass || fail "no first checkpoint: $(tail -3 "$tmp/ckpt.log")"
+fallocate -l "$(($(df --output=avail -B1 "$disk" | tail -1) - 4096))" "$disk/filler" 2>/dev/null ||
+  dd if=/dev/zero of="$disk/filler" bs=64k 2>/dev/null
+finish $pid 120
+full_and_whole ckpt "$disk/ckpt" $status
+grep -qF "continue it with: troupe run --resume $disk/ckpt" "$tmp/ckpt.log" && pass ||
+  fail "no resume hint: $(tail -3 "$tmp/ckpt.log")"
+# With room again, the run continues from its last checkpoint to the end.
+rm -f "$disk/filler"
+expect 0 "succeeded: 1500 steps" -- "$troupe" run --resume "$disk/ckpt" --quiet
+
+# Metrics that fill the disk (no checkpoints): 300 KB left.
+rm -rf "$disk/ckpt"
+fallocate -l "$(($(df --output=avail -B1 "$disk" | tail -1) - 300 * 1024))" "$disk/filler"
+start metrics "$troupe" run "$tmp/job.json" --out "$disk/metrics" --quiet \
+  --set training.steps=200000 --set faults=null
+finish $last_pid 120
+full_and_whole metrics "$disk/metrics" $status
+
+umount "$disk"
+report disk_full_test
