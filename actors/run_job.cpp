@@ -6,7 +6,7 @@
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/train/replica_engine.hpp"
-#include "core/train/run_ensemble.hpp"
+#include "core/run/run_ensemble.hpp"
 
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "actors/trusted_nodes.hpp"
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "messages/cluster.hpp"
 
 #include <caf/actor.hpp>

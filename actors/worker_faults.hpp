@@ -1,9 +1,9 @@
-// The test hooks of `faults` (core/config/job_config.hpp), shared by every kind of worker: a
+// The test hooks of `faults` (core/job/job_config.hpp), shared by every kind of worker: a
 // real LibTorch error (a shape mismatch), so that an injected failure travels the same path as
 // any exception inside LibTorch, and a straggler's sleep.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <ATen/ATen.h>
 

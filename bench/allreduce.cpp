@@ -23,7 +23,7 @@
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
 #include "core/collective/socket_ring.hpp"
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

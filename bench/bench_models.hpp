@@ -1,7 +1,7 @@
 // The built-in networks the benchmarks train, by the name their --model option takes.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <string>
 

@@ -12,6 +12,7 @@
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/pipeline/pipeline_schedule.hpp"
 #include "core/run/allocator_settings.hpp"
 
 #include <ATen/ATen.h>

@@ -3,7 +3,7 @@
 // `steps` steps after `warmup` untimed ones.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/model/network.hpp"

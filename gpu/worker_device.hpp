@@ -10,7 +10,7 @@
 // Thread safety: construct and use on the worker's own thread (streams are per thread).
 #pragma once
 
-#include "core/device/device_spec.hpp"
+#include "core/job/device_spec.hpp"
 #include "core/device/device_transfer.hpp"
 
 #include <memory>

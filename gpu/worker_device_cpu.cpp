@@ -7,7 +7,7 @@ namespace {
 
 [[noreturn]] void unavailable(const std::string& who, const std::string& what) {
   throw gpu_unavailable(who + ": " + what +
-                        " needs CUDA, and this build of troupe has none (README: GPUs)");
+                        " needs CUDA, and this build of troupe has none (docs/gpus.md)");
 }
 
 }  // namespace

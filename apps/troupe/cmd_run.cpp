@@ -1,6 +1,6 @@
 // `troupe run JOB.json` and `troupe coordinator`: validates the job and plans it (nothing is
 // written when either fails: exit 2), prepares the run folder, loads the data, runs the plan
-// through run_job and writes what the run leaves (see core/io/run_directory.hpp).
+// through run_job and writes what the run leaves (see core/run/run_directory.hpp).
 #include "actors/run_job.hpp"
 #include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/commands.hpp"
@@ -14,7 +14,7 @@
 #include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
-#include "core/io/run_directory.hpp"
+#include "core/run/run_directory.hpp"
 #include "core/model/network.hpp"
 #include "core/run/disk_fit.hpp"
 

@@ -16,7 +16,7 @@
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
-#include "core/io/run_directory.hpp"
+#include "core/run/run_directory.hpp"
 #include "core/run/run_plan.hpp"
 #include "core/suite/suite_results.hpp"
 

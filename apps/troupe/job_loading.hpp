@@ -2,7 +2,7 @@
 #pragma once
 
 #include "apps/troupe/commands.hpp"
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <nlohmann/json.hpp>
 

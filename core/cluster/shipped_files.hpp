@@ -8,7 +8,7 @@
 #pragma once
 
 #include "core/checkpoint/sha256.hpp"
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <cstdint>
 #include <cstdio>

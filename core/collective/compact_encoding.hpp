@@ -21,7 +21,7 @@
 // Thread safety: the functions are pure; an error_feedback is owned by one actor.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <ATen/core/Tensor.h>
 

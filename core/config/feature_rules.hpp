@@ -5,7 +5,7 @@
 // shape: a JSON path, what is wrong, and the value.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <cstdint>
 #include <string>

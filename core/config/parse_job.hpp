@@ -3,7 +3,7 @@
 // parse_job(to_json(c)) gives c again.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "core/config/parse_run_sections.hpp"
 
-#include "core/device/device_spec.hpp"
+#include "core/job/device_spec.hpp"
 
 #include <cmath>
 #include <cstdint>

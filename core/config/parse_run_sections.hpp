@@ -3,7 +3,7 @@
 // the rest; each reports its problems into the reader's list.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/config/json_fields.hpp"
 
 namespace troupe {

@@ -4,7 +4,7 @@
 // must match them.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/data/dataset.hpp"
 #include "core/data/targets.hpp"
 

@@ -3,7 +3,7 @@
 // normalized ones lose 12 points of accuracy with no error to say why.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <nlohmann/json.hpp>
 

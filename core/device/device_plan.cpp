@@ -27,7 +27,7 @@ device_plan make_device_plan(const job_config& job, const device_inventory& inve
   if (!inventory.cuda_built)
     throw job_error({"/device: asks for " + asked +
                      ", but this build of troupe has no CUDA: it was built against a CPU-only "
-                     "LibTorch or without NCCL (README: GPUs)"});
+                     "LibTorch or without NCCL (docs/gpus.md)"});
   if (inventory.cuda_devices <= 0)
     throw job_error({"/device: asks for " + asked +
                      ", but no CUDA device is visible to this process (check the driver and "

@@ -7,7 +7,7 @@
 // Thread safety: none; one thread drives it.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/ensemble/stacked_model.hpp"

@@ -5,7 +5,7 @@
 // pipeline split cuts this list into consecutive slices without renaming anything.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <torch/nn/modules/container/sequential.h>
 

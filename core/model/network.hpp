@@ -12,7 +12,7 @@
 // worker, so no two workers share a parameter).
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
 

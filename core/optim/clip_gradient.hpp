@@ -3,7 +3,7 @@
 // replica clips the same sum identically), or a stacked ensemble's per-member slices.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <ATen/core/Tensor.h>
 

@@ -6,7 +6,7 @@
 // Thread safety: none; it belongs to the engine that owns the model.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/model/flat_parameters.hpp"
 
 #include <torch/optim/optimizer.h>

@@ -5,7 +5,7 @@
 // LinearLR warm-up chained before the first two by SequentialLR.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <cstdint>
 

@@ -3,7 +3,7 @@
 // gradient stay bit-identical (the DDP arrangement: no optimizer state crosses an actor).
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <torch/optim/optimizer.h>
 

@@ -9,15 +9,13 @@
 // Both flush at the end of the step: the optimizer steps once, after every backward.
 #pragma once
 
+#include "core/job/job_config.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace troupe {
-
-enum class pipeline_schedule_kind { gpipe, one_f_one_b };
-
-const char* to_string(pipeline_schedule_kind kind);
 
 struct pipeline_op {
   enum class kind { forward, backward };

@@ -6,7 +6,7 @@
 // Thread safety: immutable after construction; shared read-only by all actors of a run.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/policy/step_rules.hpp"
 
 #include <cstdint>

@@ -12,7 +12,7 @@
 // Thread safety: none; each strategy is owned by one run driver.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/policy/step_rules.hpp"
 
 #include <cstdint>

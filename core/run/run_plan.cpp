@@ -7,6 +7,7 @@
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
 #include "core/optim/lr_schedule.hpp"
+#include "core/pipeline/pipeline_schedule.hpp"
 #include "core/run/memory_fit.hpp"
 
 #include <ATen/ATen.h>

@@ -7,7 +7,7 @@
 // Thread safety: immutable once made; shared read-only by every actor of a run.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/data/data_source.hpp"
 #include "core/device/device_plan.hpp"
 #include "core/model/model_builder.hpp"

@@ -7,7 +7,7 @@
 // time). Every expanded job is validated like a job file.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/suite/placement.hpp"
 
 #include <nlohmann/json.hpp>

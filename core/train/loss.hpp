@@ -2,7 +2,7 @@
 // that every engine (replicas, pipeline stages) computes them from, so that they cannot differ.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <ATen/core/Tensor.h>
 

@@ -5,7 +5,7 @@
 // Thread safety: none. All calls must come from one thread at a time (the owning actor's).
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/device/device_transfer.hpp"

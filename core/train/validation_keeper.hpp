@@ -7,7 +7,7 @@
 // Thread safety: none; owned by the run driver (or the ensemble loop).
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "actors/run_job.hpp"
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/data/data_source.hpp"
 
 #include <memory>

@@ -91,7 +91,7 @@ TEST_SUITE("device") {
   TEST_CASE("a CPU build refuses CUDA at plan time, saying why") {
     CHECK(plan_error(replicas_job(1, "cuda:0"), cpu_build) ==
           "/device: asks for cuda:0, but this build of troupe has no CUDA: it was built against "
-          "a CPU-only LibTorch or without NCCL (README: GPUs)");
+          "a CPU-only LibTorch or without NCCL (docs/gpus.md)");
     CHECK(plan_error(replicas_job(1, "cuda"), no_gpu).find("no CUDA device is visible") !=
           std::string::npos);
     CHECK(plan_error(replicas_job(1, "cpu"), cpu_build).empty());

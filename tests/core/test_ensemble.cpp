@@ -8,7 +8,7 @@
 #include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
 #include "core/train/replica_engine.hpp"
-#include "core/train/run_ensemble.hpp"
+#include "core/run/run_ensemble.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>

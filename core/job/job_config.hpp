@@ -1,10 +1,11 @@
-// The job file as typed values. parse_job() (parse_job.hpp) fills these from JSON, checking every
+// The job file as typed values: the vocabulary every folder of core/ may use (enums and plain
+// structs, nothing that reads files or builds anything), which is why it sits in core/job/, below
+// everything else. parse_job() (core/config/parse_job.hpp) fills these from JSON, checking every
 // key; to_json() writes them back with every default filled in, which is what a run records as
-// its resolved job.json. Defaults live here, once; README.md documents each key.
+// its resolved job.json. Defaults live here, once; docs/job-file.md documents each key.
 #pragma once
 
-#include "core/device/device_spec.hpp"
-#include "core/pipeline/pipeline_schedule.hpp"
+#include "core/job/device_spec.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -14,6 +15,8 @@
 namespace troupe {
 
 enum class model_kind { mlp, cnn, torchscript };
+/// How a pipeline orders its stages' forwards and backwards (core/pipeline/pipeline_schedule).
+enum class pipeline_schedule_kind { gpipe, one_f_one_b };
 enum class activation_kind { relu, tanh, gelu };
 
 struct model_config {
@@ -280,6 +283,7 @@ struct job_config {
 };
 
 const char* to_string(model_kind x);
+const char* to_string(pipeline_schedule_kind kind);
 const char* to_string(activation_kind x);
 const char* to_string(data_kind x);
 const char* to_string(optimizer_kind x);

@@ -1,4 +1,4 @@
-#include "core/io/run_directory.hpp"
+#include "core/run/run_directory.hpp"
 
 #include "core/config/parse_job.hpp"
 #include "core/data/preprocessing.hpp"

@@ -1,4 +1,4 @@
-#include "core/train/run_ensemble.hpp"
+#include "core/run/run_ensemble.hpp"
 
 #include "core/checkpoint/checkpoint_schedule.hpp"
 #include "core/checkpoint/checkpoint_writer.hpp"

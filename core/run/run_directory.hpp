@@ -6,7 +6,7 @@
 // (.summary-space, 256 KiB) from the start, given up just before the summary is written.
 #pragma once
 
-#include "core/config/job_config.hpp"
+#include "core/job/job_config.hpp"
 #include "core/train/run_report.hpp"
 
 #include <string>

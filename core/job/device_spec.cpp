@@ -1,4 +1,4 @@
-#include "core/device/device_spec.hpp"
+#include "core/job/device_spec.hpp"
 
 #include <ostream>
 
