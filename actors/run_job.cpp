@@ -1,12 +1,12 @@
 #include "actors/run_job.hpp"
 
-#include "actors/run_cluster.hpp"
-#include "actors/run_driver.hpp"
-#include "actors/system_config.hpp"
+#include "actors/cluster/run_cluster.hpp"
+#include "actors/cluster/system_config.hpp"
+#include "actors/driver/run_driver.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
-#include "core/train/replica_engine.hpp"
 #include "core/run/run_ensemble.hpp"
+#include "core/train/replica_engine.hpp"
 
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
@@ -54,33 +54,6 @@ run_report run_in_process(const run_plan& plan, dataset_ptr data, const run_opti
 }
 
 }  // namespace
-
-run_report await_report(caf::actor_system& system, const run_driver_actor& driver) {
-  run_report report;
-  caf::scoped_actor self{system};
-  self->monitor(driver);
-  self->send(driver, run_atom_v);
-  bool done = false;
-  while (!done) {
-    // The driver always answers; the down_msg covers it dying without an answer.
-    self->receive(
-        [&](run_report& r) {
-          report = std::move(r);
-          done = true;
-        },
-        [&](caf::down_msg& msg) {
-          report.status = run_status::failed;
-          report.error = "coordinator stopped: " + system.render(msg.reason);
-          done = true;
-        },
-        [&](caf::error& err) {
-          report.status = run_status::failed;
-          report.error = "coordinator: " + system.render(err);
-          done = true;
-        });
-  }
-  return report;
-}
 
 run_report run_job(const run_plan& plan, dataset_ptr data, const run_options& options) {
   check_data_matches(plan.data, *data, plan.job.data);

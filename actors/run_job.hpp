@@ -22,7 +22,4 @@ run_report run_job(const run_plan& plan, dataset_ptr data, const run_options& op
 /// (tests, benchmarks, examples). Throws job_error where make_run_plan does.
 run_report plan_and_run(const job_config& job, dataset_ptr data, const run_options& options = {});
 
-/// Sends a spawned driver the run request and waits for its report (a failed one if it dies).
-run_report await_report(caf::actor_system& system, const run_driver_actor& driver);
-
 }  // namespace troupe

@@ -1,4 +1,4 @@
-// All-reduce between processes on one host: troupe's ring (actors/ring_exchange.hpp over CAF's
+// All-reduce between processes on one host: troupe's ring (actors/exchange/ring_exchange.hpp over CAF's
 // middleman on loopback, the path sync training takes between hosts) or its shared-memory
 // segment (core/collective/host_reduction.hpp, the path node processes on one host take), or
 // the socket ring (core/collective/socket_ring.hpp: plain TCP between ring neighbours), on
@@ -8,7 +8,7 @@
 //                   [--window 8] [--tls] [--transport ring|tcp|shm]
 //
 // Forks `ranks` processes (before any actor system or LibTorch thread exists). Ring: each
-// publishes a ring member on 127.0.0.1 through actors/guarded_links (as troupe's nodes do: with
+// publishes a ring member on 127.0.0.1 through actors/links/guarded_links (as troupe's nodes do: with
 // --tls over mutual TLS, with certificates of a CA made for this run) and connects to its
 // successor's. Shm: this process creates one segment per size (and one for the barrier), each
 // rank opens them. Then, per size: a barrier (an all-reduce of one element), then one timed
@@ -16,9 +16,9 @@
 // JSON object: per size the median time of rank 0, the algorithm bandwidth bytes / time and the
 // bus bandwidth 2(N - 1)/N x bytes / time (what each link carries, comparable across N), in
 // GB/s (1e9 bytes).
-#include "actors/guarded_links.hpp"
-#include "actors/ring_exchange.hpp"
-#include "actors/system_config.hpp"
+#include "actors/links/guarded_links.hpp"
+#include "actors/exchange/ring_exchange.hpp"
+#include "actors/cluster/system_config.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
@@ -239,7 +239,7 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   // have chunks queued for its successor, and every rank reporting means none is waiting. The
   // actor system's shutdown is skipped: in CAF 0.17 it waits for every detached actor's thread,
   // and a member that a peer's connection still references was seen to keep that wait going
-  // forever (actors/run_node.cpp has the same guard).
+  // forever (actors/cluster/run_node.cpp has the same guard).
   write_line(to_parent, report.dump());
   read_line(from_parent);
   std::fflush(nullptr);

@@ -11,7 +11,7 @@ three times and bench/allreduce_gloo.py (the reference):
                (core/collective/host_reduction.hpp; what `troupe run --local-nodes` uses)
   troupe_tcp   the socket ring (core/collective/socket_ring.hpp): plain TCP between ring
                neighbours, the data plane for nodes on different hosts
-  troupe_ring  the ring of actors/ring_exchange.hpp over CAF on loopback TCP (what nodes on
+  troupe_ring  the ring of actors/exchange/ring_exchange.hpp over CAF on loopback TCP (what nodes on
                different hosts use today; --tls: over mutual TLS, which gloo never uses)
   gloo         torch.distributed with the gloo backend on loopback TCP
 --repeats R alternates the three R times and keeps each figure's median. Prints JSON: per

@@ -2,7 +2,7 @@
 
 add_library(troupe_options INTERFACE)
 # Exported with the libraries (as troupe::options, see cmake/install.cmake) for what a user's
-# code needs too: the include root, TROUPE_VERSION (actors/run_node.hpp), TROUPE_WITH_CUDA and the
+# code needs too: the include root, TROUPE_VERSION (actors/cluster/run_node.hpp), TROUPE_WITH_CUDA and the
 # sanitizer flags the archives were built with. Our warnings stay ours (BUILD_INTERFACE).
 set_target_properties(troupe_options PROPERTIES EXPORT_NAME options)
 target_compile_options(troupe_options INTERFACE $<BUILD_INTERFACE:-Wall;-Wextra>)

@@ -1,5 +1,5 @@
 // The messages of a run that carries on when a node is lost (cluster.on_node_loss "continue";
-// actors/driver_membership.cpp runs the protocol, core/policy/membership and regroup_round
+// actors/driver/driver_membership.cpp runs the protocol, core/policy/membership and regroup_round
 // decide).
 //
 // a regroup, after a node was lost or before replacements join (at a step boundary):

@@ -1,5 +1,5 @@
 // Every type and atom that crosses an actor boundary, in one CAF type-ID block. Register it
-// with cfg.add_message_types<caf::id_block::troupe>() (actors/system_config does).
+// with cfg.add_message_types<caf::id_block::troupe>() (actors/cluster/system_config does).
 #pragma once
 
 #include "core/train/run_report.hpp"

@@ -8,7 +8,7 @@ set -euo pipefail
 # reference implementation unless an optimized one is installed; the OpenMP build of OpenBLAS
 # takes over that alternative and honours each actor thread's at::set_num_threads.
 # libssl-dev: mutual TLS between troupe processes and `troupe certs` (OpenSSL's libssl and
-# libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/tls_session.hpp).
+# libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/links/tls_session.hpp).
 # libcsv-dev: data.type csv (core/data/csv_table).
 # dpkg-dev and file: `cpack -G DEB` finds the program's Depends with dpkg-shlibdeps, on the files
 # `file` says are ELF (tests/e2e/install_test.sh makes the packages).

@@ -2,7 +2,7 @@
 // token and TLS rules, and the node processes of a local cluster.
 #pragma once
 
-#include "actors/run_cluster.hpp"
+#include "actors/cluster/run_cluster.hpp"
 #include "apps/troupe/child_process.hpp"
 #include "apps/troupe/commands.hpp"
 

@@ -1,5 +1,5 @@
 // `troupe node --join HOST:PORT`: joins a coordinator and trains the replicas it places here.
-#include "actors/run_node.hpp"
+#include "actors/cluster/run_node.hpp"
 #include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"

@@ -2,7 +2,7 @@
 // own, and for each process a key and a certificate the CA signed, whose subject (CN) is the
 // process's name. Connections between troupe processes are mutual TLS: each side presents its
 // certificate and accepts only peers whose certificate the same CA signed
-// (actors/tls_session.hpp).
+// (actors/links/tls_session.hpp).
 //
 // Layout of a certificate directory (`troupe certs init DIR`, `troupe certs issue DIR NAME`):
 //   DIR/ca.pem     the CA's certificate: every process needs it

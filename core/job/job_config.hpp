@@ -220,7 +220,7 @@ struct cluster_config {
   /// No step completed for this long ends the run, naming the silent workers
   /// (core/policy/step_watch.hpp); 0: derived from the run's own step times.
   double step_timeout_s = 0;
-  /// What losing a node does (actors/driver_membership.cpp).
+  /// What losing a node does (actors/driver/driver_membership.cpp).
   node_loss_policy on_node_loss = node_loss_policy::fail;
   /// carry_on: with fewer live nodes the run waits for replacements...
   int64_t min_nodes = 1;

@@ -1,6 +1,6 @@
 // The compute of one data-parallel replica, free of any actor code: a model whose parameters
 // and gradients live in flat buffers, its optimizer, and its view of the data. A replica worker
-// actor (actors/replica_worker) drives it; tests and benchmarks can drive it directly.
+// actor (actors/workers/replica_worker) drives it; tests and benchmarks can drive it directly.
 //
 // Thread safety: none. All calls must come from one thread at a time (the owning actor's).
 #pragma once

@@ -1,6 +1,6 @@
 // The compute of one pipeline stage, free of any actor code: a consecutive slice of the model's
 // layers (with their PyTorch names), its flat parameters and optimizer, and the activations it
-// holds between a micro-batch's forward and backward. A stage actor (actors/stage_worker)
+// holds between a micro-batch's forward and backward. A stage actor (actors/workers/stage_worker)
 // executes its schedule through it; tests and benchmarks can drive it directly.
 //
 // Micro-batch m's loss is scaled by its rows / the global batch before backward, so the

@@ -1,10 +1,10 @@
-// A replica's socket ring on a thread of its own (actors/ring_runner): sums reported through
+// A replica's socket ring on a thread of its own (actors/exchange/ring_runner): sums reported through
 // the callback, round after round; a broken ring reported with its cause; a runner destroyed
 // while its sum waits returns at once and reports nothing. A node's places in the ring
-// (actors/socket_ring_places): formed in three steps, each rank's ring taken once, places that
+// (actors/exchange/socket_ring_places): formed in three steps, each rank's ring taken once, places that
 // do not fit refused.
-#include "actors/ring_runner.hpp"
-#include "actors/socket_ring_places.hpp"
+#include "actors/exchange/ring_runner.hpp"
+#include "actors/exchange/socket_ring_places.hpp"
 
 #include "../core/socket_ring_helpers.hpp"
 

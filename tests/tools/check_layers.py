@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """The layers of the source tree hold: dependencies point one way (apps -> actors -> messages ->
-core), core/ includes nothing above it (actors/, messages/, apps/, gpu/) and no CAF header, and
-no two folders of core/ include each other, directly or around a loop. Prints each include that
-breaks a rule, with the loop it closes, and exits 1; prints the folder order and exits 0 when
-all hold.
+core), core/ includes nothing above it (actors/, messages/, apps/, gpu/) and no CAF header, no two
+folders of core/ include each other, directly or around a loop, and the folders of actors/ keep
+their order (links, exchange, workers, driver, cluster, then actors/run_job: each includes only
+those before it; actors/FOLDER/README.md says what lives there). Prints each include that breaks
+a rule, with the loop it closes, and exits 1; prints the folder order and exits 0 when all hold.
   check_layers.py REPOSITORY_ROOT
 """
 import os
@@ -43,6 +44,31 @@ for directory, _, files in os.walk(os.path.join(root, "core")):
                 dest = parts[1] if len(parts) > 2 else "core"
                 if dest != source and "core" not in (source, dest):
                     edges.setdefault(source, {}).setdefault(dest, f"{where} includes {target}")
+
+# actors/: each folder includes only the folders before it.
+actor_order = ["links", "exchange", "workers", "driver", "cluster", ""]  # "": actors/ itself
+for directory, _, files in os.walk(os.path.join(root, "actors")):
+    folder = os.path.relpath(directory, os.path.join(root, "actors"))
+    folder = "" if folder == "." else folder.split(os.sep)[0]
+    if folder not in actor_order:
+        problems.append(f"actors/{folder}/: a folder the layers do not know; add it to "
+                        "tests/tools/check_layers.py's order and give it a README.md")
+        continue
+    for name in sorted(files):
+        if not name.endswith((".cpp", ".hpp")):
+            continue
+        path = os.path.join(directory, name)
+        for number, line in enumerate(open(path, errors="replace"), 1):
+            m = include.search(line)
+            if not m or not m.group(1).startswith("actors/"):
+                continue
+            parts = m.group(1).split("/")
+            dest = parts[1] if len(parts) > 2 else ""
+            if actor_order.index(dest) > actor_order.index(folder):
+                problems.append(f"{os.path.relpath(path, root)}:{number} includes {m.group(1)}: "
+                                f"actors/{folder or ''} may include only "
+                                + (", ".join(f"actors/{f}/" for f in actor_order[:actor_order.index(folder)])
+                                   or "no other folder of actors/"))
 
 # Loops: a depth-first walk; a back edge closes a cycle, reported with the includes along it.
 state, stack = {}, []

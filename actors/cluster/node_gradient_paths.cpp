@@ -1,0 +1,124 @@
+// Where a node's replicas will sum their sync gradients, settled with the coordinator before
+// any of them starts: the shared-memory segment of this host's nodes, or this node's places in
+// the socket ring (formed again at every regroup of a run that carries on). The segment goes
+// into the context the replicas are started with; the places are there from the job on.
+#include "actors/cluster/node_agent_state.hpp"
+
+#include "core/collective/host_reduction.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+
+namespace troupe {
+namespace {
+
+// How long a node waits for a socket ring neighbour's connection (they are all up by then).
+constexpr double socket_ring_timeout_s = 10;
+
+// Only the coordinator prepares, and only between the job and the first replica: the error
+// to answer otherwise (none: go on). A run that carries on without lost nodes forms its socket
+// ring again at every regroup (`reforms`).
+caf::error refuse_unless_preparing(agent_actor* self, const std::string& what,
+                                   bool reforms = false) {
+  const auto& st = self->state;
+  if (!sender_trusted(self, st.trusted.get()) || !st.context)
+    return caf::make_error(caf::sec::invalid_argument, "no " + what + " before the job");
+  if (!st.workers.empty() && !(reforms && st.context->plan->job.cluster.carries_on()))
+    return caf::make_error(caf::sec::invalid_argument,
+                           "no " + what + " once the replicas have started");
+  return {};
+}
+
+// The coordinator forms the socket ring (messages/cluster.hpp, ring_places): listen, connect,
+// join, each step on every node before the next. `step` runs one on this node's places and
+// answers with the places (after listening, with this node's ports), or with the error;
+// close_ring_places drops them (the ring then runs over actors).
+template <class Step>
+caf::result<ring_places> on_ring_places(agent_actor* self, Step&& step) {
+  auto& st = self->state;
+  if (auto refused = refuse_unless_preparing(self, "socket ring", true))
+    return refused;
+  if (!st.context->socket_rings)
+    return caf::make_error(caf::sec::invalid_argument,
+                           "this node's replicas sum no gradients over a ring");
+  try {
+    return step(*st.context->socket_rings);
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, e.what());
+  }
+}
+
+}  // namespace
+
+caf::result<caf::ok_atom> open_segment(agent_actor* self, const std::string& name, uint64_t nonce,
+                                       bool create) {
+  auto& st = self->state;
+  if (auto refused = refuse_unless_preparing(self, "shared memory"))
+    return refused;
+  const auto& plan = *st.context->plan;
+  const host_segment_spec spec{name, plan.job.parallelism.replicas, plan.model.flat_size(), nonce};
+  try {
+    auto context = std::make_shared<worker_context>(*st.context);
+    context->host = create ? host_reduction::create(spec) : host_reduction::open(spec);
+    context->host->set_spin(barrier_spin(plan));
+    st.context = std::move(context);
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, e.what());
+  }
+  return caf::ok_atom_v;
+}
+
+caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep) {
+  auto& st = self->state;
+  if (auto refused = refuse_unless_preparing(self, "shared memory"))
+    return refused;
+  if (!st.context->host)
+    return caf::ok_atom_v;
+  st.context->host->unlink();
+  if (!keep) {
+    auto context = std::make_shared<worker_context>(*st.context);
+    context->host.reset();
+    st.context = std::move(context);
+  }
+  return caf::ok_atom_v;
+}
+
+caf::result<ring_places> open_ring_places(agent_actor* self, ring_places places) {
+  return on_ring_places(self, [&](socket_ring_places& p) {
+    const auto& faults = self->state.context->plan->job.faults;
+    if (faults.refuse_socket_ring)
+      throw ring_link_error("refused to listen (faults.refuse_socket_ring)");
+    if (faults.refuse_ring_reform && places.epoch > 0)
+      throw ring_link_error("refused to listen again (faults.refuse_ring_reform)");
+    places.ports = p.open(places.epoch, places.ranks, self->state.peer_host);
+    return places;
+  });
+}
+
+caf::result<ring_places> connect_ring_places(agent_actor* self, const ring_places& places) {
+  return on_ring_places(self, [&](socket_ring_places& p) {
+    p.connect(places, socket_ring_timeout_s);
+    return places;
+  });
+}
+
+caf::result<ring_places> join_ring_places(agent_actor* self, const ring_places& places) {
+  return on_ring_places(self, [&](socket_ring_places& p) {
+    const auto& plan = *self->state.context->plan;
+    p.join(places, plan.ring_bucket_elements, plan.job.cluster.ring_window, socket_ring_timeout_s);
+    return places;
+  });
+}
+
+caf::result<caf::ok_atom> close_ring_places(agent_actor* self) {
+  auto& st = self->state;
+  if (auto refused = refuse_unless_preparing(self, "socket ring", true))
+    return refused;
+  if (st.context->socket_rings)
+    st.context->socket_rings->clear();
+  return caf::ok_atom_v;
+}
+
+}  // namespace troupe

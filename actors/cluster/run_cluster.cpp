@@ -1,0 +1,381 @@
+#include "actors/cluster/run_cluster.hpp"
+
+#include "actors/cluster/gatekeeper.hpp"
+#include "actors/cluster/shipped_job_files.hpp"
+#include "actors/cluster/system_config.hpp"
+#include "actors/driver/run_driver.hpp"
+#include "actors/exchange/socket_ring_places.hpp"
+#include "actors/links/guarded_links.hpp"
+#include "core/cluster/link_limits.hpp"
+#include "core/collective/host_reduction.hpp"
+#include "core/config/parse_job.hpp"
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <set>
+
+namespace troupe {
+namespace {
+
+using namespace std::chrono_literals;
+using log_function = std::function<void(const std::string&)>;
+
+// Blocks on a request from a scoped actor (on the caller's thread, never in a handler);
+// returns the error text, or "" on success.
+template <class Timeout, class... Ts>
+std::string ask(caf::scoped_actor& self, const caf::actor& to, Timeout timeout, Ts&&... xs) {
+  std::string error;
+  self->request(to, timeout, std::forward<Ts>(xs)...)
+      .receive([](caf::ok_atom) {}, [&](caf::error& e) { error = self->system().render(e); });
+  return error;
+}
+
+// Waits until the gatekeeper has every node (""), or says why not, or the user interrupts.
+std::string await_nodes(caf::scoped_actor& self, const caf::actor& gate,
+                        const std::atomic<bool>* stop_requested) {
+  // Answered, as an ordinary message, with "" once every node is in, or why they are not.
+  self->send(gate, caf::get_atom_v);
+  std::string error;
+  for (bool ready = false; !ready && error.empty();)
+    self->receive(
+        [&](std::string& why) {
+          ready = why.empty();
+          error = why;
+        },
+        [&](caf::error& e) { error = self->system().render(e); },
+        caf::after(std::chrono::milliseconds(200)) >>
+            [&] {
+              if (stop_requested != nullptr && stop_requested->load())
+                error = "interrupted while waiting for nodes";
+            });
+  return error;
+}
+
+// Nodes hosting ring neighbors connect directly (ring traffic would otherwise relay through
+// this process). `standby`: the socket ring carries the sums, these links only a ring over
+// actors that a regroup falls back to. Returns the error text, or "".
+std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                      const std::vector<int64_t>& node_of, const log_function& log, bool standby) {
+  std::set<std::pair<int64_t, int64_t>> links;
+  const auto n = node_of.size();
+  for (std::size_t r = 0; r < n; ++r)
+    if (node_of[r] != node_of[(r + 1) % n])
+      links.emplace(node_of[r], node_of[(r + 1) % n]);
+  for (const auto& [from, to] : links) {
+    const auto& a = nodes[static_cast<std::size_t>(from)];
+    const auto& b = nodes[static_cast<std::size_t>(to)];
+    if (b.peer_port == 0)
+      return "node " + b.name + " takes no peer connections";
+    if (auto err = ask(self, a.agent, 30s, caf::connect_atom_v, b.peer_host, b.peer_port, b.name);
+        !err.empty())
+      return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
+                         b.peer_host, b.peer_port, err);
+    log(fmt::format("ring link {} -> {}{} ({}:{})", a.name, b.name,
+                    standby ? " over actors, should the socket ring not form again" : "",
+                    b.peer_host, b.peer_port));
+  }
+  return "";
+}
+
+// Sync gradients through shared memory when every node can open one segment (they are on one
+// host, in one /dev/shm): the first node creates it, with a nonce; each other one must open it
+// and find that nonce. True when all did; otherwise every node drops it and the ring is used.
+bool share_memory(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                  const log_function& log) {
+  const auto name = new_segment_name();
+  const auto nonce = new_segment_nonce();
+  std::string error;
+  std::size_t opened = 0;
+  for (; opened < nodes.size() && error.empty(); ++opened)
+    error = ask(self, nodes[opened].agent, 10s, shm_atom_v, name, nonce, opened == 0);
+  const bool all = error.empty();
+  for (std::size_t i = 0; i < opened; ++i)
+    ask(self, nodes[i].agent, 10s, shm_atom_v, caf::close_atom_v, all);
+  if (all)
+    log(
+        fmt::format("all {} node(s) share this host's memory: sync gradients are summed there "
+                    "(cluster.shared_memory)",
+                    nodes.size()));
+  else
+    log(fmt::format("node {} cannot share memory with node {} ({}): the ring runs over the network",
+                    nodes[opened - 1].name, nodes.front().name, error));
+  return all;
+}
+
+// One step of forming the socket ring on every node in turn (messages/cluster.hpp,
+// ring_places); each node's answer replaces its places, once it holds a port for each of the
+// node's ranks (the one after listening: every later step answers with the same). Returns the
+// error text, or "".
+template <class... Ts>
+std::string ring_step(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                      std::vector<ring_places>& places, Ts... xs) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::string error;
+    self->request(nodes[i].agent, 30s, ring_atom_v, xs..., places[i])
+        .receive(
+            [&](ring_places& answer) {
+              error = ring_answer_problem(places[i], answer);
+              if (error.empty())
+                places[i] = std::move(answer);
+            },
+            [&](caf::error& e) { error = self->system().render(e); });
+    if (!error.empty())
+      return "node " + nodes[i].name + ": " + error;
+  }
+  return "";
+}
+
+// Sync gradients between nodes over the socket ring (core/collective/socket_ring.hpp): plain
+// TCP between ring neighbours, each connection opened with the ring's secret, no actor in
+// between. Every node listens for its ranks' predecessors, then connects its ranks to their
+// successors, then takes its predecessors' connections. The ring of epoch 0, every rank in
+// order; a run that carries on forms it again at each regroup
+// (actors/driver/driver_ring_forming.cpp). Returns "" once formed; otherwise why not, every node
+// having dropped its places (the ring then runs over actors).
+std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                             const std::vector<int64_t>& node_of, const log_function& log) {
+  std::vector<int64_t> members;
+  std::vector<std::size_t> node_of_member;
+  std::vector<std::string> hosts;
+  for (std::size_t r = 0; r < node_of.size(); ++r) {
+    members.push_back(static_cast<int64_t>(r));
+    node_of_member.push_back(static_cast<std::size_t>(node_of[r]));
+  }
+  for (const auto& n : nodes)
+    hosts.push_back(n.peer_host);
+  auto places = plan_ring_places(0, members, node_of_member, nodes.size());
+  auto error = ring_step(self, nodes, places, caf::open_atom_v);
+  if (error.empty()) {
+    link_ring_places(places, hosts);
+    error = ring_step(self, nodes, places, caf::connect_atom_v);
+  }
+  if (error.empty())
+    error = ring_step(self, nodes, places, caf::join_atom_v);
+  if (!error.empty()) {
+    for (const auto& n : nodes)
+      ask(self, n.agent, 10s, ring_atom_v, caf::close_atom_v);
+    return error;
+  }
+  const auto ranks = members.size();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const auto from = node_of_member[r];
+    const auto to = node_of_member[(r + 1) % ranks];
+    if (from == to)
+      continue;
+    const auto& p = places[from];
+    const auto k = static_cast<std::size_t>(
+        std::find(p.ranks.begin(), p.ranks.end(), static_cast<int64_t>(r)) - p.ranks.begin());
+    log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, TCP to {}:{})",
+                    nodes[from].name, nodes[to].name, r, (r + 1) % ranks, p.next_hosts.at(k),
+                    p.next_ports.at(k)));
+  }
+  return "";
+}
+
+// Everything between "all nodes joined" and "the driver may start": every node trusts the
+// others, and ring neighbours are linked or (`shared` set) all share memory or (`socket` set)
+// the socket ring is formed. Returns the error text, or "".
+std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                          const std::vector<int64_t>& node_of, const run_plan& plan, bool tls,
+                          const log_function& log, bool& shared, bool& socket) {
+  for (const auto& a : nodes)
+    for (const auto& b : nodes)
+      if (a.agent.node() != b.agent.node())
+        if (auto err = ask(self, a.agent, 10s, trust_atom_v, b.agent.node()); !err.empty())
+          return "node " + a.name + " did not take the roster: " + err;
+  if (plan.gradients != gradient_meeting::ring)
+    return "";
+  // The shared-memory sum waits for every node of the host at its barriers: a run that goes on
+  // without a lost node (cluster.on_node_loss "continue") re-forms the ring instead.
+  const bool membership_may_change = plan.job.cluster.on_node_loss == node_loss_policy::carry_on;
+  if (plan.job.cluster.shared_memory && membership_may_change)
+    log("cluster.on_node_loss is \"continue\": sync gradients go round the ring, which survives "
+        "a lost node (the shared-memory sum would wait for it)");
+  shared =
+      plan.job.cluster.shared_memory && !membership_may_change && share_memory(self, nodes, log);
+  if (shared)
+    return "";
+  // The socket ring carries neither TLS nor device memory: those runs keep the ring over actors
+  // (TLS links; GPU gradients, which its tensors carry off the device). Ring links over actors
+  // are made either way: a regroup whose socket ring cannot be formed falls back to them.
+  const bool on_cpu = std::none_of(plan.devices.workers.begin(), plan.devices.workers.end(),
+                                   [](const device_spec& d) { return d.is_cuda(); });
+  if (!tls && on_cpu) {
+    const auto why = form_socket_ring(self, nodes, node_of, log);
+    socket = why.empty();
+    if (socket && !membership_may_change)
+      return "";
+    if (!socket)
+      log("the socket ring could not be formed (" + why + "): the ring runs over actors");
+  }
+  return link_ring(self, nodes, node_of, log, socket);
+}
+
+// Nodes exit when told the run is over. Waiting for their answers (all at once, for at most a
+// few seconds) makes sure the word got out before this process and its connections go away. A
+// node already lost counts as answered: monitoring its agent reports it down at once. Returns
+// the names of the nodes told.
+std::vector<std::string> tell_nodes_done(caf::actor_system& system,
+                                         const std::vector<joined_node>& nodes, run_status status) {
+  caf::scoped_actor self{system};
+  std::vector<std::string> told;
+  for (const auto& n : nodes) {
+    self->monitor(n.agent);
+    // Answered with ok, as an ordinary message.
+    self->send(n.agent, done_atom_v, std::string(to_string(status)));
+    told.push_back(n.name);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  for (std::size_t answered = 0; answered < nodes.size();) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= left.zero())
+      break;
+    self->receive([&](caf::ok_atom) { ++answered; }, [&](caf::error&) { ++answered; },
+                  [&](caf::down_msg&) { ++answered; },
+                  caf::after(std::chrono::duration_cast<caf::timespan>(left)) >> [] {});
+  }
+  return told;
+}
+
+// Every connection of the run: TLS when asked, frames no larger than the run's largest message,
+// peers silent for node_timeout_s cut off.
+link_options coordinator_links(const run_plan& plan, const cluster_options& cluster,
+                               std::size_t job_json_bytes, const log_function& log) {
+  link_options o;
+  o.tls = cluster.tls;
+  o.limits.max_message_bytes =
+      largest_message_bytes(plan.model.flat_size(), plan.job.cluster.bucket_mb, job_json_bytes);
+  o.limits.idle_timeout_s = plan.job.cluster.node_timeout_s;
+  o.log = log;
+  return o;
+}
+
+run_report failed_report(const run_plan& plan, const std::string& error) {
+  run_report r;
+  r.status = run_status::failed;
+  r.error = error;
+  r.replicas = plan.job.parallelism.replicas;
+  return r;
+}
+
+// The driver, with each rank's worker started by the node that hosts it.
+run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, dataset_ptr data,
+                          const run_options& options, std::shared_ptr<trusted_nodes> trusted,
+                          const std::vector<joined_node>& nodes,
+                          const std::vector<int64_t>& node_of, const caf::actor& gate,
+                          bool host_memory, bool socket_ring) {
+  driver_options d;
+  d.host_memory = host_memory;
+  d.socket_ring = socket_ring;
+  d.context = make_worker_context(plan, std::move(data), std::move(trusted));
+  d.run = options;
+  for (auto n : node_of) {
+    d.node_agents.push_back(nodes[static_cast<std::size_t>(n)].agent);
+    d.worker_places.push_back("node " + nodes[static_cast<std::size_t>(n)].name);
+  }
+  d.node_of = node_of;
+  for (const auto& n : nodes)
+    d.nodes.push_back({n.name, n.peer_host, n.peer_port});
+  if (plan.job.cluster.carries_on())
+    d.gatekeeper = gate;
+  return await_report(system, spawn_run_driver(system, std::move(d)));
+}
+
+gatekeeper_options gate_options(const run_plan& plan, const cluster_options& cluster,
+                                const guarded_links& links, const std::string& job_json,
+                                std::shared_ptr<trusted_nodes> trusted, node_roster roster,
+                                const log_function& log) {
+  const auto& job = plan.job;
+  gatekeeper_options o{{TROUPE_VERSION, cluster.token, {}, job.cluster.nodes, links.tls()},
+                       job_json,
+                       job.cluster.join_timeout_s,
+                       std::move(trusted),
+                       log,
+                       std::move(roster),
+                       {},
+                       links.middleman(),
+                       {},
+                       job.cluster.carries_on()};
+  if (links.tls())
+    o.names = links.names();
+  return o;
+}
+
+}  // namespace
+
+run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options& options) {
+  at::set_num_threads(1);
+  const auto& job = plan.job;
+  const auto& cluster = *options.cluster;
+  const log_function log = cluster.log ? cluster.log : [](const std::string&) {};
+  const auto job_json = to_json(job).dump();
+  caf::actor_system_config cfg;
+  caf::actor_system system{configure_networked(cfg)};
+  std::optional<guarded_links> links;  // after `system`: it must go first
+  try {
+    links.emplace(system, coordinator_links(plan, cluster, job_json.size(), log));
+  } catch (const std::exception& e) {
+    return failed_report(plan, std::string("cannot set up TLS: ") + e.what());
+  }
+  auto trusted = std::make_shared<trusted_nodes>();
+  auto roster = std::make_shared<std::vector<joined_node>>();
+  auto gate_setup = gate_options(plan, cluster, *links, job_json, trusted, roster, log);
+  try {
+    gate_setup.files = ship_job_files(system, job, trusted);
+  } catch (const std::exception& e) {
+    return failed_report(plan, e.what());
+  }
+  const auto model_server = gate_setup.files.model_server;
+  auto gate = spawn_gatekeeper(system, std::move(gate_setup));
+  const auto where = cluster.listen.host + ":" + std::to_string(cluster.listen.port);
+  auto port = links->publish(gate, cluster.listen.port, cluster.listen.host);
+  if (!port) {
+    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    if (model_server)
+      caf::anon_send_exit(model_server, caf::exit_reason::user_shutdown);
+    return failed_report(plan, "cannot listen on " + where + ": " + system.render(port.error()));
+  }
+  log(fmt::format("listening on {}:{}{}, waiting for {} node(s) for up to {} s",
+                  cluster.listen.host, *port, links->tls() ? " (TLS)" : "", job.cluster.nodes,
+                  job.cluster.join_timeout_s));
+  if (cluster.on_listening)
+    cluster.on_listening(*port);
+  caf::scoped_actor self{system};
+  auto error = await_nodes(self, gate, options.stop_requested);
+  if (!error.empty())  // no more joins: the roster is read below
+    ask(self, gate, 5s, caf::close_atom_v);
+  // Placement by name, not by who came first: the same nodes give the same ranks every time.
+  std::sort(roster->begin(), roster->end(),
+            [](const joined_node& a, const joined_node& b) { return a.name < b.name; });
+  const auto node_of = place_replicas(job.parallelism.replicas, job.cluster.nodes);
+  bool host_memory = false;
+  bool socket_ring = false;
+  if (error.empty())
+    error =
+        prepare_nodes(self, *roster, node_of, plan, links->tls(), log, host_memory, socket_ring);
+  if (error.empty())
+    log(fmt::format("placed {} replica(s) on {} node(s); training", job.parallelism.replicas,
+                    roster->size()));
+  auto report = error.empty() ? train_on_nodes(system, plan, std::move(data), options, trusted,
+                                               *roster, node_of, gate, host_memory, socket_ring)
+                              : failed_report(plan, error);
+  // No joins from here on: the roster (replacements included) is read below.
+  ask(self, gate, 5s, caf::close_atom_v);
+  const auto told = tell_nodes_done(system, *roster, report.status);
+  if (cluster.on_ended)
+    cluster.on_ended(told);
+  links->unpublish(gate, *port);
+  self->send_exit(gate, caf::exit_reason::user_shutdown);
+  if (model_server)
+    self->send_exit(model_server, caf::exit_reason::user_shutdown);
+  return report;
+}
+
+}  // namespace troupe

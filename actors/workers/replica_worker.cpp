@@ -1,0 +1,476 @@
+#include "actors/workers/replica_worker.hpp"
+
+#include "actors/workers/replica_worker_state.hpp"
+#include "actors/workers/worker_faults.hpp"
+#include "messages/error_code.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+namespace replica_internal {
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+void send_unsent_reports(self_pointer self) {
+  auto& st = self->state;
+  if (st.unsent.empty())
+    return;
+  if (st.unsent.size() == 1)
+    self->send(st.driver, st.unsent.front());
+  else
+    self->send(st.driver, st.unsent);
+  if (st.context->reduction)  // in the driver's mailbox now: a failing replica may go on
+    st.context->reduction->reported(st.rank, st.unsent.back().step);
+  st.unsent.clear();
+}
+
+// A step's report. Short steps' reports go a block at a time (as the driver releases them:
+// core/policy/step_release.hpp): each message wakes the driver's thread, which takes a core
+// from the replicas (a step of the MLP on two cores lasts about a millisecond; one report a
+// step cost 1 replica x 2 threads 2.6% and 2 x 1 1.8%, bench/sync_overhead), and one to a driver in
+// another process also crosses both processes' multiplexers. A report that must arrive now
+// (`now`: the driver waits for what follows it) goes at once, with the ones held before it; so
+// do the held ones when the worker has no released step left to run (advance), and when the
+// replicas' shared sum is aborted (exchange_sync).
+void report_step(self_pointer self, const step_stats& stats, bool now) {
+  auto& st = self->state;
+  st.unsent.push_back(stats);
+  const bool hold = !now && stats.span_s < short_step_s &&
+                    static_cast<int64_t>(st.unsent.size()) < release_block_steps;
+  if (!hold)
+    send_unsent_reports(self);
+}
+
+// Built lazily, in a handler, so that its exceptions reach the exception handler, and on the
+// worker's own thread, where the device's stream is made current.
+void ensure_engine(replica_worker_state& st) {
+  if (st.engine)
+    return;
+  const auto device = st.plan->devices.workers.at(static_cast<std::size_t>(st.rank));
+  st.device = std::make_unique<gpu::worker_device>(device, "worker " + std::to_string(st.rank));
+  // A CPU worker's batches are already where they are used: no transfer, no prefetch.
+  st.engine =
+      std::make_unique<replica_engine>(st.plan->job, st.context->data, st.context->initial_weights,
+                                       st.rank, device.is_cuda() ? st.device.get() : nullptr);
+  if (st.context->reduction)
+    st.context->reduction->attach(st.rank, st.engine->gradient());
+  if (st.context->host)  // backward writes where the other processes sum
+    st.engine->move_gradient_into(st.context->host->slot_tensor(st.rank));
+}
+
+// The weights as they are now, on the host, owned by the message (the engine goes on).
+at::Tensor cpu_copy(const replica_engine& engine) {
+  return engine.weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+}
+
+ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
+  if (!st.ring)
+    st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements,
+                    st.plan->job.cluster.ring_window, st.epoch);
+  return *st.ring;
+}
+
+}  // namespace replica_internal
+
+namespace {
+
+using namespace replica_internal;
+
+// After the step's exchange (if any): report, evaluate if asked, then go on or hand in weights.
+void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, double apply_s) {
+  auto& st = self->state;
+  const bool checkpoint = st.pace.finish(outcome.step);
+  const auto now = clock_type::now();
+  const double span_s = std::chrono::duration<double>(now - st.last_step_end).count();
+  st.last_step_end = now;
+  report_step(
+      self,
+      step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s, span_s},
+      outcome.evaluate || checkpoint || outcome.last);
+  if (outcome.evaluate) {
+    const auto eval_start = clock_type::now();
+    const auto r = st.engine->evaluate();
+    tell_driver(self, eval_report{st.rank, outcome.step, r.loss_sum, r.metric_sum, r.count,
+                                  seconds_since(eval_start), st.live});
+    // Replicas hold the same weights at an evaluation: the first live one's stand for all.
+    if (st.position == 0 && st.plan->snapshots())
+      tell_driver(self, snapshot_atom_v, outcome.step, int64_t{0}, cpu_copy(*st.engine));
+  }
+  if (checkpoint)
+    tell_driver(self, checkpoint_atom_v, outcome.step, st.rank, cpu_copy(*st.engine),
+                st.engine->optimizer_state());
+  if (outcome.last)
+    tell_driver(self, weights_atom_v, st.rank, cpu_copy(*st.engine));
+  else
+    // Through the mailbox rather than a direct call, so that an exit request (another worker
+    // failed) or a checkpoint announcement is seen between two steps.
+    self->send(self, advance_atom_v);
+}
+
+// The replica's gradient now holds the sum over all replicas (or is its own, alone): apply it,
+// as the driver's combined gradient would have been. `comm_s`: how long the sum took.
+void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
+  auto& st = self->state;
+  const auto apply_start = clock_type::now();
+  st.engine->apply(st.engine->gradient(), st.plan->lr_at(step));
+  finish_step(self, st.plan->rules.outcome_of(step), comm_s, seconds_since(apply_start));
+}
+
+// This rank's socket ring of the current membership epoch, if the node formed one (the first
+// sync step of the epoch takes it over); null: the ring runs over actors in this epoch. Its sums
+// end in a (ring_atom, epoch, round, error) message from the runner's thread.
+ring_runner* socket_ring_of(self_pointer self) {
+  auto& st = self->state;
+  if (!st.socket && st.context->socket_rings) {
+    auto ring = st.context->socket_rings->take(st.rank, st.epoch);
+    if (!ring)
+      return nullptr;
+    // A bound on a sum that moves no byte: past it the node would have been declared lost.
+    const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
+    caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
+    st.socket = std::make_unique<ring_runner>(
+        std::move(ring), idle_s, [weak, epoch = st.epoch](int64_t round, const std::string& error) {
+          if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
+            const auto me = caf::actor_cast<caf::actor>(strong);
+            caf::send_as(me, me, ring_atom_v, epoch, round, error);
+          }
+        });
+  }
+  return st.socket.get();
+}
+
+// A sum of the socket ring of `epoch` ended. A broken ring is most often a lost node: the driver
+// hears of that too and names it (or, in a run that carries on, regroups without it), so this
+// worker waits a node timeout before it fails with its own account (round -1: that time is up).
+// The end of a ring an earlier regroup dropped is ignored.
+void on_socket_sum(self_pointer self, int64_t epoch, int64_t round, const std::string& error) {
+  auto& st = self->state;
+  if (epoch != st.epoch)
+    return;
+  if (round >= 0 && error.empty())
+    return apply_own_sum(self, round, seconds_since(st.sent_at));
+  if (round >= 0) {
+    self->delayed_send(self,
+                       std::chrono::duration_cast<caf::timespan>(
+                           std::chrono::duration<double>(st.plan->job.cluster.node_timeout_s + 1)),
+                       ring_atom_v, epoch, int64_t{-1}, error);
+    return;
+  }
+  self->quit(caf::make_error(errc::internal, "replica " + std::to_string(st.rank) + ": " + error));
+}
+
+// A sync step: the gradient goes where the plan says gradients meet.
+void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
+  auto& st = self->state;
+  switch (st.plan->gradients) {
+    case gradient_meeting::local:  // nothing to combine
+      return apply_own_sum(self, step, 0.0);
+    case gradient_meeting::nccl:  // the replicas sum among themselves on their streams
+      st.device->all_reduce_sum(st.engine->gradient());
+      return apply_own_sum(self, step, seconds_since(st.sent_at));
+    case gradient_meeting::shared:  // the replicas of this process sum among themselves
+      try {
+        st.context->reduction->all_reduce(st.rank);
+      } catch (const barrier_aborted&) {
+        // Another replica failed or the run ended: the driver names the cause and stops this
+        // one; dying here too could reach it first and hide that cause. The steps this one
+        // completed go to the driver first: a failing replica waits for them (on_failure).
+        send_unsent_reports(self);
+        return;
+      }
+      return apply_own_sum(self, step, seconds_since(st.sent_at));
+    case gradient_meeting::ring:
+      if (st.context->host) {  // every node on this host: through shared memory
+        try {
+          st.context->host->all_reduce(st.rank, st.engine->gradient());
+        } catch (const barrier_aborted&) {
+          return;  // as above: the coordinator or the node agent ends this worker
+        }
+        return apply_own_sum(self, step, seconds_since(st.sent_at));
+      }
+      if (auto* socket = socket_ring_of(self))  // host memory only: nothing queued on a device
+        return socket->start(step, st.engine->gradient());
+      if (ring_of(st).start(self, step, st.engine->gradient()))
+        apply_own_sum(self, step, seconds_since(st.sent_at));
+      return;
+    case gradient_meeting::driver:
+      // The driver reads the gradient on another thread: it must be complete when it leaves.
+      st.device->finish_work();
+      tell_driver(self, gradient_atom_v, meta, st.engine->gradient());
+      return;
+  }
+}
+
+// A local_sgd step: step alone; hand the weights in at averaging steps.
+void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
+  auto& st = self->state;
+  const auto& schedule = st.plan->schedule;
+  st.engine->apply(st.engine->gradient(), st.plan->lr_at(step));
+  const double apply_s = seconds_since(st.sent_at);
+  if (!schedule.averages_after(step)) {
+    step_outcome local;  // no exchange, no evaluation, not the last step: those average
+    local.step = step;
+    return finish_step(self, local, 0.0, apply_s);
+  }
+  st.sent_at = clock_type::now();
+  at::Tensor momenta;
+  if (schedule.averages_momenta_after(step))
+    momenta = st.engine->momenta();
+  const auto compression = st.plan->job.parallelism.compression;
+  if (compression == compression_kind::none || !st.average_base.defined())
+    tell_driver(self, average_atom_v, meta, st.engine->weights(), momenta);
+  else
+    tell_driver(self, average_atom_v, meta,
+                pack(st.engine->weights() - st.average_base, compression), momenta);
+  st.apply_s = apply_s;
+}
+
+void compute_step(self_pointer self, int64_t step) {
+  auto& st = self->state;
+  const auto start = clock_type::now();
+  ensure_engine(st);
+  apply_worker_faults(st.plan->job.faults, st.rank, step);
+  const auto policy = st.plan->schedule.policy_at(step);
+  const auto result = st.engine->compute_gradient(step, policy == policy_kind::sync);
+  st.loss = result.loss;
+  st.samples = result.samples;
+  st.compute_s = seconds_since(start);
+  st.sent_at = clock_type::now();
+  const gradient_meta meta{st.rank, step, result.loss, result.samples, st.epoch};
+  if (policy == policy_kind::sync)
+    return exchange_sync(self, step, meta);
+  if (policy == policy_kind::local_sgd)
+    return step_locally(self, step, meta);
+  // async: comm_s is how long this worker waited for the weights it just computed on.
+  tell_driver(self, step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
+  const auto compression = st.plan->job.parallelism.compression;
+  if (compression == compression_kind::none)
+    return tell_driver(self, push_atom_v, meta, st.version, st.engine->gradient());
+  if (!st.push_encoder)
+    st.push_encoder.emplace(compression);
+  tell_driver(self, push_atom_v, meta, st.version, st.push_encoder->encode(st.engine->gradient()));
+}
+
+// The messages that arrive with a result of someone else's: the combined gradient, the averaged
+// weights, the server's weights.
+void on_update(self_pointer self, const update_meta& meta, const at::Tensor& combined) {
+  auto& st = self->state;
+  const double comm_s = seconds_since(st.sent_at);
+  const auto apply_start = clock_type::now();
+  st.device->follow_shared_work(combined);  // the driver summed on the device
+  st.engine->apply(combined, st.plan->lr_at(meta.step));
+  finish_step(self, meta, comm_s, seconds_since(apply_start));
+}
+
+void on_averaged(self_pointer self, const update_meta& meta, const at::Tensor& weights,
+                 const at::Tensor& momenta) {
+  auto& st = self->state;
+  const double comm_s = seconds_since(st.sent_at);
+  const auto apply_start = clock_type::now();
+  if (is_packed(weights)) {
+    // The average's difference from the last one (actors/driver/driver_actions): every replica adds
+    // the same to the same base, so they stay identical. Out of place: the base may be the
+    // tensor another replica in this process was sent.
+    if (!st.average_base.defined())
+      throw std::logic_error("packed averaged weights before a whole average");
+    st.average_base = st.average_base + unpack(weights).view_as(st.average_base);
+  } else if (st.plan->job.parallelism.compression != compression_kind::none) {
+    st.average_base = weights;
+  }
+  st.engine->set_weights(is_packed(weights) ? st.average_base : weights);
+  if (momenta.defined())
+    st.engine->set_momenta(momenta);
+  finish_step(self, meta, comm_s, st.apply_s + seconds_since(apply_start));
+}
+
+void on_params(self_pointer self, int64_t version, int64_t step, const at::Tensor& weights) {
+  auto& st = self->state;
+  st.comm_s = step > 0 ? seconds_since(st.sent_at) : 0.0;
+  ensure_engine(st);
+  // Under parallelism.compression the server sends the first weights whole, then what changed
+  // since the last, packed (actors/workers/parameter_server).
+  if (is_packed(weights))
+    st.engine->set_weights(st.engine->weights() + unpack(weights).view_as(st.engine->weights()));
+  else
+    st.engine->set_weights(weights);
+  st.version = version;
+  compute_step(self, step);
+}
+
+// Starts the next step when the driver has released it and none is running.
+void advance(self_pointer self) {
+  auto& st = self->state;
+  if (st.pace.may_start())
+    compute_step(self, st.pace.begin());
+  else
+    send_unsent_reports(self);  // the driver releases more once it knows where this one is
+}
+
+// A checkpoint's state for this rank: the run resumes after `step`.
+void restore(self_pointer self, int64_t step, const at::Tensor& weights,
+             const std::string& optimizer) {
+  auto& st = self->state;
+  st.average_base = at::Tensor();  // the driver forgets its base too: hand in whole
+  ensure_engine(st);
+  st.engine->restore(weights, optimizer);
+  st.pace.start_at(step + 1);
+}
+
+// What this worker is doing, for the driver's step watchdog.
+worker_probe probe(const replica_worker_state& st) {
+  worker_probe p{st.rank, st.epoch, st.pace.next(), st.pace.busy(), false, 0};
+  if (st.ring && st.ring->waiting()) {
+    p.in_ring = true;
+    p.received = st.ring->received();
+  } else if (st.socket && st.socket->busy()) {
+    p.in_ring = true;
+    p.received = st.socket->received();
+  }
+  return p;
+}
+
+void join_nccl(replica_worker_state& st, const std::string& nccl_id) {
+  ensure_engine(st);
+  st.device->join_nccl(nccl_id, static_cast<int>(st.rank),
+                       static_cast<int>(st.plan->job.parallelism.replicas));
+}
+
+// The worker failed (an exception): the other replicas would wait for its gradient for ever,
+// so the reductions it takes part in are aborted first.
+caf::error on_failure(self_pointer self, std::exception_ptr& ep) {
+  auto error = make_error_from_exception(ep);
+  const auto& st = self->state;
+  const auto why = "replica " + std::to_string(st.rank) + " failed";
+  if (const auto& reduction = st.context->reduction) {
+    // Every replica summed the last step this one completed. The abort releases the others,
+    // which then send the reports they held (exchange_sync); they must reach the driver before
+    // this failure does, so that the run counts that step.
+    send_unsent_reports(self);
+    reduction->abort(why);
+    if (const auto last = reduction->last_reported(st.rank);
+        last >= 0 && st.plan->schedule.policy_at(last) == policy_kind::sync)
+      reduction->await_reports(last, std::chrono::seconds(1));
+  }
+  if (const auto& host = st.context->host)
+    host->abort(why);
+  return error;
+}
+
+void init_worker(self_pointer self, context_ptr context, int64_t rank, run_driver_actor driver) {
+  // This runs on the worker's own (detached) thread: the OpenMP team size set here bounds this
+  // replica's intra-op threads only.
+  at::set_num_threads(static_cast<int>(context->plan->job.parallelism.threads_per_replica));
+  auto& st = self->state;
+  st.plan = context->plan.get();
+  st.context = std::move(context);
+  st.rank = rank;
+  st.position = rank;
+  st.live = st.plan->job.parallelism.replicas;
+  st.driver = std::move(driver);
+  st.last_step_end = clock_type::now();
+  self->set_exception_handler(
+      [self](caf::scheduled_actor*, std::exception_ptr& ep) { return on_failure(self, ep); });
+}
+
+replica_worker_actor::behavior_type replica_worker(self_pointer self, context_ptr context,
+                                                   int64_t rank, run_driver_actor driver) {
+  init_worker(self, std::move(context), rank, std::move(driver));
+  auto* trusted = self->state.context->trusted.get();
+  // Every handler first drops messages from nodes that never joined (trusted_nodes.hpp).
+  return {
+      [self, trusted](compute_atom, int64_t step) {
+        if (!sender_trusted(self, trusted))
+          return;
+        self->state.pace.release(step);
+        advance(self);
+      },
+      [self](advance_atom) { advance(self); },
+      [self, trusted](checkpoint_atom, int64_t step) {
+        if (sender_trusted(self, trusted) && !self->state.pace.announce_checkpoint(step))
+          self->quit(protocol_violation("a checkpoint announced after step " +
+                                        std::to_string(step) + ", which this worker passed"));
+      },
+      [self, trusted](restore_atom, int64_t step, const at::Tensor& weights,
+                      const std::string& optimizer) {
+        if (sender_trusted(self, trusted))
+          restore(self, step, weights, optimizer);
+      },
+      [self, trusted](link_atom, const caf::actor& successor) {
+        if (sender_trusted(self, trusted))
+          ring_of(self->state).link(caf::actor_cast<replica_worker_actor>(successor));
+      },
+      [self, trusted](ring_atom, const ring_meta& meta, const at::Tensor& chunk) {
+        if (!sender_trusted(self, trusted))
+          return;
+        if (meta.epoch != self->state.epoch) {
+          ++self->state.dropped;  // a ring of another membership: fenced off
+          return;
+        }
+        if (ring_of(self->state).on_chunk(self, meta, chunk))
+          apply_own_sum(self, meta.round, seconds_since(self->state.sent_at));
+      },
+      [self](ring_atom, int64_t epoch, int64_t round, const std::string& error) {
+        if (self->current_sender() == self->ctrl())
+          on_socket_sum(self, epoch, round, error);  // from its own runner, or its own note
+      },
+      [self, trusted](nccl_atom, const std::string& nccl_id) {
+        if (sender_trusted(self, trusted))
+          join_nccl(self->state, nccl_id);
+      },
+      [self, trusted](update_atom, const update_meta& meta, const at::Tensor& combined) {
+        if (sender_trusted(self, trusted))
+          on_update(self, meta, combined);
+      },
+      [self, trusted](averaged_atom, const update_meta& meta, const at::Tensor& weights,
+                      const at::Tensor& momenta) {
+        if (sender_trusted(self, trusted))
+          on_averaged(self, meta, weights, momenta);
+      },
+      [self, trusted](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
+        if (sender_trusted(self, trusted))
+          on_params(self, version, step, weights);
+      },
+      [self, trusted](membership_atom, const membership_note& note, const caf::actor& successor) {
+        if (sender_trusted(self, trusted))
+          on_membership(self, note, successor);
+      },
+      [self, trusted](handover_atom, int64_t epoch) {
+        if (sender_trusted(self, trusted))
+          hand_over(self, epoch);
+      },
+      [self, trusted](state_atom, const state_chunk& chunk) {
+        if (sender_trusted(self, trusted))
+          on_state_chunk(self, chunk);
+      },
+      [self, trusted](evaluate_atom, int64_t step) {
+        if (sender_trusted(self, trusted))
+          evaluate_again(self, step);
+      },
+      [self, trusted](digest_atom, int64_t epoch) {
+        if (sender_trusted(self, trusted))
+          report_digest(self, epoch);
+      },
+      [self, trusted](probe_atom) {
+        if (sender_trusted(self, trusted))
+          tell_driver(self, probe_atom_v, probe(self->state));
+      },
+  };
+}
+
+}  // namespace
+
+replica_worker_actor spawn_replica_worker(caf::actor_system& system, context_ptr context,
+                                          int64_t rank, run_driver_actor driver) {
+  return system.spawn<caf::detached>(replica_worker, std::move(context), rank, std::move(driver));
+}
+
+}  // namespace troupe

@@ -1,0 +1,98 @@
+// A replica worker's state and the functions its handlers share (replica_worker.cpp: the steps
+// and the handlers; replica_membership.cpp: regroups, hand-overs and digests). Internal to the
+// worker.
+#pragma once
+
+#include "actors/exchange/ring_exchange.hpp"
+#include "actors/exchange/ring_runner.hpp"
+#include "actors/workers/replica_worker.hpp"
+#include "core/checkpoint/state_transfer.hpp"
+#include "core/collective/compact_encoding.hpp"
+#include "core/policy/step_pace.hpp"
+#include "core/train/replica_engine.hpp"
+#include "gpu/worker_device.hpp"
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+using clock_type = std::chrono::steady_clock;
+
+struct replica_worker_state {
+  context_ptr context;
+  const run_plan* plan = nullptr;  ///< context->plan, for brevity
+  int64_t rank = 0;
+  run_driver_actor driver;
+  std::unique_ptr<gpu::worker_device> device;  ///< before engine: the engine uploads through it
+  std::unique_ptr<replica_engine> engine;
+  clock_type::time_point sent_at;  ///< when the last gradient (or weights) left
+  double compute_s = 0;            ///< of the step in flight
+  double apply_s = 0;              ///< local_sgd: of the step in flight, before its average
+  double comm_s = 0;               ///< async: waited for the weights of the step in flight
+  int64_t version = 0;             ///< async: version of the weights in hand
+  /// async with parallelism.compression: packs the pushed gradients, carrying each one's
+  /// encoding error into the next.
+  std::optional<error_feedback> push_encoder;
+  /// local_sgd with parallelism.compression: the last averaged weights, as the driver holds
+  /// them too. Weights are handed in as their difference from it, packed; undefined (hand them
+  /// in whole) until the first average and after anything else set the weights.
+  at::Tensor average_base;
+  double loss = 0;      ///< of the step in flight
+  int64_t samples = 0;  ///< of the step in flight
+  /// Sync with a ring meeting: this replica's side of the ring all-reduce over actors...
+  std::optional<ring_exchange<replica_worker_actor>> ring;
+  /// ...or over the socket ring, on a thread of its own (worker_context::socket_rings).
+  std::unique_ptr<ring_runner> socket;
+  /// Which steps the driver released, which one runs, and which go into a checkpoint.
+  step_pace pace;
+  /// The membership this worker computes in (messages/membership.hpp): its epoch, and this
+  /// replica's position among the live ones and how many there are (its share of each batch).
+  int64_t epoch = 0;
+  int64_t position = 0;
+  int64_t live = 1;
+  /// A state handed over to this worker, chunk by chunk (a replacement, or a survivor behind).
+  std::optional<state_assembler> incoming;
+  int64_t dropped = 0;                   ///< ring chunks of another epoch, dropped
+  std::vector<step_stats> unsent;        ///< step reports held to go as a block, in step order
+  clock_type::time_point last_step_end;  ///< when the last step ended (or the first began)
+  static inline const char* name = "replica_worker";
+};
+
+namespace replica_internal {
+
+using self_pointer = replica_worker_actor::stateful_pointer<replica_worker_state>;
+
+double seconds_since(clock_type::time_point t);
+/// Sends the step reports held back (report_step), in one message.
+void send_unsent_reports(self_pointer self);
+
+// Everything this worker tells the driver goes after the step reports it holds back, so that
+// the driver sees its steps in the order they ran.
+template <class... Ts>
+void tell_driver(self_pointer self, Ts&&... xs) {
+  send_unsent_reports(self);
+  self->send(self->state.driver, std::forward<Ts>(xs)...);
+}
+
+/// The engine (and device), built on first use.
+void ensure_engine(replica_worker_state& st);
+/// The weights as they are now, on the host, owned by the message (the engine goes on).
+at::Tensor cpu_copy(const replica_engine& engine);
+/// This replica's side of the ring all-reduce over actors, made on first use.
+ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st);
+
+// replica_membership.cpp
+void on_membership(self_pointer self, const membership_note& note, const caf::actor& successor);
+void hand_over(self_pointer self, int64_t epoch);
+void report_digest(self_pointer self, int64_t epoch);
+void on_state_chunk(self_pointer self, const state_chunk& c);
+void evaluate_again(self_pointer self, int64_t step);
+
+}  // namespace replica_internal
+}  // namespace troupe

@@ -1,0 +1,282 @@
+#include "actors/workers/stage_worker.hpp"
+
+#include "actors/workers/worker_faults.hpp"
+#include "core/errors.hpp"
+#include "core/pipeline/pipeline_schedule.hpp"
+#include "messages/error_code.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <map>
+#include <stdexcept>
+
+namespace troupe {
+
+using clock_type = std::chrono::steady_clock;
+
+struct stage_worker_state {
+  context_ptr context;
+  stage_position where;
+  int64_t worker = 0;
+  run_driver_actor driver;
+  caf::actor previous;  ///< invalid on the first stage
+  caf::actor next;      ///< invalid on the last stage
+  std::unique_ptr<stage_engine> engine;
+  std::vector<pipeline_op> ops;  ///< this stage's operations in every step
+  int64_t step = 0;              ///< the step running, or the next one to run
+  bool running = false;          ///< (compute, step) arrived and operations remain
+  std::size_t next_op = 0;
+  std::map<int64_t, at::Tensor> activations;  ///< by micro-batch, arrived ahead of their op
+  std::map<int64_t, at::Tensor> gradients;    ///< by micro-batch, arrived ahead of their op
+  clock_type::time_point step_began;
+  double busy_s = 0;
+  int64_t peak_live = 0;
+  clock_type::time_point sent_at;  ///< when the stage gradient left
+  evaluation_result eval;          ///< last stage: the evaluation in progress
+  int64_t eval_chunks_seen = 0;
+  clock_type::time_point eval_began;
+  static inline const char* name = "stage_worker";
+};
+
+namespace {
+
+using self_pointer = stage_worker_actor::stateful_pointer<stage_worker_state>;
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+int64_t nanoseconds(clock_type::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// Ends the stage with errc::protocol_error (the exception handler converts it).
+[[noreturn]] void violated(const stage_worker_state& st, const std::string& what) {
+  throw protocol_error("stage " + std::to_string(st.where.stage) + ": " + what);
+}
+
+// The step's work is done: hand the accumulated stage gradient to the driver.
+void send_gradient(self_pointer self) {
+  auto& st = self->state;
+  st.running = false;
+  const gradient_meta meta{st.worker, st.step, st.where.last() ? st.engine->step_loss() : 0.0,
+                           st.engine->step_rows()};
+  st.sent_at = clock_type::now();
+  self->send(st.driver, gradient_atom_v, meta, st.engine->step_gradient());
+}
+
+// Runs operations in schedule order while their inputs are at hand.
+void advance(self_pointer self) {
+  auto& st = self->state;
+  while (st.running && st.next_op < st.ops.size()) {
+    const auto op = st.ops[st.next_op];
+    const micro_meta meta{st.step, op.micro, false};
+    if (op.what == pipeline_op::kind::forward) {
+      at::Tensor input;
+      if (!st.where.first()) {
+        auto it = st.activations.find(op.micro);
+        if (it == st.activations.end())
+          return;
+        input = std::move(it->second);
+        st.activations.erase(it);
+      }
+      const auto start = clock_type::now();
+      auto out = st.engine->forward(op.micro, input);
+      st.busy_s += seconds_since(start);
+      st.peak_live = std::max(st.peak_live, st.engine->live_activations());
+      if (!st.where.last())
+        self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v, meta,
+                   std::move(out));
+    } else {
+      at::Tensor grad;
+      if (!st.where.last()) {
+        auto it = st.gradients.find(op.micro);
+        if (it == st.gradients.end())
+          return;
+        grad = std::move(it->second);
+        st.gradients.erase(it);
+      }
+      const auto start = clock_type::now();
+      auto back = st.engine->backward(op.micro, grad);
+      st.busy_s += seconds_since(start);
+      if (!st.where.first())
+        self->send(caf::actor_cast<stage_worker_actor>(st.previous), backward_atom_v, meta,
+                   std::move(back));
+    }
+    ++st.next_op;
+  }
+  if (st.running)
+    send_gradient(self);
+}
+
+// Keeps an activation or gradient of the current step until its operation comes up.
+void receive_input(self_pointer self, std::map<int64_t, at::Tensor>& inbox, const char* what,
+                   const micro_meta& meta, at::Tensor tensor) {
+  auto& st = self->state;
+  if (meta.step != st.step)
+    violated(st, std::string(what) + " of step " + std::to_string(meta.step) + " while at step " +
+                     std::to_string(st.step));
+  if (meta.micro < 0 || meta.micro >= st.context->plan->job.parallelism.micro_batches ||
+      inbox.count(meta.micro) > 0)
+    violated(st,
+             std::string("unexpected ") + what + " of micro-batch " + std::to_string(meta.micro));
+  inbox.emplace(meta.micro, std::move(tensor));
+  advance(self);
+}
+
+// Evaluation chunks pass through every stage; the last one scores them and reports.
+void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Tensor& input) {
+  auto& st = self->state;
+  if (st.eval_chunks_seen == 0)
+    st.eval_began = clock_type::now();
+  auto out = st.engine->eval_forward(chunk, input);
+  if (!st.where.last()) {
+    self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v,
+               micro_meta{step, chunk, true}, std::move(out));
+    return;
+  }
+  const auto r = st.engine->eval_score(chunk, out);
+  st.eval.loss_sum += r.loss_sum;
+  st.eval.metric_sum += r.metric_sum;
+  st.eval.count += r.count;
+  if (++st.eval_chunks_seen < st.engine->eval_chunks())
+    return;
+  self->send(st.driver, eval_report{st.worker, step, st.eval.loss_sum, st.eval.metric_sum,
+                                    st.eval.count, seconds_since(st.eval_began)});
+  st.eval = {};
+  st.eval_chunks_seen = 0;
+}
+
+// The update of the step in flight: applied, then the step's figures (and, after the last
+// step, the weights) go to the driver.
+void finish_step(self_pointer self, const update_meta& meta, const at::Tensor& combined) {
+  auto& st = self->state;
+  if (meta.step != st.step || st.running)
+    violated(
+        st, "update for step " + std::to_string(meta.step) + " at step " + std::to_string(st.step));
+  const double comm_s = seconds_since(st.sent_at);
+  const auto apply_start = clock_type::now();
+  st.engine->apply(combined, st.context->plan->lr_at(meta.step));
+  stage_stats stats;
+  stats.worker = st.worker;
+  stats.step = meta.step;
+  stats.busy_s = st.busy_s;
+  stats.first_op_ns = nanoseconds(st.step_began);
+  stats.last_op_ns = nanoseconds(st.sent_at);
+  stats.peak_live = st.peak_live;
+  stats.comm_s = comm_s;
+  stats.apply_s = seconds_since(apply_start);
+  self->send(st.driver, stats);
+  if (meta.last)
+    self->send(st.driver, weights_atom_v, st.worker, st.engine->weights().clone());
+  st.step = meta.step + 1;
+}
+
+// The stage's part of a checkpoint, asked between two steps (after `step`'s update, before the
+// next compute).
+void hand_in_state(self_pointer self, int64_t step) {
+  auto& st = self->state;
+  if (step + 1 != st.step || st.running)
+    violated(st, "asked for the state after step " + std::to_string(step) + " at step " +
+                     std::to_string(st.step));
+  self->send(st.driver, checkpoint_atom_v, step, st.where.stage,
+             st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true),
+             st.engine->optimizer_state());
+}
+
+// A resumed run: before the first compute, after the link that built the engine.
+void restore_state(self_pointer self, int64_t step, const at::Tensor& weights,
+                   const std::string& optimizer) {
+  auto& st = self->state;
+  if (!st.engine || st.running || st.step != 0)
+    violated(st, "asked to restore the state after step " + std::to_string(step) + " at step " +
+                     std::to_string(st.step));
+  st.engine->restore(weights, optimizer);
+  st.step = step + 1;
+}
+
+stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr context,
+                                               stage_position where, run_driver_actor driver) {
+  // On the stage's own (detached) thread: bounds this stage's intra-op threads only.
+  const auto& par = context->plan->job.parallelism;
+  at::set_num_threads(static_cast<int>(par.threads_per_replica));
+  auto& st = self->state;
+  st.ops = make_pipeline_schedule(par.stages, par.micro_batches,
+                                  par.schedule)[static_cast<std::size_t>(where.stage)];
+  st.context = std::move(context);
+  st.where = where;
+  st.worker = where.pipeline * where.stages + where.stage;
+  st.driver = std::move(driver);
+  self->set_exception_handler(
+      [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
+  return {
+      [self](link_atom, caf::actor previous, caf::actor next) {
+        auto& st = self->state;
+        st.previous = std::move(previous);
+        st.next = std::move(next);
+        // Built here rather than at spawn, so that its exceptions reach the exception handler.
+        const auto& context = *st.context;
+        st.engine = std::make_unique<stage_engine>(
+            context.plan->job, context.data, context.initial_weights,
+            context.plan->stages[static_cast<std::size_t>(st.where.stage)], st.where);
+      },
+      [self](compute_atom, int64_t step) {
+        auto& st = self->state;
+        if (step != st.step || st.running || !st.engine)
+          violated(st, "asked to run step " + std::to_string(step) + " at step " +
+                           std::to_string(st.step));
+        st.step_began = clock_type::now();
+        st.busy_s = 0;
+        st.peak_live = 0;
+        st.next_op = 0;
+        st.running = true;
+        apply_worker_faults(st.context->plan->job.faults, st.worker, st.step);
+        st.engine->begin_step(step);
+        advance(self);
+      },
+      [self](forward_atom, const micro_meta& meta, at::Tensor activation) {
+        auto& st = self->state;
+        if (meta.eval)
+          return evaluate_chunk(self, meta.step, meta.micro, activation);
+        receive_input(self, st.activations, "activation", meta, std::move(activation));
+      },
+      [self](backward_atom, const micro_meta& meta, at::Tensor gradient) {
+        receive_input(self, self->state.gradients, "gradient", meta, std::move(gradient));
+      },
+      [self](update_atom, const update_meta& meta, const at::Tensor& combined) {
+        finish_step(self, meta, combined);
+      },
+      [self](snapshot_atom, int64_t step) {
+        // Asked while the stage waits for the evaluation after `step`: its weights are that
+        // step's.
+        auto& st = self->state;
+        self->send(st.driver, snapshot_atom_v, step, st.where.stage, st.engine->weights().clone());
+      },
+      [self](checkpoint_atom, int64_t step) { hand_in_state(self, step); },
+      [self](restore_atom, int64_t step, const at::Tensor& weights, const std::string& optimizer) {
+        restore_state(self, step, weights, optimizer);
+      },
+      [self](evaluate_atom, int64_t step) {
+        auto& st = self->state;
+        if (!st.where.first() || step + 1 != st.step)
+          violated(st, "asked to evaluate after step " + std::to_string(step));
+        const auto chunks = st.engine->eval_chunks();
+        if (chunks == 0)  // an empty test shard: nothing flows, report at once
+          self->send(st.driver, eval_report{st.worker, step, 0.0, 0, 0, 0.0});
+        for (int64_t c = 0; c < chunks; ++c)
+          evaluate_chunk(self, step, c, at::Tensor());
+      },
+  };
+}
+
+}  // namespace
+
+stage_worker_actor spawn_stage_worker(caf::actor_system& system, context_ptr context,
+                                      stage_position where, run_driver_actor driver) {
+  return system.spawn<caf::detached>(stage_worker, std::move(context), where, std::move(driver));
+}
+
+}  // namespace troupe

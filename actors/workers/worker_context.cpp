@@ -1,0 +1,30 @@
+#include "actors/workers/worker_context.hpp"
+
+#include "core/train/replica_engine.hpp"
+
+namespace troupe {
+
+std::chrono::microseconds barrier_spin(const run_plan& p) {
+  // Replicas doing the same work arrive within tens of microseconds of each other, and a sleep
+  // costs a wake-up that takes about as long on a virtual machine; past 200 us something else
+  // (another process, an evaluation) holds the others up, and the core is better given away.
+  // Spinning at all only while every replica's threads have a core of their own.
+  const bool cores_to_spare = p.hardware_threads > 0 && p.threads_total <= p.hardware_threads;
+  return cores_to_spare ? std::chrono::microseconds{200} : std::chrono::microseconds{0};
+}
+
+context_ptr make_worker_context(run_plan plan, dataset_ptr data,
+                                std::shared_ptr<trusted_nodes> trusted) {
+  auto context = std::make_shared<worker_context>();
+  context->initial_weights = initial_weights(plan.job, plan.data.classes);
+  context->plan = std::make_shared<const run_plan>(std::move(plan));
+  context->data = std::move(data);
+  context->trusted = std::move(trusted);
+  const auto& p = *context->plan;
+  if (p.gradients == gradient_meeting::shared)
+    context->reduction = std::make_shared<replica_reduction>(p.job.parallelism.replicas,
+                                                             p.model.flat_size(), barrier_spin(p));
+  return context;
+}
+
+}  // namespace troupe
