@@ -14,9 +14,9 @@
 #include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
-#include "core/run/run_directory.hpp"
 #include "core/model/network.hpp"
 #include "core/run/disk_fit.hpp"
+#include "core/run/run_directory.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -174,6 +174,35 @@ run_report train(const run_command& cmd, const run_plan& plan, const run_directo
   return report;
 }
 
+// The run's folder, claimed before the plan is shown (an existing --out is refused at once, not
+// under a screenful of plan), once its checkpoints are known to fit on its disk.
+run_directory claim_folder(const run_command& cmd, const run_plan& plan, bool resumed) {
+  const auto folder =
+      resumed ? cmd.resume : (cmd.out.empty() ? default_run_directory(plan.job.name) : cmd.out);
+  check_checkpoints_fit(plan, folder, disk_free_bytes(folder));
+  auto dir = resumed ? run_directory::reopen(folder) : run_directory(folder, cmd.force);
+  dir.reserve_summary_space();
+  return dir;
+}
+
+// summary.json, the result, and how to continue a run that can be; the exit status.
+int summarize(const run_command& cmd, const run_plan& plan, const run_directory& dir,
+              const run_report& report) {
+  try {
+    dir.write_summary(report, plan.job);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return exit_failed;
+  }
+  print_result(report, dir.path());
+  if (!report.succeeded() && std::filesystem::exists(checkpoints_folder(dir.path()) + "/latest"))
+    fmt::print(stderr, "continue it with: troupe {} --resume {}{}\n",
+               cmd.listen.empty() ? std::string("run") : "coordinator --listen " + cmd.listen,
+               dir.path(),
+               cmd.local_nodes > 0 ? " --local-nodes " + std::to_string(cmd.local_nodes) : "");
+  return report.succeeded() ? exit_ok : exit_failed;
+}
+
 }  // namespace
 
 int run_job_command(const run_command& cmd) {
@@ -209,16 +238,7 @@ int run_job_command(const run_command& cmd) {
     plan = plan_job(cmd, source, json, options, preloaded);
     if (resumed)
       check_resume_matches(*resumed, *plan);
-    const auto folder =
-        resumed ? cmd.resume : (cmd.out.empty() ? default_run_directory(plan->job.name) : cmd.out);
-    check_checkpoints_fit(*plan, folder, disk_free_bytes(folder));
-    // The folder is claimed before the plan is shown: an existing --out is refused at once,
-    // not under a screenful of plan.
-    if (resumed)
-      dir.emplace(run_directory::reopen(folder));
-    else
-      dir.emplace(folder, cmd.force);
-    dir->reserve_summary_space();
+    dir.emplace(claim_folder(cmd, *plan, resumed.has_value()));
     if (!cmd.quiet)
       fmt::print("{}", render_plan(*plan));
     // The plan goes to stdout, progress to stderr: with `> log 2>&1` the plan must reach the
@@ -244,19 +264,7 @@ int run_job_command(const run_command& cmd) {
     report.error = message_of(e);
     report.replicas = plan->job.parallelism.replicas;
   }
-  try {
-    dir->write_summary(report, plan->job);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return exit_failed;
-  }
-  print_result(report, dir->path());
-  if (!report.succeeded() && std::filesystem::exists(checkpoints_folder(dir->path()) + "/latest"))
-    fmt::print(stderr, "continue it with: troupe {} --resume {}{}\n",
-               cmd.listen.empty() ? std::string("run") : "coordinator --listen " + cmd.listen,
-               dir->path(),
-               cmd.local_nodes > 0 ? " --local-nodes " + std::to_string(cmd.local_nodes) : "");
-  return report.succeeded() ? exit_ok : exit_failed;
+  return summarize(cmd, *plan, *dir, report);
 }
 
 }  // namespace troupe

@@ -1,67 +1,13 @@
 #include "core/io/pickle_walk.hpp"
 
-#include <array>
+#include "core/io/pickle_opcodes.hpp"
+
 #include <map>
 #include <memory>
 #include <unordered_map>
 
 namespace troupe {
 namespace {
-
-// What follows each opcode torch's picklers write.
-enum class operand_kind : uint8_t {
-  unknown,  // not an opcode troupe reads: refused
-  fixed,    // `bytes` bytes
-  counted,  // a little-endian length of `bytes` bytes, then that many
-  index,    // a memo index (or frame size) of `bytes` bytes, at most the pickle's size
-  lines,    // GLOBAL: two newline-terminated names
-  stop,
-};
-struct operand {
-  operand_kind kind = operand_kind::unknown;
-  int bytes = 0;
-};
-
-const std::array<operand, 256>& operands() {
-  static const auto table = [] {
-    std::array<operand, 256> t{};
-    const auto set = [&t](std::string_view ops, operand o) {
-      for (const char op : ops)
-        t[static_cast<unsigned char>(op)] = o;
-    };
-    using k = operand_kind;
-    // (Hex escapes end their literal: the next character could read as a hex digit.)
-    set("(01QN)t]aels}ubRd", {k::fixed, 0});
-    set("\x81\x85\x86\x87\x88\x89\x94", {k::fixed, 0});
-    set("Kh\x80", {k::fixed, 1});
-    set("M", {k::fixed, 2});
-    set("J", {k::fixed, 4});
-    set("G", {k::fixed, 8});
-    set("CU\x8a\x8c", {k::counted, 1});
-    set("XB", {k::counted, 4});
-    set("\x8d\x8e", {k::counted, 8});
-    set("q", {k::index, 1});
-    set("jr", {k::index, 4});
-    set("\x95", {k::index, 8});
-    set("c", {k::lines, 0});
-    set(".", {k::stop, 0});
-    return t;
-  }();
-  return table;
-}
-
-// The bytes of one element of each storage type LibTorch rebuilds.
-uint64_t element_bytes(std::string_view type) {
-  static const std::map<std::string_view, uint64_t> sizes = {
-      {"DoubleStorage", 8},   {"FloatStorage", 4},        {"HalfStorage", 2},
-      {"BFloat16Storage", 2}, {"LongStorage", 8},         {"IntStorage", 4},
-      {"ShortStorage", 2},    {"CharStorage", 1},         {"ByteStorage", 1},
-      {"BoolStorage", 1},     {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16},
-      {"QInt8Storage", 1},    {"QUInt8Storage", 1},       {"QInt32Storage", 4},
-      {"UntypedStorage", 1}};
-  const auto found = sizes.find(type);
-  return found == sizes.end() ? 0 : found->second;
-}
 
 // A value on the shadow stack. Strings and tuples are shared, not copied: a memo read of a
 // large value costs nothing, whatever the pickle repeats.
@@ -198,7 +144,7 @@ class walker {
       return fail("a storage reference is not (\"storage\", type, key, location, numel)");
     const auto& type_path = *(*items)[1].text;
     const auto type = type_path.substr(type_path.rfind('.') + 1);
-    const auto element = type_path.rfind("torch.", 0) == 0 ? element_bytes(type) : 0;
+    const auto element = type_path.rfind("torch.", 0) == 0 ? storage_element_bytes(type) : 0;
     if (element == 0)
       return fail("a storage has the type " + type_path + ", which troupe does not read");
     const int64_t numel = (*items)[4].integer;
@@ -247,7 +193,7 @@ class walker {
       return fail("a tensor over storage " + storage.key + " starts before it");
     if (empty)
       return true;
-    const uint64_t element = element_bytes(storage.type);
+    const uint64_t element = storage_element_bytes(storage.type);
     uint64_t reached = 0;
     if (__builtin_mul_overflow(static_cast<uint64_t>(last) + 1, element, &reached))
       return fail("a tensor over storage " + storage.key + " reaches beyond any memory");
@@ -269,28 +215,28 @@ class walker {
   // One opcode, read and applied. True at STOP.
   bool step() {
     const auto op = static_cast<unsigned char>(pickle_[at_++]);
-    const auto [kind, bytes] = operands()[op];
+    const auto [kind, bytes] = pickle_operands()[op];
     uint64_t n = 0;
     std::string_view text;
     switch (kind) {
-      case operand_kind::unknown:
+      case pickle_operand_kind::unknown:
         fail("the pickle holds an opcode (" + std::to_string(op) + ") troupe does not read");
         return false;
-      case operand_kind::stop:
+      case pickle_operand_kind::stop:
         return true;
-      case operand_kind::fixed:
+      case pickle_operand_kind::fixed:
         if (!take(static_cast<uint64_t>(bytes), text))
           return fail("the pickle announces more than it holds");
         break;
-      case operand_kind::counted:
+      case pickle_operand_kind::counted:
         if (!number(bytes, n) || !take(n, text))
           return fail("the pickle announces more than it holds");
         break;
-      case operand_kind::index:
+      case pickle_operand_kind::index:
         if (!number(bytes, n) || n > pickle_.size())
           return fail("the pickle announces more than it holds");
         break;
-      case operand_kind::lines: {
+      case pickle_operand_kind::lines: {
         std::string_view lines[2];
         for (auto& line : lines) {
           const auto end = pickle_.find('\n', at_);
@@ -303,7 +249,8 @@ class walker {
         return false;
       }
     }
-    apply(op, n, text);
+    if (!apply_structure(op))
+      apply_value(op, n, text);
     return false;
   }
 
@@ -330,97 +277,90 @@ class walker {
     push(std::move(v));
   }
 
-  void apply(unsigned char op, uint64_t n, std::string_view operand) {
+  // The opcodes that build containers and move the stack: true when `op` was one of them.
+  bool apply_structure(unsigned char op) {
     std::vector<value> items;
     switch (op) {
       case '(':
         marks_.push_back(stack_.size());
-        break;
+        return true;
       case ')':
-        push_tuple({});
-        break;
+        return push_tuple({});
       case '0':
+      case 'a':  // APPEND: the list stays
+      case 'b':  // BUILD: the object stays
         pop_n(1);
-        break;
-      case '1':
-        pop_to_mark(items);
-        break;
-      case 'Q':
-        persistent_id();
-        break;
-      case 't':
-        pop_to_mark(items) && push_tuple(std::move(items));
-        break;
-      case 'a':
-      case 'b':
-        pop_n(1);
-        break;
-      case 's':
+        return true;
+      case 's':  // SETITEM: the dict stays
         pop_n(2);
-        break;
+        return true;
+      case '1':
       case 'e':
       case 'u':
         pop_to_mark(items);
-        break;
+        return true;
+      case 't':
+        if (pop_to_mark(items))
+          push_tuple(std::move(items));
+        return true;
       case 'l':
       case 'd':
         if (pop_to_mark(items))
           push(value{});
-        break;
-      case 'R':
-        reduce();
-        break;
-      case 0x81:
+        return true;
+      case 0x81:  // NEWOBJ
         if (pop_n(2))
           push(value{});
-        break;
+        return true;
       case 0x85:
-        pop_tuple(1);
-        break;
       case 0x86:
-        pop_tuple(2);
-        break;
       case 0x87:
-        pop_tuple(3);
-        break;
-      case 0x94:
-        memo_put(memo_.size());
-        break;
+        pop_tuple(static_cast<size_t>(op - 0x84));  // TUPLE1..3
+        return true;
+      case 'Q':
+        persistent_id();
+        return true;
+      case 'R':
+        reduce();
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // The opcodes that push a value or touch the memo.
+  void apply_value(unsigned char op, uint64_t n, std::string_view operand) {
+    switch (op) {
       case 'K':
       case 'M':
-        push_integer(static_cast<int64_t>(unsigned_of(operand)));
-        break;
+        return push_integer(static_cast<int64_t>(unsigned_of(operand)));
       case 'J':
-        push_integer(signed_of(operand));
-        break;
-      case 0x8a:
-        if (operand.size() <= 8)
-          push_integer(signed_of(operand));
-        else
-          push(value{});
-        break;
+        return push_integer(signed_of(operand));
+      case 0x8a:  // LONG1: longer than 8 bytes is no count troupe reads
+        return operand.size() <= 8 ? push_integer(signed_of(operand)) : push(value{});
       case 'U':
       case 'X':
       case 0x8c:
       case 0x8d:
-        push(text_value(value::kind::text, std::string(operand)));
-        break;
+        return push(text_value(value::kind::text, std::string(operand)));
       case 'h':
         memo_get(unsigned_of(operand));
-        break;
+        return;
       case 'j':
         memo_get(n);
-        break;
+        return;
+      case 0x94:  // MEMOIZE
+        memo_put(memo_.size());
+        return;
       case 'q':
       case 'r':
         memo_put(n);
-        break;
-      case 0x80:
-      case 0x95:
-        break;
-      default:
-        push(value{});
-        break;  // N ] } 0x88 0x89 G C B 0x8e: values troupe need not see
+        return;
+      case 0x80:  // PROTO
+      case 0x95:  // FRAME
+        return;
+      default:  // N ] } 0x88 0x89 G C B 0x8e: values troupe need not see
+        return push(value{});
     }
   }
 
