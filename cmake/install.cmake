@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 
 # The exported names (troupe::core, ...) are also aliases in the build, so that the examples
 # link the same names in the tree as against an installed troupe.
-set(_troupe_libraries troupe_core troupe_report troupe_messages troupe_gpu troupe_actors)
+set(_troupe_libraries troupe_metrics troupe_core troupe_report troupe_messages troupe_gpu troupe_actors)
 if(TROUPE_CUDA)
   list(APPEND _troupe_libraries troupe_gpu_raw)
 endif()

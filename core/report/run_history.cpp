@@ -1,6 +1,7 @@
 #include "core/report/run_history.hpp"
 
 #include "core/errors.hpp"
+#include "core/metrics/record_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <variant>
 
 namespace troupe {
 namespace {
@@ -31,11 +33,6 @@ int64_t integer(const nlohmann::json& j, const char* key) {
     return it->get<int64_t>();
   const double v = it->get<double>();
   return std::isfinite(v) && std::abs(v) < 9e18 ? static_cast<int64_t>(v) : 0;
-}
-
-std::string text(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 // Worker indices come from the file: a corrupt one must not make the report allocate gigabytes.
@@ -93,22 +90,43 @@ std::string read_text_file(const fs::path& path) {
   return text;
 }
 
-void fold_event(run_history& h, const std::string& event, const nlohmann::json& r) {
-  const double t = number(r, "t");
-  if (event == "checkpoint") {
-    auto error = text(r, "error");
-    h.events.push_back({t, "checkpoint",
-                        error.empty() ? fmt::format("checkpoint after step {} ({:.1f} MB)",
-                                                    integer(r, "step"), number(r, "bytes") / 1e6)
-                                      : "checkpoint failed: " + error});
-  } else if (event == "resumed") {
-    h.events.push_back({t, "resumed", fmt::format("resumed after step {}", integer(r, "step"))});
-  } else if (event == "phase") {
-    h.events.push_back(
-        {t, "phase", fmt::format("{} from step {}", text(r, "policy"), integer(r, "step"))});
-  } else if (event == "failure") {
-    h.events.push_back({t, "failure", "failed: " + text(r, "error")});
-  }
+// A visitor of any record from the lambdas that handle some kinds: the rest are ignored.
+template <class... F>
+struct folding : F... {
+  using F::operator()...;
+  template <class R>
+  void operator()(const R&) const {}
+};
+template <class... F>
+folding(F...) -> folding<F...>;
+
+void fold_events(run_history& h, const records::any_record& record) {
+  std::visit(
+      folding{
+          [&](const records::checkpoint& r) {
+            h.events.push_back({r.t, "checkpoint",
+                                r.error.empty()
+                                    ? fmt::format("checkpoint after step {} ({:.1f} MB)", r.step,
+                                                  static_cast<double>(r.bytes) / 1e6)
+                                    : "checkpoint failed: " + r.error});
+          },
+          [&](const records::resumed& r) {
+            h.events.push_back({r.t, "resumed", fmt::format("resumed after step {}", r.step)});
+          },
+          [&](const records::phase& r) {
+            h.events.push_back({r.t, "phase", fmt::format("{} from step {}", r.policy, r.step)});
+          },
+          [&](const records::failure& r) {
+            h.events.push_back({r.t, "failure", "failed: " + r.error});
+          },
+      },
+      record);
+}
+
+// The figures the report draws from a record of evaluation: accuracy only where it is one.
+eval_row eval_row_of(int64_t step, double t, const std::string& split, double loss, double value,
+                     bool accuracy) {
+  return {step, t, split, loss, accuracy ? value : 0.0};
 }
 
 // summary.json's per-worker totals are the run's own; the records may have been aggregated.
@@ -160,47 +178,53 @@ std::string run_history::name() const {
   return fs::path(folder).filename().string();
 }
 
-void fold_record(run_history& h, const nlohmann::json& r) {
-  if (!r.contains("event") || !r["event"].is_string()) {
-    ++h.skipped_lines;
+void fold_record(run_history& h, const nlohmann::json& line) {
+  const auto record = records::parse_record(line);
+  if (!record) {
+    // A line that is no record troupe writes; an event of a later version is passed over.
+    const auto event = line.find("event");
+    if (event == line.end() || !event->is_string() ||
+        records::is_known_event(event->get<std::string>()))
+      ++h.skipped_lines;
     return;
   }
-  const auto event = r["event"].get<std::string>();
-  if (event == "step") {
-    h.steps.push_back({integer(r, "step"), number(r, "t"), number(r, "loss"),
-                       number(r, "samples_per_s"), integer(r, "samples")});
-  } else if (event == "eval" || event == "member_eval") {
-    // The split is the keys' prefix (records::eval, records::member_eval).
-    const std::string split = r.contains("validation_loss") ? "validation" : "test";
-    eval_row e{integer(r, "step"), number(r, "t"), split, number(r, (split + "_loss").c_str()),
-               number(r, (split + "_accuracy").c_str())};
-    if (event == "eval") {
-      h.evals.push_back(e);
-    } else {
-      e.member = integer(r, "member");
-      h.member_evals.push_back(e);
-    }
-  } else if (event == "worker_step") {
-    if (auto* w = worker_slot(h, integer(r, "worker"))) {
-      w->compute_s += number(r, "compute_s");
-      w->comm_s += number(r, "comm_s");
-      w->apply_s += number(r, "apply_s");
-    }
-  } else if (event == "waited") {
-    if (auto* w = worker_slot(h, integer(r, "worker")))
-      w->wait_s += number(r, "wait_s");
-  } else if (event == "applied") {
-    h.staleness[integer(r, "staleness")] += std::max<int64_t>(1, integer(r, "count"));
-  } else if (event == "stage_step") {
-    if (auto* s = stage_slot(h, integer(r, "pipeline"), integer(r, "stage"))) {
-      s->busy_s += number(r, "busy_s");
-      s->idle_s += number(r, "idle_s");
-    }
-    if (auto* w = worker_slot(h, integer(r, "worker")))
-      w->idle_s += number(r, "idle_s");
-  } else {
-    fold_event(h, event, r);
-  }
+  std::visit(
+      folding{
+          [&](const records::step& r) {
+            h.steps.push_back({r.step, r.t, r.loss, r.samples_per_s, r.samples});
+          },
+          [&](const records::eval& r) {
+            h.evals.push_back(
+                eval_row_of(r.step, r.t, r.split, r.loss, r.accuracy, r.metric == "accuracy"));
+          },
+          [&](const records::member_eval& r) {
+            auto e = eval_row_of(r.step, r.t, r.split, r.loss, r.accuracy, true);
+            e.member = r.member;
+            h.member_evals.push_back(e);
+          },
+          [&](const records::worker_step& r) {
+            if (auto* w = worker_slot(h, r.worker)) {
+              w->compute_s += r.compute_s;
+              w->comm_s += r.comm_s;
+              w->apply_s += r.apply_s;
+            }
+          },
+          [&](const records::waited& r) {
+            if (auto* w = worker_slot(h, r.worker))
+              w->wait_s += r.wait_s;
+          },
+          [&](const records::applied& r) { h.staleness[r.staleness] += records::records_in(line); },
+          [&](const records::stage_step& r) {
+            if (auto* s = stage_slot(h, r.pipeline, r.stage)) {
+              s->busy_s += r.busy_s;
+              s->idle_s += r.idle_s;
+            }
+            if (auto* w = worker_slot(h, r.worker))
+              w->idle_s += r.idle_s;
+          },
+      },
+      *record);
+  fold_events(h, *record);
 }
 
 run_follower::run_follower(std::string folder) {

@@ -1,5 +1,7 @@
 #include "core/suite/live_table.hpp"
 
+#include "core/metrics/record_reader.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -26,19 +28,16 @@ std::string accuracy_text(const job_row& r) {
 
 void job_row::feed(std::string_view text) {
   lines_.feed(text, [this](const nlohmann::json& line) {
-    const auto event = line.value("event", std::string());
-    if (event == "step" && line.contains("step") && line["step"].is_number_integer()) {
+    const auto record = records::parse_record(line);
+    if (const auto* s = record ? std::get_if<records::step>(&*record) : nullptr) {
       // metrics.jsonl's "step" is the 0-based index of the step: after it, index + 1 are done.
-      steps = line["step"].get<int64_t>() + 1;
-      if (line.contains("loss") && line["loss"].is_number())
-        loss = line["loss"].get<double>();
-    } else if (event == "eval") {
-      for (const auto& [key, split] :
-           {std::pair{"validation_accuracy", "val"}, std::pair{"test_accuracy", "test"}})
-        if (line.contains(key) && line[key].is_number()) {
-          accuracy = line[key].get<double>();
-          accuracy_split = split;
-        }
+      steps = s->step + 1;
+      loss = s->loss;
+    } else if (const auto* e = record ? std::get_if<records::eval>(&*record) : nullptr) {
+      if (e->metric == "accuracy") {
+        accuracy = e->accuracy;
+        accuracy_split = e->split == "validation" ? "val" : "test";
+      }
     }
   });
 }

@@ -1,5 +1,7 @@
 #include "core/suite/stop_losers.hpp"
 
+#include "core/metrics/record_reader.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -27,10 +29,11 @@ std::optional<std::string> stop_loser_reason(int64_t after, double accuracy,
 
 void validation_history::feed(std::string_view text) {
   lines_.feed(text, [this](const nlohmann::json& line) {
-    // The final test evaluation is an eval too, without validation keys: it does not count.
-    if (line.value("event", std::string()) == "eval" && line.contains("validation_accuracy") &&
-        line["validation_accuracy"].is_number())
-      accuracies_.push_back(line["validation_accuracy"].get<double>());
+    // The final test evaluation is an eval too, of the test split: it does not count.
+    const auto record = records::parse_record(line);
+    const auto* e = record ? std::get_if<records::eval>(&*record) : nullptr;
+    if (e && e->split == "validation" && e->metric == "accuracy")
+      accuracies_.push_back(e->accuracy);
   });
 }
 
