@@ -15,8 +15,12 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
   doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
   libssl-dev libmicrohttpd-dev libcsv-dev dpkg-dev file)
+# --tests: what the tests call besides troupe: PyTorch for the weight checks, Chromium for the
+# report pages, iproute2 (ip, tc) for the black-hole link, procps (pgrep, pkill) for processes a
+# test must find, time (/usr/bin/time) for peak memory; util-linux (unshare, mount, fallocate)
+# is in every Debian.
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch python3-numpy chromium)
+  packages+=(python3-torch python3-numpy chromium iproute2 procps time)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -76,7 +76,8 @@ socket_address resolve(const std::string& host, uint16_t port) {
   addrinfo* found = nullptr;
   const auto service = std::to_string(port);
   if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
-    throw ring_link_error("ring: cannot resolve '" + host + "': " + ::gai_strerror(rc));
+    throw ring_link_error("ring: cannot resolve '" + host + "': " + ::gai_strerror(rc) +
+                          " (give an address such as 127.0.0.1, or add the name to /etc/hosts)");
   socket_address a;
   std::memcpy(&a.storage, found->ai_addr, found->ai_addrlen);
   a.length = found->ai_addrlen;

@@ -6,29 +6,24 @@
 # temporary (.tmp-step-*, *.tmp.PID) may be left. Before: the process aborted (134) with no
 # summary and a record cut in two.
 # Skipped (77) where no mount namespace can be made (unshare -m needs root, unshare -rm user
-# namespaces); under CI (CI=true) that is a failure instead.
+# namespaces); under CI (CI=true) that is a failure instead (tests/lib/skip.sh).
 #   disk_full_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
+source "$(dirname "$0")/../lib/skip.sh"
 if [ "${TROUPE_IN_MOUNTNS:-}" != 1 ]; then
   for flags in -m -rm; do
     if unshare $flags true 2>/dev/null; then
       TROUPE_IN_MOUNTNS=1 exec unshare $flags bash "$0" "$@"
     fi
   done
-  echo "no mount namespace here (unshare -m needs root, unshare -rm user namespaces)"
-  [ "${CI:-}" = true ] && exit 1
-  exit 77
+  skip "no mount namespace here (unshare -m needs root, unshare -rm user namespaces)"
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 disk="$tmp/disk"
 mkdir -p "$disk"
-if ! mount -t tmpfs -o size=16m tmpfs "$disk"; then
-  echo "cannot mount a tmpfs in the namespace"
-  [ "${CI:-}" = true ] && exit 1
-  exit 77
-fi
+mount -t tmpfs -o size=16m tmpfs "$disk" || skip "cannot mount a tmpfs in the namespace"
 
 cat >"$tmp/job.json" <<'JSON'
 {"name": "full", "seed": 1, "model": {"type": "mlp", "hidden": [256]},

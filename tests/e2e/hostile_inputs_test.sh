@@ -21,8 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 py=/usr/bin/python3
 if ! $py -c "import torch" 2>/dev/null; then
-  echo "SKIP: needs /usr/bin/python3 with torch"
-  exit 77
+  skip "needs /usr/bin/python3 with torch"
 fi
 $py "$here/../python/make_hostile_files.py" "$tmp" || fail "making the hostile files"
 

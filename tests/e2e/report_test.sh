@@ -11,8 +11,7 @@ job=$2
 artifacts=$3
 source "$(dirname "$0")/../lib/harness.sh"
 if ! command -v chromium >/dev/null; then
-  echo "SKIP: chromium is not installed (scripts/install_deps.sh --tests installs it)"
-  exit 77
+  skip "chromium is not installed (scripts/install_deps.sh --tests installs it)"
 fi
 browser=$(dirname "$0")/../python/report_browser.py
 mkdir -p "$artifacts"

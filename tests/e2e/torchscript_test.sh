@@ -14,8 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -d "$fashion" ]; then
-  echo "SKIP: needs /usr/bin/python3 with torch and $fashion"
-  exit 77
+  skip "needs /usr/bin/python3 with torch and $fashion"
 fi
 py=/usr/bin/python3
 $py "$here/../python/make_script_models.py" "$tmp" 1 || fail "making models"

@@ -11,8 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 example=$here/../../examples/your_model
 source "$here/../lib/harness.sh"
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -d /usr/share/datasets/fashion-mnist ]; then
-  echo "SKIP: needs /usr/bin/python3 with torch and Fashion-MNIST"
-  exit 77
+  skip "needs /usr/bin/python3 with torch and Fashion-MNIST"
 fi
 cd "$tmp" || exit 1
 expect 0 "wrote net.pt, train.pt and test.pt" -- /usr/bin/python3 "$example/make_model.py" .

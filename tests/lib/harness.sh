@@ -3,6 +3,7 @@
 # exit, pass or fail), pass/fail counters, and for processes: free_port, listening_port,
 # wait_for_line, start, finish, check, expect, require_fashion_mnist.
 
+source "$(dirname "${BASH_SOURCE[0]}")/skip.sh"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -19,8 +20,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # require_fashion_mnist: ends the test as skipped (77) where Debian's dataset is missing.
 require_fashion_mnist() {
   if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    echo "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
-    exit 77
+    skip "Fashion-MNIST is not installed (scripts/install_deps.sh installs it)"
   fi
 }
 
