@@ -80,7 +80,11 @@ class fields {
 // "test_accuracy", "test_mse" (records::eval); a member's metric is accuracy.
 template <class R>
 void split_figures(fields& f, R& r, std::string& metric) {
-  r.split = f.has("validation_loss") ? "validation" : "test";
+  r.split = "test";
+  for (const char* key :
+       {"validation_loss", "validation_accuracy", "validation_mse", "validation_mae"})
+    if (f.has(key))
+      r.split = "validation";
   f.number((r.split + "_loss").c_str(), r.loss);
   for (const char* m : {"accuracy", "mse", "mae"})
     if (f.has(r.split + "_" + m)) {
