@@ -107,7 +107,8 @@ double median(std::vector<double> v) {
 
 // The state a checkpoint of this job holds: the flat weights and the optimizer's bytes.
 std::pair<int64_t, int64_t> state_bytes(const dataset_ptr& data, const job_config& job) {
-  replica_engine engine(job, data, initial_weights(job, data->classes), 0);
+  replica_engine engine(replica_plan_of(job, 0), data,
+                        initial_weights(settings_of(job), data->classes));
   engine.compute_gradient(0, true);
   engine.apply(engine.gradient(), job.optimizer.lr);  // Adam's moments exist after one step
   return {engine.weights().numel() * 4, static_cast<int64_t>(engine.optimizer_state().size())};

@@ -41,7 +41,8 @@ job_config base_job(int64_t steps, int64_t delay_ms) {
 // One replica's step (64 rows of the 128 batch) on one thread, measured with troupe's engine.
 double measure_step_ms(const job_config& job, const dataset_ptr& data) {
   at::set_num_threads(1);
-  replica_engine engine(job, data, initial_weights(job, data->classes), 0);
+  replica_engine engine(replica_plan_of(job, 0), data,
+                        initial_weights(settings_of(job), data->classes));
   const int warmup = 20, timed = 60;
   std::chrono::steady_clock::time_point start;
   for (int step = 0; step < warmup + timed; ++step) {

@@ -77,7 +77,8 @@ job_config bench_job(const bench_options& o) {
 double engine_loop(const bench_options& o, const job_config& job, dataset_ptr data,
                    nlohmann::json& detail) {
   at::set_num_threads(static_cast<int>(o.threads));
-  replica_engine engine(job, data, initial_weights(job, data->classes), 0);
+  replica_engine engine(replica_plan_of(job, 0), data,
+                        initial_weights(settings_of(job), data->classes));
   clock_type::time_point start;
   double compute_s = 0, apply_s = 0;
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
@@ -103,14 +104,14 @@ double engine_loop(const bench_options& o, const job_config& job, dataset_ptr da
 // bandwidth and cores shared) before any synchronisation costs. The clock starts once every
 // thread has finished its warm-up and stops when the last one is done.
 double engines_side_by_side(const bench_options& o, const job_config& job, dataset_ptr data) {
-  const auto weights = initial_weights(job, data->classes);
+  const auto weights = initial_weights(settings_of(job), data->classes);
   std::atomic<int64_t> warmed{0};
   std::vector<std::thread> threads;
   clock_type::time_point start;
   for (int64_t rank = 0; rank < o.replicas; ++rank)
     threads.emplace_back([&, rank] {
       at::set_num_threads(static_cast<int>(o.threads));
-      replica_engine engine(job, data, weights.clone(), rank);
+      replica_engine engine(replica_plan_of(job, rank), data, weights.clone());
       for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
         if (step == o.warmup) {
           if (warmed.fetch_add(1) + 1 == o.replicas)

@@ -58,9 +58,9 @@ void ensure_engine(replica_worker_state& st) {
   const auto device = st.plan->devices.workers.at(static_cast<std::size_t>(st.rank));
   st.device = std::make_unique<gpu::worker_device>(device, "worker " + std::to_string(st.rank));
   // A CPU worker's batches are already where they are used: no transfer, no prefetch.
-  st.engine =
-      std::make_unique<replica_engine>(st.plan->job, st.context->data, st.context->initial_weights,
-                                       st.rank, device.is_cuda() ? st.device.get() : nullptr);
+  st.engine = std::make_unique<replica_engine>(replica_plan_of(*st.plan, st.rank), st.context->data,
+                                               st.context->initial_weights,
+                                               device.is_cuda() ? st.device.get() : nullptr);
   if (st.context->reduction)
     st.context->reduction->attach(st.rank, st.engine->gradient());
   if (st.context->host)  // backward writes where the other processes sum

@@ -220,8 +220,8 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         // Built here rather than at spawn, so that its exceptions reach the exception handler.
         const auto& context = *st.context;
         st.engine = std::make_unique<stage_engine>(
-            context.plan->job, context.data, context.initial_weights,
-            context.plan->stages[static_cast<std::size_t>(st.where.stage)], st.where);
+            stage_plan_of(*context.plan, st.where.pipeline, st.where.stage), context.data,
+            context.initial_weights);
       },
       [self](compute_atom, int64_t step) {
         auto& st = self->state;

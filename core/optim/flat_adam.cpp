@@ -64,7 +64,7 @@ void aten_pass(at::Tensor w, const at::Tensor& g, at::Tensor m, at::Tensor v,
   w.addcdiv_(m, (v.sqrt() / f.root_correction2).add_(f.eps), f.neg_step_size);
 }
 
-adam_factors factors_at(const torch::optim::AdamOptions& o, int64_t step) {
+adam_factors factors_at(const torch::optim::AdamOptions& o, int64_t step, double lr) {
   const double beta1 = std::get<0>(o.betas());
   const double beta2 = std::get<1>(o.betas());
   const double correction1 = 1 - std::pow(beta1, static_cast<double>(step));
@@ -76,7 +76,7 @@ adam_factors factors_at(const torch::optim::AdamOptions& o, int64_t step) {
           static_cast<float>(o.weight_decay()),
           static_cast<float>(std::sqrt(correction2)),
           static_cast<float>(o.eps()),
-          static_cast<float>(-(o.lr() / correction1))};
+          static_cast<float>(-(lr / correction1))};
 }
 
 }  // namespace
@@ -134,10 +134,15 @@ void flat_adam::adopt_state() {
 }
 
 void flat_adam::step(const at::Tensor& weights, const at::Tensor& grads) {
+  step(weights, grads, optimizer_.param_groups().front().options().get_lr());
+}
+
+void flat_adam::step(const at::Tensor& weights, const at::Tensor& grads, double lr) {
   layout_.check_step_buffers(weights, grads);
-  const auto& options =
-      static_cast<const torch::optim::AdamOptions&>(optimizer_.param_groups().front().options());
-  if (options.amsgrad()) {
+  auto& options =
+      static_cast<torch::optim::AdamOptions&>(optimizer_.param_groups().front().options());
+  if (options.amsgrad()) {  // LibTorch's own step, which reads the rate from its options
+    options.lr(lr);
     optimizer_.step();
     return;
   }
@@ -155,7 +160,7 @@ void flat_adam::step(const at::Tensor& weights, const at::Tensor& grads) {
     std::size_t last = first;
     while (last + 1 < parameters_.size() && states_[last + 1]->step() + 1 == count)
       ++last;
-    const auto f = factors_at(options, count);
+    const auto f = factors_at(options, count, lr);
     const int64_t begin = layout_.begin(first);
     const int64_t end = layout_.end(last);
     if (weights.is_cpu()) {

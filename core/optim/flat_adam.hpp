@@ -31,8 +31,11 @@ class flat_adam {
   /// As flat_sgd's.
   flat_adam(torch::optim::Adam& optimizer, std::vector<at::Tensor> parameters);
 
-  /// One step of the optimizer with its options as they are now, over the parameters' flat
-  /// `weights` and `grads` (as flat_sgd::step). Creates a parameter's state at its first step.
+  /// One step of the optimizer with learning rate `lr` and its other options as they are, over
+  /// the parameters' flat `weights` and `grads` (as flat_sgd::step). Creates a parameter's state
+  /// at its first step.
+  void step(const at::Tensor& weights, const at::Tensor& grads, double lr);
+  /// The same with the rate the options hold.
   void step(const at::Tensor& weights, const at::Tensor& grads);
 
   /// Whether a pass splits over the intra-op threads (at::parallel_for's parallel half is

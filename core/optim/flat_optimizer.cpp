@@ -21,14 +21,15 @@ flat_optimizer::flat_optimizer(const optimizer_config& config, const flat_parame
 flat_optimizer::~flat_optimizer() = default;
 
 void flat_optimizer::step(double lr) {
-  set_learning_rate(*optimizer_, lr);
   const auto weights = flat_.weights().narrow(0, 0, flat_.parameter_count());
-  if (sgd_)
-    sgd_->step(weights, flat_.parameter_grads());
-  else if (adam_)
-    adam_->step(weights, flat_.parameter_grads());
-  else
+  if (sgd_) {
+    sgd_->step(weights, flat_.parameter_grads(), lr);
+  } else if (adam_) {
+    adam_->step(weights, flat_.parameter_grads(), lr);
+  } else {  // LibTorch's own step reads the rate from its options
+    set_learning_rate(*optimizer_, lr);
     optimizer_->step();
+  }
 }
 
 std::string flat_optimizer::save() const {

@@ -123,12 +123,16 @@ void flat_sgd::adopt_state() {
 }
 
 void flat_sgd::step(const at::Tensor& weights, const at::Tensor& grads) {
+  step(weights, grads, optimizer_.param_groups().front().options().get_lr());
+}
+
+void flat_sgd::step(const at::Tensor& weights, const at::Tensor& grads, double lr) {
   layout_.check_step_buffers(weights, grads);
   const int64_t total = layout_.total();
   torch::NoGradGuard no_grad;
   const auto& options =
       static_cast<const torch::optim::SGDOptions&>(optimizer_.param_groups().front().options());
-  const sgd_factors f{static_cast<float>(options.lr()), static_cast<float>(options.weight_decay()),
+  const sgd_factors f{static_cast<float>(lr), static_cast<float>(options.weight_decay()),
                       static_cast<float>(options.momentum()),
                       static_cast<float>(1 - options.dampening())};
   const bool momentum = options.momentum() != 0;

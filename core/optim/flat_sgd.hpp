@@ -35,10 +35,13 @@ class flat_sgd {
   /// slices of one float32 buffer from its first element on, and so are their gradients'.
   flat_sgd(torch::optim::SGD& optimizer, std::vector<at::Tensor> parameters);
 
-  /// One step of the optimizer, with its options as they are now (a schedule sets the learning
-  /// rate), over the parameters' flat `weights` and `grads` (contiguous float32, one element per
-  /// parameter element, on the parameters' device). Creates the momentum buffers at the first
-  /// step, as LibTorch does.
+  /// One step of the optimizer with learning rate `lr` (the plan's rate for the step: a value
+  /// handed in, not read back from LibTorch's options) and its other options as they are, over
+  /// the parameters' flat `weights` and `grads` (contiguous float32, one element per parameter
+  /// element, on the parameters' device). Creates the momentum buffers at the first step, as
+  /// LibTorch does.
+  void step(const at::Tensor& weights, const at::Tensor& grads, double lr);
+  /// The same with the rate the options hold (tests that step LibTorch's optimizer beside it).
   void step(const at::Tensor& weights, const at::Tensor& grads);
 
   /// Whether a pass splits over the intra-op threads (at::parallel_for's parallel half is

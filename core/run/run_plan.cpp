@@ -334,6 +334,16 @@ int64_t intra_op_threads(const job_config& job, unsigned hardware_threads) {
   return std::max<int64_t>(1, static_cast<int64_t>(hardware_threads) / workers_in_process(job));
 }
 
+replica_plan replica_plan_of(const run_plan& plan, int64_t rank) {
+  return replica_plan_of(plan.job, rank);
+}
+
+stage_plan stage_plan_of(const run_plan& plan, int64_t pipeline, int64_t stage) {
+  const auto& par = plan.job.parallelism;
+  return stage_plan_of(plan.job, plan.stages.at(static_cast<std::size_t>(stage)),
+                       {stage, par.stages, pipeline, par.replicas});
+}
+
 std::vector<std::pair<std::string, at::Tensor>> named_weights(const run_plan& plan,
                                                               const at::Tensor& flat) {
   return unflatten(flat, plan.model.parameter_layout);

@@ -7,13 +7,14 @@
 // Thread safety: immutable once made; shared read-only by every actor of a run.
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/data/data_source.hpp"
 #include "core/device/device_plan.hpp"
+#include "core/job/job_config.hpp"
 #include "core/model/model_builder.hpp"
 #include "core/pipeline/stage_split.hpp"
 #include "core/policy/policy_schedule.hpp"
 #include "core/policy/step_rules.hpp"
+#include "core/train/engine_plans.hpp"
 
 #include <ATen/core/Tensor.h>
 
@@ -120,6 +121,11 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
 /// the cores this way is the fastest arrangement measured (bench/sync_overhead.py: 1 replica x 2
 /// threads beats 1 x 1 by 1.6x on 2 cores).
 int64_t intra_op_threads(const job_config& job, unsigned hardware_threads);
+
+/// Replica `rank`'s slice of the plan: what its engine computes from.
+replica_plan replica_plan_of(const run_plan& plan, int64_t rank);
+/// Stage `stage` of pipeline `pipeline`: its layers, place, rows and micro-batches.
+stage_plan stage_plan_of(const run_plan& plan, int64_t pipeline, int64_t stage);
 
 /// Human-readable, several lines, ending with a newline.
 std::string render_plan(const run_plan& plan);

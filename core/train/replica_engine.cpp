@@ -18,20 +18,19 @@
 
 namespace troupe {
 
-replica_engine::replica_engine(const job_config& job, dataset_ptr data,
-                               const at::Tensor& initial_weights, int64_t rank,
-                               device_transfer* transfer)
-    : rank_(rank),
-      position_(rank),
-      replicas_(job.parallelism.replicas),
-      training_(job.training),
-      seed_(job.seed),
+replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
+                               const at::Tensor& initial_weights, device_transfer* transfer)
+    : rank_(plan.rank),
+      position_(plan.rank),
+      replicas_(plan.replicas),
+      training_(plan.settings.training),
+      seed_(plan.settings.seed),
       draws_(false),
-      global_batch_(job.training.batch_size),
+      global_batch_(plan.settings.global_batch),
       data_(std::move(data)),
-      model_(job.model, data_->classes),
-      plan_(data_->train.size(), job.training.batch_size, job.seed),
-      rows_(shard_of(job.training.batch_size, job.parallelism.replicas, rank)),
+      model_(plan.settings.model, data_->classes),
+      plan_(data_->train.size(), plan.settings.global_batch, plan.settings.seed),
+      rows_(plan.rows),
       transfer_(transfer) {
   if (transfer_ != nullptr && !transfer_->device().is_cpu())
     model_.to(transfer_->device());
@@ -43,7 +42,8 @@ replica_engine::replica_engine(const job_config& job, dataset_ptr data,
     flat_->weights().copy_(initial_weights);
   }
   flat_->load_buffers();
-  optimizer_ = std::make_unique<flat_optimizer>(job.optimizer, *flat_, model_.parameters());
+  optimizer_ =
+      std::make_unique<flat_optimizer>(plan.settings.optimizer, *flat_, model_.parameters());
   draws_ = !model_.random_ops().empty();
 }
 
@@ -193,17 +193,17 @@ evaluation_result replica_engine::evaluate(const labeled_images& set, row_range 
   return result;
 }
 
-evaluation_result evaluate_weights(const job_config& job, const dataset_ptr& data,
+evaluation_result evaluate_weights(const training_settings& settings, const dataset_ptr& data,
                                    const at::Tensor& weights, const labeled_images& set) {
-  replica_engine engine(job, data, weights, 0);
+  replica_engine engine({settings, 0, 1, {0, settings.global_batch}}, data, weights);
   return engine.evaluate(set, {0, set.size()});
 }
 
-at::Tensor initial_weights(const job_config& job, int64_t classes) {
+at::Tensor initial_weights(const training_settings& settings, int64_t classes) {
   // Not while a worker's forward has seeded the same generator for its own draws.
   std::lock_guard<std::mutex> generator(generator_lock());
-  at::manual_seed(job.seed);
-  network model(job.model, classes);
+  at::manual_seed(settings.seed);
+  network model(settings.model, classes);
   flat_parameters flat(model.named_parameters(), model.named_buffers());
   return flat.weights().clone();
 }

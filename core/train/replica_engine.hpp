@@ -5,13 +5,13 @@
 // Thread safety: none. All calls must come from one thread at a time (the owning actor's).
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/device/device_transfer.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
 #include "core/optim/flat_optimizer.hpp"
+#include "core/train/engine_plans.hpp"
 
 #include <memory>
 
@@ -42,8 +42,8 @@ class replica_engine {
   /// With a `transfer` the model, its optimizer and its batches live on transfer->device(), and
   /// the next step's batch is uploaded while this one computes; the data stays on the host.
   /// Without one (CPU workers) batches are used where they are.
-  replica_engine(const job_config& job, dataset_ptr data, const at::Tensor& initial_weights,
-                 int64_t rank, device_transfer* transfer = nullptr);
+  replica_engine(const replica_plan& plan, dataset_ptr data, const at::Tensor& initial_weights,
+                 device_transfer* transfer = nullptr);
   ~replica_engine();
 
   /// Zeroes the gradient, then runs forward and backward on this rank's rows of `step`'s global
@@ -120,14 +120,14 @@ class replica_engine {
   batch prefetched_;  ///< with a transfer: the next step's batch, on its way to the device
 };
 
-/// Evaluates the whole `set` with the model of `job` holding the flat weights `weights`, on the
-/// calling thread (the test set's one evaluation at the end of a run with a validation set).
-evaluation_result evaluate_weights(const job_config& job, const dataset_ptr& data,
+/// Evaluates the whole `set` with the model of `settings` holding the flat weights `weights`, on
+/// the calling thread (the test set's one evaluation at the end of a run with a validation set).
+evaluation_result evaluate_weights(const training_settings& settings, const dataset_ptr& data,
                                    const at::Tensor& weights, const labeled_images& set);
 
-/// The flat weights a job starts from: the built-in model's default initialization under the
-/// job's seed, or the weights and buffers saved in a TorchScript file. Deterministic for a seed;
-/// uses LibTorch's global generator, so call it from one thread.
-at::Tensor initial_weights(const job_config& job, int64_t classes);
+/// The flat weights a run starts from: the built-in model's default initialization under the
+/// seed, or the weights and buffers saved in a TorchScript file. Deterministic for a seed; uses
+/// LibTorch's global generator, so call it from one thread.
+at::Tensor initial_weights(const training_settings& settings, int64_t classes);
 
 }  // namespace troupe

@@ -17,9 +17,9 @@ namespace {
 
 // The stage's layers, taken out of a whole model that holds the job's initial weights, so that
 // the stage starts exactly where an unpartitioned replica would.
-network slice_of(const job_config& job, int64_t classes, const at::Tensor& initial_weights,
+network slice_of(const model_config& model, int64_t classes, const at::Tensor& initial_weights,
                  const stage_slice& slice) {
-  network whole(job.model, classes);
+  network whole(model, classes);
   {
     flat_parameters flat(whole.named_parameters(), whole.named_buffers());
     TORCH_CHECK(initial_weights.numel() == flat.size(), "initial weights have ",
@@ -33,21 +33,21 @@ network slice_of(const job_config& job, int64_t classes, const at::Tensor& initi
 
 }  // namespace
 
-stage_engine::stage_engine(const job_config& job, dataset_ptr data,
-                           const at::Tensor& initial_weights, const stage_slice& slice,
-                           stage_position where)
-    : where_(where),
-      training_(job.training),
-      micro_batches_(job.parallelism.micro_batches),
-      global_batch_(job.training.batch_size),
-      seed_(job.seed),
+stage_engine::stage_engine(const stage_plan& plan, dataset_ptr data,
+                           const at::Tensor& initial_weights)
+    : where_(plan.where),
+      training_(plan.settings.training),
+      micro_batches_(plan.micro_batches),
+      global_batch_(plan.settings.global_batch),
+      seed_(plan.settings.seed),
       data_(std::move(data)),
-      module_(slice_of(job, data_->classes, initial_weights, slice)),
-      plan_(data_->train.size(), job.training.batch_size, job.seed),
-      rows_(shard_of(job.training.batch_size, where.pipelines, where.pipeline)),
-      eval_rows_(shard_of(evaluation_set(*data_).size(), where.pipelines, where.pipeline)) {
+      module_(slice_of(plan.settings.model, data_->classes, initial_weights, plan.layers)),
+      plan_(data_->train.size(), plan.settings.global_batch, plan.settings.seed),
+      rows_(plan.rows),
+      eval_rows_(shard_of(evaluation_set(*data_).size(), where_.pipelines, where_.pipeline)) {
   flat_ = std::make_unique<flat_parameters>(module_.named_parameters(), module_.named_buffers());
-  optimizer_ = std::make_unique<flat_optimizer>(job.optimizer, *flat_, module_.parameters());
+  optimizer_ =
+      std::make_unique<flat_optimizer>(plan.settings.optimizer, *flat_, module_.parameters());
   draws_ = !module_.random_ops().empty();
 }
 
@@ -62,8 +62,7 @@ at::Tensor stage_engine::forward_slice(const at::Tensor& input, int64_t step, in
 }
 
 row_range stage_engine::micro_range(int64_t micro) const {
-  const auto r = shard_of(rows_.size(), micro_batches_, micro);
-  return {rows_.begin + r.begin, rows_.begin + r.end};
+  return micro_batches_.at(static_cast<std::size_t>(micro));
 }
 
 void stage_engine::begin_step(int64_t step) {

@@ -10,7 +10,6 @@
 // Thread safety: none. All calls must come from one thread at a time (the owning actor's).
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/model/flat_parameters.hpp"
@@ -24,21 +23,10 @@
 
 namespace troupe {
 
-/// Where a stage sits: stage `stage` of `stages` in pipeline (replica) `pipeline` of `pipelines`.
-struct stage_position {
-  int64_t stage = 0;
-  int64_t stages = 1;
-  int64_t pipeline = 0;
-  int64_t pipelines = 1;
-  bool first() const { return stage == 0; }
-  bool last() const { return stage + 1 == stages; }
-};
-
 class stage_engine {
  public:
   /// `initial_weights` is the whole model's flat weight vector; the stage keeps its slice.
-  stage_engine(const job_config& job, dataset_ptr data, const at::Tensor& initial_weights,
-               const stage_slice& slice, stage_position where);
+  stage_engine(const stage_plan& plan, dataset_ptr data, const at::Tensor& initial_weights);
   ~stage_engine();
 
   /// Zeroes the accumulated gradient and the step's loss; call before a step's first operation.
@@ -97,7 +85,7 @@ class stage_engine {
 
   stage_position where_;
   training_config training_;
-  int64_t micro_batches_;
+  std::vector<row_range> micro_batches_;
   int64_t global_batch_;
   uint64_t seed_;
   dataset_ptr data_;

@@ -184,10 +184,10 @@ TEST_SUITE("device") {
                    {"training", {{"steps", 6}, {"batch_size", 32}}},
                    {"optimizer", {{"momentum", 0.9}}}});
     const auto data = std::make_shared<const dataset>(make_synthetic(256, 64, 1.0, 4));
-    const auto start = initial_weights(job, data->classes);
-    replica_engine plain(job, data, start, 0);
+    const auto start = initial_weights(settings_of(job), data->classes);
+    replica_engine plain(replica_plan_of(job, 0), data, start);
     counting_transfer transfer;
-    replica_engine uploaded(job, data, start, 0, &transfer);
+    replica_engine uploaded(replica_plan_of(job, 0), data, start, &transfer);
     for (int64_t step = 0; step < 6; ++step) {
       const auto a = plain.compute_gradient(step, true);
       const auto b = uploaded.compute_gradient(step, true);

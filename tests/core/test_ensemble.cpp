@@ -7,8 +7,8 @@
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
-#include "core/train/replica_engine.hpp"
 #include "core/run/run_ensemble.hpp"
+#include "core/train/replica_engine.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -51,7 +51,8 @@ dataset_ptr data_for(const job_config& job) {
 // Member k's weights after `steps` steps trained alone, flat.
 at::Tensor train_alone(const job_config& job, const dataset_ptr& data, int64_t k, int64_t steps) {
   const auto alone = member_job(job, k);
-  replica_engine engine(alone, data, member_initial_weights(job, k, data->classes), 0);
+  replica_engine engine(replica_plan_of(alone, 0), data,
+                        member_initial_weights(job, k, data->classes));
   for (int64_t s = 0; s < steps; ++s) {
     engine.compute_gradient(s, true);
     engine.apply(engine.gradient(), alone.optimizer.lr);
