@@ -1,5 +1,5 @@
-// All-reduce between processes on one host: troupe's ring (actors/exchange/ring_exchange.hpp over CAF's
-// middleman on loopback, the path sync training takes between hosts) or its shared-memory
+// All-reduce between processes on one host: troupe's ring (actors/exchange/ring_exchange.hpp over
+// CAF's middleman on loopback, the path sync training takes between hosts) or its shared-memory
 // segment (core/collective/host_reduction.hpp, the path node processes on one host take), or
 // the socket ring (core/collective/socket_ring.hpp: plain TCP between ring neighbours), on
 // float32 buffers.
@@ -8,7 +8,8 @@
 //                   [--window 8] [--tls] [--transport ring|tcp|shm]
 //
 // Forks `ranks` processes (before any actor system or LibTorch thread exists). Ring: each
-// publishes a ring member on 127.0.0.1 through actors/links/guarded_links (as troupe's nodes do: with
+// publishes a ring member on 127.0.0.1 through actors/links/guarded_links (as troupe's nodes do:
+// with
 // --tls over mutual TLS, with certificates of a CA made for this run) and connects to its
 // successor's. Shm: this process creates one segment per size (and one for the barrier), each
 // rank opens them. Then, per size: a barrier (an all-reduce of one element), then one timed
@@ -16,9 +17,9 @@
 // JSON object: per size the median time of rank 0, the algorithm bandwidth bytes / time and the
 // bus bandwidth 2(N - 1)/N x bytes / time (what each link carries, comparable across N), in
 // GB/s (1e9 bytes).
-#include "actors/links/guarded_links.hpp"
-#include "actors/exchange/ring_exchange.hpp"
 #include "actors/cluster/system_config.hpp"
+#include "actors/exchange/ring_exchange.hpp"
+#include "actors/links/guarded_links.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
@@ -63,7 +64,7 @@ struct member_state {
 caf::behavior ring_member(caf::stateful_actor<member_state>* self, int64_t rank, int64_t ranks,
                           int64_t bucket_elements, int64_t window) {
   at::set_num_threads(1);
-  self->state.ring.emplace(rank, ranks, bucket_elements, window);
+  self->state.ring.emplace(rank, ranks, ring_options{bucket_elements, window});
   return {
       [self](link_atom, const caf::actor& successor) { self->state.ring->link(successor); },
       [self](run_atom, int64_t round, at::Tensor& buffer) {
@@ -314,8 +315,8 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
     }
     write_line(to_parent, "connected");
     const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / 4));
-    socket_ring ring(std::move(to_successor), std::move(from_predecessor), rank, ranks, bucket,
-                     window);
+    socket_ring ring(std::move(to_successor), std::move(from_predecessor), rank, ranks,
+                     ring_options{bucket, window});
     int64_t round = 0;
     auto one = at::zeros({1});
     nlohmann::json report = {{"ranks", ranks},

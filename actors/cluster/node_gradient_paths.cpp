@@ -107,7 +107,7 @@ caf::result<ring_places> connect_ring_places(agent_actor* self, const ring_place
 caf::result<ring_places> join_ring_places(agent_actor* self, const ring_places& places) {
   return on_ring_places(self, [&](socket_ring_places& p) {
     const auto& plan = *self->state.context->plan;
-    p.join(places, plan.ring_bucket_elements, plan.job.cluster.ring_window, socket_ring_timeout_s);
+    p.join(places, plan.ring, socket_ring_timeout_s);
     return places;
   });
 }

@@ -25,9 +25,8 @@ class ring_exchange {
   /// `rank`: the position in the ring (among the live replicas), `epoch`: the membership it
   /// belongs to, stamped on every chunk it sends (a chunk of another epoch is the caller's to
   /// drop).
-  ring_exchange(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window,
-                int64_t epoch = 0)
-      : ring_(rank, ranks, bucket_elements, window), rank_(rank), epoch_(epoch) {}
+  ring_exchange(int64_t rank, int64_t ranks, const ring_options& options, int64_t epoch = 0)
+      : ring_(rank, ranks, options), rank_(rank), epoch_(epoch) {}
 
   void link(Handle successor) { successor_ = std::move(successor); }
 

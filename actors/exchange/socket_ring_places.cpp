@@ -116,7 +116,7 @@ void socket_ring_places::connect(const ring_places& places, double timeout_s) {
   }
 }
 
-void socket_ring_places::join(const ring_places& places, int64_t bucket_elements, int64_t window,
+void socket_ring_places::join(const ring_places& places, const ring_options& options,
                               double timeout_s) {
   std::lock_guard<std::mutex> lock(mutex_);
   check(places);
@@ -134,7 +134,7 @@ void socket_ring_places::join(const ring_places& places, int64_t bucket_elements
     }
     rings_[r] =
         std::make_unique<socket_ring>(std::move(out), std::move(in), static_cast<int64_t>(position),
-                                      static_cast<int64_t>(size), bucket_elements, window);
+                                      static_cast<int64_t>(size), options);
   }
   listeners_.clear();  // nobody else may connect now
   outgoing_.clear();

@@ -35,9 +35,9 @@ class socket_ring_places {
   /// std::invalid_argument for places that do not fit what was opened, ring_link_error.
   void connect(const ring_places& places, double timeout_s);
 
-  /// Takes each rank's predecessor's connection and forms its ring, of `window` buckets of
-  /// `bucket_elements` in flight (socket_ring).
-  void join(const ring_places& places, int64_t bucket_elements, int64_t window, double timeout_s);
+  /// Takes each rank's predecessor's connection and forms its ring, its buckets and window as
+  /// `options` says (socket_ring).
+  void join(const ring_places& places, const ring_options& options, double timeout_s);
 
   /// Rank `rank`'s ring of `epoch`, once; null when none was formed here for that epoch (the
   /// ring then runs over actors). Throws std::logic_error when one was formed but holds no ring

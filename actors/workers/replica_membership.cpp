@@ -29,6 +29,7 @@ void on_membership(self_pointer self, const membership_note& note, const caf::ac
   st.live = static_cast<int64_t>(note.live.size());
   if (st.plan->parameter_server() == false)
     st.engine->set_share(st.position, st.live);
+  st.reducer.reset();
   st.ring.reset();
   st.socket.reset();  // a sum under way is aborted; the new epoch's ring is formed afresh
   if (st.plan->gradients == gradient_meeting::ring)

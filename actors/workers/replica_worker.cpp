@@ -1,5 +1,6 @@
 #include "actors/workers/replica_worker.hpp"
 
+#include "actors/workers/replica_reducers.hpp"
 #include "actors/workers/replica_worker_state.hpp"
 #include "actors/workers/worker_faults.hpp"
 #include "messages/error_code.hpp"
@@ -74,9 +75,31 @@ at::Tensor cpu_copy(const replica_engine& engine) {
 
 ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st) {
   if (!st.ring)
-    st.ring.emplace(st.position, st.live, st.plan->ring_bucket_elements,
-                    st.plan->job.cluster.ring_window, st.epoch);
+    st.ring.emplace(st.position, st.live, st.plan->ring, st.epoch);
   return *st.ring;
+}
+
+// This rank's socket ring of the current membership epoch, if the node formed one (the first
+// sync step of the epoch takes it over); null: the ring runs over actors in this epoch. Its sums
+// end in a (ring_atom, epoch, round, error) message from the runner's thread.
+ring_runner* socket_ring_of(self_pointer self) {
+  auto& st = self->state;
+  if (!st.socket && st.context->socket_rings) {
+    auto ring = st.context->socket_rings->take(st.rank, st.epoch);
+    if (!ring)
+      return nullptr;
+    // A bound on a sum that moves no byte: past it the node would have been declared lost.
+    const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
+    caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
+    st.socket = std::make_unique<ring_runner>(
+        std::move(ring), idle_s, [weak, epoch = st.epoch](int64_t round, const std::string& error) {
+          if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
+            const auto me = caf::actor_cast<caf::actor>(strong);
+            caf::send_as(me, me, ring_atom_v, epoch, round, error);
+          }
+        });
+  }
+  return st.socket.get();
 }
 
 }  // namespace replica_internal
@@ -125,29 +148,6 @@ void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
   finish_step(self, st.plan->rules.outcome_of(step), comm_s, seconds_since(apply_start));
 }
 
-// This rank's socket ring of the current membership epoch, if the node formed one (the first
-// sync step of the epoch takes it over); null: the ring runs over actors in this epoch. Its sums
-// end in a (ring_atom, epoch, round, error) message from the runner's thread.
-ring_runner* socket_ring_of(self_pointer self) {
-  auto& st = self->state;
-  if (!st.socket && st.context->socket_rings) {
-    auto ring = st.context->socket_rings->take(st.rank, st.epoch);
-    if (!ring)
-      return nullptr;
-    // A bound on a sum that moves no byte: past it the node would have been declared lost.
-    const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
-    caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
-    st.socket = std::make_unique<ring_runner>(
-        std::move(ring), idle_s, [weak, epoch = st.epoch](int64_t round, const std::string& error) {
-          if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
-            const auto me = caf::actor_cast<caf::actor>(strong);
-            caf::send_as(me, me, ring_atom_v, epoch, round, error);
-          }
-        });
-  }
-  return st.socket.get();
-}
-
 // A sum of the socket ring of `epoch` ended. A broken ring is most often a lost node: the driver
 // hears of that too and names it (or, in a run that carries on, regroups without it), so this
 // worker waits a node timeout before it fails with its own account (round -1: that time is up).
@@ -168,46 +168,13 @@ void on_socket_sum(self_pointer self, int64_t epoch, int64_t round, const std::s
   self->quit(caf::make_error(errc::internal, "replica " + std::to_string(st.rank) + ": " + error));
 }
 
-// A sync step: the gradient goes where the plan says gradients meet.
-void exchange_sync(self_pointer self, int64_t step, const gradient_meta& meta) {
+// A sync step: the gradient goes where the plan says gradients meet (the epoch's reducer).
+void exchange_sync(self_pointer self, int64_t step) {
   auto& st = self->state;
-  switch (st.plan->gradients) {
-    case gradient_meeting::local:  // nothing to combine
-      return apply_own_sum(self, step, 0.0);
-    case gradient_meeting::nccl:  // the replicas sum among themselves on their streams
-      st.device->all_reduce_sum(st.engine->gradient());
-      return apply_own_sum(self, step, seconds_since(st.sent_at));
-    case gradient_meeting::shared:  // the replicas of this process sum among themselves
-      try {
-        st.context->reduction->all_reduce(st.rank);
-      } catch (const barrier_aborted&) {
-        // Another replica failed or the run ended: the driver names the cause and stops this
-        // one; dying here too could reach it first and hide that cause. The steps this one
-        // completed go to the driver first: a failing replica waits for them (on_failure).
-        send_unsent_reports(self);
-        return;
-      }
-      return apply_own_sum(self, step, seconds_since(st.sent_at));
-    case gradient_meeting::ring:
-      if (st.context->host) {  // every node on this host: through shared memory
-        try {
-          st.context->host->all_reduce(st.rank, st.engine->gradient());
-        } catch (const barrier_aborted&) {
-          return;  // as above: the coordinator or the node agent ends this worker
-        }
-        return apply_own_sum(self, step, seconds_since(st.sent_at));
-      }
-      if (auto* socket = socket_ring_of(self))  // host memory only: nothing queued on a device
-        return socket->start(step, st.engine->gradient());
-      if (ring_of(st).start(self, step, st.engine->gradient()))
-        apply_own_sum(self, step, seconds_since(st.sent_at));
-      return;
-    case gradient_meeting::driver:
-      // The driver reads the gradient on another thread: it must be complete when it leaves.
-      st.device->finish_work();
-      tell_driver(self, gradient_atom_v, meta, st.engine->gradient());
-      return;
-  }
+  if (!st.reducer)
+    st.reducer = make_reducer(self);
+  if (st.reducer->start(step, st.engine->gradient()) == reduce_outcome::summed)
+    apply_own_sum(self, step, seconds_since(st.sent_at));
 }
 
 // A local_sgd step: step alone; hand the weights in at averaging steps.
@@ -247,7 +214,7 @@ void compute_step(self_pointer self, int64_t step) {
   st.sent_at = clock_type::now();
   const gradient_meta meta{st.rank, step, result.loss, result.samples, st.epoch};
   if (policy == policy_kind::sync)
-    return exchange_sync(self, step, meta);
+    return exchange_sync(self, step);
   if (policy == policy_kind::local_sgd)
     return step_locally(self, step, meta);
   // async: comm_s is how long this worker waited for the weights it just computed on.
@@ -328,12 +295,9 @@ void restore(self_pointer self, int64_t step, const at::Tensor& weights,
 // What this worker is doing, for the driver's step watchdog.
 worker_probe probe(const replica_worker_state& st) {
   worker_probe p{st.rank, st.epoch, st.pace.next(), st.pace.busy(), false, 0};
-  if (st.ring && st.ring->waiting()) {
+  if (const auto received = st.reducer ? st.reducer->received() : -1; received >= 0) {
     p.in_ring = true;
-    p.received = st.ring->received();
-  } else if (st.socket && st.socket->busy()) {
-    p.in_ring = true;
-    p.received = st.socket->received();
+    p.received = received;
   }
   return p;
 }

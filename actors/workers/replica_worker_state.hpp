@@ -3,6 +3,7 @@
 // worker.
 #pragma once
 
+#include "actors/exchange/gradient_reducer.hpp"
 #include "actors/exchange/ring_exchange.hpp"
 #include "actors/exchange/ring_runner.hpp"
 #include "actors/workers/replica_worker.hpp"
@@ -49,6 +50,8 @@ struct replica_worker_state {
   std::optional<ring_exchange<replica_worker_actor>> ring;
   /// ...or over the socket ring, on a thread of its own (worker_context::socket_rings).
   std::unique_ptr<ring_runner> socket;
+  /// Where this epoch's sync gradients meet (replica_reducers), made at its first sync step.
+  std::unique_ptr<gradient_reducer> reducer;
   /// Which steps the driver released, which one runs, and which go into a checkpoint.
   step_pace pace;
   /// The membership this worker computes in (messages/membership.hpp): its epoch, and this
@@ -86,6 +89,9 @@ void ensure_engine(replica_worker_state& st);
 at::Tensor cpu_copy(const replica_engine& engine);
 /// This replica's side of the ring all-reduce over actors, made on first use.
 ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st);
+/// This rank's socket ring of the current membership epoch, if the node formed one (the first
+/// sync step of the epoch takes it over); null: the ring runs over actors in this epoch.
+ring_runner* socket_ring_of(self_pointer self);
 
 // replica_membership.cpp
 void on_membership(self_pointer self, const membership_note& note, const caf::actor& successor);

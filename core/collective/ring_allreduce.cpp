@@ -9,12 +9,16 @@
 
 namespace troupe {
 
-ring_allreduce::ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window)
-    : rank_(rank), ranks_(ranks), bucket_elements_(bucket_elements), window_(window) {
-  if (ranks < 1 || rank < 0 || rank >= ranks || bucket_elements < 1 || window < 1)
+ring_allreduce::ring_allreduce(int64_t rank, int64_t ranks, const ring_options& options)
+    : rank_(rank),
+      ranks_(ranks),
+      bucket_elements_(options.bucket_elements),
+      window_(options.window) {
+  if (ranks < 1 || rank < 0 || rank >= ranks || bucket_elements_ < 1 || window_ < 1)
     throw std::invalid_argument("ring_allreduce: rank " + std::to_string(rank) + " of " +
                                 std::to_string(ranks) + " with buckets of " +
-                                std::to_string(bucket_elements) + " elements");
+                                std::to_string(bucket_elements_) + " elements, " +
+                                std::to_string(window_) + " in flight");
 }
 
 at::Tensor ring_allreduce::chunk_of(const bucket& b, int64_t chunk) const {

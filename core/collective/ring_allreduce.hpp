@@ -9,6 +9,7 @@
 // the bytes queued for the network (a transport without flow control would buffer them all).
 #pragma once
 
+#include "core/collective/ring_options.hpp"
 #include "core/collective/ring_plan.hpp"
 
 #include <ATen/core/Tensor.h>
@@ -29,8 +30,8 @@ struct ring_message {
 
 class ring_allreduce {
  public:
-  /// `bucket_elements` bounds each bucket, `window` the buckets in flight (both >= 1).
-  ring_allreduce(int64_t rank, int64_t ranks, int64_t bucket_elements, int64_t window = 8);
+  /// Rank `rank` of `ranks`, its buckets and window as `options` says.
+  ring_allreduce(int64_t rank, int64_t ranks, const ring_options& options);
 
   /// Starts summing `buffer` (a contiguous 1-d float tensor, the same numel on every rank) in
   /// place. Returns the first message of each bucket in the first window. Throws std::logic_error

@@ -30,13 +30,13 @@ bool would_block(int error) {
 }  // namespace
 
 socket_ring::socket_ring(socket_fd to_successor, socket_fd from_predecessor, int64_t rank,
-                         int64_t ranks, int64_t bucket_elements, int64_t window)
+                         int64_t ranks, const ring_options& options)
     : out_(std::move(to_successor)),
       in_(std::move(from_predecessor)),
       rank_(rank),
       ranks_(ranks),
-      max_chunk_((bucket_elements + ranks - 1) / std::max<int64_t>(ranks, 1)),
-      ring_(rank, ranks, bucket_elements, window) {
+      max_chunk_((options.bucket_elements + ranks - 1) / std::max<int64_t>(ranks, 1)),
+      ring_(rank, ranks, options) {
   if (ranks > 1 && (!out_.valid() || !in_.valid()))
     throw std::invalid_argument("socket_ring: a ring of several ranks needs both connections");
   ring_.set_chunk_source([this](int64_t elements) { return spare_chunk(elements); });

@@ -29,9 +29,9 @@ namespace troupe {
 class socket_ring {
  public:
   /// `to_successor` and `from_predecessor` connected (ring_sockets.hpp); both may be empty
-  /// when `ranks` is 1. `bucket_elements` and `window` as for ring_allreduce.
+  /// when `ranks` is 1. Buckets and window as `options` says.
   socket_ring(socket_fd to_successor, socket_fd from_predecessor, int64_t rank, int64_t ranks,
-              int64_t bucket_elements, int64_t window = 8);
+              const ring_options& options);
 
   /// Sums `buffer` (contiguous 1-d float32, the same numel on every rank) in place over the
   /// ring, as round `round` (every rank calls with the same rounds, in the same increasing

@@ -311,8 +311,9 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
     describe_builtin(p, inventory);
   p.workers = workers_in_process(job);
   p.gradients = meeting_of(p);
-  p.ring_bucket_elements =
+  p.ring.bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));
+  p.ring.window = job.cluster.ring_window;
   p.bytes_sent_per_step = bytes_per_step(p);
   p.bytes_received_per_step = p.bytes_sent_per_step;
   p.hardware_threads = std::thread::hardware_concurrency();

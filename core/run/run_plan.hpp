@@ -7,6 +7,7 @@
 // Thread safety: immutable once made; shared read-only by every actor of a run.
 #pragma once
 
+#include "core/collective/ring_options.hpp"
 #include "core/data/data_source.hpp"
 #include "core/device/device_plan.hpp"
 #include "core/job/job_config.hpp"
@@ -72,7 +73,7 @@ struct run_plan {
   std::vector<int64_t> rows_per_replica;  ///< rows of each global batch, by rank
   device_plan devices;                    ///< which device each worker computes on
   gradient_meeting gradients = gradient_meeting::local;
-  int64_t ring_bucket_elements = 1;  ///< float32 elements per ring all-reduce bucket
+  ring_options ring;  ///< how every ring all-reduce of the run moves its buckets
   /// Pipelines only: each stage's layers, the rows of each micro-batch (of replica 0), the
   /// floats per row crossing each stage boundary, and the ideal bubble fraction.
   std::vector<stage_slice> stages;

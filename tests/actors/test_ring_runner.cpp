@@ -1,8 +1,8 @@
-// A replica's socket ring on a thread of its own (actors/exchange/ring_runner): sums reported through
-// the callback, round after round; a broken ring reported with its cause; a runner destroyed
-// while its sum waits returns at once and reports nothing. A node's places in the ring
-// (actors/exchange/socket_ring_places): formed in three steps, each rank's ring taken once, places that
-// do not fit refused.
+// A replica's socket ring on a thread of its own (actors/exchange/ring_runner): sums reported
+// through the callback, round after round; a broken ring reported with its cause; a runner
+// destroyed while its sum waits returns at once and reports nothing. A node's places in the ring
+// (actors/exchange/socket_ring_places): formed in three steps, each rank's ring taken once, places
+// that do not fit refused.
 #include "actors/exchange/ring_runner.hpp"
 #include "actors/exchange/socket_ring_places.hpp"
 
@@ -101,7 +101,7 @@ TEST_SUITE("ring_runner") {
     CHECK(places.next_ports == std::vector<uint16_t>{places.ports[1], places.ports[0]});
     SUBCASE("formed") {
       node.connect(places, 5);
-      node.join(places, 1000, 1, 5);
+      node.join(places, ring_options{1000, 1}, 5);
       CHECK_FALSE(node.take(0, 1));  // another epoch's
       auto first = node.take(0, 0);
       auto second = node.take(1, 0);
@@ -135,7 +135,8 @@ TEST_SUITE("ring_runner") {
       bad = places;
       bad.members = {1, 2};
       CHECK_THROWS_AS(node.connect(bad, 1), std::invalid_argument);
-      CHECK_THROWS_AS(node.join(places, 1000, 1, 1), std::invalid_argument);  // not connected
+      CHECK_THROWS_AS(node.join(places, ring_options{1000, 1}, 1),
+                      std::invalid_argument);  // not connected
     }
   }
 
@@ -149,7 +150,7 @@ TEST_SUITE("ring_runner") {
     CHECK_THROWS_AS(node.open(2, places[0].ranks, host), std::invalid_argument);  // stale
     link_ring_places(places, {host});
     node.connect(places[0], 5);
-    node.join(places[0], 1000, 1, 5);
+    node.join(places[0], ring_options{1000, 1}, 5);
     CHECK_FALSE(node.take(0, 0));
     auto first = node.take(0, 3);
     auto second = node.take(2, 3);

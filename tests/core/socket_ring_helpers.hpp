@@ -36,8 +36,8 @@ inline std::vector<std::unique_ptr<socket_ring>> make_ring(int64_t n, int64_t bu
       auto out = connect_to_successor(host, next, hello_from(secret, 7, r), 10);
       auto in = listeners[static_cast<std::size_t>(r)]->accept_from(
           hello_from(secret, 7, (r + n - 1) % n), 10);
-      return std::make_unique<socket_ring>(std::move(out), std::move(in), r, n, bucket_elements,
-                                           window);
+      return std::make_unique<socket_ring>(std::move(out), std::move(in), r, n,
+                                           ring_options{bucket_elements, window});
     }));
   std::vector<std::unique_ptr<socket_ring>> ring;
   for (auto& f : made)

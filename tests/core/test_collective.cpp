@@ -21,7 +21,7 @@ std::vector<int64_t> simulate(std::vector<at::Tensor>& buffers, int64_t bucket_e
   const auto n = static_cast<int64_t>(buffers.size());
   std::vector<ring_allreduce> ranks;
   for (int64_t r = 0; r < n; ++r)
-    ranks.emplace_back(r, n, bucket_elements, window);
+    ranks.emplace_back(r, n, ring_options{bucket_elements, window});
   std::vector<std::deque<ring_message>> link(buffers.size());  // link[r]: into rank r
   std::vector<int64_t> sent(buffers.size(), 0);
   const auto post = [&](int64_t from, ring_message m) {
@@ -137,7 +137,7 @@ TEST_SUITE("collective") {
   }
 
   TEST_CASE("a message the plan does not expect is refused, not summed") {
-    ring_allreduce r(1, 3, 1 << 20);
+    ring_allreduce r(1, 3, ring_options{1 << 20, 8});
     auto first = r.start(at::ones({9}));
     REQUIRE(first.size() == 1);
     CHECK(first[0].step == 0);
@@ -152,14 +152,14 @@ TEST_SUITE("collective") {
     CHECK_THROWS_AS(r.on_receive({0, 0, at::Tensor()}), std::runtime_error);
     CHECK_THROWS_AS(r.start(at::ones({9})), std::logic_error);
     CHECK(r.on_receive({0, 0, at::ones({3})}).size() == 1);  // the right one still works
-    ring_allreduce idle(0, 2, 4);
+    ring_allreduce idle(0, 2, ring_options{4, 8});
     CHECK_THROWS_AS(idle.on_receive({0, 0, at::ones({1})}), std::runtime_error);
     CHECK_THROWS_AS(idle.start(at::ones({2, 2})), std::invalid_argument);
   }
 
   TEST_CASE("an all-gather chunk may be read straight into the buffer, a reduce chunk may not") {
     // Rank 0 of 2: step 0 reduces (it must add what comes), step 1 gathers (it only copies).
-    ring_allreduce r(0, 2, 1 << 20);
+    ring_allreduce r(0, 2, ring_options{1 << 20, 8});
     auto buffer = at::zeros({4});
     r.start(buffer);
     CHECK_FALSE(r.landing_for(0, 0).defined());  // a reduce step

@@ -158,7 +158,8 @@ TEST_SUITE("socket_ring") {
       to_ring = connect_to_successor(host, listener.port(), hello_from(secret, 0, 0), 5);
       auto in = listener.accept_from(hello_from(secret, 0, 0), 5);
       from_ring = rank0.accept_from(hello_from(secret, 0, 1), 5);
-      rank1 = std::make_unique<socket_ring>(out.get(), std::move(in), 1, 2, bucket_elements);
+      rank1 = std::make_unique<socket_ring>(out.get(), std::move(in), 1, 2,
+                                            ring_options{bucket_elements, 8});
     }
   };
 
