@@ -104,12 +104,10 @@ void start_workers(driver_pointer self) {
   }
 }
 
-// Every message a worker sends names its rank; one from another process must name a real one
-// and come from a node that joined.
+// Every message a worker sends names its rank, which must be a real one (the sender's node was
+// checked before any handler: driver_behavior).
 bool accept(driver_pointer self, int64_t rank, const char* what) {
   auto& st = self->state;
-  if (!sender_trusted(self, st.options.context->trusted.get()))
-    return false;
   if (!st.roster->contains(rank)) {
     fail_protocol(self, std::string(what) + " from worker " + std::to_string(rank) +
                             ", there are " + std::to_string(st.roster->size()));
@@ -206,32 +204,45 @@ void on_stage_stats(driver_pointer self, const stage_stats& s) {
   execute(self, self->state.strategy->on_report({s.worker, s.step, 0.0, 0}));
 }
 
+// A worker's contribution to a step: a sync gradient, local SGD's weights, an async push.
+void on_gradient(driver_pointer self, const gradient_meta& meta, const at::Tensor& grad) {
+  if (!accept(self, meta.worker, meta.step, "a gradient") || !current_epoch(self, meta))
+    return;
+  hold(self, meta.worker, grad);
+  execute(self, self->state.strategy->on_gradient(arrival_of(meta)));
+}
+
+void on_weights(driver_pointer self, const gradient_meta& meta, const at::Tensor& weights,
+                const at::Tensor& momenta) {
+  if (!accept(self, meta.worker, meta.step, "weights") || !current_epoch(self, meta))
+    return;
+  hold(self, meta.worker, weights, momenta);
+  execute(self, self->state.strategy->on_weights(arrival_of(meta)));
+}
+
+void on_push(driver_pointer self, const gradient_meta& meta, const at::Tensor& grad) {
+  if (!accept(self, meta.worker, meta.step, "a gradient"))
+    return;
+  hold(self, meta.worker, grad);
+  execute(self, self->state.strategy->on_push(arrival_of(meta), self->state.tracker->elapsed_s()));
+}
+
+// Messages from nodes that never joined are dropped before any handler (trusted_nodes.hpp).
 run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
-  return {
+  return trusted_behavior<run_driver_actor::behavior_type>(
+      self, self->state.options.context->trusted.get(),
       [self](run_atom) -> caf::result<run_report> {
         self->state.promise = self->make_response_promise<run_report>();
         start_workers(self);
         return self->state.promise;
       },
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
-        if (!accept(self, meta.worker, meta.step, "a gradient") || !current_epoch(self, meta))
-          return;
-        hold(self, meta.worker, grad);
-        execute(self, self->state.strategy->on_gradient(arrival_of(meta)));
+        on_gradient(self, meta, grad);
       },
       [self](average_atom, const gradient_meta& meta, const at::Tensor& weights,
-             const at::Tensor& momenta) {
-        if (!accept(self, meta.worker, meta.step, "weights") || !current_epoch(self, meta))
-          return;
-        hold(self, meta.worker, weights, momenta);
-        execute(self, self->state.strategy->on_weights(arrival_of(meta)));
-      },
+             const at::Tensor& momenta) { on_weights(self, meta, weights, momenta); },
       [self](push_atom, const gradient_meta& meta, int64_t, const at::Tensor& grad) {
-        if (!accept(self, meta.worker, meta.step, "a gradient"))
-          return;
-        hold(self, meta.worker, grad);
-        execute(self,
-                self->state.strategy->on_push(arrival_of(meta), self->state.tracker->elapsed_s()));
+        on_push(self, meta, grad);
       },
       [self](const step_stats& s) { on_step_stats(self, s); },
       [self](const std::vector<step_stats>& block) { on_step_block(self, block); },
@@ -250,15 +261,12 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
         take_final_weights(self, rank, weights);
       },
       [self](snapshot_atom, int64_t step, int64_t part, const at::Tensor& weights) {
-        if (!sender_trusted(self, self->state.options.context->trusted.get()))
-          return;
         take_snapshot(self, step, part, weights);
         after_evaluation(self, step);
       },
       [self](checkpoint_atom, int64_t step, int64_t part, const at::Tensor& weights,
              const std::string& optimizer) {
-        if (sender_trusted(self, self->state.options.context->trusted.get()))
-          take_checkpoint_part(self, step, part, weights, optimizer);
+        take_checkpoint_part(self, step, part, weights, optimizer);
       },
       [self](watch_atom) {
         if (self->current_sender() == self->ctrl())
@@ -294,8 +302,7 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
       [self](deadline_atom, int64_t id) {
         if (self->state.members && self->current_sender() == self->ctrl())
           on_wait_deadline(self, id);
-      },
-  };
+      });
 }
 
 run_driver_actor::behavior_type run_driver(driver_pointer self, driver_options options) {

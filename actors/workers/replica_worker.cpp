@@ -348,33 +348,26 @@ void init_worker(self_pointer self, context_ptr context, int64_t rank, run_drive
 replica_worker_actor::behavior_type replica_worker(self_pointer self, context_ptr context,
                                                    int64_t rank, run_driver_actor driver) {
   init_worker(self, std::move(context), rank, std::move(driver));
-  auto* trusted = self->state.context->trusted.get();
-  // Every handler first drops messages from nodes that never joined (trusted_nodes.hpp).
-  return {
-      [self, trusted](compute_atom, int64_t step) {
-        if (!sender_trusted(self, trusted))
-          return;
+  // Messages from nodes that never joined are dropped before any handler (trusted_nodes.hpp).
+  return trusted_behavior<replica_worker_actor::behavior_type>(
+      self, self->state.context->trusted.get(),
+      [self](compute_atom, int64_t step) {
         self->state.pace.release(step);
         advance(self);
       },
       [self](advance_atom) { advance(self); },
-      [self, trusted](checkpoint_atom, int64_t step) {
-        if (sender_trusted(self, trusted) && !self->state.pace.announce_checkpoint(step))
+      [self](checkpoint_atom, int64_t step) {
+        if (!self->state.pace.announce_checkpoint(step))
           self->quit(protocol_violation("a checkpoint announced after step " +
                                         std::to_string(step) + ", which this worker passed"));
       },
-      [self, trusted](restore_atom, int64_t step, const at::Tensor& weights,
-                      const std::string& optimizer) {
-        if (sender_trusted(self, trusted))
-          restore(self, step, weights, optimizer);
+      [self](restore_atom, int64_t step, const at::Tensor& weights, const std::string& optimizer) {
+        restore(self, step, weights, optimizer);
       },
-      [self, trusted](link_atom, const caf::actor& successor) {
-        if (sender_trusted(self, trusted))
-          ring_of(self->state).link(caf::actor_cast<replica_worker_actor>(successor));
+      [self](link_atom, const caf::actor& successor) {
+        ring_of(self->state).link(caf::actor_cast<replica_worker_actor>(successor));
       },
-      [self, trusted](ring_atom, const ring_meta& meta, const at::Tensor& chunk) {
-        if (!sender_trusted(self, trusted))
-          return;
+      [self](ring_atom, const ring_meta& meta, const at::Tensor& chunk) {
         if (meta.epoch != self->state.epoch) {
           ++self->state.dropped;  // a ring of another membership: fenced off
           return;
@@ -386,48 +379,23 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
         if (self->current_sender() == self->ctrl())
           on_socket_sum(self, epoch, round, error);  // from its own runner, or its own note
       },
-      [self, trusted](nccl_atom, const std::string& nccl_id) {
-        if (sender_trusted(self, trusted))
-          join_nccl(self->state, nccl_id);
+      [self](nccl_atom, const std::string& nccl_id) { join_nccl(self->state, nccl_id); },
+      [self](update_atom, const update_meta& meta, const at::Tensor& combined) {
+        on_update(self, meta, combined);
       },
-      [self, trusted](update_atom, const update_meta& meta, const at::Tensor& combined) {
-        if (sender_trusted(self, trusted))
-          on_update(self, meta, combined);
+      [self](averaged_atom, const update_meta& meta, const at::Tensor& weights,
+             const at::Tensor& momenta) { on_averaged(self, meta, weights, momenta); },
+      [self](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
+        on_params(self, version, step, weights);
       },
-      [self, trusted](averaged_atom, const update_meta& meta, const at::Tensor& weights,
-                      const at::Tensor& momenta) {
-        if (sender_trusted(self, trusted))
-          on_averaged(self, meta, weights, momenta);
+      [self](membership_atom, const membership_note& note, const caf::actor& successor) {
+        on_membership(self, note, successor);
       },
-      [self, trusted](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
-        if (sender_trusted(self, trusted))
-          on_params(self, version, step, weights);
-      },
-      [self, trusted](membership_atom, const membership_note& note, const caf::actor& successor) {
-        if (sender_trusted(self, trusted))
-          on_membership(self, note, successor);
-      },
-      [self, trusted](handover_atom, int64_t epoch) {
-        if (sender_trusted(self, trusted))
-          hand_over(self, epoch);
-      },
-      [self, trusted](state_atom, const state_chunk& chunk) {
-        if (sender_trusted(self, trusted))
-          on_state_chunk(self, chunk);
-      },
-      [self, trusted](evaluate_atom, int64_t step) {
-        if (sender_trusted(self, trusted))
-          evaluate_again(self, step);
-      },
-      [self, trusted](digest_atom, int64_t epoch) {
-        if (sender_trusted(self, trusted))
-          report_digest(self, epoch);
-      },
-      [self, trusted](probe_atom) {
-        if (sender_trusted(self, trusted))
-          tell_driver(self, probe_atom_v, probe(self->state));
-      },
-  };
+      [self](handover_atom, int64_t epoch) { hand_over(self, epoch); },
+      [self](state_atom, const state_chunk& chunk) { on_state_chunk(self, chunk); },
+      [self](evaluate_atom, int64_t step) { evaluate_again(self, step); },
+      [self](digest_atom, int64_t epoch) { report_digest(self, epoch); },
+      [self](probe_atom) { tell_driver(self, probe_atom_v, probe(self->state)); });
 }
 
 }  // namespace

@@ -95,8 +95,9 @@ void split_figures(fields& f, R& r, std::string& metric) {
 
 using parser = std::function<std::optional<any_record>(fields&)>;
 
-const std::map<std::string, parser>& parsers() {
-  static const std::map<std::string, parser> table = {
+// The records of steps and evaluations.
+void add_training_parsers(std::map<std::string, parser>& table) {
+  table.insert({
       {step::event,
        [](fields& f) {
          step r;
@@ -150,6 +151,12 @@ const std::map<std::string, parser>& parsers() {
          f.integer("worker", r.worker).integer("clock", r.clock).number("wait_s", r.wait_s);
          return f.done(r);
        }},
+  });
+}
+
+// The records of events: phases, failures, checkpoints, resumes, membership.
+void add_event_parsers(std::map<std::string, parser>& table) {
+  table.insert({
       {phase::event,
        [](fields& f) {
          phase r;
@@ -204,7 +211,16 @@ const std::map<std::string, parser>& parsers() {
          f.text("sha256", r.sha256).number("t", r.t);
          return f.done(r);
        }},
-  };
+  });
+}
+
+const std::map<std::string, parser>& parsers() {
+  static const auto table = [] {
+    std::map<std::string, parser> t;
+    add_training_parsers(t);
+    add_event_parsers(t);
+    return t;
+  }();
   return table;
 }
 
