@@ -7,16 +7,17 @@
 //        the new epoch and live ranks: the worker takes its share of every batch (and of the
 //        evaluation set) by its position among them, its ring successor, drops the step in
 //        flight (sync), and answers:
-//   worker -> driver  (membership_atom, epoch, rank, last applied step, holds state)
+//   worker -> driver  (membership_atom, regroup_answer{epoch, rank, applied, has_state})
 //   driver -> donor   (handover_atom, epoch)            hand in your state, now
-//   donor -> driver   (handover_atom, epoch, rank, step, weights, optimizer state)
+//   donor -> driver   (handover_atom, handed_state{epoch, rank, step, weights, optimizer})
 //   driver -> each worker behind, and each replacement:
 //                     (state_atom, state_chunk) ...      the state, in checked chunks
-//   worker -> driver  (taken_atom, epoch, rank, step)    verified and adopted
+//   worker -> driver  (taken_atom, state_taken{epoch, rank, step})    verified and adopted
 //   then, where the regroup admitted a replacement, the driver asks every live worker for a
 //   digest of its weights before it releases the next step:
 //   driver -> worker  (digest_atom, epoch)
-//   worker -> driver  (digest_atom, epoch, rank, step, SHA-256 of its flat weights, hex)
+//   worker -> driver  (digest_atom, digest_report{epoch, rank, step, SHA-256 of its flat
+//                     weights, hex})
 //        the replicas that must agree (core/run/replica_digests) are compared; a difference
 //        ends the run naming the replica;
 //   then the driver releases the next step to the live workers, under the new epoch.
@@ -30,6 +31,9 @@
 //   (replace_atom, replacement_node)
 #pragma once
 
+#include "messages/tensor_wire.hpp"
+
+#include <ATen/core/Tensor.h>
 #include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
 
@@ -47,6 +51,59 @@ struct membership_note {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, membership_note& x) {
   return f(caf::meta::type_name("membership_note"), x.epoch, x.live);
+}
+
+/// A worker's answer to the regroup of `epoch`: the last step it applied, and whether it holds a
+/// state (a replacement does not yet).
+struct regroup_answer {
+  int64_t epoch = 0;
+  int64_t rank = 0;
+  int64_t applied = 0;
+  bool has_state = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, regroup_answer& x) {
+  return f(caf::meta::type_name("regroup_answer"), x.epoch, x.rank, x.applied, x.has_state);
+}
+
+/// A donor's state after `step`, for the workers behind and the replacements of `epoch`.
+struct handed_state {
+  int64_t epoch = 0;
+  int64_t rank = 0;
+  int64_t step = 0;
+  at::Tensor weights;
+  std::string optimizer;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, handed_state& x) {
+  return f(caf::meta::type_name("handed_state"), x.epoch, x.rank, x.step, x.weights, x.optimizer);
+}
+
+/// A worker verified and adopted the state after `step` handed to it in `epoch`.
+struct state_taken {
+  int64_t epoch = 0;
+  int64_t rank = 0;
+  int64_t step = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, state_taken& x) {
+  return f(caf::meta::type_name("state_taken"), x.epoch, x.rank, x.step);
+}
+
+/// The SHA-256 (hex) of a worker's flat weights after `step`, asked in `epoch`.
+struct digest_report {
+  int64_t epoch = 0;
+  int64_t rank = 0;
+  int64_t step = 0;
+  std::string sha256;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, digest_report& x) {
+  return f(caf::meta::type_name("digest_report"), x.epoch, x.rank, x.step, x.sha256);
 }
 
 /// One chunk of a worker's state (its flat float32 weights, then its optimizer's state bytes).

@@ -8,32 +8,37 @@
 //   (where the replicas sum among themselves, gradient_meeting in the plan, the middle two are
 //   replaced by that sum, and the worker goes on at once)
 // local_sgd: workers step alone, reporting step_stats; at each averaging step:
-//   worker -> driver  (average_atom, gradient_meta, weights, momenta)
-//   driver -> worker  (averaged_atom, update_meta, weights, momenta)
+//   worker -> driver  (average_atom, weights_hand_in{meta, weights, momenta})
+//   driver -> worker  (averaged_atom, averaged_weights{outcome, weights, momenta})
 //   (momenta is an undefined tensor unless parallelism.average_momenta is set)
 // sync and local_sgd, after the last step:
 //   worker -> driver  (weights_atom, rank, weights)
 // with keep_best or early stopping, after each evaluation (rank 0, or the parameter server):
 //   worker -> driver  (snapshot_atom, step, 0, the weights it evaluated)
 // async (parameter server: an actor of its own holds the weights and the optimizer):
-//   server -> worker  (params_atom, version, step, weights)    compute `step` on these
-//   worker -> driver  (push_atom, gradient_meta, version, grad)
+//   server -> worker  (params_atom, server_weights{version, step, weights})  compute `step`
+//   worker -> driver  (push_atom, async_push{meta, version, gradient})
 //   driver -> server  (apply_atom, lr, grad)                   apply it at once
-//   driver -> server  (hand_out_atom, worker, version, step)   send the worker the weights
+//   driver -> server  (hand_out_atom, hand_out{worker, version, step})  send it the weights
 //   the driver hands out the next weights when the staleness bound lets the worker go on,
 //   and nothing once the worker has done every step; the server evaluates when told
 //   (evaluate_atom, step) and answers a weights request with its final weights.
 //
-// Control fields travel in inspectable structs; tensors travel beside them as separate message
-// elements, by handle inside a process (no copy). A sender never writes to a tensor it has sent
-// until the receiver's answer shows that the receiver is done with it.
+// A message of more than two fields is one inspectable struct (beside its atom); tensors in it
+// travel by handle inside a process (no copy: CAF never serializes a local message) and as
+// checked bytes between processes (messages/tensor_wire.hpp). A sender never writes to a tensor
+// it has sent until the receiver's answer shows that the receiver is done with it.
 #pragma once
 
 #include "core/policy/step_rules.hpp"
+#include "messages/tensor_wire.hpp"
 
+#include <ATen/core/Tensor.h>
+#include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace troupe {
 
@@ -59,6 +64,81 @@ using update_meta = step_outcome;
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
   return f(caf::meta::type_name("update_meta"), x.step, x.evaluate, x.last);
+}
+
+/// local_sgd: a replica's weights (whole, or packed as their difference from the last average)
+/// and, with average_momenta, its momenta, at an averaging step.
+struct weights_hand_in {
+  gradient_meta meta;
+  at::Tensor weights;
+  at::Tensor momenta;  ///< undefined unless momenta are averaged
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, weights_hand_in& x) {
+  return f(caf::meta::type_name("weights_hand_in"), x.meta, x.weights, x.momenta);
+}
+
+/// local_sgd: the average the driver sends back, and what follows it.
+struct averaged_weights {
+  update_meta outcome;
+  at::Tensor weights;
+  at::Tensor momenta;  ///< undefined unless momenta are averaged
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, averaged_weights& x) {
+  return f(caf::meta::type_name("averaged_weights"), x.outcome, x.weights, x.momenta);
+}
+
+/// async: a worker's gradient, computed on the server's weights of `version`.
+struct async_push {
+  gradient_meta meta;
+  int64_t version = 0;
+  at::Tensor gradient;  ///< whole, or packed (parallelism.compression)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, async_push& x) {
+  return f(caf::meta::type_name("async_push"), x.meta, x.version, x.gradient);
+}
+
+/// async: the parameter server's weights of `version`, for the worker to compute `step` on.
+struct server_weights {
+  int64_t version = 0;
+  int64_t step = 0;
+  at::Tensor weights;  ///< whole, or packed as the difference from the worker's copy
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, server_weights& x) {
+  return f(caf::meta::type_name("server_weights"), x.version, x.step, x.weights);
+}
+
+/// async: the driver's word to the server to send `worker` its weights for `step`.
+struct hand_out {
+  caf::actor worker;
+  int64_t version = 0;  ///< the version the worker holds
+  int64_t step = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, hand_out& x) {
+  return f(caf::meta::type_name("hand_out"), x.worker, x.version, x.step);
+}
+
+/// A replica's socket ring ended a sum (`round` >= 0, `error` empty when it succeeded), or the
+/// time a broken one waits for the driver's account is up (`round` -1): a message a replica
+/// sends itself, from its ring's thread.
+struct socket_sum_end {
+  int64_t epoch = 0;
+  int64_t round = 0;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, socket_sum_end& x) {
+  return f(caf::meta::type_name("socket_sum_end"), x.epoch, x.round, x.error);
 }
 
 }  // namespace troupe

@@ -9,6 +9,7 @@
 #include "messages/telemetry.hpp"
 #include "messages/tensor_wire.hpp"
 #include "messages/training_step.hpp"
+#include "messages/worker_state.hpp"
 
 #include <ATen/core/Tensor.h>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -41,6 +42,19 @@ CAF_ADD_TYPE_ID(troupe, (troupe::state_chunk))
 CAF_ADD_TYPE_ID(troupe, (troupe::worker_probe))
 CAF_ADD_TYPE_ID(troupe, (troupe::replacement_node))
 CAF_ADD_TYPE_ID(troupe, (troupe::shipment))
+CAF_ADD_TYPE_ID(troupe, (troupe::weights_hand_in))
+CAF_ADD_TYPE_ID(troupe, (troupe::averaged_weights))
+CAF_ADD_TYPE_ID(troupe, (troupe::async_push))
+CAF_ADD_TYPE_ID(troupe, (troupe::server_weights))
+CAF_ADD_TYPE_ID(troupe, (troupe::hand_out))
+CAF_ADD_TYPE_ID(troupe, (troupe::socket_sum_end))
+CAF_ADD_TYPE_ID(troupe, (troupe::evaluated_weights))
+CAF_ADD_TYPE_ID(troupe, (troupe::checkpoint_part))
+CAF_ADD_TYPE_ID(troupe, (troupe::restored_state))
+CAF_ADD_TYPE_ID(troupe, (troupe::regroup_answer))
+CAF_ADD_TYPE_ID(troupe, (troupe::handed_state))
+CAF_ADD_TYPE_ID(troupe, (troupe::state_taken))
+CAF_ADD_TYPE_ID(troupe, (troupe::digest_report))
 CAF_ADD_ATOM(troupe, troupe, compute_atom, "compute")
 CAF_ADD_ATOM(troupe, troupe, gradient_atom, "gradient")
 CAF_ADD_ATOM(troupe, troupe, update_atom, "update")

@@ -75,7 +75,8 @@ void run(driver_pointer self, const act::combine& a) {
   if (momenta.front().defined())
     averaged_momenta = weighted_sum_in_order(momenta, a.weights);
   for (auto rank : a.to)
-    tell(self, st.roster->at(rank), averaged_atom_v, a.outcome, averaged, averaged_momenta);
+    tell(self, st.roster->at(rank), averaged_atom_v,
+         averaged_weights{a.outcome, averaged, averaged_momenta});
 }
 
 // Records the step, then (in this order, as metrics.jsonl shows it) the policy that follows it,
@@ -123,7 +124,8 @@ void run(driver_pointer self, const act::hand_out& a) {
     st.members->deferred_hand_outs.push_back(a);  // too few nodes: nobody starts a step
     return;
   }
-  self->send(st.server, hand_out_atom_v, st.roster->at(a.rank), a.version, a.step);
+  self->send(st.server, hand_out_atom_v,
+             hand_out{caf::actor_cast<caf::actor>(st.roster->at(a.rank)), a.version, a.step});
 }
 
 void run(driver_pointer self, const act::waited& a) {

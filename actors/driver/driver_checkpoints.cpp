@@ -244,11 +244,12 @@ void restore(driver_pointer self, const run_checkpoint* from) {
   };
   if (plan.parameter_server()) {
     const auto& p = from->parts.at(0);
-    self->send(st.server, restore_atom_v, from->step, p.weights, p.optimizer);
+    self->send(st.server, restore_atom_v, restored_state{from->step, p.weights, p.optimizer});
   } else {
     for (int64_t w = 0; w < st.roster->size(); ++w) {
       const auto& p = part_of(w);
-      tell(self, st.roster->at(w), restore_atom_v, from->step, p.weights, p.optimizer);
+      tell(self, st.roster->at(w), restore_atom_v,
+           restored_state{from->step, p.weights, p.optimizer});
     }
   }
   st.tracker->restore(from->progress.at("tracker"));

@@ -239,11 +239,10 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
       [self](gradient_atom, const gradient_meta& meta, const at::Tensor& grad) {
         on_gradient(self, meta, grad);
       },
-      [self](average_atom, const gradient_meta& meta, const at::Tensor& weights,
-             const at::Tensor& momenta) { on_weights(self, meta, weights, momenta); },
-      [self](push_atom, const gradient_meta& meta, int64_t, const at::Tensor& grad) {
-        on_push(self, meta, grad);
+      [self](average_atom, const weights_hand_in& w) {
+        on_weights(self, w.meta, w.weights, w.momenta);
       },
+      [self](push_atom, const async_push& p) { on_push(self, p.meta, p.gradient); },
       [self](const step_stats& s) { on_step_stats(self, s); },
       [self](const std::vector<step_stats>& block) { on_step_block(self, block); },
       [self](const stage_stats& s) { on_stage_stats(self, s); },
@@ -260,34 +259,32 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
                                          ", the parameter server holds them");
         take_final_weights(self, rank, weights);
       },
-      [self](snapshot_atom, int64_t step, int64_t part, const at::Tensor& weights) {
-        take_snapshot(self, step, part, weights);
-        after_evaluation(self, step);
+      [self](snapshot_atom, const evaluated_weights& w) {
+        take_snapshot(self, w.step, w.part, w.weights);
+        after_evaluation(self, w.step);
       },
-      [self](checkpoint_atom, int64_t step, int64_t part, const at::Tensor& weights,
-             const std::string& optimizer) {
-        take_checkpoint_part(self, step, part, weights, optimizer);
+      [self](checkpoint_atom, const checkpoint_part& c) {
+        take_checkpoint_part(self, c.step, c.part, c.weights, c.optimizer);
       },
       [self](watch_atom) {
         if (self->current_sender() == self->ctrl())
           check_progress(self);
       },
-      [self](membership_atom, int64_t epoch, int64_t rank, int64_t applied, bool has_state) {
-        if (self->state.members && accept(self, rank, "a regroup answer"))
-          on_regroup_answer(self, epoch, rank, applied, has_state);
+      [self](membership_atom, const regroup_answer& a) {
+        if (self->state.members && accept(self, a.rank, "a regroup answer"))
+          on_regroup_answer(self, a.epoch, a.rank, a.applied, a.has_state);
       },
-      [self](handover_atom, int64_t epoch, int64_t rank, int64_t step, const at::Tensor& weights,
-             const std::string& optimizer) {
-        if (self->state.members && accept(self, rank, "a state"))
-          on_handover(self, epoch, rank, step, weights, optimizer);
+      [self](handover_atom, const handed_state& h) {
+        if (self->state.members && accept(self, h.rank, "a state"))
+          on_handover(self, h.epoch, h.rank, h.step, h.weights, h.optimizer);
       },
-      [self](taken_atom, int64_t epoch, int64_t rank, int64_t step) {
-        if (self->state.members && accept(self, rank, "a state taken"))
-          on_state_taken(self, epoch, rank, step);
+      [self](taken_atom, const state_taken& t) {
+        if (self->state.members && accept(self, t.rank, "a state taken"))
+          on_state_taken(self, t.epoch, t.rank, t.step);
       },
-      [self](digest_atom, int64_t epoch, int64_t rank, int64_t step, const std::string& digest) {
-        if (self->state.members && accept(self, rank, "a digest of weights"))
-          on_weights_digest(self, epoch, rank, step, digest);
+      [self](digest_atom, const digest_report& d) {
+        if (self->state.members && accept(self, d.rank, "a digest of weights"))
+          on_weights_digest(self, d.epoch, d.rank, d.step, d.sha256);
       },
       [self](probe_atom, const worker_probe& p) {
         if (accept(self, p.worker, "a probe's answer"))

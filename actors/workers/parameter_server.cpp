@@ -48,7 +48,7 @@ void evaluate(self_pointer self, int64_t step) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   self->send(st.driver, eval_report{0, step, r.loss_sum, r.metric_sum, r.count, eval_s});
   if (st.context->plan->snapshots())
-    self->send(st.driver, snapshot_atom_v, step, int64_t{0}, engine.weights().clone());
+    self->send(st.driver, snapshot_atom_v, evaluated_weights{step, 0, engine.weights().clone()});
 }
 
 // What a worker is sent: the master weights, or under parallelism.compression the change from
@@ -84,10 +84,11 @@ parameter_server_actor::behavior_type parameter_server(self_pointer self, contex
         else
           engine.apply(gradient, lr);
       },
-      [self](hand_out_atom, const caf::actor& worker, int64_t version, int64_t step) {
+      [self](hand_out_atom, const hand_out& h) {
         // A snapshot: the master weights change with the next push while the worker computes.
-        self->send(caf::actor_cast<replica_worker_actor>(worker), params_atom_v, version, step,
-                   snapshot_for(self->state, worker.address()));
+        self->send(
+            caf::actor_cast<replica_worker_actor>(h.worker), params_atom_v,
+            server_weights{h.version, h.step, snapshot_for(self->state, h.worker.address())});
       },
       [self](evaluate_atom, int64_t step) { evaluate(self, step); },
       [self](weights_atom) -> at::Tensor { return engine_of(self->state).weights().clone(); },
@@ -95,11 +96,11 @@ parameter_server_actor::behavior_type parameter_server(self_pointer self, contex
         // Asked right after the push that completed `step` was applied (the driver's messages
         // arrive in order): the state is that step's.
         auto& engine = engine_of(self->state);
-        self->send(self->state.driver, checkpoint_atom_v, step, int64_t{0},
-                   engine.weights().clone(), engine.optimizer_state());
+        self->send(self->state.driver, checkpoint_atom_v,
+                   checkpoint_part{step, 0, engine.weights().clone(), engine.optimizer_state()});
       },
-      [self](restore_atom, int64_t, const at::Tensor& weights, const std::string& optimizer) {
-        engine_of(self->state).restore(weights, optimizer);
+      [self](restore_atom, const restored_state& r) {
+        engine_of(self->state).restore(r.weights, r.optimizer);
       },
   };
 }

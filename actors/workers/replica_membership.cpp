@@ -36,7 +36,7 @@ void on_membership(self_pointer self, const membership_note& note, const caf::ac
     ring_of(st).link(caf::actor_cast<replica_worker_actor>(successor));
   st.incoming.reset();
   st.pace.regroup();
-  tell_driver(self, membership_atom_v, st.epoch, st.rank, st.pace.next() - 1, true);
+  tell_driver(self, membership_atom_v, regroup_answer{st.epoch, st.rank, st.pace.next() - 1, true});
 }
 
 // The driver asks for this worker's state now, to hand it to others.
@@ -45,8 +45,9 @@ void hand_over(self_pointer self, int64_t epoch) {
   if (epoch != st.epoch)
     return;  // a regroup that was overtaken by another
   ensure_engine(st);
-  tell_driver(self, handover_atom_v, epoch, st.rank, st.pace.next() - 1, cpu_copy(*st.engine),
-              st.engine->optimizer_state());
+  tell_driver(self, handover_atom_v,
+              handed_state{epoch, st.rank, st.pace.next() - 1, cpu_copy(*st.engine),
+                           st.engine->optimizer_state()});
 }
 
 // After a join the driver checks that the replicas agree: a digest of this worker's weights,
@@ -56,8 +57,9 @@ void report_digest(self_pointer self, int64_t epoch) {
   if (epoch != st.epoch)
     return;  // a check that a regroup overtook
   ensure_engine(st);
-  tell_driver(self, digest_atom_v, epoch, st.rank, st.pace.next() - 1,
-              weights_digest(st.engine->weights()));
+  tell_driver(
+      self, digest_atom_v,
+      digest_report{epoch, st.rank, st.pace.next() - 1, weights_digest(st.engine->weights())});
 }
 
 // A chunk of the state this worker takes over; once all are in and check out, it adopts it.
@@ -85,7 +87,7 @@ void on_state_chunk(self_pointer self, const state_chunk& c) {
                                          " refused the state it was handed: " + problem));
   st.engine->restore(weights, optimizer);
   st.pace.start_at(c.step + 1);
-  tell_driver(self, taken_atom_v, st.epoch, st.rank, c.step);
+  tell_driver(self, taken_atom_v, state_taken{st.epoch, st.rank, c.step});
 }
 
 // The evaluation after `step` again, over the live replicas' new shares (a lost worker's shard
@@ -98,7 +100,7 @@ void evaluate_again(self_pointer self, int64_t step) {
   tell_driver(self, eval_report{st.rank, step, r.loss_sum, r.metric_sum, r.count,
                                 seconds_since(start), st.live});
   if (st.position == 0 && st.plan->snapshots())
-    tell_driver(self, snapshot_atom_v, step, int64_t{0}, cpu_copy(*st.engine));
+    tell_driver(self, snapshot_atom_v, evaluated_weights{step, 0, cpu_copy(*st.engine)});
 }
 
 }  // namespace troupe::replica_internal

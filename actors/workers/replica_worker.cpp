@@ -95,7 +95,7 @@ ring_runner* socket_ring_of(self_pointer self) {
         std::move(ring), idle_s, [weak, epoch = st.epoch](int64_t round, const std::string& error) {
           if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
             const auto me = caf::actor_cast<caf::actor>(strong);
-            caf::send_as(me, me, ring_atom_v, epoch, round, error);
+            caf::send_as(me, me, ring_atom_v, socket_sum_end{epoch, round, error});
           }
         });
   }
@@ -126,11 +126,12 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
                                   seconds_since(eval_start), st.live});
     // Replicas hold the same weights at an evaluation: the first live one's stand for all.
     if (st.position == 0 && st.plan->snapshots())
-      tell_driver(self, snapshot_atom_v, outcome.step, int64_t{0}, cpu_copy(*st.engine));
+      tell_driver(self, snapshot_atom_v, evaluated_weights{outcome.step, 0, cpu_copy(*st.engine)});
   }
   if (checkpoint)
-    tell_driver(self, checkpoint_atom_v, outcome.step, st.rank, cpu_copy(*st.engine),
-                st.engine->optimizer_state());
+    tell_driver(
+        self, checkpoint_atom_v,
+        checkpoint_part{outcome.step, st.rank, cpu_copy(*st.engine), st.engine->optimizer_state()});
   if (outcome.last)
     tell_driver(self, weights_atom_v, st.rank, cpu_copy(*st.engine));
   else
@@ -162,7 +163,7 @@ void on_socket_sum(self_pointer self, int64_t epoch, int64_t round, const std::s
     self->delayed_send(self,
                        std::chrono::duration_cast<caf::timespan>(
                            std::chrono::duration<double>(st.plan->job.cluster.node_timeout_s + 1)),
-                       ring_atom_v, epoch, int64_t{-1}, error);
+                       ring_atom_v, socket_sum_end{epoch, -1, error});
     return;
   }
   self->quit(caf::make_error(errc::internal, "replica " + std::to_string(st.rank) + ": " + error));
@@ -194,10 +195,11 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
     momenta = st.engine->momenta();
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none || !st.average_base.defined())
-    tell_driver(self, average_atom_v, meta, st.engine->weights(), momenta);
+    tell_driver(self, average_atom_v, weights_hand_in{meta, st.engine->weights(), momenta});
   else
-    tell_driver(self, average_atom_v, meta,
-                pack(st.engine->weights() - st.average_base, compression), momenta);
+    tell_driver(
+        self, average_atom_v,
+        weights_hand_in{meta, pack(st.engine->weights() - st.average_base, compression), momenta});
   st.apply_s = apply_s;
 }
 
@@ -221,10 +223,11 @@ void compute_step(self_pointer self, int64_t step) {
   tell_driver(self, step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none)
-    return tell_driver(self, push_atom_v, meta, st.version, st.engine->gradient());
+    return tell_driver(self, push_atom_v, async_push{meta, st.version, st.engine->gradient()});
   if (!st.push_encoder)
     st.push_encoder.emplace(compression);
-  tell_driver(self, push_atom_v, meta, st.version, st.push_encoder->encode(st.engine->gradient()));
+  tell_driver(self, push_atom_v,
+              async_push{meta, st.version, st.push_encoder->encode(st.engine->gradient())});
 }
 
 // The messages that arrive with a result of someone else's: the combined gradient, the averaged
@@ -361,8 +364,8 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
           self->quit(protocol_violation("a checkpoint announced after step " +
                                         std::to_string(step) + ", which this worker passed"));
       },
-      [self](restore_atom, int64_t step, const at::Tensor& weights, const std::string& optimizer) {
-        restore(self, step, weights, optimizer);
+      [self](restore_atom, const restored_state& r) {
+        restore(self, r.step, r.weights, r.optimizer);
       },
       [self](link_atom, const caf::actor& successor) {
         ring_of(self->state).link(caf::actor_cast<replica_worker_actor>(successor));
@@ -375,18 +378,19 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
         if (ring_of(self->state).on_chunk(self, meta, chunk))
           apply_own_sum(self, meta.round, seconds_since(self->state.sent_at));
       },
-      [self](ring_atom, int64_t epoch, int64_t round, const std::string& error) {
+      [self](ring_atom, const socket_sum_end& end) {
         if (self->current_sender() == self->ctrl())
-          on_socket_sum(self, epoch, round, error);  // from its own runner, or its own note
+          on_socket_sum(self, end.epoch, end.round, end.error);  // its own runner, or its note
       },
       [self](nccl_atom, const std::string& nccl_id) { join_nccl(self->state, nccl_id); },
       [self](update_atom, const update_meta& meta, const at::Tensor& combined) {
         on_update(self, meta, combined);
       },
-      [self](averaged_atom, const update_meta& meta, const at::Tensor& weights,
-             const at::Tensor& momenta) { on_averaged(self, meta, weights, momenta); },
-      [self](params_atom, int64_t version, int64_t step, const at::Tensor& weights) {
-        on_params(self, version, step, weights);
+      [self](averaged_atom, const averaged_weights& a) {
+        on_averaged(self, a.outcome, a.weights, a.momenta);
+      },
+      [self](params_atom, const server_weights& w) {
+        on_params(self, w.version, w.step, w.weights);
       },
       [self](membership_atom, const membership_note& note, const caf::actor& successor) {
         on_membership(self, note, successor);

@@ -182,9 +182,11 @@ void hand_in_state(self_pointer self, int64_t step) {
   if (step + 1 != st.step || st.running)
     violated(st, "asked for the state after step " + std::to_string(step) + " at step " +
                      std::to_string(st.step));
-  self->send(st.driver, checkpoint_atom_v, step, st.where.stage,
-             st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true),
-             st.engine->optimizer_state());
+  self->send(st.driver, checkpoint_atom_v,
+             checkpoint_part{step, st.where.stage,
+                             st.engine->weights().to(at::kCPU, /*non_blocking=*/false,
+                                                     /*copy=*/true),
+                             st.engine->optimizer_state()});
 }
 
 // A resumed run: before the first compute, after the link that built the engine.
@@ -253,11 +255,12 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         // Asked while the stage waits for the evaluation after `step`: its weights are that
         // step's.
         auto& st = self->state;
-        self->send(st.driver, snapshot_atom_v, step, st.where.stage, st.engine->weights().clone());
+        self->send(st.driver, snapshot_atom_v,
+                   evaluated_weights{step, st.where.stage, st.engine->weights().clone()});
       },
       [self](checkpoint_atom, int64_t step) { hand_in_state(self, step); },
-      [self](restore_atom, int64_t step, const at::Tensor& weights, const std::string& optimizer) {
-        restore_state(self, step, weights, optimizer);
+      [self](restore_atom, const restored_state& r) {
+        restore_state(self, r.step, r.weights, r.optimizer);
       },
       [self](evaluate_atom, int64_t step) {
         auto& st = self->state;
