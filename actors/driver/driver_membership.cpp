@@ -46,19 +46,6 @@ caf::timespan seconds(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
 }
 
-// "node b", or "worker 3" inside one process.
-std::string node_label(const run_driver_state& st, int64_t rank) {
-  const auto& m = st.members->members;
-  const auto& name = m.name_of(m.node_of(rank));
-  return name.empty() ? "worker " + std::to_string(rank) : "node " + name;
-}
-
-// The checkpoint part a rank's state stands for: under sync one part (any live replica's),
-// otherwise its own.
-int64_t part_of_rank(const run_driver_state& st, int64_t rank) {
-  return st.plan->checkpoint_parts() == 1 ? 0 : rank;
-}
-
 void start_regroup(driver_pointer self);
 
 void maybe_start_regroup(driver_pointer self) {
@@ -126,12 +113,6 @@ void drop_orphaned_checkpoints(driver_pointer self, int64_t target) {
   }
 }
 
-// "worker 2 (node c)", or "worker 2" inside one process.
-std::string worker_label(const run_driver_state& st, int64_t rank) {
-  const auto where = node_label(st, rank);
-  return where.rfind("worker ", 0) == 0 ? where : fmt::format("worker {} ({})", rank, where);
-}
-
 // After a join, at the step boundary `target`: the replicas that must hold the same weights
 // (every live one under sync, else the donor and those it handed its state to) report a digest
 // of them. Sent before the next step is released, so each answers before it computes on.
@@ -169,6 +150,13 @@ void begin_waiting(driver_pointer self) {
 }
 
 }  // namespace
+
+// "node b", or "worker 3" inside one process.
+std::string node_label(const run_driver_state& st, int64_t rank) {
+  const auto& m = st.members->members;
+  const auto& name = m.name_of(m.node_of(rank));
+  return name.empty() ? "worker " + std::to_string(rank) : "node " + name;
+}
 
 void complete_regroup(driver_pointer self) {
   auto& st = self->state;
@@ -382,119 +370,6 @@ void membership_step_complete(driver_pointer self, int64_t step) {
   auto& m = mstate(self);
   m.completed_through = std::max(m.completed_through, step);
   maybe_start_regroup(self);
-}
-
-void on_regroup_answer(driver_pointer self, int64_t epoch, int64_t rank, int64_t applied,
-                       bool has_state) {
-  auto& m = mstate(self);
-  if (!m.round || epoch != m.round->epoch()) {
-    ++m.dropped;  // the answer to a regroup that another one overtook
-    return;
-  }
-  const bool holds = has_state && m.joining.count(rank) == 0;
-  const auto r = m.round->on_answer(rank, applied, holds);
-  if (!r.violation.empty())
-    return finish(self, "the run could not carry on after losing a node: " + r.violation);
-  if (!r.plan)
-    return;
-  if (r.plan->recipients.empty())
-    return form_ring_then_complete(self);
-  tell(self, self->state.roster->at(r.plan->donor), handover_atom_v, epoch);
-}
-
-void on_handover(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
-                 const at::Tensor& weights, const std::string& optimizer) {
-  auto& st = self->state;
-  auto& m = mstate(self);
-  if (m.checkpoint_handovers.erase(rank) > 0 && epoch == m.members.epoch())
-    take_checkpoint_part(self, step, part_of_rank(st, rank), weights, optimizer);
-  if (st.finished || !m.round || epoch != m.round->epoch() || !m.round->plan() ||
-      rank != m.round->plan()->donor)
-    return;
-  const auto& plan = *m.round->plan();
-  if (step != plan.target)
-    return fail_protocol(self, "worker " + std::to_string(rank) +
-                                   " handed over its state after step " + std::to_string(step) +
-                                   ", asked was step " + std::to_string(plan.target));
-  const auto packed = pack_state(weights, optimizer);
-  m.state_bytes = packed.total_bytes;
-  const auto count = static_cast<int64_t>(packed.chunks.size());
-  for (auto to : plan.recipients)
-    for (int64_t i = 0; i < count; ++i)
-      tell(self, st.roster->at(to), state_atom_v,
-           state_chunk{epoch, step, i, count, packed.chunk_bytes, packed.weight_bytes,
-                       packed.total_bytes, packed.digest,
-                       packed.chunks[static_cast<std::size_t>(i)]});
-}
-
-void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t step) {
-  auto& m = mstate(self);
-  if (!m.round || epoch != m.round->epoch()) {
-    ++m.dropped;
-    return;
-  }
-  const auto r = m.round->on_taken(rank, step);
-  if (!r.violation.empty())
-    return fail_protocol(self, r.violation);
-  if (m.round->done())
-    form_ring_then_complete(self);
-}
-
-void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
-                       const std::string& digest) {
-  auto& st = self->state;
-  auto& m = mstate(self);
-  if (st.finished || !m.digest_check || epoch != m.digest_check->epoch()) {
-    ++m.dropped;  // the answer to a check that a regroup overtook
-    return;
-  }
-  if (!m.digest_check->add(rank, step, digest))
-    return fail_protocol(self,
-                         "an unasked-for digest of worker " + std::to_string(rank) + "'s weights");
-  if (!m.digest_check->complete())
-    return;
-  const auto check = std::move(*m.digest_check);
-  m.digest_check.reset();
-  const auto problem = check.disagreement([&](int64_t r) { return worker_label(st, r); });
-  if (!problem.empty())
-    return finish(self, "the replicas disagree after a node joined: " + problem);
-  st.tracker->record(
-      records::replicas_checked{check.ranks(), check.step(), check.epoch(), check.digest(), 0});
-  log_line(st,
-           fmt::format("workers {} hold identical weights after step {} (SHA-256 {})",
-                       fmt::join(check.ranks(), ", "), check.step(), check.digest().substr(0, 16)));
-}
-
-void on_wait_deadline(driver_pointer self, int64_t id) {
-  auto& st = self->state;
-  auto& m = mstate(self);
-  if (st.finished || !m.waiting_since || id != m.wait_id || !m.members.below_min())
-    return;
-  const auto& c = st.plan->job.cluster;
-  auto reason = fmt::format(
-      "{} of {} node(s) live, fewer than cluster.min_nodes ({}), and no replacement came within "
-      "{} s (cluster.replacement_timeout_s); missing: {}",
-      m.members.live_nodes(), m.members.nodes(), c.min_nodes, c.replacement_timeout_s,
-      fmt::join(m.members.missing(), ", "));
-  // A checkpoint needs the survivors to agree where they are, and that step's evaluation (a
-  // lost node may have taken its shard along): otherwise the last checkpoint written stands.
-  if (!st.writer || !m.parked_at || *m.parked_at < 0 ||
-      (st.plan->rules.evaluates_after(*m.parked_at) && !st.tracker->evaluated(*m.parked_at)))
-    return finish(self, reason);
-  // The survivors stand at parked_at: its checkpoint first, then the run ends.
-  const auto step = *m.parked_at;
-  st.end_reason = reason + fmt::format("; the checkpoint after step {} lets it go on", step);
-  st.stop_at = step;
-  auto& pending = st.pending_checkpoints[step];
-  pending.parts.clear();
-  pending.tracker = st.tracker->save();
-  const auto& live = m.members.live();
-  if (st.plan->checkpoint_parts() == 1)
-    m.checkpoint_handovers = {live.front()};
-  else
-    m.checkpoint_handovers = std::set<int64_t>(live.begin(), live.end());
-  for (auto r : m.checkpoint_handovers)
-    tell(self, st.roster->at(r), handover_atom_v, m.members.epoch());
 }
 
 }  // namespace troupe

@@ -206,6 +206,8 @@ void lose_node(driver_pointer self, int64_t rank, const std::string& why, bool b
 void want_regroup(driver_pointer self, const act::regroup& a);
 /// A step completed: a drain may be over.
 void membership_step_complete(driver_pointer self, int64_t step);
+/// "node b", or "worker 3" inside one process.
+std::string node_label(const run_driver_state& st, int64_t rank);
 void on_regroup_answer(driver_pointer self, int64_t epoch, int64_t rank, int64_t applied,
                        bool has_state);
 void on_handover(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,

@@ -74,6 +74,9 @@ using self_pointer = replica_worker_actor::stateful_pointer<replica_worker_state
 double seconds_since(clock_type::time_point t);
 /// Sends the step reports held back (report_step), in one message.
 void send_unsent_reports(self_pointer self);
+/// A step's report: held back while steps are short (sent a block at a time), sent at once
+/// with everything before it when `now` or the block is full.
+void report_step(self_pointer self, const step_stats& stats, bool now);
 
 // Everything this worker tells the driver goes after the step reports it holds back, so that
 // the driver sees its steps in the order they ran.

@@ -2,6 +2,7 @@
 // read_json_file() reports file and syntax errors by line (to_json() is in job_json.cpp).
 #include "core/config/parse_job.hpp"
 
+#include "core/config/enum_names.hpp"
 #include "core/config/feature_rules.hpp"
 #include "core/config/json_fields.hpp"
 #include "core/config/parse_run_sections.hpp"
@@ -24,37 +25,6 @@ constexpr int64_t max_width = 65536;
 constexpr int64_t max_channels = 1024;
 // Each conv block halves the 28x28 image: 28 -> 14 -> 7 -> 3.
 constexpr std::size_t max_conv_blocks = 3;
-
-// Names of enum values, in enum order: the single table both parsing and printing use.
-const std::vector<std::string> model_names{"mlp", "cnn", "torchscript"};
-const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
-const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors", "csv"};
-const std::vector<std::string> optimizer_names{"sgd", "adam"};
-const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
-const std::vector<std::string> compression_names{"none", "bf16", "int8"};
-const std::vector<std::string> schedule_names{"gpipe", "1f1b"};
-const std::vector<std::string> lr_schedule_names{"constant", "step", "cosine", "one_cycle"};
-const std::vector<std::string> monitor_names{"validation_loss", "validation_accuracy"};
-const std::vector<std::string> loss_names{"cross_entropy", "mse", "l1", "bce_with_logits"};
-
-// False when the value was bad (and reported); a missing key keeps the default.
-template <class Enum>
-bool read_enum(object_reader& r, const std::string& key, const std::vector<std::string>& names,
-               Enum& out) {
-  if (!r.has(key))
-    return true;
-  const auto i = r.choice(key, names);
-  if (i)
-    out = static_cast<Enum>(*i);
-  return i.has_value();
-}
-
-// With a bad type, the keys that only some types take can be neither checked nor called
-// unknown: the bad type is the one problem worth reporting.
-void skip_all(object_reader& r, std::initializer_list<const char*> keys) {
-  for (const char* key : keys)
-    r.skip(key);
-}
 
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 64)
@@ -225,177 +195,7 @@ void read_optimizer(object_reader r, optimizer_config& o) {
   }
 }
 
-void read_early_stopping(object_reader& parent, std::optional<early_stopping_config>& out) {
-  if (!parent.has("early_stopping"))
-    return;
-  auto r = parent.object("early_stopping");
-  early_stopping_config e;
-  read_enum(r, "metric", monitor_names, e.metric);
-  r.integer("patience", e.patience, 1, 1000000);
-  r.number("min_delta", e.min_delta, 0, false, HUGE_VAL, false);
-  r.finish({"metric", "patience", "min_delta"});
-  out = e;
-}
-
-// true (early stopping's metric, or the validation loss), false, or a metric's name.
-void read_keep_best(object_reader& r, training_config& t) {
-  const auto* v = r.peek("keep_best");
-  if (v == nullptr)
-    return;
-  if (v->is_string()) {
-    monitor_metric m = monitor_metric::validation_loss;
-    if (read_enum(r, "keep_best", monitor_names, m))
-      t.keep_best = m;
-    return;
-  }
-  bool keep = false;
-  if (v->is_boolean() && r.boolean("keep_best", keep)) {
-    if (keep)
-      t.keep_best = t.early_stopping ? t.early_stopping->metric : monitor_metric::validation_loss;
-    return;
-  }
-  r.skip("keep_best");
-  r.problem("keep_best",
-            "must be true, false, \"validation_loss\" or \"validation_accuracy\", "
-            "got " +
-                render_value(*v));
-}
-
-void read_training(object_reader r, training_config& t) {
-  if (r.has("epochs") && r.has("steps"))
-    r.object_problem(
-        "give either epochs or steps, not both (remove one from the file, or give the length "
-        "with --set training.steps=N or --set training.epochs=N, which replaces the other)");
-  if (r.has("steps"))
-    t.epochs = 0;
-  r.integer("epochs", t.epochs, 1, 1000000);
-  t.steps = 0;
-  r.integer("steps", t.steps, 1, INT64_C(1) << 40);
-  read_enum(r, "loss", loss_names, t.loss);
-  r.integer("batch_size", t.batch_size, 1, 1 << 20);
-  r.integer("eval_interval", t.eval_interval, 0, INT64_MAX);
-  for (const auto& [key, out] : {std::pair{"clip_grad_norm", &t.clip_grad_norm},
-                                 std::pair{"clip_grad_value", &t.clip_grad_value}}) {
-    double limit = 0;
-    if (r.has(key) && r.number(key, limit, 0, true, HUGE_VAL, false))
-      *out = limit;
-  }
-  read_early_stopping(r, t.early_stopping);
-  read_keep_best(r, t);
-  r.finish({"epochs", "steps", "loss", "batch_size", "eval_interval", "clip_grad_norm",
-            "clip_grad_value", "early_stopping", "keep_best"});
-}
-
-// A phase of a schedule: sync or local_sgd, for `steps` steps (the last runs to the end).
-void read_phase(object_reader r, phase_config& phase, bool last) {
-  if (read_enum(r, "policy", policy_names, phase.policy) &&
-      (phase.policy == policy_kind::async || phase.policy == policy_kind::schedule))
-    r.problem("policy", std::string("must be \"sync\" or \"local_sgd\" in a schedule, got \"") +
-                            to_string(phase.policy) + "\"");
-  if (!r.has("policy"))
-    r.object_problem("needs a policy");
-  if (last) {
-    if (r.has("steps"))
-      r.problem("steps", "the last phase runs to the end of training: leave steps out");
-    r.skip("steps");
-  } else if (!r.has("steps")) {
-    r.object_problem("needs steps (every phase but the last)");
-  } else {
-    r.integer("steps", phase.steps, 1, INT64_C(1) << 40);
-  }
-  if (phase.policy == policy_kind::local_sgd) {
-    r.integer("period", phase.period, 1, 1000000);
-    r.boolean("average_momenta", phase.average_momenta);
-    r.finish({"policy", "steps", "period", "average_momenta"});
-  } else {
-    r.finish({"policy", "steps"});
-  }
-}
-
-// Pipeline keys, valid under every policy name so that the combination rules can say what is
-// wrong (pipelines need sync: core/config/feature_rules) instead of calling them unknown.
-void read_pipeline(object_reader& r, parallelism_config& p) {
-  const bool stages_ok = r.integer("stages", p.stages, 1, 64);
-  r.integer("micro_batches", p.micro_batches, 1, 1 << 16);
-  read_enum(r, "schedule", schedule_names, p.schedule);
-  if (!stages_ok)
-    r.skip("split");
-  else if (r.has("split") && p.stages == 1) {
-    r.problem("split", "needs stages > 1");
-    r.skip("split");
-  } else
-    r.word_or_strings("split", "balanced", p.split, static_cast<std::size_t>(p.stages - 1));
-}
-
-void read_parallelism(object_reader r, parallelism_config& p) {
-  if (!read_enum(r, "policy", policy_names, p.policy))
-    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
-                 "compression", "phases"});
-  r.integer("replicas", p.replicas, 1, 256);
-  r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
-  read_pipeline(r, p);
-  if (p.policy == policy_kind::local_sgd) {
-    r.integer("period", p.period, 1, 1000000);
-    r.boolean("average_momenta", p.average_momenta);
-    read_enum(r, "compression", compression_names, p.compression);
-    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "period", "average_momenta", "compression"});
-  } else if (p.policy == policy_kind::async) {
-    r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
-    r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);
-    read_enum(r, "compression", compression_names, p.compression);
-    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "max_staleness", "staleness_lr_scaling", "compression"});
-  } else if (p.policy == policy_kind::schedule) {
-    auto phases = r.object_array("phases", 1, 1000);
-    if (!r.has("phases"))
-      r.problem("phases",
-                "a schedule needs its phases, e.g. [{\"policy\": \"sync\", \"steps\": "
-                "500}, {\"policy\": \"local_sgd\", \"period\": 8}]");
-    p.phases.resize(phases.size());
-    for (std::size_t i = 0; i < phases.size(); ++i)
-      read_phase(phases[i], p.phases[i], i + 1 == phases.size());
-    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "phases"});
-  } else {
-    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split"});
-  }
-}
-
 }  // namespace
-
-const char* to_string(model_kind x) {
-  return model_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(activation_kind x) {
-  return activation_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(data_kind x) {
-  return data_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(optimizer_kind x) {
-  return optimizer_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(compression_kind x) {
-  return compression_names[static_cast<std::size_t>(x)].c_str();
-}
-
-const char* to_string(policy_kind x) {
-  return policy_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(lr_schedule_kind x) {
-  return lr_schedule_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(monitor_metric x) {
-  return monitor_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(loss_kind x) {
-  return loss_names[static_cast<std::size_t>(x)].c_str();
-}
-const char* to_string(node_loss_policy x) {
-  return x == node_loss_policy::fail ? "fail" : "continue";
-}
 
 job_config parse_job(const nlohmann::json& json) {
   std::vector<std::string> problems;

@@ -1,13 +1,16 @@
-// The sections of a job about how it runs rather than what it trains: ensemble, cluster,
-// checkpoint, faults and device. Internal to parse_job (core/config/parse_job.cpp), which reads
-// the rest; each reports its problems into the reader's list.
+// The sections of a job that parse_job (core/config/parse_job.cpp) leaves to other files:
+// training and parallelism (parse_training.cpp), and those about how it runs rather than what
+// it trains (parse_run_sections.cpp): ensemble, cluster, checkpoint, faults and device. Each
+// reports its problems into the reader's list.
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/config/json_fields.hpp"
+#include "core/job/job_config.hpp"
 
 namespace troupe {
 
+void read_training(object_reader r, training_config& t);
+void read_parallelism(object_reader r, parallelism_config& p);
 void read_ensemble(object_reader r, ensemble_config& e);
 void read_cluster(object_reader r, cluster_config& c);
 void read_checkpoint(object_reader r, checkpoint_config& c);

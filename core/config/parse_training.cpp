@@ -1,0 +1,157 @@
+// The training and parallelism sections of a job: how long, on what loss, and how replicas
+// and stages share the work. Internal to parse_job (core/config/parse_job.cpp).
+#include "core/config/enum_names.hpp"
+#include "core/config/parse_run_sections.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+namespace troupe {
+namespace {
+
+void read_early_stopping(object_reader& parent, std::optional<early_stopping_config>& out) {
+  if (!parent.has("early_stopping"))
+    return;
+  auto r = parent.object("early_stopping");
+  early_stopping_config e;
+  read_enum(r, "metric", monitor_names, e.metric);
+  r.integer("patience", e.patience, 1, 1000000);
+  r.number("min_delta", e.min_delta, 0, false, HUGE_VAL, false);
+  r.finish({"metric", "patience", "min_delta"});
+  out = e;
+}
+
+// true (early stopping's metric, or the validation loss), false, or a metric's name.
+void read_keep_best(object_reader& r, training_config& t) {
+  const auto* v = r.peek("keep_best");
+  if (v == nullptr)
+    return;
+  if (v->is_string()) {
+    monitor_metric m = monitor_metric::validation_loss;
+    if (read_enum(r, "keep_best", monitor_names, m))
+      t.keep_best = m;
+    return;
+  }
+  bool keep = false;
+  if (v->is_boolean() && r.boolean("keep_best", keep)) {
+    if (keep)
+      t.keep_best = t.early_stopping ? t.early_stopping->metric : monitor_metric::validation_loss;
+    return;
+  }
+  r.skip("keep_best");
+  r.problem("keep_best",
+            "must be true, false, \"validation_loss\" or \"validation_accuracy\", "
+            "got " +
+                render_value(*v));
+}
+
+}  // namespace
+
+void read_training(object_reader r, training_config& t) {
+  if (r.has("epochs") && r.has("steps"))
+    r.object_problem(
+        "give either epochs or steps, not both (remove one from the file, or give the length "
+        "with --set training.steps=N or --set training.epochs=N, which replaces the other)");
+  if (r.has("steps"))
+    t.epochs = 0;
+  r.integer("epochs", t.epochs, 1, 1000000);
+  t.steps = 0;
+  r.integer("steps", t.steps, 1, INT64_C(1) << 40);
+  read_enum(r, "loss", loss_names, t.loss);
+  r.integer("batch_size", t.batch_size, 1, 1 << 20);
+  r.integer("eval_interval", t.eval_interval, 0, INT64_MAX);
+  for (const auto& [key, out] : {std::pair{"clip_grad_norm", &t.clip_grad_norm},
+                                 std::pair{"clip_grad_value", &t.clip_grad_value}}) {
+    double limit = 0;
+    if (r.has(key) && r.number(key, limit, 0, true, HUGE_VAL, false))
+      *out = limit;
+  }
+  read_early_stopping(r, t.early_stopping);
+  read_keep_best(r, t);
+  r.finish({"epochs", "steps", "loss", "batch_size", "eval_interval", "clip_grad_norm",
+            "clip_grad_value", "early_stopping", "keep_best"});
+}
+
+namespace {
+
+// A phase of a schedule: sync or local_sgd, for `steps` steps (the last runs to the end).
+void read_phase(object_reader r, phase_config& phase, bool last) {
+  if (read_enum(r, "policy", policy_names, phase.policy) &&
+      (phase.policy == policy_kind::async || phase.policy == policy_kind::schedule))
+    r.problem("policy", std::string("must be \"sync\" or \"local_sgd\" in a schedule, got \"") +
+                            to_string(phase.policy) + "\"");
+  if (!r.has("policy"))
+    r.object_problem("needs a policy");
+  if (last) {
+    if (r.has("steps"))
+      r.problem("steps", "the last phase runs to the end of training: leave steps out");
+    r.skip("steps");
+  } else if (!r.has("steps")) {
+    r.object_problem("needs steps (every phase but the last)");
+  } else {
+    r.integer("steps", phase.steps, 1, INT64_C(1) << 40);
+  }
+  if (phase.policy == policy_kind::local_sgd) {
+    r.integer("period", phase.period, 1, 1000000);
+    r.boolean("average_momenta", phase.average_momenta);
+    r.finish({"policy", "steps", "period", "average_momenta"});
+  } else {
+    r.finish({"policy", "steps"});
+  }
+}
+
+// Pipeline keys, valid under every policy name so that the combination rules can say what is
+// wrong (pipelines need sync: core/config/feature_rules) instead of calling them unknown.
+void read_pipeline(object_reader& r, parallelism_config& p) {
+  const bool stages_ok = r.integer("stages", p.stages, 1, 64);
+  r.integer("micro_batches", p.micro_batches, 1, 1 << 16);
+  read_enum(r, "schedule", schedule_names, p.schedule);
+  if (!stages_ok)
+    r.skip("split");
+  else if (r.has("split") && p.stages == 1) {
+    r.problem("split", "needs stages > 1");
+    r.skip("split");
+  } else
+    r.word_or_strings("split", "balanced", p.split, static_cast<std::size_t>(p.stages - 1));
+}
+
+}  // namespace
+
+void read_parallelism(object_reader r, parallelism_config& p) {
+  if (!read_enum(r, "policy", policy_names, p.policy))
+    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
+                 "compression", "phases"});
+  r.integer("replicas", p.replicas, 1, 256);
+  r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
+  read_pipeline(r, p);
+  if (p.policy == policy_kind::local_sgd) {
+    r.integer("period", p.period, 1, 1000000);
+    r.boolean("average_momenta", p.average_momenta);
+    read_enum(r, "compression", compression_names, p.compression);
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split", "period", "average_momenta", "compression"});
+  } else if (p.policy == policy_kind::async) {
+    r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
+    r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);
+    read_enum(r, "compression", compression_names, p.compression);
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split", "max_staleness", "staleness_lr_scaling", "compression"});
+  } else if (p.policy == policy_kind::schedule) {
+    auto phases = r.object_array("phases", 1, 1000);
+    if (!r.has("phases"))
+      r.problem("phases",
+                "a schedule needs its phases, e.g. [{\"policy\": \"sync\", \"steps\": "
+                "500}, {\"policy\": \"local_sgd\", \"period\": 8}]");
+    p.phases.resize(phases.size());
+    for (std::size_t i = 0; i < phases.size(); ++i)
+      read_phase(phases[i], p.phases[i], i + 1 == phases.size());
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split", "phases"});
+  } else {
+    r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
+              "split"});
+  }
+}
+
+}  // namespace troupe
