@@ -22,8 +22,19 @@ cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 
-rm -rf "$target"
+# A root left by an interrupted run may still have the host's /dev, /proc and /sys mounted in
+# it: unmount those first, and never let rm cross into another file system (through a bind of
+# /dev it would delete the host's device nodes).
+unmount_under() {
+  local m
+  for m in $(awk -v t="$1/" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r); do
+    umount -l "$m" || { echo "fresh_root: cannot unmount $m; remove it by hand"; exit 1; }
+  done
+}
+unmount_under "$target"
+rm -rf --one-file-system "$target"
 echo "fresh_root: debootstrap --variant=minbase bookworm $target"
 debootstrap --variant=minbase bookworm "$target" "$mirror" >"$target.debootstrap.log" 2>&1 ||
   { tail -20 "$target.debootstrap.log"; exit 1; }
