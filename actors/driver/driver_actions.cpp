@@ -120,7 +120,7 @@ void run(driver_pointer self, const act::hand_out& a) {
   auto& st = self->state;
   if (st.stop_at)
     return;  // stopping: the checkpoint's state is taken, no worker starts another step
-  if (st.members && st.members->waiting_since) {
+  if (st.members && st.members->machine.waiting()) {
     st.members->deferred_hand_outs.push_back(a);  // too few nodes: nobody starts a step
     return;
   }

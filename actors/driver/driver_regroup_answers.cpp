@@ -1,7 +1,7 @@
-// The run driver's side of a regroup's answers (messages/membership.hpp, steps b and c of the
-// protocol driver_membership.cpp describes): the workers' answers, the donor's state handed on
-// in chunks, the states taken, the digests checked after a join, and the end of a wait for
-// replacements below cluster.min_nodes.
+// The run driver's side of a regroup's answers (messages/membership.hpp; the protocol is the
+// membership machine's, core/policy/membership_machine.hpp): the workers' answers, the donor's
+// state handed on in chunks, the states taken, the digests checked after a join, and the end
+// of a wait for replacements below cluster.min_nodes.
 #include "actors/driver/run_driver_state.hpp"
 #include "core/checkpoint/state_transfer.hpp"
 
@@ -19,66 +19,49 @@ int64_t part_of_rank(const run_driver_state& st, int64_t rank) {
 
 // "worker 2 (node c)", or "worker 2" inside one process.
 std::string worker_label(const run_driver_state& st, int64_t rank) {
-  const auto where = node_label(st, rank);
+  const auto where = st.members->machine.label(rank);
   return where.rfind("worker ", 0) == 0 ? where : fmt::format("worker {} ({})", rank, where);
+}
+
+// The donor's state, packed in checked chunks, to every recipient.
+void pass_state(driver_pointer self, const mact::pass_state& a, const at::Tensor& weights,
+                const std::string& optimizer) {
+  auto& st = self->state;
+  const auto packed = pack_state(weights, optimizer);
+  mstate(self).state_bytes = packed.total_bytes;
+  const auto count = static_cast<int64_t>(packed.chunks.size());
+  for (auto to : a.recipients)
+    for (int64_t i = 0; i < count; ++i)
+      tell(self, st.roster->at(to), state_atom_v,
+           state_chunk{a.epoch, a.step, i, count, packed.chunk_bytes, packed.weight_bytes,
+                       packed.total_bytes, packed.digest,
+                       packed.chunks[static_cast<std::size_t>(i)]});
 }
 
 }  // namespace
 
 void on_regroup_answer(driver_pointer self, int64_t epoch, int64_t rank, int64_t applied,
                        bool has_state) {
-  auto& m = mstate(self);
-  if (!m.round || epoch != m.round->epoch()) {
-    ++m.dropped;  // the answer to a regroup that another one overtook
-    return;
-  }
-  const bool holds = has_state && m.joining.count(rank) == 0;
-  const auto r = m.round->on_answer(rank, applied, holds);
-  if (!r.violation.empty())
-    return finish(self, "the run could not carry on after losing a node: " + r.violation);
-  if (!r.plan)
-    return;
-  if (r.plan->recipients.empty())
-    return form_ring_then_complete(self);
-  tell(self, self->state.roster->at(r.plan->donor), handover_atom_v, epoch);
+  execute_membership(self, mstate(self).machine.on_answer(epoch, rank, applied, has_state));
 }
 
 void on_handover(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
                  const at::Tensor& weights, const std::string& optimizer) {
   auto& st = self->state;
   auto& m = mstate(self);
-  if (m.checkpoint_handovers.erase(rank) > 0 && epoch == m.members.epoch())
+  if (m.checkpoint_handovers.erase(rank) > 0 && epoch == m.machine.members().epoch())
     take_checkpoint_part(self, step, part_of_rank(st, rank), weights, optimizer);
-  if (st.finished || !m.round || epoch != m.round->epoch() || !m.round->plan() ||
-      rank != m.round->plan()->donor)
+  if (st.finished)
     return;
-  const auto& plan = *m.round->plan();
-  if (step != plan.target)
-    return fail_protocol(self, "worker " + std::to_string(rank) +
-                                   " handed over its state after step " + std::to_string(step) +
-                                   ", asked was step " + std::to_string(plan.target));
-  const auto packed = pack_state(weights, optimizer);
-  m.state_bytes = packed.total_bytes;
-  const auto count = static_cast<int64_t>(packed.chunks.size());
-  for (auto to : plan.recipients)
-    for (int64_t i = 0; i < count; ++i)
-      tell(self, st.roster->at(to), state_atom_v,
-           state_chunk{epoch, step, i, count, packed.chunk_bytes, packed.weight_bytes,
-                       packed.total_bytes, packed.digest,
-                       packed.chunks[static_cast<std::size_t>(i)]});
+  auto actions = m.machine.on_handover(epoch, rank, step);
+  for (const auto& a : actions)
+    if (const auto* pass = std::get_if<mact::pass_state>(&a))
+      pass_state(self, *pass, weights, optimizer);
+  execute_membership(self, std::move(actions));
 }
 
 void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t step) {
-  auto& m = mstate(self);
-  if (!m.round || epoch != m.round->epoch()) {
-    ++m.dropped;
-    return;
-  }
-  const auto r = m.round->on_taken(rank, step);
-  if (!r.violation.empty())
-    return fail_protocol(self, r.violation);
-  if (m.round->done())
-    form_ring_then_complete(self);
+  execute_membership(self, mstate(self).machine.on_taken(epoch, rank, step));
 }
 
 void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
@@ -107,35 +90,38 @@ void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t
 }
 
 void on_wait_deadline(driver_pointer self, int64_t id) {
+  if (!self->state.finished)
+    execute_membership(self, mstate(self).machine.on_wait_deadline(id));
+}
+
+void give_up_waiting(driver_pointer self, const mact::give_up_waiting& a) {
   auto& st = self->state;
   auto& m = mstate(self);
-  if (st.finished || !m.waiting_since || id != m.wait_id || !m.members.below_min())
-    return;
+  const auto& members = m.machine.members();
   const auto& c = st.plan->job.cluster;
   auto reason = fmt::format(
       "{} of {} node(s) live, fewer than cluster.min_nodes ({}), and no replacement came within "
       "{} s (cluster.replacement_timeout_s); missing: {}",
-      m.members.live_nodes(), m.members.nodes(), c.min_nodes, c.replacement_timeout_s,
-      fmt::join(m.members.missing(), ", "));
+      members.live_nodes(), members.nodes(), c.min_nodes, c.replacement_timeout_s,
+      fmt::join(members.missing(), ", "));
   // A checkpoint needs the survivors to agree where they are, and that step's evaluation (a
   // lost node may have taken its shard along): otherwise the last checkpoint written stands.
-  if (!st.writer || !m.parked_at || *m.parked_at < 0 ||
-      (st.plan->rules.evaluates_after(*m.parked_at) && !st.tracker->evaluated(*m.parked_at)))
+  const auto step = a.parked_at;
+  if (!st.writer || step < 0 ||
+      (st.plan->rules.evaluates_after(step) && !st.tracker->evaluated(step)))
     return finish(self, reason);
   // The survivors stand at parked_at: its checkpoint first, then the run ends.
-  const auto step = *m.parked_at;
   st.end_reason = reason + fmt::format("; the checkpoint after step {} lets it go on", step);
   st.stop_at = step;
   auto& pending = st.pending_checkpoints[step];
   pending.parts.clear();
   pending.tracker = st.tracker->save();
-  const auto& live = m.members.live();
   if (st.plan->checkpoint_parts() == 1)
-    m.checkpoint_handovers = {live.front()};
+    m.checkpoint_handovers = {a.live.front()};
   else
-    m.checkpoint_handovers = std::set<int64_t>(live.begin(), live.end());
+    m.checkpoint_handovers = std::set<int64_t>(a.live.begin(), a.live.end());
   for (auto r : m.checkpoint_handovers)
-    tell(self, st.roster->at(r), handover_atom_v, m.members.epoch());
+    tell(self, st.roster->at(r), handover_atom_v, members.epoch());
 }
 
 }  // namespace troupe

@@ -18,38 +18,19 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A replacement's worker is up: it waits for the next step boundary (async: it starts now).
+// A replacement's worker is up: the membership machine says what follows (sync: a regroup at
+// the next step boundary; async: it joins at once).
 void replacement_started(driver_pointer self, int64_t rank, caf::actor worker) {
   auto& st = self->state;
-  auto& m = mstate(self);
-  if (m.spawning.erase(rank) == 0 || st.finished) {
+  auto actions = mstate(self).machine.worker_started(rank, released_through(st));
+  if (st.finished ||
+      (!actions.empty() && std::holds_alternative<mact::reject_worker>(actions[0]))) {
     self->send_exit(worker, caf::exit_reason::user_shutdown);
     return;
   }
   self->monitor(worker);
   st.roster->set(rank, std::move(worker));
-  m.joining.insert(rank);
-  const auto node = m.members.node_of(rank);
-  for (auto r : m.members.ranks_of_node(node))
-    if (m.joining.count(r) == 0)
-      return;  // more of its workers to come
-  if (!st.plan->parameter_server()) {
-    if (m.round) {
-      return;  // the regroup under way ends by calling the next one for it
-    }
-    return want_regroup(self, act::regroup{m.members.live(), !m.parked_at});
-  }
-  // async: the parameter server hands it weights; it needs no state of its own.
-  m.members.activate_node(node);
-  m.members.bump();
-  record_joins(self, m.completed_through + 1);
-  for (auto r : m.members.ranks_of_node(node))
-    execute(self, st.strategy->on_worker_joined(r, st.tracker->elapsed_s()));
-  if (!m.members.below_min()) {
-    m.waiting_since.reset();
-    m.parked_at.reset();
-    flush_deferred(self);
-  }
+  execute_membership(self, std::move(actions));
 }
 
 void spawn_replacement(driver_pointer self, int64_t rank) {
@@ -59,7 +40,7 @@ void spawn_replacement(driver_pointer self, int64_t rank) {
       .then(
           [self, rank](caf::actor& worker) { replacement_started(self, rank, std::move(worker)); },
           [self, rank](caf::error& e) {
-            if (self->state.finished || mstate(self).spawning.count(rank) == 0)
+            if (self->state.finished || !mstate(self).machine.is_spawning(rank))
               return;
             lose_node(
                 self, rank,
@@ -78,30 +59,29 @@ void on_replacement(driver_pointer self, const replacement_node& node) {
   };
   if (!carries_on(st) || st.finished || st.training_done || st.stop_at)
     return refuse("the run takes no replacement now");
-  auto& m = mstate(self);
-  const auto slot = m.members.admit(node.name);
-  if (slot < 0)
+  auto& machine = mstate(self).machine;
+  const auto ranks = machine.admit(node.name);
+  if (ranks.empty())
     return refuse("the run has all its nodes");
+  const auto slot = machine.members().node_of(ranks.front());
   st.options.nodes.at(static_cast<std::size_t>(slot)) = {node.name, node.peer_host, node.peer_port};
-  const auto ranks = m.members.ranks_of_node(slot);
   for (auto r : ranks) {
     st.options.node_agents.at(static_cast<std::size_t>(r)) = node.agent;
     st.roster->set_place(r, "node " + node.name);
-    m.spawning.insert(r);
   }
   log_line(st, fmt::format("node {} replaces a lost node: workers {}", node.name,
                            fmt::join(ranks, ", ")));
   // Introduce it: the live nodes and it trust each other and it links to each of them directly
   // (ring chunks then go node to node), then its workers start.
   std::set<caf::node_id> peers;
-  for (auto r : m.members.live())
+  for (auto r : machine.members().live())
     if (const auto& agent = st.options.node_agents.at(static_cast<std::size_t>(r)))
       peers.insert(agent.node());
   // Trust both ways and the direct links, as requests; the workers start once all are done.
   auto outstanding = std::make_shared<int64_t>(0);
   auto failed = std::make_shared<bool>(false);
   const auto finish_step = [self, ranks, outstanding, failed](const caf::error* e) {
-    if (*failed || self->state.finished || mstate(self).spawning.count(ranks.front()) == 0)
+    if (*failed || self->state.finished || !mstate(self).machine.is_spawning(ranks.front()))
       return;
     if (e != nullptr) {
       *failed = true;
@@ -123,11 +103,11 @@ void on_replacement(driver_pointer self, const replacement_node& node) {
     caf::actor peer_agent;
     std::string host, name;
     uint16_t port = 0;
-    for (auto r : m.members.live()) {
+    for (auto r : machine.members().live()) {
       const auto& a = st.options.node_agents.at(static_cast<std::size_t>(r));
       if (a && a.node() == peer_node) {
         peer_agent = a;
-        const auto& n = st.options.nodes.at(static_cast<std::size_t>(m.members.node_of(r)));
+        const auto& n = st.options.nodes.at(static_cast<std::size_t>(machine.members().node_of(r)));
         host = n.peer_host;
         port = n.peer_port;
         name = n.name;

@@ -38,7 +38,10 @@ using forming_ptr = std::shared_ptr<ring_forming>;
 // Whether `f` still belongs to the regroup under way.
 bool current(driver_pointer self, const forming_ptr& f) {
   const auto& st = self->state;
-  return !st.finished && st.members && st.members->round && st.members->round->epoch() == f->epoch;
+  if (st.finished || !st.members)
+    return false;
+  const auto& round = st.members->machine.round();
+  return round && round->epoch() == f->epoch;
 }
 
 // Every node drops its places (answers awaited, so that no replica takes a ring another one
@@ -92,16 +95,16 @@ void forming_step(driver_pointer self, const forming_ptr& f, Next next, Ts... xs
 
 void form_ring_then_complete(driver_pointer self) {
   auto& st = self->state;
-  auto& m = mstate(self);
+  const auto& machine = mstate(self).machine;
   if (!st.options.socket_ring)
     return complete_regroup(self);
   auto f = std::make_shared<ring_forming>();
-  f->epoch = m.round->epoch();
-  const auto& live = m.members.live();
+  f->epoch = machine.round()->epoch();
+  const auto& live = machine.members().live();
   std::map<int64_t, std::size_t> index_of_node;  // node slot -> index among those taking part
   std::vector<std::size_t> node_of_member;
   for (auto r : live) {
-    const auto node = m.members.node_of(r);
+    const auto node = machine.members().node_of(r);
     auto [it, added] = index_of_node.emplace(node, f->agents.size());
     if (added) {
       const auto& slot = st.options.nodes.at(static_cast<std::size_t>(node));

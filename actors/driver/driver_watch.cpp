@@ -145,7 +145,7 @@ void check_progress(driver_pointer self) {
   if (!st.watch || st.finished || st.training_done)
     return;
   const auto now = st.tracker->elapsed_s();
-  if (st.members && st.members->waiting_since) {
+  if (st.members && st.members->machine.waiting()) {
     st.watch->start(now);  // waiting for replacements has its own deadline
     return schedule_tick(self);
   }

@@ -122,7 +122,7 @@ bool accept(driver_pointer self, int64_t rank, const char* what) {
 // for a step that was abandoned (its worker has not seen the regroup yet): dropped.
 bool current_epoch(driver_pointer self, const gradient_meta& meta) {
   auto& st = self->state;
-  const auto epoch = st.members ? st.members->announced_epoch : 0;
+  const auto epoch = st.members ? st.members->machine.announced_epoch() : 0;
   if (meta.epoch == epoch)
     return true;
   if (st.members)

@@ -7,8 +7,7 @@
 #include "actors/driver/worker_roster.hpp"
 #include "core/checkpoint/checkpoint_schedule.hpp"
 #include "core/checkpoint/checkpoint_writer.hpp"
-#include "core/policy/membership.hpp"
-#include "core/policy/regroup_round.hpp"
+#include "core/policy/membership_machine.hpp"
 #include "core/policy/step_release.hpp"
 #include "core/policy/step_strategy.hpp"
 #include "core/policy/step_watch.hpp"
@@ -38,36 +37,22 @@ struct held_tensors {
 
 /// Where the run stands with its membership (cluster.on_node_loss "continue";
 /// driver_membership.cpp). Present in every replica run: inside one process nothing is lost.
+/// The decisions are the machine's (core/policy/membership_machine); the rest is what the
+/// driver keeps to carry them out.
 struct membership_state {
-  explicit membership_state(membership m) : members(std::move(m)) {}
+  explicit membership_state(membership_machine m) : machine(std::move(m)) {}
 
-  membership members;
-  /// The strategy asked for a regroup; with `drain_through`, once that step completed.
-  bool regroup_wanted = false;
-  std::optional<int64_t> drain_through;
-  bool abandons_step = false;  ///< the regroup drops the step in flight (sync after a loss)
-  /// The regroup under way: every live worker answers, then recipients take the state.
-  std::optional<regroup_round> round;
+  membership_machine machine;
   /// After a regroup that admitted a replacement: the replicas' digests of their weights,
   /// compared once all are in (core/run/replica_digests).
   std::optional<replica_digest_check> digest_check;
-  /// Ranks of replacements started and waiting for the next step boundary, then for the state.
-  std::set<int64_t> joining;
-  std::set<int64_t> spawning;  ///< replacement workers asked for, not started yet
   /// Workers given up on: their down messages and anything they still send are ignored.
   std::set<caf::actor_addr> departed;
   /// By rank: run time of the last message from its worker (a loss's detection time).
   std::vector<double> last_heard;
-  int64_t completed_through = -1;  ///< the last step completed
-  int64_t announced_epoch = 0;     ///< the epoch of the last membership note sent
-  /// Below min_nodes since (run time); the run waits for replacements until the deadline.
-  std::optional<double> waiting_since;
-  /// The step the survivors regrouped at while too few to go on.
-  std::optional<int64_t> parked_at;
   /// Ranks asked for their state to go into a checkpoint now (below min_nodes, at the end).
   std::set<int64_t> checkpoint_handovers;
   int64_t state_bytes = 0;  ///< of the last state handed over
-  int64_t wait_id = 0;      ///< names the deadline of the current wait for replacements
   /// async: weights held back while too few nodes are live, handed out once enough are.
   std::vector<act::hand_out> deferred_hand_outs;
   int64_t dropped = 0;  ///< messages from workers given up on, or of an old epoch
@@ -206,8 +191,23 @@ void lose_node(driver_pointer self, int64_t rank, const std::string& why, bool b
 void want_regroup(driver_pointer self, const act::regroup& a);
 /// A step completed: a drain may be over.
 void membership_step_complete(driver_pointer self, int64_t step);
-/// "node b", or "worker 3" inside one process.
-std::string node_label(const run_driver_state& st, int64_t rank);
+/// Carries out what the membership machine answered an event with. `loss_why`: why the node
+/// was lost, for the records of a lose_node's actions.
+void execute_membership(driver_pointer self, member_actions actions,
+                        const std::string& loss_why = {});
+/// The last step released to the workers (a drain waits for it).
+int64_t released_through(const run_driver_state& st);
+/// Whether steps may be released now (no regroup under way or wanted, not waiting for nodes).
+bool may_release(const run_driver_state& st);
+/// The membership of a replica run.
+inline membership_state& mstate(driver_pointer self) {
+  return *self->state.members;
+}
+/// A line for the coordinator's log (cluster runs; nothing inside one process).
+void log_line(const run_driver_state& st, const std::string& line);
+
+// driver_regroup_answers.cpp: the workers' answers during a regroup and a wait.
+
 void on_regroup_answer(driver_pointer self, int64_t epoch, int64_t rank, int64_t applied,
                        bool has_state);
 void on_handover(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
@@ -217,27 +217,17 @@ void on_state_taken(driver_pointer self, int64_t epoch, int64_t rank, int64_t st
 void on_weights_digest(driver_pointer self, int64_t epoch, int64_t rank, int64_t step,
                        const std::string& digest);
 void on_wait_deadline(driver_pointer self, int64_t epoch);
-/// Whether steps may be released now (no regroup under way or wanted, not waiting for nodes).
-bool may_release(const run_driver_state& st);
-/// The membership of a replica run.
-inline membership_state& mstate(driver_pointer self) {
-  return *self->state.members;
-}
-/// A line for the coordinator's log (cluster runs; nothing inside one process).
-void log_line(const run_driver_state& st, const std::string& line);
-/// Hands out what the async policy held back while too few nodes were live.
-void flush_deferred(driver_pointer self);
-/// Records the replacements that became live (node_joined, the log); returns whether any did.
-bool record_joins(driver_pointer self, int64_t first_step);
-/// The regroup under way has every live worker at one step: the run goes on from there (or
-/// waits for replacements, below min_nodes).
-void complete_regroup(driver_pointer self);
+/// No replacement came in time: the run ends, after a checkpoint of the step the survivors
+/// are parked at where one can be written.
+void give_up_waiting(driver_pointer self, const mact::give_up_waiting& a);
 
 // driver_ring_forming.cpp: the socket ring formed again at a regroup.
 
 /// Forms the socket ring among the live ranks for the regroup under way, where the run's nodes
 /// sum over it (driver_options::socket_ring), then completes the regroup.
 void form_ring_then_complete(driver_pointer self);
+/// The regroup under way is over (its state everywhere, the ring formed): the run goes on.
+void complete_regroup(driver_pointer self);
 
 // driver_replacements.cpp: a node that joins to replace a lost one.
 
