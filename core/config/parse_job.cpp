@@ -174,8 +174,10 @@ void read_lr_schedule(object_reader& parent, lr_schedule_config& s) {
 void read_optimizer(object_reader r, optimizer_config& o) {
   if (!read_enum(r, "type", optimizer_names, o.kind))
     skip_all(r, {"momentum", "nesterov", "betas", "eps"});
-  if (o.kind == optimizer_kind::adam)
+  if (o.kind != optimizer_kind::sgd)
     o.lr = 0.001;
+  if (o.kind == optimizer_kind::adamw)
+    o.weight_decay = 0.01;  // torch.optim.AdamW's default
   r.number("lr", o.lr, 0, true, HUGE_VAL, false);
   r.number("weight_decay", o.weight_decay, 0, false, HUGE_VAL, false);
   read_lr_schedule(r, o.schedule);

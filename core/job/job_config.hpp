@@ -62,7 +62,7 @@ struct data_config {
   bool class_labels = true;
 };
 
-enum class optimizer_kind { sgd, adam };
+enum class optimizer_kind { sgd, adam, adamw };
 
 /// How the learning rate moves with the step (core/optim/lr_schedule): the same rates as
 /// PyTorch's lr_scheduler for the same settings.
@@ -87,13 +87,22 @@ struct lr_schedule_config {
 struct optimizer_config {
   lr_schedule_config schedule;
   optimizer_kind kind = optimizer_kind::sgd;
-  double lr = 0.01;  ///< adam's default is 0.001, set by the parser when kind is adam
+  double lr = 0.01;  ///< adam's and adamw's default is 0.001, set by the parser
+  /// sgd and adam: added to the gradient (L2); adamw: decoupled, the weights shrink by
+  /// lr x weight_decay each step (default 0.01 there, as torch.optim.AdamW's).
   double weight_decay = 0.0;
   double momentum = 0.0;  ///< sgd only
   bool nesterov = false;  ///< sgd only; needs momentum > 0
-  double beta1 = 0.9;     ///< adam only
-  double beta2 = 0.999;   ///< adam only
-  double eps = 1e-8;      ///< adam only
+  double beta1 = 0.9;     ///< adam and adamw
+  double beta2 = 0.999;   ///< adam and adamw
+  double eps = 1e-8;      ///< adam and adamw
+
+  /// Moment buffers the optimizer keeps per parameter value (for memory and disk estimates).
+  int64_t state_buffers() const {
+    if (kind != optimizer_kind::sgd)
+      return 2;
+    return momentum > 0 ? 1 : 0;
+  }
 };
 
 /// The validation figure that early stopping and keep_best watch.

@@ -20,7 +20,8 @@ namespace {
 struct adam_factors {
   float beta1 = 0, keep1 = 0;  // exp_avg's factor, and the gradient's (1 - beta1)
   float beta2 = 0, keep2 = 0;  // exp_avg_sq's, and the squared gradient's (1 - beta2)
-  float decay = 0;             // weight_decay
+  float decay = 0;             // weight_decay added to the gradient (Adam)
+  float shrink = 1;            // 1 - lr x weight_decay, the weights' factor first (AdamW)
   float root_correction2 = 0;  // sqrt(1 - beta2^step)
   float eps = 0;
   float neg_step_size = 0;  // -lr / (1 - beta1^step)
@@ -36,13 +37,15 @@ struct adam_buffers {
 // One pass over elements [begin, end): LibTorch's Adam (torch/csrc/api/src/optim/adam.cpp)
 // element for element, each operation in ATen's order. This file is compiled without errno for
 // the square root (CMakeLists.txt): with it, the loop cannot be vectorized.
-template <bool Decay>
+template <bool Decay, bool Shrink>
 void adam_pass(const adam_buffers& b, const adam_factors& f, int64_t begin, int64_t end) {
   float* __restrict w = b.weights;
   const float* __restrict g = b.grads;
   float* __restrict m = b.averages;
   float* __restrict v = b.squares;
   for (int64_t i = begin; i < end; ++i) {
+    if constexpr (Shrink)
+      w[i] *= f.shrink;
     float d = g[i];
     if constexpr (Decay)
       d += f.decay * w[i];
@@ -58,13 +61,16 @@ void adam_pass(const adam_buffers& b, const adam_factors& f, int64_t begin, int6
 // The same step with ATen calls, for buffers off the host.
 void aten_pass(at::Tensor w, const at::Tensor& g, at::Tensor m, at::Tensor v,
                const adam_factors& f) {
+  if (f.shrink != 1)
+    w.mul_(f.shrink);
   const at::Tensor d = f.decay != 0 ? g.add(w, f.decay) : g;
   m.mul_(f.beta1).add_(d, f.keep1);
   v.mul_(f.beta2).addcmul_(d, d, f.keep2);
   w.addcdiv_(m, (v.sqrt() / f.root_correction2).add_(f.eps), f.neg_step_size);
 }
 
-adam_factors factors_at(const torch::optim::AdamOptions& o, int64_t step, double lr) {
+template <class Options>
+adam_factors factors_at(const Options& o, int64_t step, double lr, bool decoupled) {
   const double beta1 = std::get<0>(o.betas());
   const double beta2 = std::get<1>(o.betas());
   const double correction1 = 1 - std::pow(beta1, static_cast<double>(step));
@@ -73,15 +79,26 @@ adam_factors factors_at(const torch::optim::AdamOptions& o, int64_t step, double
           static_cast<float>(1 - beta1),
           static_cast<float>(beta2),
           static_cast<float>(1 - beta2),
-          static_cast<float>(o.weight_decay()),
+          decoupled ? 0.0F : static_cast<float>(o.weight_decay()),
+          decoupled ? static_cast<float>(1 - lr * o.weight_decay()) : 1.0F,
           static_cast<float>(std::sqrt(correction2)),
           static_cast<float>(o.eps()),
           static_cast<float>(-(lr / correction1))};
 }
 
+using pass_function = void (*)(const adam_buffers&, const adam_factors&, int64_t, int64_t);
+
+pass_function pass_for(const adam_factors& f) {
+  if (f.shrink != 1)
+    return &adam_pass<false, true>;
+  return f.decay != 0 ? &adam_pass<true, false> : &adam_pass<false, false>;
+}
+
 }  // namespace
 
-flat_adam::flat_adam(torch::optim::Adam& optimizer, std::vector<at::Tensor> parameters)
+template <class Optimizer>
+basic_flat_adam<Optimizer>::basic_flat_adam(Optimizer& optimizer,
+                                            std::vector<at::Tensor> parameters)
     : optimizer_(optimizer),
       parameters_(std::move(parameters)),
       layout_(parameters_),
@@ -91,15 +108,18 @@ flat_adam::flat_adam(torch::optim::Adam& optimizer, std::vector<at::Tensor> para
   adopt_state();
 }
 
-torch::optim::AdamParamState& flat_adam::create_state(std::size_t i) {
-  auto state = std::make_unique<torch::optim::AdamParamState>();
+template <class Optimizer>
+typename basic_flat_adam<Optimizer>::state_type& basic_flat_adam<Optimizer>::create_state(
+    std::size_t i) {
+  auto state = std::make_unique<state_type>();
   state->step(0);
   state->exp_avg(layout_.view(averages_, i).zero_());
   state->exp_avg_sq(layout_.view(squares_, i).zero_());
   return file_optimizer_state(optimizer_, parameters_[i], std::move(state));
 }
 
-bool flat_adam::splits_over_threads() {
+template <class Optimizer>
+bool basic_flat_adam<Optimizer>::splits_over_threads() {
 #ifdef INTRA_OP_PARALLEL
   return true;
 #else
@@ -107,12 +127,13 @@ bool flat_adam::splits_over_threads() {
 #endif
 }
 
-void flat_adam::adopt_state() {
+template <class Optimizer>
+void basic_flat_adam<Optimizer>::adopt_state() {
   torch::NoGradGuard no_grad;
   // None held until adopted: a throw below leaves no pointer into a state the load replaced.
   std::fill(states_.begin(), states_.end(), nullptr);
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    auto* state = find_optimizer_state<torch::optim::AdamParamState>(optimizer_, parameters_[i]);
+    auto* state = find_optimizer_state<state_type>(optimizer_, parameters_[i]);
     if (state == nullptr || !state->exp_avg().defined() || !state->exp_avg_sq().defined())
       continue;
     layout_.check_state_size(state->exp_avg(), i, "exp_avg");
@@ -133,14 +154,16 @@ void flat_adam::adopt_state() {
   }
 }
 
-void flat_adam::step(const at::Tensor& weights, const at::Tensor& grads) {
+template <class Optimizer>
+void basic_flat_adam<Optimizer>::step(const at::Tensor& weights, const at::Tensor& grads) {
   step(weights, grads, optimizer_.param_groups().front().options().get_lr());
 }
 
-void flat_adam::step(const at::Tensor& weights, const at::Tensor& grads, double lr) {
+template <class Optimizer>
+void basic_flat_adam<Optimizer>::step(const at::Tensor& weights, const at::Tensor& grads,
+                                      double lr) {
   layout_.check_step_buffers(weights, grads);
-  auto& options =
-      static_cast<torch::optim::AdamOptions&>(optimizer_.param_groups().front().options());
+  auto& options = static_cast<options_type&>(optimizer_.param_groups().front().options());
   if (options.amsgrad()) {  // LibTorch's own step, which reads the rate from its options
     options.lr(lr);
     optimizer_.step();
@@ -160,11 +183,11 @@ void flat_adam::step(const at::Tensor& weights, const at::Tensor& grads, double 
     std::size_t last = first;
     while (last + 1 < parameters_.size() && states_[last + 1]->step() + 1 == count)
       ++last;
-    const auto f = factors_at(options, count, lr);
+    const auto f = factors_at(options, count, lr, decoupled);
     const int64_t begin = layout_.begin(first);
     const int64_t end = layout_.end(last);
     if (weights.is_cpu()) {
-      const auto run = f.decay != 0 ? &adam_pass<true> : &adam_pass<false>;
+      const auto run = pass_for(f);
       const adam_buffers b{weights.data_ptr<float>(), grads.data_ptr<float>(),
                            averages_.data_ptr<float>(), squares_.data_ptr<float>()};
       at::parallel_for(begin, end, fused_pass_grain,
@@ -178,5 +201,8 @@ void flat_adam::step(const at::Tensor& weights, const at::Tensor& grads, double 
     first = last + 1;
   }
 }
+
+template class basic_flat_adam<torch::optim::Adam>;
+template class basic_flat_adam<torch::optim::AdamW>;
 
 }  // namespace troupe

@@ -9,6 +9,10 @@
 // see the state as before. Parameters whose step counts differ (a state restored in part) are
 // stepped in runs of equal counts, each with its own bias corrections.
 //
+// AdamW (flat_adamw) is the same pass over torch::optim::AdamW's state with the weight decay
+// decoupled, as LibTorch's and PyTorch's AdamW do it: the weights first shrink by
+// 1 - lr x weight_decay, and the decay never enters the moments.
+//
 // The arithmetic is LibTorch's, element for element and in float32, with its scalars rounded as
 // ATen rounds them; it may differ in the last bit where ATen's vectorized loops contract a
 // multiply and an add and this pass does not. AMSGrad, which troupe does not configure, is left
@@ -21,15 +25,27 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
 
+#include <type_traits>
 #include <vector>
 
 namespace troupe {
 
-class flat_adam {
+/// `Optimizer`: torch::optim::Adam or torch::optim::AdamW (flat_adam, flat_adamw below).
+template <class Optimizer>
+class basic_flat_adam {
  public:
+  using options_type = std::conditional_t<std::is_same_v<Optimizer, torch::optim::AdamW>,
+                                          torch::optim::AdamWOptions, torch::optim::AdamOptions>;
+  using state_type =
+      std::conditional_t<std::is_same_v<Optimizer, torch::optim::AdamW>,
+                         torch::optim::AdamWParamState, torch::optim::AdamParamState>;
+  /// The weight decay is decoupled from the gradient (AdamW).
+  static constexpr bool decoupled = std::is_same_v<Optimizer, torch::optim::AdamW>;
+
   /// As flat_sgd's.
-  flat_adam(torch::optim::Adam& optimizer, std::vector<at::Tensor> parameters);
+  basic_flat_adam(Optimizer& optimizer, std::vector<at::Tensor> parameters);
 
   /// One step of the optimizer with learning rate `lr` and its other options as they are, over
   /// the parameters' flat `weights` and `grads` (as flat_sgd::step). Creates a parameter's state
@@ -47,14 +63,17 @@ class flat_adam {
 
  private:
   /// A fresh state for parameters_[i]: step 0, zero averages (views of the flat ones).
-  torch::optim::AdamParamState& create_state(std::size_t i);
+  state_type& create_state(std::size_t i);
 
-  torch::optim::Adam& optimizer_;
+  Optimizer& optimizer_;
   std::vector<at::Tensor> parameters_;
   flat_layout layout_;
-  at::Tensor averages_;                                ///< every parameter's exp_avg
-  at::Tensor squares_;                                 ///< every parameter's exp_avg_sq
-  std::vector<torch::optim::AdamParamState*> states_;  ///< null: no state yet
+  at::Tensor averages_;              ///< every parameter's exp_avg
+  at::Tensor squares_;               ///< every parameter's exp_avg_sq
+  std::vector<state_type*> states_;  ///< null: no state yet
 };
+
+using flat_adam = basic_flat_adam<torch::optim::Adam>;
+using flat_adamw = basic_flat_adam<torch::optim::AdamW>;
 
 }  // namespace troupe

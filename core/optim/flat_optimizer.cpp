@@ -16,6 +16,8 @@ flat_optimizer::flat_optimizer(const optimizer_config& config, const flat_parame
     sgd_ = std::make_unique<flat_sgd>(*sgd, std::move(parameters));
   else if (auto* adam = dynamic_cast<torch::optim::Adam*>(optimizer_.get()))
     adam_ = std::make_unique<flat_adam>(*adam, std::move(parameters));
+  else if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()))
+    adamw_ = std::make_unique<flat_adamw>(*adamw, std::move(parameters));
 }
 
 flat_optimizer::~flat_optimizer() = default;
@@ -26,6 +28,8 @@ void flat_optimizer::step(double lr) {
     sgd_->step(weights, flat_.parameter_grads(), lr);
   } else if (adam_) {
     adam_->step(weights, flat_.parameter_grads(), lr);
+  } else if (adamw_) {
+    adamw_->step(weights, flat_.parameter_grads(), lr);
   } else {  // LibTorch's own step reads the rate from its options
     set_learning_rate(*optimizer_, lr);
     optimizer_->step();
@@ -56,6 +60,8 @@ void flat_optimizer::adopt_state() {
     sgd_->adopt_state();
   if (adam_)
     adam_->adopt_state();
+  if (adamw_)
+    adamw_->adopt_state();
 }
 
 }  // namespace troupe

@@ -1,7 +1,7 @@
 // The optimizer of a model whose parameters live in flat buffers (core/model/flat_parameters):
 // LibTorch's, as the job configures it (make_optimizer), stepped in one pass over the buffers by
-// flat_sgd or flat_adam. Whole replicas and pipeline stages both step through it, so that they do
-// the same arithmetic: a model cut into stages trains as the whole one does.
+// flat_sgd, flat_adam or flat_adamw. Whole replicas and pipeline stages both step through it, so
+// that they do the same arithmetic: a model cut into stages trains as the whole one does.
 //
 // Thread safety: none; it belongs to the engine that owns the model.
 #pragma once
@@ -9,6 +9,8 @@
 #include "core/job/job_config.hpp"
 #include "core/model/flat_parameters.hpp"
 
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 
 #include <memory>
@@ -17,7 +19,8 @@
 
 namespace troupe {
 
-class flat_adam;
+template <class Optimizer>
+class basic_flat_adam;
 class flat_sgd;
 
 class flat_optimizer {
@@ -45,8 +48,9 @@ class flat_optimizer {
 
   const flat_parameters& flat_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<flat_sgd> sgd_;    ///< steps optimizer_ when it is SGD
-  std::unique_ptr<flat_adam> adam_;  ///< steps optimizer_ when it is Adam
+  std::unique_ptr<flat_sgd> sgd_;                              ///< steps optimizer_ when it is SGD
+  std::unique_ptr<basic_flat_adam<torch::optim::Adam>> adam_;  ///< when it is Adam
+  std::unique_ptr<basic_flat_adam<torch::optim::AdamW>> adamw_;  ///< when it is AdamW
 };
 
 }  // namespace troupe

@@ -5,6 +5,7 @@
 #include "core/optim/optimizer_bytes.hpp"
 
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
 #include <torch/serialize/archive.h>
@@ -30,6 +31,13 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& 
                          .eps(config.eps)
                          .weight_decay(config.weight_decay);
       return std::make_unique<torch::optim::Adam>(std::move(parameters), options);
+    }
+    case optimizer_kind::adamw: {
+      auto options = torch::optim::AdamWOptions(config.lr)
+                         .betas({config.beta1, config.beta2})
+                         .eps(config.eps)
+                         .weight_decay(config.weight_decay);
+      return std::make_unique<torch::optim::AdamW>(std::move(parameters), options);
     }
   }
   throw std::logic_error("unknown optimizer kind");

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
 #include <cstring>
@@ -16,7 +17,27 @@ namespace troupe {
 namespace {
 
 constexpr std::string_view magic = "troupe-optim-v1\n";
-constexpr uint8_t sgd_kind = 0, adam_kind = 1;
+constexpr uint8_t sgd_kind = 0, adam_kind = 1, adamw_kind = 2;
+
+// Adam and AdamW keep the same options and state (AdamW's decay is decoupled, not stored
+// differently), under LibTorch's two sets of types.
+bool adam_like(uint8_t kind) {
+  return kind == adam_kind || kind == adamw_kind;
+}
+
+const char* kind_name(uint8_t kind) {
+  return kind == sgd_kind ? "sgd" : kind == adam_kind ? "adam" : "adamw";
+}
+
+uint8_t kind_of(const torch::optim::Optimizer& optimizer) {
+  if (dynamic_cast<const torch::optim::SGD*>(&optimizer) != nullptr)
+    return sgd_kind;
+  if (dynamic_cast<const torch::optim::Adam*>(&optimizer) != nullptr)
+    return adam_kind;
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer) != nullptr)
+    return adamw_kind;
+  throw std::logic_error("optimizer bytes: only sgd, adam and adamw");
+}
 
 class writer {
  public:
@@ -124,7 +145,7 @@ parsed_state parse(std::string_view bytes) {
   in.skip_magic();
   parsed_state s;
   s.kind = in.get<uint8_t>("the kind");
-  if (s.kind != sgd_kind && s.kind != adam_kind)
+  if (s.kind != sgd_kind && !adam_like(s.kind))
     throw std::runtime_error("unknown optimizer kind " + std::to_string(s.kind));
   const std::size_t options = s.kind == sgd_kind ? 4 : 5;
   const std::size_t tensors = s.kind == sgd_kind ? 1 : 3;
@@ -143,7 +164,7 @@ parsed_state parse(std::string_view bytes) {
       param_record record;
       record.has_state = in.get<uint8_t>("a parameter's state") != 0;
       if (record.has_state) {
-        if (s.kind == adam_kind)
+        if (adam_like(s.kind))
           record.step = in.get<int64_t>("a parameter's step");
         for (std::size_t t = 0; t < tensors; ++t)
           record.tensors.push_back(in.tensor("a parameter's state"));
@@ -157,6 +178,54 @@ parsed_state parse(std::string_view bytes) {
   return s;
 }
 
+template <class Options>
+void put_adam_options(writer& out, const Options& o) {
+  out.put<double>(o.lr());
+  out.put<double>(std::get<0>(o.betas()));
+  out.put<double>(std::get<1>(o.betas()));
+  out.put<double>(o.eps());
+  out.put<double>(o.weight_decay());
+  out.put<uint8_t>(o.amsgrad());
+}
+
+void put_sgd_options(writer& out, const torch::optim::SGDOptions& o) {
+  out.put<double>(o.lr());
+  out.put<double>(o.momentum());
+  out.put<double>(o.dampening());
+  out.put<double>(o.weight_decay());
+  out.put<uint8_t>(o.nesterov());
+}
+
+template <class State>
+void put_adam_state(writer& out, const State& s) {
+  out.put<int64_t>(s.step());
+  out.tensor(s.exp_avg());
+  out.tensor(s.exp_avg_sq());
+  out.tensor(s.max_exp_avg_sq());
+}
+
+template <class State>
+std::unique_ptr<State> adam_state(const param_record& r, const at::Tensor& param,
+                                  const std::string& what) {
+  auto state = std::make_unique<State>();
+  state->step(r.step);
+  state->exp_avg(restored(r.tensors[0], param, what));
+  state->exp_avg_sq(restored(r.tensors[1], param, what));
+  state->max_exp_avg_sq(restored(r.tensors[2], param, what));
+  return state;
+}
+
+template <class Options>
+void set_adam_options(torch::optim::OptimizerOptions& options, const group_record& g) {
+  const auto& o = g.options;
+  static_cast<Options&>(options)
+      .lr(o[0])
+      .betas({o[1], o[2]})
+      .eps(o[3])
+      .weight_decay(o[4])
+      .amsgrad(g.flag);
+}
+
 }  // namespace
 
 bool is_optimizer_bytes(std::string_view bytes) {
@@ -164,36 +233,23 @@ bool is_optimizer_bytes(std::string_view bytes) {
 }
 
 std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer) {
-  const auto* adam = dynamic_cast<const torch::optim::Adam*>(&optimizer);
-  const auto* sgd = dynamic_cast<const torch::optim::SGD*>(&optimizer);
-  if (adam == nullptr && sgd == nullptr)
-    throw std::logic_error("save_optimizer_bytes: only sgd and adam");
+  const auto kind = kind_of(optimizer);
   std::size_t values = 0;
   for (const auto& group : optimizer.param_groups())
     for (const auto& p : group.params())
       values += static_cast<std::size_t>(p.numel()) * p.element_size();
-  writer out(magic.size() + (adam != nullptr ? 3 : 1) * values + 4096);
+  writer out(magic.size() + (adam_like(kind) ? 3 : 1) * values + 4096);
   for (char c : magic)
     out.put<char>(c);
-  out.put<uint8_t>(adam != nullptr ? adam_kind : sgd_kind);
+  out.put<uint8_t>(kind);
   out.put<uint64_t>(optimizer.param_groups().size());
   for (const auto& group : optimizer.param_groups()) {
-    if (adam != nullptr) {
-      const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
-      out.put<double>(o.lr());
-      out.put<double>(std::get<0>(o.betas()));
-      out.put<double>(std::get<1>(o.betas()));
-      out.put<double>(o.eps());
-      out.put<double>(o.weight_decay());
-      out.put<uint8_t>(o.amsgrad());
-    } else {
-      const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
-      out.put<double>(o.lr());
-      out.put<double>(o.momentum());
-      out.put<double>(o.dampening());
-      out.put<double>(o.weight_decay());
-      out.put<uint8_t>(o.nesterov());
-    }
+    if (kind == adam_kind)
+      put_adam_options(out, static_cast<const torch::optim::AdamOptions&>(group.options()));
+    else if (kind == adamw_kind)
+      put_adam_options(out, static_cast<const torch::optim::AdamWOptions&>(group.options()));
+    else
+      put_sgd_options(out, static_cast<const torch::optim::SGDOptions&>(group.options()));
     out.put<uint64_t>(group.params().size());
     for (const auto& p : group.params()) {
       const auto& state = optimizer.state();
@@ -201,15 +257,12 @@ std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer) {
       out.put<uint8_t>(it != state.end());
       if (it == state.end())
         continue;
-      if (adam != nullptr) {
-        const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
-        out.put<int64_t>(s.step());
-        out.tensor(s.exp_avg());
-        out.tensor(s.exp_avg_sq());
-        out.tensor(s.max_exp_avg_sq());
-      } else {
+      if (kind == adam_kind)
+        put_adam_state(out, static_cast<const torch::optim::AdamParamState&>(*it->second));
+      else if (kind == adamw_kind)
+        put_adam_state(out, static_cast<const torch::optim::AdamWParamState&>(*it->second));
+      else
         out.tensor(static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer());
-      }
     }
   }
   return out.take();
@@ -226,11 +279,10 @@ std::string optimizer_bytes_problem(std::string_view bytes) {
 
 void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view bytes) {
   const auto s = parse(bytes);
-  auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
-  auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
-  if ((s.kind == adam_kind && adam == nullptr) || (s.kind == sgd_kind && sgd == nullptr))
-    throw std::runtime_error(std::string("the state is of ") +
-                             (s.kind == adam_kind ? "adam" : "sgd") + ", the optimizer is not");
+  const auto kind = kind_of(optimizer);
+  if (s.kind != kind)
+    throw std::runtime_error(std::string("the state is of ") + kind_name(s.kind) +
+                             ", the optimizer is " + kind_name(kind));
   auto& groups = optimizer.param_groups();
   if (s.groups.size() != groups.size())
     throw std::runtime_error("the state has " + std::to_string(s.groups.size()) +
@@ -252,13 +304,10 @@ void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view b
         states[g].push_back(nullptr);
         continue;
       }
-      if (adam != nullptr) {
-        auto state = std::make_unique<torch::optim::AdamParamState>();
-        state->step(r.step);
-        state->exp_avg(restored(r.tensors[0], params[p], what));
-        state->exp_avg_sq(restored(r.tensors[1], params[p], what));
-        state->max_exp_avg_sq(restored(r.tensors[2], params[p], what));
-        states[g].push_back(std::move(state));
+      if (kind == adam_kind) {
+        states[g].push_back(adam_state<torch::optim::AdamParamState>(r, params[p], what));
+      } else if (kind == adamw_kind) {
+        states[g].push_back(adam_state<torch::optim::AdamWParamState>(r, params[p], what));
       } else {
         auto state = std::make_unique<torch::optim::SGDParamState>();
         state->momentum_buffer(restored(r.tensors[0], params[p], what));
@@ -268,9 +317,10 @@ void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view b
   }
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& o = s.groups[g].options;
-    if (adam != nullptr) {
-      auto& options = static_cast<torch::optim::AdamOptions&>(groups[g].options());
-      options.lr(o[0]).betas({o[1], o[2]}).eps(o[3]).weight_decay(o[4]).amsgrad(s.groups[g].flag);
+    if (kind == adam_kind) {
+      set_adam_options<torch::optim::AdamOptions>(groups[g].options(), s.groups[g]);
+    } else if (kind == adamw_kind) {
+      set_adam_options<torch::optim::AdamWOptions>(groups[g].options(), s.groups[g]);
     } else {
       auto& options = static_cast<torch::optim::SGDOptions&>(groups[g].options());
       options.lr(o[0]).momentum(o[1]).dampening(o[2]).weight_decay(o[3]).nesterov(s.groups[g].flag);

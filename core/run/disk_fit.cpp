@@ -13,8 +13,7 @@ double checkpoint_bytes(const run_plan& plan) {
   const auto& job = plan.job;
   const double flat = static_cast<double>(plan.model.flat_size());
   const double parameters = static_cast<double>(plan.model.parameters);
-  const auto& o = job.optimizer;
-  const double states = o.kind == optimizer_kind::adam ? 2 : (o.momentum > 0 ? 1 : 0);
+  const double states = static_cast<double>(job.optimizer.state_buffers());
   const double per_model = flat + states * parameters;  // weights and optimizer state
   double values = 0;
   if (plan.mode == run_mode::pipeline)  // pipeline 0's stages: one model, cut in parts

@@ -25,9 +25,7 @@ constexpr double per_thread_bytes = 136 * mib;
 }  // namespace
 
 double model_state_bytes(const job_config& job, double parameters) {
-  const auto& o = job.optimizer;
-  const double states =
-      o.kind == optimizer_kind::adam ? 2 : (o.momentum > 0 ? 1 : 0);  // Adam: two moments
+  const double states = static_cast<double>(job.optimizer.state_buffers());
   const double copies = job.ensemble.enabled() ? static_cast<double>(job.ensemble.members)
                                                : static_cast<double>(job.parallelism.replicas);
   // Each copy: weights, gradients, optimizer state; plus the initial weights all start from.

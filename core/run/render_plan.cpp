@@ -197,7 +197,8 @@ void render_optimizer(std::ostringstream& out, const run_plan& p) {
   if (o.kind == optimizer_kind::sgd && o.momentum > 0)
     out << ", momentum " << o.momentum << (o.nesterov ? " (nesterov)" : "");
   if (o.weight_decay > 0)
-    out << ", weight decay " << o.weight_decay;
+    out << ", weight decay " << o.weight_decay
+        << (o.kind == optimizer_kind::adamw ? " (decoupled)" : "");
   out << "; lr schedule: " << describe_schedule(o, p.rules.total_steps()) << '\n';
   if (t.clip_grad_norm)
     out << "  clipping: the combined gradient's global norm to " << *t.clip_grad_norm

@@ -77,18 +77,22 @@ TEST_SUITE("pipeline_training") {
     }
   }
 
-  TEST_CASE("an explicit split and adam train like one worker too") {
-    auto job = base_job(model_kind::mlp);
-    job.optimizer.kind = optimizer_kind::adam;
-    job.optimizer.lr = 0.001;
-    job.optimizer.momentum = 0;
-    auto data = test::small_data(job);
-    const auto reference = plan_and_run(job, data, {});
-    auto split = pipelined(job, 1, 2, 3, pipeline_schedule_kind::one_f_one_b);
-    split.parallelism.split = {"out"};
-    const auto r = plan_and_run(split, data, {});
-    REQUIRE(r.succeeded());
-    CHECK(max_abs_diff(r.final_weights, reference.final_weights) <= 1e-5);
+  TEST_CASE("an explicit split and adam or adamw train like one worker too") {
+    for (auto optimizer : {optimizer_kind::adam, optimizer_kind::adamw}) {
+      CAPTURE(to_string(optimizer));
+      auto job = base_job(model_kind::mlp);
+      job.optimizer.kind = optimizer;
+      job.optimizer.lr = 0.001;
+      job.optimizer.momentum = 0;
+      job.optimizer.weight_decay = optimizer == optimizer_kind::adamw ? 0.05 : 0;
+      auto data = test::small_data(job);
+      const auto reference = plan_and_run(job, data, {});
+      auto split = pipelined(job, 1, 2, 3, pipeline_schedule_kind::one_f_one_b);
+      split.parallelism.split = {"out"};
+      const auto r = plan_and_run(split, data, {});
+      REQUIRE(r.succeeded());
+      CHECK(max_abs_diff(r.final_weights, reference.final_weights) <= 1e-5);
+    }
   }
 
   TEST_CASE("stages report busy and idle time and the schedule's live activations") {

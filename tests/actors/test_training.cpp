@@ -47,13 +47,14 @@ std::vector<nlohmann::json> run_with_metrics(const job_config& job, run_report* 
 
 TEST_SUITE("training") {
   TEST_CASE("two replicas equal one replica on the same global batch (50 steps)") {
-    for (auto optimizer : {optimizer_kind::sgd, optimizer_kind::adam}) {
+    for (auto optimizer : {optimizer_kind::sgd, optimizer_kind::adam, optimizer_kind::adamw}) {
       CAPTURE(to_string(optimizer));
       auto one = test::small_job(1, 50);
       one.optimizer.kind = optimizer;
-      if (optimizer == optimizer_kind::adam) {
+      if (optimizer != optimizer_kind::sgd) {
         one.optimizer.lr = 0.001;
         one.optimizer.momentum = 0;
+        one.optimizer.weight_decay = optimizer == optimizer_kind::adamw ? 0.05 : 0;
       }
       auto two = one;
       two.parallelism.replicas = 2;
@@ -240,6 +241,36 @@ TEST_SUITE("training") {
       const double diff = max_abs_diff(exact.final_weights, packed.final_weights);
       CHECK(diff > 0);
       CHECK(diff < 5e-2);
+    }
+  }
+
+  TEST_CASE("adamw under local_sgd and async: one replica of either equals one sync replica") {
+    // With one replica, averaging and the parameter server change nothing: what differs is only
+    // where the optimizer steps (the replica, the server). With two, averaging AdamW's weights
+    // is not stepping on the averaged gradient (the step is not linear): those only train.
+    auto sync = test::small_job(1, 30);
+    sync.optimizer.kind = optimizer_kind::adamw;
+    sync.optimizer.lr = 0.001;
+    sync.optimizer.momentum = 0;
+    sync.optimizer.weight_decay = 0.05;
+    auto data = test::small_data(sync);
+    const auto reference = plan_and_run(sync, data, {});
+    REQUIRE(reference.succeeded());
+    for (auto policy : {policy_kind::local_sgd, policy_kind::async}) {
+      CAPTURE(to_string(policy));
+      auto job = sync;
+      job.parallelism.policy = policy;
+      if (policy == policy_kind::local_sgd)
+        job.parallelism.period = 3;
+      else
+        job.parallelism.max_staleness = 0;
+      const auto one = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(one.succeeded(), one.error);
+      CHECK(max_abs_diff(one.final_weights, reference.final_weights) <= 1e-5);
+      job.parallelism.replicas = 2;
+      const auto two = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(two.succeeded(), two.error);
+      CHECK(*two.test_accuracy >= *reference.test_accuracy - 0.1);
     }
   }
 

@@ -435,6 +435,10 @@ TEST_SUITE("checkpoint") {
     sgd.nesterov = true;
     const auto adam_bytes = run(adam, false);
     run(adam, true);
+    optimizer_config adamw = adam;
+    adamw.kind = optimizer_kind::adamw;
+    adamw.weight_decay = 0.01;
+    const auto adamw_bytes = run(adamw, false);
     const auto sgd_bytes = run(sgd, false);
     optimizer_config plain = sgd;
     plain.momentum = 0;
@@ -451,7 +455,8 @@ TEST_SUITE("checkpoint") {
     refused(adam_bytes.substr(0, adam_bytes.size() - 3),
             "a parameter's state: 4 elements run past the end");
     refused(adam_bytes + "x", "bytes follow the last parameter's state");
-    refused(sgd_bytes, "the state is of sgd, the optimizer is not");
+    refused(sgd_bytes, "the state is of sgd, the optimizer is adam");
+    refused(adamw_bytes, "the state is of adamw, the optimizer is adam");
     auto other_kind = adam_bytes;
     other_kind[16] = 7;
     refused(other_kind, "unknown optimizer kind 7");

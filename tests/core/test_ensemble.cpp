@@ -97,13 +97,19 @@ TEST_SUITE("ensemble") {
     }
   }
 
-  TEST_CASE("adam, per-member learning rates and data orders keep the equivalence") {
+  TEST_CASE("adam, adamw, per-member learning rates and data orders keep the equivalence") {
     auto adam = small_ensemble(model_kind::mlp, 2);
     adam.optimizer.kind = optimizer_kind::adam;
     adam.optimizer.lr = 0.001;
     adam.optimizer.momentum = 0;
     SUBCASE("adam") {
       check_members_equal_alone(adam);
+    }
+    SUBCASE("adamw") {  // LibTorch's own AdamW step over the stacked members
+      auto adamw = adam;
+      adamw.optimizer.kind = optimizer_kind::adamw;
+      adamw.optimizer.weight_decay = 0.05;
+      check_members_equal_alone(adamw);
     }
     // The MLP: max-pool has no part in what this case checks (see small_ensemble).
     auto lrs = small_ensemble(model_kind::mlp, 3);

@@ -240,6 +240,12 @@ TEST_SUITE("job_config") {
     CHECK(adam.beta1 == 0.9);
     CHECK(adam.beta2 == 0.999);
     CHECK(adam.eps == 1e-8);
+    CHECK(adam.weight_decay == 0);
+    const auto adamw = parse_job({{"optimizer", {{"type", "adamw"}}}}).optimizer;
+    CHECK(adamw.lr == 0.001);
+    CHECK(adamw.weight_decay == 0.01);  // torch.optim.AdamW's default
+    CHECK(parse_job({{"optimizer", {{"type", "adamw"}, {"weight_decay", 0}}}})
+              .optimizer.weight_decay == 0);
     const auto cnn = parse_job({{"model", {{"type", "cnn"}}}}).model;
     CHECK(cnn.hidden == std::vector<int64_t>{128});
     CHECK(cnn.channels == std::vector<int64_t>{16, 32});

@@ -78,12 +78,12 @@ sets[schedule]='parallelism={"policy":"schedule","replicas":2,"phases":[{"policy
 sets[pipeline]='parallelism.replicas=2 parallelism.stages=2 parallelism.micro_batches=2 model.hidden=[64,32]'
 # The ensemble runs in one loop, without fault injection: more steps keep it running long enough.
 sets[ensemble]="ensemble.members=3 parallelism.replicas=1 training.steps=3000"
-sets[keep_best]="data.validation=0.1 training.keep_best=true optimizer.type=adam"
+sets[keep_best]="data.validation=0.1 training.keep_best=true optimizer.type=adamw"
 for name in sync local_sgd schedule pipeline ensemble keep_best; do
   args=()
   for s in ${sets[$name]}; do args+=(--set "$s"); done
   [ "$name" = keep_best ] && args=(--set data.validation=0.1 --set training.keep_best=true
-                                   --set 'optimizer={"type":"adam","lr":0.001,"momentum":null}')
+                                   --set 'optimizer={"type":"adamw","lr":0.001,"momentum":null}')
   saved_slow=("${slow[@]}")
   [ "$name" = ensemble ] && slow=()
   run_full "$name" "${args[@]}"
