@@ -29,7 +29,8 @@ trap 'exit 130' INT TERM HUP
 # /dev it would delete the host's device nodes).
 unmount_under() {
   local m
-  for m in $(awk -v t="$1/" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r); do
+  for m in $(awk -v t="$1" '$2 == t || index($2, t "/") == 1 { print $2 }' /proc/mounts |
+             sort -r); do
     umount -l "$m" || { echo "fresh_root: cannot unmount $m; remove it by hand"; exit 1; }
   done
 }
@@ -45,6 +46,10 @@ deb $mirror bookworm-updates main
 deb ${mirror%/debian}/debian-security bookworm-security main
 EOF
 cp /etc/resolv.conf "$target/etc/resolv.conf"
+# The root a mount point of its own, as / is on a machine: `unshare -m` (e2e.disk_full's tmpfs)
+# makes / private first, which a chroot's plain directory refuses.
+mount --bind "$target" "$target"
+mounted+=("$target")
 for m in proc sys dev dev/pts dev/shm; do
   mkdir -p "$target/$m"
   case $m in

@@ -63,7 +63,8 @@ std::string steps_text(int64_t n) {
   return fmt::format("{} step{}", n, n == 1 ? "" : "s");
 }
 
-void print_result(const run_report& r, const std::string& folder) {
+// `stopped`: the run ended because it was asked to (Ctrl-C, SIGTERM), not because it failed.
+void print_result(const run_report& r, const std::string& folder, bool stopped) {
   if (r.succeeded()) {
     fmt::print("succeeded: {} steps, {:.0f} samples/s, final train loss {:.4f}", r.steps,
                r.samples_per_s(), r.final_train_loss.value_or(NAN));
@@ -84,6 +85,8 @@ void print_result(const run_report& r, const std::string& folder) {
       fmt::print("; best {} {:.4g} after {} (best_weights.pt)", r.best_metric,
                  r.best_value.value_or(NAN), steps_text(*r.best_step + 1));
     fmt::print("\n");
+  } else if (stopped) {
+    fmt::print(stderr, "troupe: {} (stopped by an interrupt)\n", r.error);
   } else {
     fmt::print(stderr, "error: run failed: {}\n", r.error);
   }
@@ -194,13 +197,18 @@ int summarize(const run_command& cmd, const run_plan& plan, const run_directory&
     fmt::print(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
-  print_result(report, dir.path());
+  const bool stopped = !report.succeeded() && interrupted.load();
+  print_result(report, dir.path(), stopped);
   if (!report.succeeded() && std::filesystem::exists(checkpoints_folder(dir.path()) + "/latest"))
     fmt::print(stderr, "continue it with: troupe {} --resume {}{}\n",
                cmd.listen.empty() ? std::string("run") : "coordinator --listen " + cmd.listen,
                dir.path(),
                cmd.local_nodes > 0 ? " --local-nodes " + std::to_string(cmd.local_nodes) : "");
-  return report.succeeded() ? exit_ok : exit_failed;
+  else if (stopped)
+    fmt::print(stderr, "nothing to continue from: no checkpoint was written before it stopped\n");
+  if (report.succeeded())
+    return exit_ok;
+  return stopped ? exit_interrupted : exit_failed;
 }
 
 }  // namespace

@@ -87,7 +87,9 @@ int write_outputs(const suite_config& suite, const run_directory& dir,
   if (failed > 0)
     fmt::print(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
   fmt::print("outputs in {}\n", dir.path());
-  return suite_succeeded(results) ? exit_ok : exit_failed;
+  if (suite_succeeded(results))
+    return exit_ok;
+  return suite_was_interrupted() ? exit_interrupted : exit_failed;
 }
 
 // The suite's folder before anything runs: the file as run, each job's spec, the logs folder;

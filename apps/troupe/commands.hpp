@@ -11,6 +11,9 @@ enum exit_status : int {
   exit_ok = 0,      ///< the command did what was asked
   exit_failed = 1,  ///< the run started but failed (a worker died, a data file is bad, ...)
   exit_usage = 2,   ///< bad job file or command line: nothing was run
+  /// Stopped by Ctrl-C or SIGTERM, as shells report SIGINT: the run stopped after a step, wrote
+  /// its summary (and a checkpoint, where it keeps them) and can be resumed.
+  exit_interrupted = 130,
 };
 
 struct job_source {

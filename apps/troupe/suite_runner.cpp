@@ -259,4 +259,8 @@ void run_jobs(suite_run& s) {
   std::signal(SIGTERM, SIG_DFL);
 }
 
+bool suite_was_interrupted() {
+  return suite_interrupted.load();
+}
+
 }  // namespace troupe

@@ -50,5 +50,7 @@ struct suite_run {
 /// Runs the jobs as the queue places them until all have ended, or, after Ctrl-C, until the
 /// running ones have stopped.
 void run_jobs(suite_run& s);
+/// Whether Ctrl-C or SIGTERM stopped the suite's last run_jobs().
+bool suite_was_interrupted();
 
 }  // namespace troupe

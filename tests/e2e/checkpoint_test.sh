@@ -59,6 +59,8 @@ kill_and_resume() {
   local killed=$?
   if [ $killed -eq 0 ]; then
     echo "note: $name finished before the $signal; nothing to resume"
+  elif [ "$signal" = INT ]; then  # a stop asked for, not a failure: the shells' 128 + SIGINT
+    [ $killed -eq 130 ] && pass || fail "$name: Ctrl-C ended it with exit $killed, not 130"
   fi
   # shellcheck disable=SC2086
   timeout 120 "$troupe" run --resume "$dir" --quiet $extra >>"$dir.log" 2>&1 ||
@@ -133,7 +135,7 @@ cmp -s "$tmp/sync-full/final_weights.pt" "$dir/final_weights.pt" && pass ||
   fail "flipped byte: the run from the checkpoint before differs"
 [ ! -e "$dir/final_weights.pt.tmp.4194304" ] && pass || fail "--resume left a torn temporary"
 
-# ---- Ctrl-C during start-up (the run folder exists, the data loads): summary.json, exit 1 -------
+# ---- Ctrl-C during start-up (the run folder exists, the data loads): summary.json, exit 130 -----
 dir="$tmp/startup_int"
 timeout 120 "$troupe" run "$config" --out "$dir" --quiet "${base[@]}" >"$dir.log" 2>&1 &
 pid=$!
@@ -143,7 +145,7 @@ while [ ! -f "$dir/job.json" ] && [ $SECONDS -lt $deadline ]; do sleep 0.005; do
 kill -INT "$pid"
 wait "$pid"
 status=$?
-[ $status -eq 1 ] && /usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["status"]=="failed" and "interrupted" in s["error"] else 1)' \
+[ $status -eq 130 ] && grep -qF "(stopped by an interrupt)" "$dir.log" && /usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["status"]=="failed" and "interrupted" in s["error"] else 1)' \
   "$dir/summary.json" && pass || fail "Ctrl-C at start-up: exit $status, $(cat "$dir.log" "$dir/summary.json")"
 
 # ---- async: the server's state resumes, the run completes --------------------------------------

@@ -264,7 +264,7 @@ listening_port "$tmp/sigint.log"
 t0=$SECONDS
 kill -INT $sigint
 finish $sigint 20
-check "SIGINT while waiting for nodes" $status 1 "$tmp/sigint.log" "interrupted while waiting for nodes"
+check "SIGINT while waiting for nodes" $status 130 "$tmp/sigint.log" "interrupted while waiting for nodes"
 [ $((SECONDS - t0)) -le 4 ] && pass || fail "SIGINT while waiting for nodes took $((SECONDS - t0)) s"
 pgrep -f "node --join 127.0.0.1:$port " >/dev/null && fail "local nodes outlived an interrupted run" ||
   pass
