@@ -22,6 +22,11 @@ std::string to_string(errc x) {
   return "unknown";
 }
 
+bool is_error(const caf::error& e, errc x) {
+  return e.category() == caf::detail::error_factory<errc>::category &&
+         e.code() == static_cast<uint8_t>(x);
+}
+
 caf::error protocol_violation(std::string what) {
   return caf::make_error(errc::protocol_error, std::move(what));
 }

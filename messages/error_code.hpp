@@ -26,6 +26,9 @@ enum class errc : unsigned char {
 
 std::string to_string(errc x);
 
+/// Whether `e` is troupe's error `x`.
+bool is_error(const caf::error& e, errc x);
+
 /// The one way to say that a message broke a protocol: every actor that checks a message it did
 /// not expect ends (or ends the run) with this error, naming what it got and what it expected.
 caf::error protocol_violation(std::string what);

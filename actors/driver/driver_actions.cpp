@@ -85,6 +85,8 @@ void run(driver_pointer self, const act::complete& a) {
   auto& st = self->state;
   auto progress = st.tracker->on_step_complete(a.step, a.parts, st.reduce_s);
   st.reduce_s = 0;
+  if (const auto why = st.divergence.on_step(a.step, progress.loss))
+    return finish(self, "diverged: " + *why, {}, run_status::diverged);
   if (a.switches_to)
     st.tracker->record(records::phase{a.step + 1, to_string(*a.switches_to), 0});
   if (st.options.run.on_progress)

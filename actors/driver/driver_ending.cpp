@@ -28,7 +28,8 @@ void add_kept(const run_driver_state& st, run_report& report) {
 
 }  // namespace
 
-void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
+void finish(driver_pointer self, const std::string& error, at::Tensor weights,
+            run_status failed_as) {
   auto& st = self->state;
   if (st.finished)
     return;
@@ -41,7 +42,8 @@ void finish(driver_pointer self, const std::string& error, at::Tensor weights) {
     if (why.empty())
       why = e.what();
   }
-  auto report = end_run(*st.tracker, *st.plan, why, std::move(weights));
+  auto report = end_run(*st.tracker, *st.plan, why, std::move(weights),
+                        error.empty() ? run_status::failed : failed_as);
   if (why.empty())
     add_kept(st, report);
   st.promise.deliver(std::move(report));
@@ -134,7 +136,9 @@ void end_run_on_failures(driver_pointer self) {
       return finish(
           self, (server ? "the parameter server" : "an actor") + std::string(" failed: ") + why);
     }
-    finish(self, st.roster->describe(rank) + " failed: " + why);
+    // A loss that is not a number: the job's settings, not the run, went wrong.
+    finish(self, st.roster->describe(rank) + " failed: " + why, {},
+           is_error(msg.reason, errc::diverged) ? run_status::diverged : run_status::failed);
   });
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
     auto err = make_error_from_exception(ep);

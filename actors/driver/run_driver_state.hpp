@@ -12,6 +12,7 @@
 #include "core/policy/step_strategy.hpp"
 #include "core/policy/step_watch.hpp"
 #include "core/run/replica_digests.hpp"
+#include "core/train/divergence_watch.hpp"
 #include "core/train/run_tracker.hpp"
 #include "core/train/validation_keeper.hpp"
 
@@ -103,6 +104,8 @@ struct run_driver_state {
   std::optional<membership_state> members;
   /// Why the run ends once the checkpoint of `stop_at` is written ("": a stop request).
   std::string end_reason;
+  /// Ends the run as diverged when the loss stays far above its first value.
+  divergence_watch divergence;
   static inline const char* name = "run_driver";
 };
 
@@ -120,8 +123,10 @@ void tell(driver_pointer self, const caf::actor& to, Ts&&... xs) {
 void execute(driver_pointer self, step_actions actions);
 
 /// Ends the run: answers the run request, tells every worker (and the server) to exit, quits.
-/// `error` empty: succeeded, with `weights`. Idempotent.
-void finish(driver_pointer self, const std::string& error, at::Tensor weights = {});
+/// `error` empty: succeeded, with `weights`; else the run ends with status `failed_as`.
+/// Idempotent.
+void finish(driver_pointer self, const std::string& error, at::Tensor weights = {},
+            run_status failed_as = run_status::failed);
 /// The same for a message that broke the protocol (errc::protocol_error).
 void fail_protocol(driver_pointer self, const std::string& what);
 /// Ends the run successfully once training is done, the last evaluation is recorded and every

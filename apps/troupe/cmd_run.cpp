@@ -88,7 +88,8 @@ void print_result(const run_report& r, const std::string& folder, bool stopped) 
   } else if (stopped) {
     fmt::print(stderr, "troupe: {} (stopped by an interrupt)\n", r.error);
   } else {
-    fmt::print(stderr, "error: run failed: {}\n", r.error);
+    fmt::print(stderr, "error: run {}: {}\n",
+               r.status == run_status::diverged ? "diverged" : "failed", r.error);
   }
   fmt::print("outputs in {}\n", folder);
 }

@@ -65,7 +65,8 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
     result.status = run_status::failed;
     result.error = "the job's process ended (" + exit.describe() + ") without a summary";
   }
-  if (exit.signaled || exit.code != 0)
+  // A diverged run exits 1 with its summary saying so; any other non-zero end is a failure.
+  if (exit.signaled || (exit.code != 0 && result.status != run_status::diverged))
     result.status = run_status::failed;
   if (r.lost) {
     // The job was asked to stop; however it ended (interrupted, or killed after the grace

@@ -12,13 +12,15 @@ const char* to_string(run_status x) {
       return "not started";
     case run_status::stopped:
       return "stopped";
+    case run_status::diverged:
+      return "diverged";
   }
   return "?";
 }
 
 std::optional<run_status> parse_run_status(const std::string& text) {
-  for (auto s :
-       {run_status::succeeded, run_status::failed, run_status::not_started, run_status::stopped})
+  for (auto s : {run_status::succeeded, run_status::failed, run_status::not_started,
+                 run_status::stopped, run_status::diverged})
     if (text == to_string(s))
       return s;
   return std::nullopt;

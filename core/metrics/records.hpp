@@ -16,9 +16,11 @@ namespace troupe {
 /// How a run (or a job of a suite) ended; a suite's job that never ran is not_started, and one
 /// its suite ended early because it could not catch the others (stop_losers) is stopped: not a
 /// failure, but not a completed run either.
-enum class run_status { succeeded, failed, not_started, stopped };
+/// diverged: the loss stopped being a number, or stayed far above where it began
+/// (core/train/divergence_watch): an outcome of the job's settings, not a failure of the run.
+enum class run_status { succeeded, failed, not_started, stopped, diverged };
 
-/// "succeeded", "failed", "not started", "stopped".
+/// "succeeded", "failed", "not started", "stopped", "diverged".
 const char* to_string(run_status x);
 /// The inverse of to_string; anything else (a summary written by someone else) is nullopt.
 std::optional<run_status> parse_run_status(const std::string& text);

@@ -25,7 +25,7 @@ std::string stop_reason(const run_options& options, const step_rules& rules, int
 }
 
 run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,
-                   at::Tensor weights) {
+                   at::Tensor weights, run_status failed_as) {
   try {
     tracker.flush_records();
   } catch (const std::exception&) {
@@ -40,6 +40,8 @@ run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string
   }
   auto report = tracker.report(error, error.empty() ? std::move(weights) : at::Tensor());
   report.replicas = plan.job.parallelism.replicas;  // the tracker counts workers
+  if (!error.empty())
+    report.status = failed_as;
   return report;
 }
 

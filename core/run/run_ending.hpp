@@ -16,10 +16,10 @@ tracker_options tracking_of(const run_plan& plan);
 /// "interrupted after step N" when a stop was requested and `step` was not the last; else "".
 std::string stop_reason(const run_options& options, const step_rules& rules, int64_t step);
 
-/// The report of a run that ends now with `error` ("" when it succeeded, with `weights`). A
-/// failure is recorded in the metrics first; a metrics file that cannot take it does not hide
-/// the error, which the report carries.
+/// The report of a run that ends now with `error` ("" when it succeeded, with `weights`), which
+/// then has status `failed_as` (failed, or diverged). A failure is recorded in the metrics
+/// first; a metrics file that cannot take it does not hide the error, which the report carries.
 run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,
-                   at::Tensor weights);
+                   at::Tensor weights, run_status failed_as = run_status::failed);
 
 }  // namespace troupe

@@ -181,6 +181,7 @@ run_report run_ensemble(const run_plan& plan, dataset_ptr data, const run_option
     members.push_back(m);
   }
   std::string error;
+  auto failed_as = run_status::failed;
   std::optional<int64_t> stopped_at;
   std::unique_ptr<ensemble_engine> engine;
   try {
@@ -190,10 +191,13 @@ run_report run_ensemble(const run_plan& plan, dataset_ptr data, const run_option
       run.stopping.emplace(job.training.early_stopping->metric,
                            job.training.early_stopping->min_delta);
     error = train(run, stopped_at);
+  } catch (const diverged_error& e) {
+    error = std::string("diverged: ") + e.what();
+    failed_as = run_status::diverged;
   } catch (const std::exception& e) {
     error = message_of(e);
   }
-  auto report = end_run(tracker, plan, error, at::Tensor());
+  auto report = end_run(tracker, plan, error, at::Tensor(), failed_as);
   report.members = std::move(members);
   report.stopped_early_at = stopped_at;
   if (error.empty())

@@ -16,7 +16,8 @@ nlohmann::json optional_json(const std::optional<T>& x) {
 }
 
 // The leaderboard's blocks, in order: ranked jobs, jobs that completed without the ranking
-// figure, jobs stopped by stop_losers (they did not complete), then failures and the unstarted.
+// figure, jobs stopped by stop_losers (they did not complete), those whose loss diverged, then
+// failures and the unstarted.
 int block_of(const suite_job_result& r, ranking_figure by) {
   if (is_ranked(r, by))
     return 0;
@@ -25,12 +26,14 @@ int block_of(const suite_job_result& r, ranking_figure by) {
       return 1;
     case run_status::stopped:
       return 2;
-    case run_status::failed:
+    case run_status::diverged:
       return 3;
-    case run_status::not_started:
+    case run_status::failed:
       return 4;
+    case run_status::not_started:
+      return 5;
   }
-  return 4;
+  return 5;
 }
 
 std::string percent(const std::optional<double>& x) {
@@ -122,7 +125,9 @@ nlohmann::json leaderboard_json(const std::vector<suite_job_result>& results) {
 
 bool suite_succeeded(const std::vector<suite_job_result>& results) {
   return std::all_of(results.begin(), results.end(), [](const suite_job_result& r) {
-    return r.status == run_status::succeeded || r.status == run_status::stopped;
+    // A diverged trial is what its settings gave, as a stopped one is: the search worked.
+    return r.status == run_status::succeeded || r.status == run_status::stopped ||
+           r.status == run_status::diverged;
   });
 }
 

@@ -97,6 +97,22 @@ timeout 120 "$troupe" run "$tmp/retry/specs/victim.json" --out "$tmp/victim-full
 cmp -s "$tmp/victim-full/final_weights.pt" "$tmp/retry/victim/final_weights.pt" && pass ||
   fail "the retried job's weights differ from an uninterrupted run's"
 
+# A trial whose loss diverges is listed as diverged, unranked and not retried; the suite succeeds.
+cat >"$tmp/div.json" <<'JSON'
+{"name": "div", "data": {"type": "synthetic"}, "training": {"steps": 40},
+ "jobs": [{"name": "calm"}, {"name": "wild", "optimizer": {"lr": 1e9}, "retries": 2}]}
+JSON
+timeout 120 "$troupe" run "$tmp/div.json" --out "$tmp/div" --quiet >"$tmp/div.log" 2>&1
+status=$?
+[ $status -eq 0 ] && ! grep -qF "retrying wild" "$tmp/div.log" && pass ||
+  fail "a suite with a diverged trial exited $status: $(cat "$tmp/div.log")"
+/usr/bin/python3 -c 'import json,sys; j={x["name"]: x for x in json.load(open(sys.argv[1]))["jobs"]}; sys.exit(0 if j["wild"]["status"]=="diverged" and "loss is" in j["wild"]["error"] and j["calm"]["status"]=="succeeded" else 1)' \
+  "$tmp/div/summary.json" && pass || fail "summary.json of the diverged suite: $(cat "$tmp/div/summary.json")"
+"$troupe" run "$tmp/div/specs/wild.json" --out "$tmp/wild" --quiet >"$tmp/wild.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -qF "error: run diverged: " "$tmp/wild.log" && pass ||
+  fail "a diverged run exited $status: $(cat "$tmp/wild.log")"
+
 # Refused before anything runs.
 echo '{"jobs": [{"name": "a", "optimizer": {"lr": -1}}, {"name": "a"}]}' >"$tmp/bad.json"
 out=$(timeout 60 "$troupe" run "$tmp/bad.json" --out "$tmp/bad" 2>&1)

@@ -10,9 +10,7 @@ troupe=$1
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 py=/usr/bin/python3
-if ! $py -c "import torch" 2>/dev/null; then
-  skip "needs /usr/bin/python3 with torch"
-fi
+require_python_torch
 $py "$here/../python/make_table_files.py" "$tmp" || fail "making files"
 
 job() {  # job NAME DATA_JSON LOSS: a job file $tmp/NAME.json

@@ -8,9 +8,8 @@ troupe=$1
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -d "$fashion" ]; then
-  skip "needs /usr/bin/python3 with torch and $fashion"
-fi
+require_python_torch
+require_fashion_mnist
 /usr/bin/python3 "$here/../python/make_tensor_files.py" "$fashion" "$tmp" || fail "making files"
 
 job() {  # job TRAIN TEST: a job file on those files

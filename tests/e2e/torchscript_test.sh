@@ -13,9 +13,8 @@ troupe=$1
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -d "$fashion" ]; then
-  skip "needs /usr/bin/python3 with torch and $fashion"
-fi
+require_python_torch
+require_fashion_mnist
 py=/usr/bin/python3
 $py "$here/../python/make_script_models.py" "$tmp" 1 || fail "making models"
 $py "$here/../python/script_step.py" make "$fashion" "$tmp" || fail "making step files"

@@ -10,9 +10,8 @@ troupe=$1
 here=$(cd "$(dirname "$0")" && pwd)
 example=$here/../../examples/your_model
 source "$here/../lib/harness.sh"
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -d /usr/share/datasets/fashion-mnist ]; then
-  skip "needs /usr/bin/python3 with torch and Fashion-MNIST"
-fi
+require_python_torch
+require_fashion_mnist
 cd "$tmp" || exit 1
 expect 0 "wrote net.pt, train.pt and test.pt" -- /usr/bin/python3 "$example/make_model.py" .
 expect 0 "60000 training samples, 10000 test samples" -- "$troupe" validate "$example/job.json"

@@ -24,6 +24,13 @@ require_fashion_mnist() {
   fi
 }
 
+# PyTorch in Debian's python3 makes the test's files and checks troupe's outputs.
+require_python_torch() {
+  if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    skip "needs /usr/bin/python3 with torch (scripts/install_deps.sh --tests installs it)"
+  fi
+}
+
 # free_port: a port nothing listens on now, for what must not reach anyone. A coordinator
 # listens on port 0 instead (listening_port): a port taken here and handed on can be taken by
 # any socket opened in between (seen once: the coordinator could not listen on it).
