@@ -122,9 +122,31 @@ std::string jobs_status_table(const suite_history& s) {
   return out + "</table>";
 }
 
+bool diverged(const suite_job_history& j) {
+  return j.run && j.run->summary.is_object() &&
+         j.run->summary.value("status", std::string()) == "diverged";
+}
+
+// The loss chart's top: the highest smoothed loss of the jobs that did not diverge, when a
+// diverged one would otherwise stretch the axis past it (nullopt: nothing to clip).
+std::optional<double> loss_limit(const line_chart& loss, const std::vector<bool>& wild) {
+  double calm = -INFINITY, all = -INFINITY;
+  for (std::size_t k = 0; k < loss.series.size(); ++k)
+    for (const auto& p : loss.series[k].points)
+      if (std::isfinite(p.y)) {
+        all = std::max(all, p.y);
+        if (!wild[k])
+          calm = std::max(calm, p.y);
+      }
+  if (!std::isfinite(calm) || calm <= 0 || all <= calm * 1.5)
+    return std::nullopt;
+  return calm * 1.1;
+}
+
 std::string overlaid_charts(const suite_history& s) {
   line_chart loss{"suite_loss", "Train loss per step (smoothed), every job", "step", "loss", {}, {},
                   true};
+  std::vector<bool> wild;  // by loss series: its job diverged
   line_chart accuracy{"suite_accuracy",
                       "Accuracy per evaluation, every job",
                       "step",
@@ -136,8 +158,9 @@ std::string overlaid_charts(const suite_history& s) {
     if (!s.jobs[k].run)
       continue;
     const auto& h = *s.jobs[k].run;
+    wild.push_back(diverged(s.jobs[k]));
     loss.series.push_back(
-        {s.jobs[k].name,
+        {s.jobs[k].name + (wild.back() ? " (diverged)" : ""),
          thinned(smoothed(step_series(h, false, &step_row::loss)), max_chart_points),
          palette_color(k), false, false});
     std::vector<chart_point> evals;
@@ -147,6 +170,9 @@ std::string overlaid_charts(const suite_history& s) {
       accuracy.series.push_back(
           {s.jobs[k].name, thinned(evals, max_chart_points), palette_color(k), false, true});
   }
+  loss.y_limit = loss_limit(loss, wild);
+  if (loss.y_limit)
+    loss.title += fmt::format(" (clipped at {:.3g}: diverged jobs run off the top)", *loss.y_limit);
   std::string out = "<h2>Curves</h2>" + render_svg(loss);
   if (!accuracy.series.empty())
     out += render_svg(accuracy);

@@ -136,6 +136,8 @@ plot_area fit(const line_chart& chart) {
       a.xs.add(m.x);
   if (chart.y_from_zero && !a.ys.empty())
     a.ys.lo = std::min(a.ys.lo, 0.0);
+  if (chart.y_limit && !a.ys.empty() && a.ys.hi > *chart.y_limit && *chart.y_limit > a.ys.lo)
+    a.ys.hi = *chart.y_limit;
   a.xs.widen();
   a.ys.widen();
   return a;
@@ -175,10 +177,11 @@ std::string series_svg(const chart_series& s, const std::string& color, const pl
   for (const auto& p : s.points) {
     if (!finite(p))
       continue;
-    coords += fmt::format("{:.1f},{:.1f} ", a.px(p.x), a.py(p.y));
+    const double y = std::min(p.y, a.ys.hi);  // above a chart's y_limit: at the top edge
+    coords += fmt::format("{:.1f},{:.1f} ", a.px(p.x), a.py(y));
     if (s.dots)
       dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", a.px(p.x),
-                          a.py(p.y), color);
+                          a.py(y), color);
     ++drawn;
   }
   return fmt::format(

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct line_chart {
   std::vector<chart_series> series;
   std::vector<chart_marker> markers;
   bool y_from_zero = false;
+  /// Values above are drawn at the top edge: one diverged curve must not flatten the rest.
+  std::optional<double> y_limit;
 };
 
 struct bar_segment {

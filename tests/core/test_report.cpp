@@ -177,6 +177,18 @@ TEST_SUITE("report") {
     CHECK(many.find("936 more rows not drawn") != std::string::npos);
   }
 
+  TEST_CASE("a y_limit clips a runaway series to the top edge; the others keep the axis") {
+    line_chart c{"suite_loss", "Loss", "step", "loss", {}, {}, true};
+    c.series.push_back({"calm", {{0, 2.0}, {1, 1.0}}, "", false, false});
+    c.series.push_back({"wild (diverged)", {{0, 2.0}, {1, 70.0}}, "", false, false});
+    const auto unclipped = render_svg(c);
+    c.y_limit = 2.2;
+    const auto clipped = render_svg(c);
+    CHECK(unclipped.find(">60<") != std::string::npos);  // a tick for the runaway's range
+    CHECK(clipped.find(">60<") == std::string::npos);
+    CHECK(clipped.find("data-series=\"wild (diverged)\" data-points=\"2\"") != std::string::npos);
+  }
+
   TEST_CASE("a run page holds its charts, facts and job, and a script only when live") {
     temp_folder f;
     f.write("job.json", R"({"name": "<b>demo</b>"})");
