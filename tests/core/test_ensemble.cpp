@@ -175,7 +175,7 @@ TEST_SUITE("ensemble") {
     job.optimizer.lr = 1e12;
     job.optimizer.momentum = 0;
     auto failed = run_ensemble(make_run_plan(job, facts_of(*data)), data, {});
-    CHECK(failed.status == run_status::failed);
+    CHECK(failed.status == run_status::diverged);
     CHECK(failed.error.find("ensemble member") != std::string::npos);
     CHECK(failed.member_weights.empty());
   }
