@@ -26,8 +26,8 @@ void evaluate_test_set(const run_plan& plan, const dataset_ptr& data, const run_
   const auto step =
       best ? *report.best_step : report.stopped_early_at.value_or(plan.rules.total_steps() - 1);
   const auto start = std::chrono::steady_clock::now();
-  const auto r = evaluate_weights(settings_of(plan.job), data, best ? report.best_weights : report.final_weights,
-                                  data->test);
+  const auto r = evaluate_weights(settings_of(plan.job), data,
+                                  best ? report.best_weights : report.final_weights, data->test);
   const double eval_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double n = static_cast<double>(std::max<int64_t>(r.count, 1));

@@ -3,9 +3,9 @@
 // `steps` steps after `warmup` untimed ones.
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
+#include "core/job/job_config.hpp"
 #include "core/model/network.hpp"
 #include "core/optim/make_optimizer.hpp"
 

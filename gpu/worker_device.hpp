@@ -10,8 +10,8 @@
 // Thread safety: construct and use on the worker's own thread (streams are per thread).
 #pragma once
 
-#include "core/job/device_spec.hpp"
 #include "core/device/device_transfer.hpp"
+#include "core/job/device_spec.hpp"
 
 #include <memory>
 #include <stdexcept>

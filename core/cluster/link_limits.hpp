@@ -1,6 +1,6 @@
 // What a peer that got through the handshakes (the token, and with --tls its certificate) can
-// still make a troupe process do, and the numbers that bound it. actors/links/guarded_links enforces
-// them on every connection between troupe processes, with or without TLS.
+// still make a troupe process do, and the numbers that bound it. actors/links/guarded_links
+// enforces them on every connection between troupe processes, with or without TLS.
 //
 // CAF 0.17 reads a frame's 32-byte header and then allocates the payload length it announces
 // (up to 4 GiB) before reading a byte of it, never closes a connection that stays silent before

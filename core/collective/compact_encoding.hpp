@@ -11,8 +11,8 @@
 // encodes next (error feedback, as in 1-bit SGD), so the sum of what was decoded follows the sum
 // of what was given to within one encoding's error; the parameter server does the same for the
 // weights by sending each worker the difference between the master weights and what that worker
-// holds (see actors/workers/parameter_server). local_sgd's replicas and the driver share one base, the
-// last average: weights go as their difference from it and so does the next average, which
+// holds (see actors/workers/parameter_server). local_sgd's replicas and the driver share one base,
+// the last average: weights go as their difference from it and so does the next average, which
 // every replica adds to the same base, so they stay identical (actors/driver/driver_actions).
 //
 // unpack trusts nothing: a tensor that is not a packed vector, or whose size does not match its

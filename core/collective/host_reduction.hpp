@@ -12,8 +12,8 @@
 //
 // Who shares memory is not guessed from host names: the coordinator asks one node to create a
 // segment with a random name and nonce, and every other node to open it and find that nonce;
-// if any cannot, the run uses the ring over the network instead (actors/cluster/run_cluster). Once all
-// have it open the creator removes the name, so nothing is left in /dev/shm after the run.
+// if any cannot, the run uses the ring over the network instead (actors/cluster/run_cluster). Once
+// all have it open the creator removes the name, so nothing is left in /dev/shm after the run.
 //
 // A rank waiting at a barrier spins briefly (see step_barrier), then sleeps on a futex in the
 // segment in slices of a few milliseconds, checking between them whether the reduction was

@@ -4,9 +4,9 @@
 // must match them.
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/data/dataset.hpp"
 #include "core/data/targets.hpp"
+#include "core/job/job_config.hpp"
 
 #include <cstdint>
 #include <string>

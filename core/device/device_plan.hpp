@@ -2,8 +2,8 @@
 // a build or a machine without it fails here, at plan time, with a message that says which.
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/job/device_spec.hpp"
+#include "core/job/job_config.hpp"
 
 #include <string>
 #include <vector>

@@ -7,10 +7,10 @@
 // Thread safety: none; one thread drives it.
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/ensemble/stacked_model.hpp"
+#include "core/job/job_config.hpp"
 
 #include <torch/optim/optimizer.h>
 

@@ -1,6 +1,7 @@
 // Who takes part in a run across processes: which node hosts each rank, which nodes are live,
 // which lost ones are being replaced, and the membership epoch every change moves on. The run
-// driver owns one (actors/driver/driver_membership.cpp); workers learn each epoch's live ranks from it.
+// driver owns one (actors/driver/driver_membership.cpp); workers learn each epoch's live ranks from
+// it.
 //
 // A node is lost as a whole: all the ranks it hosts leave together, and a replacement node
 // takes over the ranks of one lost node (the one lost first). Between a loss and the next

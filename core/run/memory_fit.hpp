@@ -7,9 +7,9 @@
 // Thread safety: pure functions of their inputs.
 #pragma once
 
-#include "core/job/job_config.hpp"
 #include "core/data/data_source.hpp"
 #include "core/device/device_plan.hpp"
+#include "core/job/job_config.hpp"
 
 #include <cstdint>
 

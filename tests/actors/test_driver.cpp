@@ -4,9 +4,9 @@
 // named. Each fake is a plain actor that speaks the replica protocol (messages/training_step.hpp)
 // just wrongly enough; like a real replica, it runs the steps the driver released one after
 // the other (core/policy/step_pace.hpp).
+#include "actors/cluster/system_config.hpp"
 #include "actors/driver/run_driver.hpp"
 #include "actors/run_job.hpp"
-#include "actors/cluster/system_config.hpp"
 #include "core/policy/step_pace.hpp"
 #include "training_fixtures.hpp"
 

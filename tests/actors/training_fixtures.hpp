@@ -2,8 +2,8 @@
 #pragma once
 
 #include "actors/run_job.hpp"
-#include "core/job/job_config.hpp"
 #include "core/data/data_source.hpp"
+#include "core/job/job_config.hpp"
 
 #include <memory>
 

@@ -2,8 +2,8 @@
 // the evaluation schedule and the report's figures.
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
-#include "core/run/run_directory.hpp"
 #include "core/io/weights_file.hpp"
+#include "core/run/run_directory.hpp"
 #include "core/train/run_tracker.hpp"
 #include "temp_folder.hpp"
 
