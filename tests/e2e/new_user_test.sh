@@ -5,7 +5,7 @@
 # the weights; the plan before the progress in one log; one step-count wording; an existing
 # --out refused before the plan; "did you mean" for unknown keys, blaming the --set that wrote
 # them; the optimizer line; a progress line that fits the terminal; a suite's live view and its
-# jobs' logs.
+# jobs' logs; Ctrl-C's exit status (130) and how to continue.
 #   new_user_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
@@ -155,5 +155,15 @@ if script -qec true /dev/null >/dev/null 2>&1; then
     grep -qE "live-1 +succeeded +60/60" "$tmp/suite_tty.log" && pass ||
     fail "no live table on a terminal: $(tail -c 1500 "$tmp/suite_tty.log")"
 fi
+
+# Ctrl-C is a stop the user asked for, not a failure: exit 130, what happened, how to go on.
+start stopped "$troupe" run "$root/configs/synthetic_smoke.json" --set training.steps=1000000 \
+  --out "$tmp/stopped" --quiet
+wait_for_line "$tmp/stopped/metrics.jsonl" '"event":"step"' 60 || fail "the run took no step"
+kill -INT "$last_pid"
+finish "$last_pid" 60
+check "Ctrl-C" "$status" 130 "$tmp/stopped.log" "(stopped by an interrupt)"
+grep -qF "continue it with: troupe run --resume $tmp/stopped" "$tmp/stopped.log" && pass ||
+  fail "Ctrl-C: no way to continue named: $(cat "$tmp/stopped.log")"
 
 report new_user_test
