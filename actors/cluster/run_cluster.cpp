@@ -60,9 +60,11 @@ std::string await_nodes(caf::scoped_actor& self, const caf::actor& gate,
 
 // Nodes hosting ring neighbors connect directly (ring traffic would otherwise relay through
 // this process). `standby`: the socket ring carries the sums, these links only a ring over
-// actors that a regroup falls back to. Returns the error text, or "".
+// actors that a regroup falls back to. Each link's log line says what carries it: the
+// connection between the two processes, TLS 1.3 under --tls. Returns the error text, or "".
 std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
-                      const std::vector<int64_t>& node_of, const log_function& log, bool standby) {
+                      const std::vector<int64_t>& node_of, const log_function& log, bool standby,
+                      bool tls) {
   std::set<std::pair<int64_t, int64_t>> links;
   const auto n = node_of.size();
   for (std::size_t r = 0; r < n; ++r)
@@ -77,9 +79,10 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
         !err.empty())
       return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
                          b.peer_host, b.peer_port, err);
-    log(fmt::format("ring link {} -> {}{} ({}:{})", a.name, b.name,
+    log(fmt::format("ring link {} -> {}{} ({}:{}, {})", a.name, b.name,
                     standby ? " over actors, should the socket ring not form again" : "",
-                    b.peer_host, b.peer_port));
+                    b.peer_host, b.peer_port,
+                    tls ? "TLS 1.3: gradients encrypted" : "plain TCP: gradients not encrypted"));
   }
   return "";
 }
@@ -172,7 +175,8 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
     const auto& p = places[from];
     const auto k = static_cast<std::size_t>(
         std::find(p.ranks.begin(), p.ranks.end(), static_cast<int64_t>(r)) - p.ranks.begin());
-    log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, TCP to {}:{})",
+    log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, plain TCP to {}:{}, "
+                    "gradients not encrypted)",
                     nodes[from].name, nodes[to].name, r, (r + 1) % ranks, p.next_hosts.at(k),
                     p.next_ports.at(k)));
   }
@@ -215,7 +219,7 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
     if (!socket)
       log("the socket ring could not be formed (" + why + "): the ring runs over actors");
   }
-  return link_ring(self, nodes, node_of, log, socket);
+  return link_ring(self, nodes, node_of, log, socket, tls);
 }
 
 // Nodes exit when told the run is over. Waiting for their answers (all at once, for at most a

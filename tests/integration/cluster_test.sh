@@ -279,7 +279,7 @@ check "hung node ($plane)" $status 1 "$tmp/coord_h_$plane.log" "(node b) failed"
 # node_timeout_s (1) plus a generous 3 s.
 ended_by_failure "hung node ($plane)" "$tmp/dist_h_$plane" "node b" 2000 4
 done
-grep -qF "socket ring, TCP to 127.0.0.1:" "$tmp/coord_k_tcp.log" && pass ||
+grep -qF "socket ring, plain TCP to 127.0.0.1:" "$tmp/coord_k_tcp.log" && pass ||
   fail "cluster.shared_memory=false: the gradients did not take the socket ring"
 
 # --- nodes that refuse the socket ring (as a firewall would): the ring over actors, same weights -

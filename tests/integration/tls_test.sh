@@ -193,6 +193,9 @@ start node_b "$troupe" node --join "127.0.0.1:$port" --name b --tls "$ca" --toke
 node_b=$last_pid
 finish $coord 120
 check "sync 2 nodes with TLS beside intruders" $status 0 "$tmp/coord.log" "ring link a -> b"
+grep -E "ring link a -> b .*TLS 1.3: gradients encrypted" "$tmp/coord.log" >/dev/null && pass ||
+  fail "the ring link's log line does not say its gradients are encrypted: $(grep "ring link" "$tmp/coord.log")"
+! grep -qF "not encrypted" "$tmp/coord.log" && pass || fail "a link without TLS under --tls"
 has "TLS coordinator" "$tmp/coord.log" "(TLS)"
 finish $node_a 15
 check "node a" $status 0 "$tmp/node_a.log" "the run succeeded"
