@@ -198,7 +198,10 @@ int summarize(const run_command& cmd, const run_plan& plan, const run_directory&
     fmt::print(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
-  const bool stopped = !report.succeeded() && interrupted.load();
+  // Stopped as asked: the run ended with its own "interrupted ..." reason. A worker that failed
+  // while a stop was pending is still a failure (exit 1), whatever the interrupt.
+  const bool stopped =
+      !report.succeeded() && interrupted.load() && report.error.rfind("interrupted ", 0) == 0;
   print_result(report, dir.path(), stopped);
   if (!report.succeeded() && std::filesystem::exists(checkpoints_folder(dir.path()) + "/latest"))
     fmt::print(stderr, "continue it with: troupe {} --resume {}{}\n",

@@ -175,9 +175,8 @@ member_actions membership_machine::complete() {
   const auto plan = *round_->plan();
   round_.reset();
   const auto target = plan.target;
-  const auto joins_before = out.size();
-  record_joins(target + 1, out);
-  if (out.size() > joins_before && target >= 0) {
+  record_joins(target + 1, out);  // out holds the joins only, so far
+  if (!out.empty() && target >= 0) {
     auto ranks = digest_ranks(plan);
     if (!ranks.empty())
       out.push_back(mact::ask_digests{members_.epoch(), target, std::move(ranks)});
