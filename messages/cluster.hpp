@@ -86,14 +86,17 @@ typename Inspector::result_type inspect(Inspector& f, shipment& x) {
 }
 
 struct join_reply {
-  std::string refusal;   ///< empty: accepted
-  std::string job_json;  ///< the resolved job, when accepted
-  shipment files;        ///< when accepted
+  std::string refusal;  ///< empty: accepted
+  /// When accepted: the coordinator's plan (core/run/plan_wire), which the node takes as it is
+  /// instead of planning again, and its SHA-256 for the node to check what it decoded against.
+  std::string plan_json;
+  std::string plan_digest;
+  shipment files;  ///< when accepted
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_reply& x) {
-  return f(caf::meta::type_name("join_reply"), x.refusal, x.job_json, x.files);
+  return f(caf::meta::type_name("join_reply"), x.refusal, x.plan_json, x.plan_digest, x.files);
 }
 
 /// Which part of which all-reduce a chunk belongs to: the training step (`round`), the bucket

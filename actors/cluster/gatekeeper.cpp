@@ -114,7 +114,7 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
     refusal = "node \"" + req.name + "\": its agent is not on the node that sent the join";
   if (!refusal.empty()) {
     o.log("refused a join: " + refusal);
-    return {refusal, "", {}};
+    return {refusal, "", "", {}};
   }
   o.trusted->allow(sender->node());
   self->monitor(req.agent);
@@ -122,12 +122,12 @@ join_reply admit(gatekeeper_actor* self, join_request& req, const caf::strong_ac
   if (st.closed) {
     st.replacements.push_back({req.name, req.agent, req.peer_host, req.peer_port, false, true});
     o.log(fmt::format("node {} joined the running job ({} threads)", req.name, req.threads));
-    return {"", o.job_json, o.files};
+    return {"", o.plan_json, o.plan_digest, o.files};
   }
   o.roster->push_back({req.name, req.agent, req.peer_host, req.peer_port});
   o.log(fmt::format("node {} joined ({} threads; {} of {})", req.name, req.threads,
                     o.roster->size(), o.terms.wanted));
-  return {"", o.job_json, o.files};
+  return {"", o.plan_json, o.plan_digest, o.files};
 }
 
 // With TLS the join waits for the middleman to say which connection the sender's node came

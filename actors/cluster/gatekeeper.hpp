@@ -48,7 +48,8 @@ using node_roster = std::shared_ptr<std::vector<joined_node>>;
 
 struct gatekeeper_options {
   join_terms terms;
-  std::string job_json;  ///< handed to every node that joins
+  std::string plan_json;    ///< handed to every node that joins (core/run/plan_wire)
+  std::string plan_digest;  ///< its SHA-256
   double join_timeout_s = 0;
   std::shared_ptr<trusted_nodes> trusted;  ///< filled with every node that joins
   std::function<void(const std::string&)> log;

@@ -7,8 +7,9 @@
 #include "actors/cluster/shipped_job_files.hpp"
 #include "actors/workers/replica_worker.hpp"
 #include "core/cluster/join_check.hpp"
-#include "core/config/parse_job.hpp"
 #include "core/data/data_source.hpp"
+#include "core/run/node_fit.hpp"
+#include "core/run/plan_wire.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/Parallel.h>
@@ -40,18 +41,35 @@ void stop(agent_actor* self, const std::string& error) {
   self->quit();
 }
 
-// Builds what the replicas share from the job the coordinator sent: the same plan the
-// coordinator made (the same function of the same job and data facts), and the data from this
-// node's own disk, which must match it. The links then take the run's limits.
-void take_job(agent_actor* self, const std::string& job_json) {
+// The coordinator's plan, as sent: decoded, and checked against its digest (a plan that
+// changed on the way, or a troupe that reads it differently from the coordinator's).
+run_plan decode_plan(const join_reply& reply) {
+  const auto json = nlohmann::json::parse(reply.plan_json, nullptr, false);
+  if (json.is_discarded())
+    throw std::runtime_error("the coordinator's plan is not JSON");
+  auto plan = plan_from_json(json);
+  if (const auto digest = plan_digest(plan); digest != reply.plan_digest)
+    throw std::runtime_error(fmt::format(
+        "the plan this node decoded has SHA-256 {}, the coordinator's {}: run the same troupe "
+        "version on every machine",
+        digest.substr(0, 12), reply.plan_digest.substr(0, 12)));
+  return plan;
+}
+
+// Builds what the replicas share from the plan the coordinator sent (this node plans nothing
+// again: its cores, devices and paths may differ) and the data from this node's own disk, which
+// must have the facts the plan was made with. The links then take the run's limits.
+void take_job(agent_actor* self, const join_reply& reply) {
   auto& st = self->state;
-  auto job = parse_job(nlohmann::json::parse(job_json));
+  auto plan = decode_plan(reply);
+  auto& job = plan.job;
   if (job.model.kind == model_kind::torchscript)
     job.model.path = shipped_model_path(st.scratch);  // the coordinator's file, fetched
   auto data = load_dataset(job.data, job.seed);
-  auto plan = make_run_plan(job, facts_of(*data));
+  if (auto misfit = node_misfit(plan, facts_of(*data), local_inventory()); !misfit.empty())
+    throw std::runtime_error(misfit);
   st.links->set_max_message_bytes(
-      largest_message_bytes(plan.model.flat_size(), job.cluster.bucket_mb, job_json.size()));
+      largest_message_bytes(plan.model.flat_size(), job.cluster.bucket_mb, reply.plan_json.size()));
   st.links->set_idle_timeout(job.cluster.node_timeout_s);
   auto context = std::make_shared<worker_context>(
       *make_worker_context(std::move(plan), std::move(data), st.trusted));
@@ -60,19 +78,21 @@ void take_job(agent_actor* self, const std::string& job_json) {
   if (context->plan->gradients == gradient_meeting::ring)
     context->socket_rings = std::make_shared<socket_ring_places>();
   st.context = std::move(context);
-  st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {})", st.node_name, job.name,
-                     job.parallelism.replicas, to_string(job.parallelism.policy)));
+  const auto& taken = st.context->plan->job;
+  st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {}; plan {})", st.node_name,
+                     taken.name, taken.parallelism.replicas, to_string(taken.parallelism.policy),
+                     reply.plan_digest.substr(0, 12)));
 }
 
 // Takes the job and tells the gatekeeper whether this node is ready. A node that cannot take it
 // (its data files differ from the coordinator's or are bad, the model file did not arrive whole)
 // says why and waits for the answer before it leaves: the run then fails at once with that
 // reason, not with a timeout somewhere later.
-void report_job(agent_actor* self, const caf::actor& gate, const std::string& job_json,
+void report_job(agent_actor* self, const caf::actor& gate, const join_reply& reply,
                 std::string failure) {
   if (failure.empty()) {
     try {
-      take_job(self, job_json);
+      take_job(self, reply);
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -94,8 +114,8 @@ void send_join(agent_actor* self, const caf::actor& gate, join_request req) {
             if (!reply.refusal.empty())
               return stop(self, "refused: " + reply.refusal);
             receive_job_files(self, reply.files, shipped_model_path(self->state.scratch),
-                              [self, gate, job = reply.job_json](const std::string& failure) {
-                                report_job(self, gate, job, failure);
+                              [self, gate, reply](const std::string& failure) {
+                                report_job(self, gate, reply, failure);
                               });
           },
           [self](caf::error& e) {

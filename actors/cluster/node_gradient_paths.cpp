@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace troupe {
 namespace {
@@ -62,7 +63,8 @@ caf::result<caf::ok_atom> open_segment(agent_actor* self, const std::string& nam
   try {
     auto context = std::make_shared<worker_context>(*st.context);
     context->host = create ? host_reduction::create(spec) : host_reduction::open(spec);
-    context->host->set_spin(barrier_spin(plan));
+    // This host's cores, not the coordinator's (which the plan holds).
+    context->host->set_spin(barrier_spin(plan.threads_total, std::thread::hardware_concurrency()));
     st.context = std::move(context);
   } catch (const std::exception& e) {
     return caf::make_error(caf::sec::runtime_error, e.what());

@@ -8,7 +8,7 @@
 #include "actors/links/guarded_links.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
-#include "core/config/parse_job.hpp"
+#include "core/run/plan_wire.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -175,7 +175,8 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
     const auto& p = places[from];
     const auto k = static_cast<std::size_t>(
         std::find(p.ranks.begin(), p.ranks.end(), static_cast<int64_t>(r)) - p.ranks.begin());
-    log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, plain TCP to {}:{}, "
+    log(
+        fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, plain TCP to {}:{}, "
                     "gradients not encrypted)",
                     nodes[from].name, nodes[to].name, r, (r + 1) % ranks, p.next_hosts.at(k),
                     p.next_ports.at(k)));
@@ -251,11 +252,11 @@ std::vector<std::string> tell_nodes_done(caf::actor_system& system,
 // Every connection of the run: TLS when asked, frames no larger than the run's largest message,
 // peers silent for node_timeout_s cut off.
 link_options coordinator_links(const run_plan& plan, const cluster_options& cluster,
-                               std::size_t job_json_bytes, const log_function& log) {
+                               std::size_t plan_json_bytes, const log_function& log) {
   link_options o;
   o.tls = cluster.tls;
   o.limits.max_message_bytes =
-      largest_message_bytes(plan.model.flat_size(), plan.job.cluster.bucket_mb, job_json_bytes);
+      largest_message_bytes(plan.model.flat_size(), plan.job.cluster.bucket_mb, plan_json_bytes);
   o.limits.idle_timeout_s = plan.job.cluster.node_timeout_s;
   o.log = log;
   return o;
@@ -293,12 +294,13 @@ run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, datas
 }
 
 gatekeeper_options gate_options(const run_plan& plan, const cluster_options& cluster,
-                                const guarded_links& links, const std::string& job_json,
+                                const guarded_links& links, const std::string& plan_json,
                                 std::shared_ptr<trusted_nodes> trusted, node_roster roster,
                                 const log_function& log) {
   const auto& job = plan.job;
   gatekeeper_options o{{TROUPE_VERSION, cluster.token, {}, job.cluster.nodes, links.tls()},
-                       job_json,
+                       plan_json,
+                       plan_digest(plan),
                        job.cluster.join_timeout_s,
                        std::move(trusted),
                        log,
@@ -319,18 +321,22 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   const auto& job = plan.job;
   const auto& cluster = *options.cluster;
   const log_function log = cluster.log ? cluster.log : [](const std::string&) {};
-  const auto job_json = to_json(job).dump();
+  const auto plan_json = plan_to_json(plan).dump();
+  if (plan_json.size() + (1 << 20) > pre_join_message_bytes)
+    return failed_report(plan, fmt::format("the plan to ship to the nodes is {} bytes, more than a "
+                                           "join may carry ({} bytes)",
+                                           plan_json.size(), pre_join_message_bytes - (1 << 20)));
   caf::actor_system_config cfg;
   caf::actor_system system{configure_networked(cfg)};
   std::optional<guarded_links> links;  // after `system`: it must go first
   try {
-    links.emplace(system, coordinator_links(plan, cluster, job_json.size(), log));
+    links.emplace(system, coordinator_links(plan, cluster, plan_json.size(), log));
   } catch (const std::exception& e) {
     return failed_report(plan, std::string("cannot set up TLS: ") + e.what());
   }
   auto trusted = std::make_shared<trusted_nodes>();
   auto roster = std::make_shared<std::vector<joined_node>>();
-  auto gate_setup = gate_options(plan, cluster, *links, job_json, trusted, roster, log);
+  auto gate_setup = gate_options(plan, cluster, *links, plan_json, trusted, roster, log);
   try {
     gate_setup.files = ship_job_files(system, job, trusted);
   } catch (const std::exception& e) {

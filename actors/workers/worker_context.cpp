@@ -4,13 +4,18 @@
 
 namespace troupe {
 
-std::chrono::microseconds barrier_spin(const run_plan& p) {
+std::chrono::microseconds barrier_spin(int64_t threads, unsigned hardware_threads) {
   // Replicas doing the same work arrive within tens of microseconds of each other, and a sleep
   // costs a wake-up that takes about as long on a virtual machine; past 200 us something else
   // (another process, an evaluation) holds the others up, and the core is better given away.
   // Spinning at all only while every replica's threads have a core of their own.
-  const bool cores_to_spare = p.hardware_threads > 0 && p.threads_total <= p.hardware_threads;
+  const bool cores_to_spare =
+      hardware_threads > 0 && threads <= static_cast<int64_t>(hardware_threads);
   return cores_to_spare ? std::chrono::microseconds{200} : std::chrono::microseconds{0};
+}
+
+std::chrono::microseconds barrier_spin(const run_plan& p) {
+  return barrier_spin(p.threads_total, p.hardware_threads);
 }
 
 context_ptr make_worker_context(run_plan plan, dataset_ptr data,

@@ -38,8 +38,10 @@ struct worker_context {
 
 using context_ptr = std::shared_ptr<const worker_context>;
 
-/// How long a replica spins at a reduction's barrier before it sleeps: 200 us while the plan's
-/// threads (all replicas', on one host) fit the machine's cores, else 0.
+/// How long a replica spins at a reduction's barrier before it sleeps: 200 us while `threads`
+/// (all replicas', on one host) fit the host's `hardware_threads` cores, else 0.
+std::chrono::microseconds barrier_spin(int64_t threads, unsigned hardware_threads);
+/// With the plan's threads and cores (the coordinator's host, where its replicas run).
 std::chrono::microseconds barrier_spin(const run_plan& plan);
 
 /// The context of `plan` on `data`. Computes the initial weights with LibTorch's global

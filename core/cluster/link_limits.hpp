@@ -27,16 +27,17 @@ struct link_limits {
   int64_t max_pending = 64;
 };
 
-/// What a node accepts before it has the job: the join reply carries the job itself, which is
-/// a few KiB; 16 MiB is room for any job file a coordinator accepts.
+/// What a node accepts before it has the job: the join reply carries the plan with the job, a
+/// few KiB (the model's parameter names and shapes are the most of it); 16 MiB is room for any
+/// plan a coordinator ships (run_cluster refuses a larger one).
 constexpr uint64_t pre_join_message_bytes = uint64_t{16} << 20;
 
 /// The largest message a run sends between processes, bounded from above: three flat float32
 /// parameter buffers (a checkpoint part carries a replica's weights and its optimizer state,
 /// Adam's two moment buffers; local_sgd hands a worker its weights and their average in one
 /// message; final weights and async pulls carry one), or one ring bucket, whichever is larger,
-/// plus the job's JSON and 1 MiB for the message's framing (type names, metadata, the
-/// optimizer archive's records).
-uint64_t largest_message_bytes(int64_t parameters, double bucket_mb, std::size_t job_json_bytes);
+/// plus the plan's JSON (core/run/plan_wire) and 1 MiB for the message's framing (type names,
+/// metadata, the optimizer archive's records).
+uint64_t largest_message_bytes(int64_t parameters, double bucket_mb, std::size_t plan_json_bytes);
 
 }  // namespace troupe

@@ -34,6 +34,8 @@ class step_rules {
 
   int64_t total_steps() const { return total_steps_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  /// As the job gave it: 0 evaluates at the end of every epoch.
+  int64_t eval_interval() const { return eval_interval_; }
   /// 0-based epoch of `step`.
   int64_t epoch_of(int64_t step) const;
   bool is_last(int64_t step) const { return step + 1 >= total_steps_; }

@@ -159,7 +159,8 @@ TEST_SUITE("report") {
   }
 
   TEST_CASE("an SVG line chart states and draws each series' points, skipping non-finite ones") {
-    line_chart c{"loss", "Loss <&>", "step", "loss", {}, {{1.5, "checkpoint \"a\""}}, false};
+    line_chart c{"loss", "Loss <&>",  "step", "loss", {}, {{1.5, "checkpoint \"a\""}},
+                 false,  std::nullopt};
     c.series.push_back({"train", {{0, 1}, {1, NAN}, {2, 0.5}}, "", false, true});
     const auto svg = render_svg(c);
     CHECK(svg.find("data-chart=\"loss\"") != std::string::npos);
@@ -178,7 +179,7 @@ TEST_SUITE("report") {
   }
 
   TEST_CASE("a y_limit clips a runaway series to the top edge; the others keep the axis") {
-    line_chart c{"suite_loss", "Loss", "step", "loss", {}, {}, true};
+    line_chart c{"suite_loss", "Loss", "step", "loss", {}, {}, true, std::nullopt};
     c.series.push_back({"calm", {{0, 2.0}, {1, 1.0}}, "", false, false});
     c.series.push_back({"wild (diverged)", {{0, 2.0}, {1, 70.0}}, "", false, false});
     const auto unclipped = render_svg(c);

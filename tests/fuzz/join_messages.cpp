@@ -4,8 +4,8 @@
 // join_reply (then, when accepted, the job it carries as the node reads it) or ring_meta. A
 // decoded reply or ring_meta must encode back to the bytes it was read from.
 #include "core/cluster/join_check.hpp"
-#include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
+#include "core/run/plan_wire.hpp"
 #include "messages/cluster.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
@@ -33,7 +33,7 @@ caf::actor_system& actor_system() {
 }
 
 bool same(const troupe::join_reply& a, const troupe::join_reply& b) {
-  return a.refusal == b.refusal && a.job_json == b.job_json;
+  return a.refusal == b.refusal && a.plan_json == b.plan_json && a.plan_digest == b.plan_digest;
 }
 
 bool same(const troupe::ring_meta& a, const troupe::ring_meta& b) {
@@ -81,12 +81,12 @@ void on_reply(const char* bytes, std::size_t size) {
   check_encoding(reply);
   if (!reply.refusal.empty())
     return;
-  // As the node's take_job: the job the coordinator sent, parsed and validated.
-  const auto json = nlohmann::json::parse(reply.job_json, nullptr, false);
+  // As the node's take_job: the plan the coordinator sent, decoded and digested.
+  const auto json = nlohmann::json::parse(reply.plan_json, nullptr, false);
   if (json.is_discarded())
     return;
   try {
-    troupe::parse_job(json);
+    troupe::plan_digest(troupe::plan_from_json(json));
   } catch (const troupe::job_error&) {
   }
 }
