@@ -5,7 +5,7 @@
 #include "actors/driver/run_driver.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
-#include "core/run/run_ensemble.hpp"
+#include "core/run/ensemble_ending.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/Parallel.h>
@@ -57,14 +57,15 @@ run_report run_in_process(const run_plan& plan, dataset_ptr data, const run_opti
 
 run_report run_job(const run_plan& plan, dataset_ptr data, const run_options& options) {
   check_data_matches(plan.data, *data, plan.job.data);
-  if (plan.mode == run_mode::ensemble)
-    return run_ensemble(plan, std::move(data), options);
   if (plan.job.cluster.enabled() && !options.cluster)
     throw job_error({"/cluster/nodes: a job for " + std::to_string(plan.job.cluster.nodes) +
                      " node(s) needs an address to wait for them on"});
   auto report = plan.job.cluster.enabled() ? run_cluster(plan, data, options)
                                            : run_in_process(plan, data, options);
-  evaluate_test_set(plan, data, options, report);
+  if (plan.mode == run_mode::ensemble)
+    finish_ensemble_report(plan, data, options, report);
+  else
+    evaluate_test_set(plan, data, options, report);
   return report;
 }
 

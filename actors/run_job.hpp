@@ -1,7 +1,8 @@
 // The one library entry to a run. Every mode goes through it: replicas, pipelines and the
 // async parameter server in one process (a run driver and its workers in an embedded actor
-// system), stacked ensembles (one loop on the calling thread), and replicas on nodes (the
-// driver behind a gatekeeper that nodes join). The CLI, tests, benchmarks and examples call it.
+// system), stacked ensembles (the driver and one ensemble worker: actors/workers/ensemble_worker),
+// and replicas on nodes (the driver behind a gatekeeper that nodes join). The CLI, tests,
+// benchmarks and examples call it.
 #pragma once
 
 #include "core/data/dataset.hpp"

@@ -25,6 +25,13 @@ using replica_worker_actor = caf::typed_actor<
     caf::reacts_to<evaluate_atom, int64_t>, caf::reacts_to<probe_atom>,
     caf::reacts_to<digest_atom, int64_t>>;
 
+/// A stacked ensemble's one worker: steps every member at once (core/ensemble/ensemble_engine)
+/// as a replica alone would, its steps released, evaluated and checkpointed by the driver.
+using ensemble_worker_actor =
+    caf::typed_actor<caf::reacts_to<compute_atom, int64_t>, caf::reacts_to<advance_atom>,
+                     caf::reacts_to<checkpoint_atom, int64_t>,
+                     caf::reacts_to<restore_atom, restored_state>, caf::reacts_to<probe_atom>>;
+
 /// A pipeline stage: runs its slice of the layers through the schedule of every step.
 /// Neighbors are dynamically typed handles: a typed interface cannot name itself.
 using stage_worker_actor = caf::typed_actor<

@@ -5,6 +5,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <vector>
 
 namespace troupe {
 
@@ -35,12 +36,16 @@ struct eval_report {
   /// How many shards the evaluation set was split into (the live replicas when it was
   /// evaluated); 0: the plan's number (stages, the parameter server).
   int64_t of = 0;
+  /// A stacked ensemble: each member's sums (the ones above are of the averaged prediction);
+  /// empty for every other run.
+  std::vector<double> member_loss_sums{};
+  std::vector<int64_t> member_correct{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
   return f(caf::meta::type_name("eval_report"), x.worker, x.step, x.loss_sum, x.metric_sum, x.count,
-           x.eval_s, x.of);
+           x.eval_s, x.of, x.member_loss_sums, x.member_correct);
 }
 
 }  // namespace troupe

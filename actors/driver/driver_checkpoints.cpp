@@ -21,8 +21,9 @@
 namespace troupe {
 namespace {
 
+// Replica workers and the ensemble's worker run only the steps the driver released.
 bool paced(const run_plan& plan) {
-  return plan.mode == run_mode::replicas && !plan.parameter_server();
+  return plan.mode != run_mode::pipeline && !plan.parameter_server();
 }
 
 bool stop_requested(const run_driver_state& st) {
@@ -272,7 +273,9 @@ void begin_checkpoints(driver_pointer self) {
   st.writer = std::make_unique<checkpoint_writer>(
       st.options.run.checkpoint_dir, plan.job.checkpoint.keep,
       plan.mode == run_mode::pipeline ? plan.job.parallelism.stages : 1,
-      plan.model.parameter_layout, plan.stage_parameters());
+      // An ensemble's part holds every member: no one model's names fit it (no weights.pt).
+      plan.mode == run_mode::ensemble ? parameter_layout{} : plan.model.parameter_layout,
+      plan.stage_parameters());
 }
 
 void close_checkpoints(driver_pointer self) {

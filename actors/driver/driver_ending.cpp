@@ -46,6 +46,7 @@ void finish(driver_pointer self, const std::string& error, at::Tensor weights,
                         error.empty() ? run_status::failed : failed_as);
   if (why.empty())
     add_kept(st, report);
+  report.members = st.ensemble_members;
   st.promise.deliver(std::move(report));
   // A replica waiting for the others' gradients reads no messages: release it first.
   if (const auto& reduction = st.options.context->reduction)

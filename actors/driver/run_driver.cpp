@@ -1,10 +1,12 @@
 #include "actors/driver/run_driver.hpp"
 
 #include "actors/driver/run_driver_state.hpp"
+#include "actors/workers/ensemble_worker.hpp"
 #include "actors/workers/parameter_server.hpp"
 #include "actors/workers/replica_worker.hpp"
 #include "actors/workers/stage_worker.hpp"
 #include "core/checkpoint/run_checkpoint.hpp"
+#include "core/ensemble/member_figures.hpp"
 #include "core/policy/step_pace.hpp"
 #include "core/run/make_strategy.hpp"
 #include "core/run/run_ending.hpp"
@@ -30,6 +32,9 @@ caf::actor spawn_here(driver_pointer self, int64_t rank) {
     return caf::actor_cast<caf::actor>(
         spawn_stage_worker(self->system(), st.options.context, where, me));
   }
+  if (st.plan->mode == run_mode::ensemble)
+    return caf::actor_cast<caf::actor>(
+        spawn_ensemble_worker(self->system(), st.options.context, me));
   return caf::actor_cast<caf::actor>(
       spawn_replica_worker(self->system(), st.options.context, rank, me));
 }
@@ -160,12 +165,27 @@ void on_step_stats(driver_pointer self, const step_stats& s) {
   execute(self, self->state.strategy->on_report({s.worker, s.step, s.loss, s.samples, s.span_s}));
 }
 
+// A stacked ensemble's evaluation: each member's figures, for the report and the metrics.
+void record_member_figures(driver_pointer self, const eval_report& e) {
+  auto& st = self->state;
+  const auto split = st.plan->data.validation_rows > 0 ? "validation" : "test";
+  try {
+    for (const auto& r : take_member_figures(st.ensemble_members, e.step, split, e.member_loss_sums,
+                                             e.member_correct, e.count))
+      st.tracker->record(r);
+  } catch (const std::invalid_argument& wrong) {
+    fail_protocol(self, wrong.what());
+  }
+}
+
 void on_eval_report(driver_pointer self, const eval_report& e) {
   auto& st = self->state;
   if (!st.plan->rules.evaluates_after(e.step))
     return fail_protocol(self, "an evaluation after step " + std::to_string(e.step) +
                                    ", which the plan does not evaluate after");
   // A replica says how many shards its evaluation set was cut into (the live replicas then).
+  if (!e.member_loss_sums.empty() || !e.member_correct.empty())
+    record_member_figures(self, e);
   const auto shards = e.of > 0 ? e.of : st.plan->eval_shards();
   auto progress = st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.metric_sum, e.count,
                                             e.eval_s, shards);
@@ -315,6 +335,8 @@ run_driver_actor::behavior_type run_driver(driver_pointer self, driver_options o
     st.tracker->set_pipelines(plan.job.parallelism.replicas, plan.job.parallelism.stages,
                               plan.predicted_bubble);
   st.held.resize(static_cast<std::size_t>(plan.workers));
+  if (plan.mode == run_mode::ensemble)
+    st.ensemble_members = member_reports(plan.job);
   st.final_weights.resize(plan.parameter_server() ? 1 : static_cast<std::size_t>(plan.workers));
   if (plan.snapshots())
     st.keeper.emplace(plan.job.training.keep_best, plan.job.training.early_stopping,

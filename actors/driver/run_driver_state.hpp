@@ -13,6 +13,7 @@
 #include "core/policy/step_watch.hpp"
 #include "core/run/replica_digests.hpp"
 #include "core/train/divergence_watch.hpp"
+#include "core/train/run_report.hpp"
 #include "core/train/run_tracker.hpp"
 #include "core/train/validation_keeper.hpp"
 
@@ -106,6 +107,8 @@ struct run_driver_state {
   std::string end_reason;
   /// Ends the run as diverged when the loss stays far above its first value.
   divergence_watch divergence;
+  /// A stacked ensemble: each member, with its figures at the latest evaluation.
+  std::vector<member_report> ensemble_members;
   static inline const char* name = "run_driver";
 };
 

@@ -54,8 +54,7 @@ job_config member_job(const job_config& job, int64_t k) {
 ensemble_engine::ensemble_engine(const job_config& job, dataset_ptr data)
     : batch_(job.training.batch_size),
       data_(std::move(data)),
-      model_(member_layers(job, data_->classes),
-             every_member_initial_weights(job, data_->classes)),
+      model_(member_layers(job, data_->classes), every_member_initial_weights(job, data_->classes)),
       training_(job.training) {
   optimizer_ = make_optimizer(job.optimizer, model_.parameters());
   const auto k = job.ensemble.members;
@@ -163,6 +162,11 @@ std::string ensemble_engine::optimizer_state() const {
 }
 
 void ensemble_engine::restore(const at::Tensor& flat, const std::string& optimizer) {
+  set_weights(flat);
+  load_optimizer(*optimizer_, optimizer);
+}
+
+void ensemble_engine::set_weights(const at::Tensor& flat) {
   torch::NoGradGuard no_grad;
   int64_t offset = 0;
   for (auto& p : model_.parameters()) {
@@ -176,7 +180,6 @@ void ensemble_engine::restore(const at::Tensor& flat, const std::string& optimiz
     throw std::runtime_error("the checkpoint's ensemble weights have " +
                              std::to_string(flat.numel()) + " values, the ensemble " +
                              std::to_string(offset));
-  load_optimizer(*optimizer_, optimizer);
 }
 
 }  // namespace troupe

@@ -52,6 +52,9 @@ class ensemble_engine {
   at::Tensor weights() const;
   std::string optimizer_state() const;
   void restore(const at::Tensor& flat, const std::string& optimizer);
+  /// Only the weights (a run's final ones, to save each member's or evaluate them). Throws
+  /// std::runtime_error when `flat` does not hold every member's parameters.
+  void set_weights(const at::Tensor& flat);
 
  private:
   int64_t batch_;

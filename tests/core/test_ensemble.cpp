@@ -7,7 +7,6 @@
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
-#include "core/run/run_ensemble.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/ATen.h>
@@ -149,35 +148,6 @@ TEST_SUITE("ensemble") {
       CHECK(e.problems().front().find("layer bn1 (torch::nn::BatchNorm1dImpl) cannot be stacked") !=
             std::string::npos);
     }
-  }
-
-  TEST_CASE("run_ensemble reports every member, the ensemble, and the weights") {
-    auto job = small_ensemble(model_kind::mlp, 4);
-    job.training.steps = 60;
-    job.training.eval_interval = 30;
-    auto data = data_for(job);
-    auto r = run_ensemble(make_run_plan(job, facts_of(*data)), data, {});
-    REQUIRE(r.succeeded());
-    CHECK(r.steps == 60);
-    REQUIRE(r.members.size() == 4);
-    REQUIRE(r.member_weights.size() == 4);
-    for (const auto& m : r.members) {
-      CHECK(m.seed == job.seed + static_cast<uint64_t>(m.member));
-      REQUIRE(m.test_accuracy.has_value());
-      CHECK(*m.test_accuracy > 0.5);
-    }
-    REQUIRE(r.test_accuracy.has_value());
-    CHECK(*r.test_accuracy > 0.5);
-    const auto json = to_json(r);
-    CHECK(json["members"].size() == 4);
-    CHECK(json.contains("ensemble_test_accuracy"));
-
-    job.optimizer.lr = 1e12;
-    job.optimizer.momentum = 0;
-    auto failed = run_ensemble(make_run_plan(job, facts_of(*data)), data, {});
-    CHECK(failed.status == run_status::diverged);
-    CHECK(failed.error.find("ensemble member") != std::string::npos);
-    CHECK(failed.member_weights.empty());
   }
 
   TEST_CASE("ensemble keys: members, lrs per member, one worker, sgd for lrs") {

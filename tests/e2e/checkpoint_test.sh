@@ -14,7 +14,7 @@ config=$2
 source "$(dirname "$0")/../lib/harness.sh"
 
 # A short job slowed down (one replica sleeps 4 ms a step) so that kills land mid-run; the
-# ensemble, which runs in one loop without fault injection, runs more steps instead.
+# ensemble, which takes no fault injection, runs more steps instead.
 base=(--set training.steps=240 --set training.eval_interval=60 --set checkpoint.every_steps=25
       --set checkpoint.keep=2)
 slow=(--set faults.slow_worker=0 --set faults.slow_ms=4)
@@ -78,7 +78,7 @@ sets[sync]=""
 sets[local_sgd]="parallelism.policy=local_sgd parallelism.period=4 parallelism.replicas=3"
 sets[schedule]='parallelism={"policy":"schedule","replicas":2,"phases":[{"policy":"sync","steps":100},{"policy":"local_sgd","period":5}]}'
 sets[pipeline]='parallelism.replicas=2 parallelism.stages=2 parallelism.micro_batches=2 model.hidden=[64,32]'
-# The ensemble runs in one loop, without fault injection: more steps keep it running long enough.
+# The ensemble takes no fault injection: more steps keep it running long enough.
 sets[ensemble]="ensemble.members=3 parallelism.replicas=1 training.steps=3000"
 sets[keep_best]="data.validation=0.1 training.keep_best=true optimizer.type=adamw"
 for name in sync local_sgd schedule pipeline ensemble keep_best; do
