@@ -66,7 +66,7 @@ double stacked(const bench_options& o, int64_t k, dataset_ptr data) {
   at::set_num_threads(static_cast<int>(o.threads));
   auto job = model_job(o);
   job.ensemble.members = k;
-  ensemble_engine engine(job, std::move(data));
+  ensemble_engine engine(ensemble_plan_of(job), std::move(data));
   engine.step(0, job.optimizer.lr);  // warm-up, untimed
   const auto start = clock_type::now();
   for (int64_t s = 1; s <= o.steps; ++s)

@@ -33,7 +33,7 @@ double seconds_since(clock_type::time_point t) {
 
 ensemble_engine& engine_of(ensemble_worker_state& st) {
   if (!st.engine)
-    st.engine = std::make_unique<ensemble_engine>(st.plan->job, st.context->data);
+    st.engine = std::make_unique<ensemble_engine>(ensemble_plan_of(*st.plan), st.context->data);
   return *st.engine;
 }
 

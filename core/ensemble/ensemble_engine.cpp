@@ -1,5 +1,6 @@
 #include "core/ensemble/ensemble_engine.hpp"
 
+#include "core/ensemble/ensemble_members.hpp"
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
@@ -18,53 +19,31 @@
 namespace troupe {
 namespace {
 
-std::vector<at::Tensor> every_member_initial_weights(const job_config& job, int64_t classes) {
+std::vector<at::Tensor> every_member_initial_weights(const ensemble_plan& plan, int64_t classes) {
   std::vector<at::Tensor> initial;
-  for (int64_t k = 0; k < job.ensemble.members; ++k)
-    initial.push_back(member_initial_weights(job, k, classes));
+  for (int64_t k = 0; k < plan.ensemble.members; ++k)
+    initial.push_back(member_initial_weights(plan.settings, k, classes));
   return initial;
 }
 
 }  // namespace
 
-torch::nn::Sequential member_layers(const job_config& job, int64_t classes) {
-  if (job.model.kind != model_kind::torchscript)
-    return build_model(job.model, classes);
-  return network(job.model, classes).stackable_layers(job.model.path);
-}
-
-at::Tensor member_initial_weights(const job_config& job, int64_t k, int64_t classes) {
-  // Not while a worker's forward has seeded the same generator for its own draws.
-  std::lock_guard<std::mutex> generator(generator_lock());
-  at::manual_seed(job.seed + static_cast<uint64_t>(k));
-  auto layers = member_layers(job, classes);
-  return flat_parameters(*layers).weights().clone();
-}
-
-job_config member_job(const job_config& job, int64_t k) {
-  auto alone = job;
-  alone.ensemble = {};
-  if (job.ensemble.distinct_data_order)
-    alone.seed = job.seed + static_cast<uint64_t>(k);
-  if (!job.ensemble.lrs.empty())
-    alone.optimizer.lr = job.ensemble.lrs[static_cast<std::size_t>(k)];
-  return alone;
-}
-
-ensemble_engine::ensemble_engine(const job_config& job, dataset_ptr data)
-    : batch_(job.training.batch_size),
+ensemble_engine::ensemble_engine(const ensemble_plan& plan, dataset_ptr data)
+    : batch_(plan.settings.global_batch),
       data_(std::move(data)),
-      model_(member_layers(job, data_->classes), every_member_initial_weights(job, data_->classes)),
-      training_(job.training) {
-  optimizer_ = make_optimizer(job.optimizer, model_.parameters());
-  const auto k = job.ensemble.members;
-  const int64_t plans = job.ensemble.distinct_data_order ? k : 1;
+      model_(member_layers(plan.settings.model, data_->classes),
+             every_member_initial_weights(plan, data_->classes)),
+      training_(plan.settings.training) {
+  const auto& settings = plan.settings;
+  optimizer_ = make_optimizer(settings.optimizer, model_.parameters());
+  const auto k = plan.ensemble.members;
+  const int64_t plans = plan.ensemble.distinct_data_order ? k : 1;
   for (int64_t p = 0; p < plans; ++p)
-    plans_.emplace_back(data_->train.size(), batch_, job.seed + static_cast<uint64_t>(p));
-  if (!job.ensemble.lrs.empty()) {
+    plans_.emplace_back(data_->train.size(), batch_, settings.seed + static_cast<uint64_t>(p));
+  if (!plan.ensemble.lrs.empty()) {
     std::vector<float> scale;
-    for (double lr : job.ensemble.lrs)
-      scale.push_back(static_cast<float>(lr / job.optimizer.lr));
+    for (double lr : plan.ensemble.lrs)
+      scale.push_back(static_cast<float>(lr / settings.optimizer.lr));
     lr_scale_ = at::tensor(scale);
   }
 }

@@ -10,7 +10,7 @@
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/ensemble/stacked_model.hpp"
-#include "core/job/job_config.hpp"
+#include "core/train/engine_plans.hpp"
 
 #include <torch/optim/optimizer.h>
 
@@ -29,7 +29,7 @@ struct ensemble_evaluation {
 
 class ensemble_engine {
  public:
-  ensemble_engine(const job_config& job, dataset_ptr data);
+  ensemble_engine(const ensemble_plan& plan, dataset_ptr data);
   ~ensemble_engine();
 
   /// One optimizer step of every member on its batch of `step`, each member's gradient clipped
@@ -65,18 +65,5 @@ class ensemble_engine {
   at::Tensor lr_scale_;            ///< [K], or undefined when every member has the job's lr
   training_config training_;       ///< its clipping
 };
-
-/// Member k trained alone is a replica_engine on member_job(job, k) (its lr, and with
-/// distinct_data_order its data order: seed + k; no ensemble) starting from
-/// member_initial_weights(job, k): the layers' PyTorch initialization under seed job.seed + k
-/// (for the built-in models, the weights a job of that seed starts from; a torchscript file gives
-/// the architecture, not the weights, so that the members differ).
-job_config member_job(const job_config& job, int64_t k);
-at::Tensor member_initial_weights(const job_config& job, int64_t k, int64_t classes);
-
-/// The layers every member has: the built-in model, or a scripted nn.Sequential's children
-/// rebuilt as built-in layers (core/model/script_layers; job_error for one that cannot be
-/// stacked). Initialized with LibTorch's global generator.
-torch::nn::Sequential member_layers(const job_config& job, int64_t classes);
 
 }  // namespace troupe

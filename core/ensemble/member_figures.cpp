@@ -1,6 +1,6 @@
 #include "core/ensemble/member_figures.hpp"
 
-#include "core/ensemble/ensemble_engine.hpp"
+#include "core/ensemble/ensemble_members.hpp"
 
 #include <algorithm>
 #include <stdexcept>

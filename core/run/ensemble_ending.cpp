@@ -39,7 +39,7 @@ void finish_ensemble_report(const run_plan& plan, const dataset_ptr& data,
                             const run_options& options, run_report& report) {
   if (!report.succeeded())
     return;
-  ensemble_engine engine(plan.job, data);
+  ensemble_engine engine(ensemble_plan_of(plan), data);
   engine.set_weights(report.final_weights);
   report.final_weights = at::Tensor();
   for (int64_t k = 0; k < engine.members(); ++k)

@@ -339,6 +339,10 @@ replica_plan replica_plan_of(const run_plan& plan, int64_t rank) {
   return replica_plan_of(plan.job, rank);
 }
 
+ensemble_plan ensemble_plan_of(const run_plan& plan) {
+  return ensemble_plan_of(plan.job);
+}
+
 stage_plan stage_plan_of(const run_plan& plan, int64_t pipeline, int64_t stage) {
   const auto& par = plan.job.parallelism;
   return stage_plan_of(plan.job, plan.stages.at(static_cast<std::size_t>(stage)),

@@ -125,6 +125,8 @@ int64_t intra_op_threads(const job_config& job, unsigned hardware_threads);
 
 /// Replica `rank`'s slice of the plan: what its engine computes from.
 replica_plan replica_plan_of(const run_plan& plan, int64_t rank);
+/// The stacked ensemble's worker's slice of the plan.
+ensemble_plan ensemble_plan_of(const run_plan& plan);
 /// Stage `stage` of pipeline `pipeline`: its layers, place, rows and micro-batches.
 stage_plan stage_plan_of(const run_plan& plan, int64_t pipeline, int64_t stage);
 

@@ -11,6 +11,10 @@ replica_plan replica_plan_of(const job_config& job, int64_t rank) {
   return {settings_of(job), rank, replicas, shard_of(job.training.batch_size, replicas, rank)};
 }
 
+ensemble_plan ensemble_plan_of(const job_config& job) {
+  return {settings_of(job), job.ensemble};
+}
+
 stage_plan stage_plan_of(const job_config& job, const stage_slice& layers, stage_position where) {
   stage_plan p{settings_of(job),
                layers,

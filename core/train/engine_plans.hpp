@@ -1,6 +1,7 @@
 // What an engine computes from: its slice of a run's plan, never the job file. A replica's
 // engine (core/train/replica_engine) gets the model, optimizer and training settings, the seed,
-// the global batch and its own rows of it; a stage's (core/train/stage_engine) its layers, its
+// the global batch and its own rows of it; an ensemble's (core/ensemble/ensemble_engine) the
+// same settings and its members; a stage's (core/train/stage_engine) its layers, its
 // place in the pipeline, its pipeline's rows and the micro-batches they are cut into. The plan
 // hands them out (core/run/worker_slices), so rows and micro-batches are decided in one place.
 //
@@ -50,11 +51,21 @@ struct stage_plan {
   std::vector<row_range> micro_batches;  ///< `rows` cut into micro-batches, as absolute rows
 };
 
+/// A stacked ensemble's one worker: the settings every member shares, and how the members
+/// differ (their number, learning rates, data orders).
+struct ensemble_plan {
+  training_settings settings;
+  ensemble_config ensemble;
+};
+
 /// The settings of `job` (resolved: what a plan holds).
 training_settings settings_of(const job_config& job);
 
 /// Replica `rank`'s slice of `job`'s batches.
 replica_plan replica_plan_of(const job_config& job, int64_t rank);
+
+/// The ensemble worker's slice of `job`.
+ensemble_plan ensemble_plan_of(const job_config& job);
 
 /// The slice of stage `where` (of the stages `layers` of `job`).
 stage_plan stage_plan_of(const job_config& job, const stage_slice& layers, stage_position where);

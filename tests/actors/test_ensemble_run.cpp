@@ -47,7 +47,7 @@ TEST_SUITE("training") {
 
     // The same steps on the engine alone, with the plan's rates.
     const auto plan = make_run_plan(job, facts_of(*data));
-    ensemble_engine alone(job, data);
+    ensemble_engine alone(ensemble_plan_of(job), data);
     for (int64_t s = 0; s < 40; ++s)
       alone.step(s, plan.lr_at(s));
     REQUIRE(r.member_weights.size() == 3);

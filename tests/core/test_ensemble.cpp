@@ -4,6 +4,7 @@
 #include "core/config/parse_job.hpp"
 #include "core/data/synthetic.hpp"
 #include "core/ensemble/ensemble_engine.hpp"
+#include "core/ensemble/ensemble_members.hpp"
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/model_builder.hpp"
@@ -51,7 +52,7 @@ dataset_ptr data_for(const job_config& job) {
 at::Tensor train_alone(const job_config& job, const dataset_ptr& data, int64_t k, int64_t steps) {
   const auto alone = member_job(job, k);
   replica_engine engine(replica_plan_of(alone, 0), data,
-                        member_initial_weights(job, k, data->classes));
+                        member_initial_weights(settings_of(job), k, data->classes));
   for (int64_t s = 0; s < steps; ++s) {
     engine.compute_gradient(s, true);
     engine.apply(engine.gradient(), alone.optimizer.lr);
@@ -68,7 +69,7 @@ at::Tensor flat_member(const ensemble_engine& engine, int64_t k) {
 
 void check_members_equal_alone(const job_config& job) {
   auto data = data_for(job);
-  ensemble_engine stacked(job, data);
+  ensemble_engine stacked(ensemble_plan_of(job), data);
   for (int64_t s = 0; s < job.training.steps; ++s)
     stacked.step(s, job.optimizer.lr);
   for (int64_t k = 0; k < job.ensemble.members; ++k) {
@@ -80,8 +81,10 @@ void check_members_equal_alone(const job_config& job) {
     CAPTURE(diff.argmax().item<int64_t>());
     CHECK(diff.max().item<double>() <= 1e-5);
     // Not trivially equal: training moved the weights away from the start.
-    CHECK((alone - member_initial_weights(job, k, data->classes)).abs().max().item<double>() >
-          1e-3);
+    CHECK((alone - member_initial_weights(settings_of(job), k, data->classes))
+              .abs()
+              .max()
+              .item<double>() > 1e-3);
   }
 }
 
@@ -122,7 +125,7 @@ TEST_SUITE("ensemble") {
   TEST_CASE("members export under the unstacked model's names and shapes") {
     const auto job = small_ensemble(model_kind::cnn, 2);
     auto data = data_for(job);
-    ensemble_engine stacked(job, data);
+    ensemble_engine stacked(ensemble_plan_of(job), data);
     auto model = build_model(job.model, data->classes);
     const auto layout = flat_parameters(*model).layout();
     const auto named = stacked.member_weights(1);
@@ -132,7 +135,8 @@ TEST_SUITE("ensemble") {
       CHECK(named[i].second.sizes().vec() == layout[i].second);
     }
     // Before any step, member 1 is exactly the model a job of seed + 1 starts from.
-    CHECK(at::equal(flat_member(stacked, 1), member_initial_weights(job, 1, data->classes)));
+    CHECK(at::equal(flat_member(stacked, 1),
+                    member_initial_weights(settings_of(job), 1, data->classes)));
     CHECK(!at::equal(flat_member(stacked, 0), flat_member(stacked, 1)));
   }
 
