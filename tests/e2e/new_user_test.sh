@@ -109,6 +109,10 @@ expect 0 "valid" -- "$troupe" validate "$tmp/run_pre/job.json"
 expect 2 "/data/preprocessing: states what troupe does to every image" -- "$troupe" validate \
   "$tmp/run_pre/job.json" --set data.preprocessing.mean=0.5
 grep -qF "(x/255 - 0.2860)/0.3530" "$root/README.md" && pass || fail "README lacks the preprocessing"
+# Where the program is, and the install and package commands (e2e.install runs them both).
+grep -qF 'The program is `build/apps/troupe`' "$root/README.md" &&
+  grep -qF "cmake --install build --prefix ~/.local" "$root/README.md" &&
+  grep -qF "cpack -G DEB" "$root/README.md" && pass || fail "README lacks where troupe is, or how to install it"
 
 # --- 5 and 6: one log holds the plan, then the progress; steps counted ----------------------
 "$troupe" run "$tmp/synthetic.json" --out "$tmp/run_log" >"$tmp/run.log" 2>&1
