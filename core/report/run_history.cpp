@@ -4,6 +4,7 @@
 #include "core/metrics/record_reader.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -118,6 +119,30 @@ void fold_events(run_history& h, const records::any_record& record) {
           },
           [&](const records::failure& r) {
             h.events.push_back({r.t, "failure", "failed: " + r.error});
+          },
+          [&](const records::node_lost& r) {
+            h.events.push_back(
+                {r.t, "node_lost",
+                 fmt::format("node {} lost at step {} ({}); worker(s) {} gone, {} node(s) left",
+                             r.node, r.step, r.reason, fmt::join(r.workers, ", "), r.live_nodes)});
+          },
+          [&](const records::step_redone& r) {
+            h.events.push_back({r.t, "step_redone",
+                                fmt::format("step {} redone by the live workers (membership {})",
+                                            r.step, r.epoch)});
+          },
+          [&](const records::node_joined& r) {
+            h.events.push_back(
+                {r.t, "node_joined",
+                 fmt::format("node {} joined at step {}: worker(s) {}, {:.1f} MB of state", r.node,
+                             r.step, fmt::join(r.workers, ", "),
+                             static_cast<double>(r.state_bytes) / 1e6)});
+          },
+          [&](const records::replicas_checked& r) {
+            h.events.push_back(
+                {r.t, "replicas_checked",
+                 fmt::format("replicas {} hold the same weights after step {} (SHA-256 {})",
+                             fmt::join(r.workers, ", "), r.step, r.sha256.substr(0, 12))});
           },
       },
       record);

@@ -78,6 +78,34 @@ TEST_SUITE("report") {
     CHECK(h.skipped_lines == 2);
   }
 
+  TEST_CASE("a lost node, the redone step, a replacement and the replicas' check are events") {
+    temp_folder f;
+    f.write("job.json", R"({"name": "survivor"})");
+    std::string lines;
+    for (const auto& record :
+         {to_json(records::step{}),
+          to_json(records::node_lost{
+              "n2", {2, 3}, "its node's connection was lost", 7, 1.5, 1, 0, 3.0}),
+          to_json(records::step_redone{7, 1, 3.1}),
+          to_json(records::node_joined{"n3", {2, 3}, 9, 2500000, 2, 5.0}),
+          to_json(records::replicas_checked{{0, 1, 2, 3}, 9, 2, "ab12cd34ef56ab12cd34", 5.2})})
+      lines += record.dump() + "\n";
+    f.write("metrics.jsonl", lines);
+    const auto h = read_run_history(f.path.string());
+    REQUIRE(h.events.size() == 4);
+    CHECK(h.events[0].label ==
+          "node n2 lost at step 7 (its node's connection was lost); worker(s) 2, 3 gone, 1 "
+          "node(s) left");
+    CHECK(h.events[1].label == "step 7 redone by the live workers (membership 1)");
+    CHECK(h.events[2].label == "node n3 joined at step 9: worker(s) 2, 3, 2.5 MB of state");
+    CHECK(h.events[3].label ==
+          "replicas 0, 1, 2, 3 hold the same weights after step 9 (SHA-256 ab12cd34ef56)");
+    // Drawn: a marker on the charts (its label as the line's title) and a row in the table.
+    const auto page = render_run_page(h, {});
+    CHECK(count_of(page, "node n2 lost at step 7") >= 2);
+    CHECK(count_of(page, "node n3 joined at step 9") >= 2);
+  }
+
   TEST_CASE("a follower reads only what was appended, and whole lines only") {
     temp_folder f;
     f.write("metrics.jsonl", R"({"event":"step","step":0,"loss":2.0,"t":0.1})"
