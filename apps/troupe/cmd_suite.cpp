@@ -17,6 +17,7 @@
 #include "core/io/atomic_file.hpp"
 #include "core/run/run_directory.hpp"
 #include "core/run/run_plan.hpp"
+#include "core/suite/placement.hpp"
 #include "core/suite/suite_results.hpp"
 
 #include <fmt/format.h>
@@ -25,6 +26,17 @@
 
 namespace troupe {
 namespace {
+
+// How many jobs start together: max_concurrent, unless the devices' threads hold fewer of them
+// (a job takes its threads for as long as it runs).
+std::size_t starting_together(const suite_config& suite) {
+  std::vector<placement_request> requests;
+  for (const auto& j : suite.jobs)
+    requests.push_back(j.request);
+  return placement_queue(suite.devices, std::move(requests), suite.max_concurrent)
+      .start_ready()
+      .size();
+}
 
 std::string render_suite_plan(const suite_config& suite) {
   std::string out = fmt::format("suite {}: {} job(s)", suite.name, suite.jobs.size());
@@ -35,6 +47,13 @@ std::string render_suite_plan(const suite_config& suite) {
   for (const auto& d : suite.devices)
     out += fmt::format(" {} ({} threads)", d.name, d.threads);
   out += fmt::format(", at most {} at once", suite.max_concurrent);
+  const auto starting = starting_together(suite);
+  if (starting < static_cast<std::size_t>(suite.max_concurrent) && starting < suite.jobs.size())
+    out += fmt::format(
+        " ({} at the start: the devices' threads fit {} of these jobs, each holding its threads "
+        "while it runs; offer more devices[].threads, or give the jobs fewer "
+        "parallelism.threads_per_replica, to run more)",
+        starting, starting);
   if (suite.stop_losers_after)
     out += fmt::format(", stop_losers after {} evaluation(s)", *suite.stop_losers_after);
   out += "\n";

@@ -41,6 +41,9 @@ JSON
 out=$(timeout 300 "$troupe" validate "$tmp/suite.json" 2>&1)
 [ $? -eq 0 ] && grep -qF "10 job(s) (5 entries x 2 sweep combinations)" <<<"$out" && pass ||
   fail "validate suite: $out"
+# max_concurrent says 10, the 2 threads fit 2 jobs of 1 thread: the plan says so, and why.
+grep -qF "at most 10 at once (2 at the start: the devices' threads fit 2 of these jobs" <<<"$out" &&
+  pass || fail "validate suite does not say how many start together: $out"
 
 out=$(timeout 300 "$troupe" run "$tmp/suite.json" --out "$tmp/out" 2>&1)
 status=$?
