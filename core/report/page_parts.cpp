@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -83,7 +84,9 @@ std::string page(const std::string& title, const std::string& body, const page_o
 std::string number_text(double v, int digits) {
   if (!std::isfinite(v))
     return "-";
-  if (std::abs(v) >= 1e4 && std::abs(v) < 1e15)  // samples/s: 74458, not 7.446e+04
+  // Whole numbers where `digits` significant ones would turn to an exponent: samples/s 74458,
+  // not 7.446e+04; a std of 530 at 2 digits, not 5.3e+02.
+  if (std::abs(v) >= std::min(1e4, std::pow(10.0, digits)) && std::abs(v) < 1e15)
     return fmt::format("{:.0f}", v);
   return fmt::format("{:.{}g}", v, digits);
 }

@@ -30,7 +30,8 @@ std::string job_href(const std::string& folder);
 /// The whole HTML document: `body` with the page's style, and the live script when served.
 std::string page(const std::string& title, const std::string& body, const page_options& o);
 
-/// A figure as the tables show it: "-" when not finite, integers past 10^4 without exponent.
+/// A figure as the tables show it: "-" when not finite; `digits` significant digits, but whole
+/// numbers (no exponent) from 10^digits (or 10^4) up.
 std::string number_text(double v, int digits = 4);
 /// A fraction as a percentage with two decimals, or "-".
 std::string percent_text(const nlohmann::json& v);

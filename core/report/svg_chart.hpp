@@ -39,7 +39,7 @@ struct line_chart {
   std::vector<chart_marker> markers;
   bool y_from_zero = false;
   /// Values above are drawn at the top edge: one diverged curve must not flatten the rest.
-  std::optional<double> y_limit;
+  std::optional<double> y_limit{};
 };
 
 struct bar_segment {

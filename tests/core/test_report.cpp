@@ -3,6 +3,7 @@
 #include "core/errors.hpp"
 #include "core/metrics/metrics_budget.hpp"
 #include "core/metrics/record_windows.hpp"
+#include "core/report/page_parts.hpp"
 #include "core/report/report_page.hpp"
 #include "core/report/run_history.hpp"
 #include "core/report/series.hpp"
@@ -104,6 +105,15 @@ TEST_SUITE("report") {
     const auto page = render_run_page(h, {});
     CHECK(count_of(page, "node n2 lost at step 7") >= 2);
     CHECK(count_of(page, "node n3 joined at step 9") >= 2);
+  }
+
+  TEST_CASE("numbers print whole where significant digits would turn to an exponent") {
+    CHECK(number_text(530.2, 2) == "530");
+    CHECK(number_text(74458.3) == "74458");
+    CHECK(number_text(12.345, 2) == "12");
+    CHECK(number_text(0.012345, 2) == "0.012");
+    CHECK(number_text(1.5) == "1.5");
+    CHECK(number_text(NAN) == "-");
   }
 
   TEST_CASE("a follower reads only what was appended, and whole lines only") {
