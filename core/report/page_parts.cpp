@@ -16,6 +16,7 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 800p
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; }
 table { border-collapse: collapse; margin: 8px 0; } td, th { padding: 2px 10px; text-align: left; }
 th { border-bottom: 1px solid #999; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td a { white-space: nowrap; }  /* a job name in a table breaks nowhere */
 pre { background: #f5f5f5; padding: 8px; overflow-x: auto; font-size: 12px; }
 .note { color: #666; } .live { color: #2ca02c; } .failed { color: #d62728; }
 svg.chart { display: block; margin: 10px 0; }
