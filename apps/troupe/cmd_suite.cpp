@@ -40,7 +40,12 @@ std::size_t starting_together(const suite_config& suite) {
 
 std::string render_suite_plan(const suite_config& suite) {
   std::string out = fmt::format("suite {}: {} job(s)", suite.name, suite.jobs.size());
-  if (suite.combinations > 1)
+  const auto swept = suite.combinations / std::max<std::size_t>(1, suite.trials);
+  if (suite.trials > 0)
+    out += fmt::format(" ({} entr{} x {} search trial(s){})", suite.entries,
+                       suite.entries == 1 ? "y" : "ies", suite.trials,
+                       swept > 1 ? fmt::format(" x {} sweep combinations", swept) : "");
+  else if (suite.combinations > 1)
     out += fmt::format(" ({} entr{} x {} sweep combinations)", suite.entries,
                        suite.entries == 1 ? "y" : "ies", suite.combinations);
   out += ", devices:";

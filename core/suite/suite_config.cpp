@@ -5,6 +5,7 @@
 #include "core/config/parse_job.hpp"
 #include "core/device/device_plan.hpp"
 #include "core/errors.hpp"
+#include "core/suite/random_search.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -14,8 +15,10 @@
 namespace troupe {
 namespace {
 
-const std::vector<std::string> suite_keys{"jobs", "sweep", "devices", "max_concurrent",
-                                          "stop_losers"};
+using assignment = std::vector<std::pair<std::string, nlohmann::json>>;
+
+const std::vector<std::string> suite_keys{"jobs",    "sweep",          "search",
+                                          "devices", "max_concurrent", "stop_losers"};
 
 bool valid_device_offer(const std::string& d) {
   const auto spec = parse_device(d);
@@ -71,6 +74,25 @@ std::vector<std::pair<std::string, nlohmann::json>> read_sweep(const nlohmann::j
       axes.emplace_back(key, values);
   }
   return axes;
+}
+
+// Every sweep combination with every search trial (trial slowest); a key both set is refused.
+std::vector<assignment> with_trials(const std::vector<assignment>& combos,
+                                    const std::vector<search_trial>& trials,
+                                    std::vector<std::string>& problems) {
+  if (!trials.empty() && !combos.empty())
+    for (const auto& [key, value] : trials.front())
+      for (const auto& [swept, values] : combos.front())
+        if (key == swept)
+          problems.push_back("/search/space/" + key + ": also in sweep; give each key one of them");
+  std::vector<assignment> out;
+  for (const auto& trial : trials)
+    for (const auto& combo : combos) {
+      auto both = trial;
+      both.insert(both.end(), combo.begin(), combo.end());
+      out.push_back(std::move(both));
+    }
+  return out;
 }
 
 // The cartesian product of the axes, first axis slowest.
@@ -162,8 +184,6 @@ std::string string_or(const nlohmann::json& json, const char* key, const std::st
   return it != json.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-using assignment = std::vector<std::pair<std::string, nlohmann::json>>;
-
 // The suite's entries: the objects of its "jobs", or one empty entry (a sweep of the file's own
 // job).
 std::vector<nlohmann::json> read_entries(const nlohmann::json& file,
@@ -193,6 +213,7 @@ struct job_origin {
   const nlohmann::json& entry;
   const std::string& where;
   const assignment& values;
+  const std::set<std::string>& searched;  ///< keys of `values` from the search, not the sweep
   std::size_t combination;
   std::size_t combinations;
   std::size_t index;
@@ -209,7 +230,8 @@ std::optional<suite_job> expand_job(const nlohmann::json& base, const std::strin
       apply_override(json, key + "=" + value.dump());
       overrides[key] = value;
     } catch (const job_error& err) {
-      problems.push_back("/sweep/" + key + ": " + err.problems().front());
+      problems.push_back((from.searched.count(key) > 0 ? "/search/space/" : "/sweep/") + key +
+                         ": " + err.problems().front());
     }
   }
   const bool named = from.entry.contains("name");
@@ -263,7 +285,8 @@ int64_t read_max_concurrent(const nlohmann::json& file, std::size_t jobs,
 }  // namespace
 
 bool is_suite(const nlohmann::json& file) {
-  return file.is_object() && (file.contains("jobs") || file.contains("sweep"));
+  return file.is_object() &&
+         (file.contains("jobs") || file.contains("sweep") || file.contains("search"));
 }
 
 suite_config parse_suite(const nlohmann::json& file) {
@@ -271,6 +294,11 @@ suite_config parse_suite(const nlohmann::json& file) {
   suite_config suite;
   suite.devices = read_devices(file, problems);
   const auto axes = read_sweep(file, problems);
+  const auto search = read_search(file, static_cast<int64_t>(max_suite_jobs), problems);
+  std::set<std::string> searched;
+  if (search)
+    for (const auto& a : search->axes)
+      searched.insert(a.key);
 
   nlohmann::json base = file;
   for (const auto& key : suite_keys)
@@ -281,22 +309,29 @@ suite_config parse_suite(const nlohmann::json& file) {
 
   const auto entries = read_entries(file, problems);
   suite.entries = entries.size();
-  if (job_count(entries.size(), axes) > max_suite_jobs) {
-    problems.push_back(std::string(axes.empty() ? "/jobs" : "/sweep") +
+  const auto trials = static_cast<std::size_t>(search ? search->trials : 1);
+  if (job_count(entries.size(), axes) > max_suite_jobs / trials) {
+    problems.push_back(std::string(search         ? "/search/trials"
+                                   : axes.empty() ? "/jobs"
+                                                  : "/sweep") +
                        ": the suite expands to more than " + std::to_string(max_suite_jobs) +
                        " jobs, the most it may hold");
     throw job_error(std::move(problems));
   }
-  const auto combos = combinations(axes);
+  auto combos = combinations(axes);
+  if (search)
+    combos = with_trials(combos, draw_trials(*search), problems);
   suite.combinations = combos.size();
+  suite.trials = trials > 1 || search ? trials : 0;
 
   std::set<std::string> names;
   for (std::size_t e = 0; e < entries.size(); ++e)
     for (std::size_t c = 0; c < combos.size(); ++c) {
       const auto where = file.contains("jobs") ? "/jobs/" + std::to_string(e) : std::string("");
-      auto job =
-          expand_job(base, suite.name,
-                     {entries[e], where, combos[c], c, combos.size(), suite.jobs.size()}, problems);
+      auto job = expand_job(
+          base, suite.name,
+          {entries[e], where, combos[c], searched, c, combos.size(), e * combos.size() + c},
+          problems);
       if (!job)
         continue;
       if (!names.insert(job->job.name).second)

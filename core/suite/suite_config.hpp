@@ -40,12 +40,13 @@ struct suite_config {
   int64_t max_concurrent = 0;
   std::vector<suite_job> jobs;
   std::size_t entries = 1;       ///< entries of `jobs` (1 without it)
-  std::size_t combinations = 1;  ///< combinations of `sweep` (1 without it)
+  std::size_t combinations = 1;  ///< combinations of `sweep` x trials of `search` (1: neither)
+  std::size_t trials = 0;        ///< trials of `search` (core/suite/random_search); 0: none
   /// stop_losers.after: the evaluations after which a job meets the median rule (off: none).
   std::optional<int64_t> stop_losers_after;
 };
 
-/// Whether a job file is a suite (has `jobs` or `sweep`).
+/// Whether a job file is a suite (has `jobs`, `sweep` or `search`).
 bool is_suite(const nlohmann::json& file);
 
 /// Expands and validates; throws job_error with every problem, each naming its place

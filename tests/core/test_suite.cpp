@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 using namespace troupe;
 using nlohmann::json;
@@ -90,6 +91,91 @@ TEST_SUITE("suite") {
         parse_suite({{"retries", 3}, {"jobs", {{{"name", "a"}}, {{"name", "b"}, {"retries", 0}}}}});
     CHECK(retried.jobs[0].retries == 3);
     CHECK(retried.jobs[1].retries == 0);
+  }
+
+  TEST_CASE("random search: trials drawn from the seed, within each space, beside a sweep") {
+    const json space = {{"optimizer.lr", {{"log_uniform", {1e-4, 0.1}}}},
+                        {"optimizer.momentum", {{"uniform", {0.8, 0.99}}}},
+                        {"training.batch_size", {{"int", {16, 18}}}},
+                        {"model.hidden", {{"choice", {json::array({8}), json::array({16, 8})}}}}};
+    const json file = {{"seed", 3}, {"search", {{"trials", 40}, {"space", space}}}};
+    CHECK(is_suite(file));
+    const auto suite = parse_suite(file);
+    REQUIRE(suite.jobs.size() == 40);
+    std::set<int64_t> batches;
+    std::set<std::string> hiddens;
+    double smallest_lr = 1;
+    for (const auto& j : suite.jobs) {
+      const auto lr = j.overrides.at("optimizer.lr").get<double>();
+      CHECK(lr >= 1e-4);
+      CHECK(lr <= 0.1);
+      smallest_lr = std::min(smallest_lr, lr);
+      const auto momentum = j.overrides.at("optimizer.momentum").get<double>();
+      CHECK(momentum >= 0.8);
+      CHECK(momentum <= 0.99);
+      CHECK(j.job.optimizer.momentum == momentum);  // applied to the job, not only listed
+      batches.insert(j.job.training.batch_size);
+      hiddens.insert(j.overrides.at("model.hidden").dump());
+    }
+    CHECK(smallest_lr < 1e-3);                        // a log scale reaches the low decades
+    CHECK(batches == std::set<int64_t>{16, 17, 18});  // both ends included
+    CHECK(hiddens.size() == 2);
+    // The same file draws the same trials; another seed others; the suite's seed by default.
+    CHECK(parse_suite(file).jobs[7].overrides == suite.jobs[7].overrides);
+    auto reseeded = file;
+    reseeded["search"]["seed"] = 4;
+    CHECK(parse_suite(reseeded).jobs[7].overrides != suite.jobs[7].overrides);
+    reseeded["search"]["seed"] = 3;
+    CHECK(parse_suite(reseeded).jobs[7].overrides == suite.jobs[7].overrides);
+
+    // With a sweep: every trial for each combination.
+    auto both = file;
+    both["search"]["trials"] = 3;
+    both["sweep"] = {{"seed", {1, 2}}};
+    const auto crossed = parse_suite(both);
+    REQUIRE(crossed.jobs.size() == 6);
+    CHECK(crossed.jobs[0].overrides.at("optimizer.lr") ==
+          crossed.jobs[1].overrides.at("optimizer.lr"));
+    CHECK(crossed.jobs[0].job.seed == 1);
+    CHECK(crossed.jobs[1].job.seed == 2);
+  }
+
+  TEST_CASE("random search: a bad space is refused, naming the key and what it must be") {
+    const auto with = [](json search) { return json{{"search", std::move(search)}}; };
+    const json lr = {{"optimizer.lr", {{"log_uniform", {0.0, 0.1}}}}};
+    CHECK(any_contains(problems_of(with({{"space", lr}})), "/search/trials: is required"));
+    CHECK(any_contains(problems_of(with({{"trials", 2}, {"space", lr}})),
+                       "/search/space/optimizer.lr/log_uniform: must have low > 0"));
+    CHECK(any_contains(problems_of(with({{"trials", 2}, {"space", json::object()}})),
+                       "/search/space: must be a non-empty object"));
+    CHECK(any_contains(
+        problems_of(with({{"trials", 2}, {"space", {{"optimizer.lr", {{"normal", {0, 1}}}}}}})),
+        "/search/space/optimizer.lr/normal: unknown kind (known: uniform, log_uniform, int, "
+        "choice)"));
+    CHECK(any_contains(
+        problems_of(with({{"trials", 2}, {"space", {{"training.steps", {{"int", {1.5, 9}}}}}}})),
+        "/search/space/training.steps/int: must be [low, high], two integers"));
+    CHECK(any_contains(
+        problems_of(
+            with({{"trials", 2}, {"space", {{"optimizer.lr", {{"uniform", {0.5, 0.1}}}}}}})),
+        "must have low < high"));
+    CHECK(any_contains(problems_of(with({{"trials", 0}, {"space", lr}})), "/search/trials"));
+    CHECK(any_contains(problems_of(with({{"trials", 2}, {"space", lr}, {"zz", 1}})),
+                       "/search/zz: unknown key"));
+    CHECK(any_contains(
+        problems_of({{"search",
+                      {{"trials", 2}, {"space", {{"optimizer.lrr", {{"uniform", {0.1, 0.2}}}}}}}}}),
+        "job suite-0: /optimizer/lrr: unknown key (did you mean \"lr\"?"));
+    CHECK(any_contains(
+        problems_of({{"sweep", {{"optimizer.lr", {0.1}}}},
+                     {"search",
+                      {{"trials", 2}, {"space", {{"optimizer.lr", {{"uniform", {0.1, 0.2}}}}}}}}}),
+        "/search/space/optimizer.lr: also in sweep"));
+    CHECK(any_contains(problems_of({{"sweep", {{"seed", {1, 2, 3, 4}}}},
+                                    {"search",
+                                     {{"trials", 5000},
+                                      {"space", {{"optimizer.lr", {{"uniform", {0.1, 0.2}}}}}}}}}),
+                       "/search/trials: the suite expands to more than 10000 jobs"));
   }
 
   TEST_CASE("bad suites name the job or key at fault") {

@@ -116,6 +116,34 @@ status=$?
 [ $status -eq 1 ] && grep -qF "error: run diverged: " "$tmp/wild.log" && pass ||
   fail "a diverged run exited $status: $(cat "$tmp/wild.log")"
 
+# Random search: 3 trials drawn from the seed, each a job whose job.json holds its draws.
+cat >"$tmp/search.json" <<'JSON'
+{"name": "rs", "seed": 4,
+ "model": {"type": "mlp", "hidden": [16]},
+ "data": {"type": "synthetic", "train_samples": 256, "test_samples": 64},
+ "training": {"steps": 10, "batch_size": 32},
+ "devices": [{"device": "cpu", "threads": 2}],
+ "search": {"trials": 3, "space": {"optimizer.lr": {"log_uniform": [0.001, 0.1]},
+                                   "training.batch_size": {"int": [16, 32]}}}}
+JSON
+out=$(timeout 120 "$troupe" validate "$tmp/search.json" 2>&1)
+[ $? -eq 0 ] && grep -qF "3 job(s) (1 entry x 3 search trial(s))" <<<"$out" && pass ||
+  fail "validate search: $out"
+out=$(timeout 300 "$troupe" run "$tmp/search.json" --out "$tmp/search" 2>&1)
+[ $? -eq 0 ] && pass || fail "search suite: $out"
+/usr/bin/python3 - "$tmp/search" <<'PY' && pass || fail "search jobs do not hold their draws"
+import json, sys
+board = json.load(open(f"{sys.argv[1]}/leaderboard.json"))
+lrs = set()
+for row in board["jobs"]:
+    job = json.load(open(f"{sys.argv[1]}/{row['name']}/job.json"))
+    assert job["optimizer"]["lr"] == row["overrides"]["optimizer.lr"], (job, row)
+    assert 0.001 <= job["optimizer"]["lr"] <= 0.1
+    assert 16 <= job["training"]["batch_size"] <= 32
+    lrs.add(job["optimizer"]["lr"])
+assert len(lrs) == 3, lrs
+PY
+
 # Refused before anything runs.
 echo '{"jobs": [{"name": "a", "optimizer": {"lr": -1}}, {"name": "a"}]}' >"$tmp/bad.json"
 out=$(timeout 60 "$troupe" run "$tmp/bad.json" --out "$tmp/bad" 2>&1)
