@@ -22,10 +22,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace troupe {
 namespace {
+
+int64_t longest(const std::vector<int64_t>& steps) {
+  return steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end());
+}
 
 // How many jobs start together: max_concurrent, unless the devices' threads hold fewer of them
 // (a job takes its threads for as long as it runs).
@@ -61,6 +66,9 @@ std::string render_suite_plan(const suite_config& suite) {
         starting, starting);
   if (suite.stop_losers_after)
     out += fmt::format(", stop_losers after {} evaluation(s)", *suite.stop_losers_after);
+  if (suite.asha)
+    out += fmt::format(", asha from {} steps keeping 1/{} at each rung", suite.asha->min_steps,
+                       suite.asha->reduction);
   out += "\n";
   for (const auto& j : suite.jobs) {
     out += fmt::format("  {}: {} thread(s) on {}", j.job.name, j.request.threads, j.request.device);
@@ -176,9 +184,14 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
   }
   suite_display display(std::move(rows), stdout, cmd.quiet);
   try {
-    suite_run run{suite,   *dir, prepare_folder(file, suite, *dir, results),
-                  results, {},   loser_watch(suite.stop_losers_after, suite.jobs.size()),
-                  display};
+    suite_run run{
+        suite,
+        *dir,
+        prepare_folder(file, suite, *dir, results),
+        results,
+        {},
+        loser_watch(suite.stop_losers_after, suite.asha, longest(steps), suite.jobs.size()),
+        display};
     run_jobs(run);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -5,11 +5,15 @@
 
 namespace troupe {
 
-loser_watch::loser_watch(std::optional<int64_t> after, std::size_t jobs)
-    : after_(after), histories_(jobs), offsets_(jobs, 0) {}
+loser_watch::loser_watch(std::optional<int64_t> after, std::optional<asha_config> asha,
+                         int64_t max_steps, std::size_t jobs)
+    : after_(after), histories_(jobs), offsets_(jobs, 0), judged_(jobs, 0), stopped_(jobs) {
+  if (asha)
+    rungs_.emplace(*asha, max_steps);
+}
 
 void loser_watch::read(std::size_t index, const std::string& metrics_path) {
-  if (!after_)
+  if (!enabled())
     return;
   // The child creates the file after it starts; until then there is nothing to read.
   std::ifstream in(metrics_path, std::ios::binary);
@@ -20,20 +24,28 @@ void loser_watch::read(std::size_t index, const std::string& metrics_path) {
     return;
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   offsets_[index] += text.size();
-  histories_[index].feed(text);
+  auto& history = histories_[index];
+  history.feed(text);
+  for (auto& k = judged_[index]; rungs_ && k < history.accuracies().size(); ++k) {
+    auto reason = rungs_->on_evaluation(index, history.steps()[k] + 1, history.accuracies()[k]);
+    if (reason && !stopped_[index])
+      stopped_[index] = std::move(reason);
+  }
 }
 
 void loser_watch::finished(std::size_t index, const std::string& metrics_path, bool succeeded) {
-  if (!after_)
+  if (!enabled())
     return;
-  read(index, metrics_path);
-  if (!succeeded)
+  read(index, metrics_path);  // under asha, its last evaluations still fill the rungs
+  if (!succeeded || !after_)
     return;
   if (const auto kth = histories_[index].at(*after_))
     finished_.push_back(*kth);
 }
 
 std::optional<std::string> loser_watch::verdict(std::size_t index) const {
+  if (rungs_)
+    return stopped_[index];
   if (!after_)
     return std::nullopt;
   const auto kth = histories_[index].at(*after_);

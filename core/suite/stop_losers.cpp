@@ -32,8 +32,10 @@ void validation_history::feed(std::string_view text) {
     // The final test evaluation is an eval too, of the test split: it does not count.
     const auto record = records::parse_record(line);
     const auto* e = record ? std::get_if<records::eval>(&*record) : nullptr;
-    if (e && e->split == "validation" && e->metric == "accuracy")
+    if (e && e->split == "validation" && e->metric == "accuracy") {
       accuracies_.push_back(e->accuracy);
+      steps_.push_back(e->step);
+    }
   });
 }
 

@@ -32,12 +32,15 @@ class validation_history {
  public:
   void feed(std::string_view text);
   const std::vector<double>& accuracies() const { return accuracies_; }
+  /// The step after which each was evaluated (0-based), beside accuracies().
+  const std::vector<int64_t>& steps() const { return steps_; }
   /// The K-th (1-based) accuracy, if there have been that many evaluations.
   std::optional<double> at(int64_t k) const;
 
  private:
   jsonl_lines lines_;  ///< the records as they arrive
   std::vector<double> accuracies_;
+  std::vector<int64_t> steps_;
 };
 
 }  // namespace troupe

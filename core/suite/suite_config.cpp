@@ -17,8 +17,8 @@ namespace {
 
 using assignment = std::vector<std::pair<std::string, nlohmann::json>>;
 
-const std::vector<std::string> suite_keys{"jobs",    "sweep",          "search",
-                                          "devices", "max_concurrent", "stop_losers"};
+const std::vector<std::string> suite_keys{"jobs",           "sweep",       "search", "devices",
+                                          "max_concurrent", "stop_losers", "asha"};
 
 bool valid_device_offer(const std::string& d) {
   const auto spec = parse_device(d);
@@ -271,6 +271,38 @@ std::optional<suite_job> expand_job(const nlohmann::json& base, const std::strin
   return job;
 }
 
+// `"asha": {"min_steps": N, "reduction": R}`. Like stop_losers it compares validation
+// accuracies, so every job must hold out a validation set; the two rules do not combine.
+std::optional<asha_config> read_asha(const nlohmann::json& file, const std::vector<suite_job>& jobs,
+                                     std::vector<std::string>& problems) {
+  if (!file.contains("asha"))
+    return std::nullopt;
+  object_reader r(file["asha"], "/asha", problems);
+  asha_config c;
+  const bool good = r.integer("min_steps", c.min_steps, 1, int64_t{1} << 40) &&
+                    (!r.has("reduction") || r.integer("reduction", c.reduction, 2, 1000));
+  if (r.valid() && !r.has("min_steps"))
+    r.problem("min_steps", "is required: the steps of the first rung");
+  r.finish({"min_steps", "reduction"});
+  if (!r.valid() || !good || !r.has("min_steps"))
+    return std::nullopt;
+  if (file.contains("stop_losers")) {
+    problems.push_back("/asha: give asha or stop_losers, not both");
+    return std::nullopt;
+  }
+  for (const auto& j : jobs)
+    if (j.job.data.validation <= 0) {
+      problems.push_back(
+          "/asha: needs every job to hold out a validation set (data.validation), "
+          "and job " +
+          j.job.name +
+          " has none; stopping on test figures would tune on the "
+          "test set");
+      return std::nullopt;
+    }
+  return c;
+}
+
 int64_t read_max_concurrent(const nlohmann::json& file, std::size_t jobs,
                             std::vector<std::string>& problems) {
   if (!file.contains("max_concurrent"))
@@ -341,6 +373,7 @@ suite_config parse_suite(const nlohmann::json& file) {
     }
   suite.max_concurrent = read_max_concurrent(file, suite.jobs.size(), problems);
   suite.stop_losers_after = read_stop_losers(file, suite.jobs, problems);
+  suite.asha = read_asha(file, suite.jobs, problems);
   if (problems.empty())
     for (const auto& j : suite.jobs)
       if (auto why = unplaceable(suite.devices, j.request))

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/job/job_config.hpp"
+#include "core/suite/asha.hpp"
 #include "core/suite/placement.hpp"
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,8 @@ struct suite_config {
   std::size_t trials = 0;        ///< trials of `search` (core/suite/random_search); 0: none
   /// stop_losers.after: the evaluations after which a job meets the median rule (off: none).
   std::optional<int64_t> stop_losers_after;
+  /// asha: successive halving's rungs (core/suite/asha); off: none.
+  std::optional<asha_config> asha;
 };
 
 /// Whether a job file is a suite (has `jobs`, `sweep` or `search`).

@@ -2,6 +2,7 @@
 // the concurrency cap, backfill, jobs no device can hold), the leaderboard's order (validation
 // first), seed groups with their mean and standard deviation, and the stop_losers rule.
 #include "core/errors.hpp"
+#include "core/suite/asha.hpp"
 #include "core/suite/placement.hpp"
 #include "core/suite/seed_groups.hpp"
 #include "core/suite/stop_losers.hpp"
@@ -176,6 +177,50 @@ TEST_SUITE("suite") {
                                      {{"trials", 5000},
                                       {"space", {{"optimizer.lr", {{"uniform", {0.1, 0.2}}}}}}}}}),
                        "/search/trials: the suite expands to more than 10000 jobs"));
+  }
+
+  TEST_CASE("asha: rungs, the quantile cutoff, the first at a rung goes on") {
+    CHECK(*quantile({1, 2, 3, 4}, 0.5) == doctest::Approx(2.5));
+    CHECK(*quantile({4, 1, 3}, 2.0 / 3) == doctest::Approx(3 + (4 - 3) * (4.0 / 3 - 1)));
+    CHECK(!quantile({}, 0.5));
+
+    asha_rungs rungs({10, 3}, 200);
+    CHECK(rungs.milestones() == std::vector<int64_t>{10, 30, 90});
+    CHECK(!rungs.on_evaluation(0, 5, 0.1));            // before the first rung: nothing to judge
+    CHECK(!rungs.on_evaluation(0, 10, 0.5));           // first at rung 10: goes on
+    CHECK(!rungs.on_evaluation(1, 10, 0.6));           // above the cutoff of {0.5}
+    const auto low = rungs.on_evaluation(2, 10, 0.4);  // cutoff of {0.5, 0.6} at 2/3: 0.5667
+    REQUIRE(low);
+    CHECK(low->find(
+              "stopped by asha at the rung of 10 steps: validation accuracy 0.4 < 0.566667") == 0);
+    CHECK(!rungs.on_evaluation(2, 12, 0.9));  // judged at rung 10 already, no new rung
+    // A job that reports first past two rungs is judged at the higher one only.
+    CHECK(!rungs.on_evaluation(3, 35, 0.2));   // first at rung 30
+    CHECK(rungs.on_evaluation(4, 30, 0.1));    // below {0.2}
+    CHECK(!rungs.on_evaluation(4, 10, 0.99));  // an older evaluation read late: judged at 30
+    // No rung at or past the longest job's end; a huge min_steps has none.
+    CHECK(asha_rungs({100, 2}, 100).milestones().empty());
+    CHECK(asha_rungs({int64_t{1} << 40, 1000}, INT64_MAX).milestones().size() <= 3);
+  }
+
+  TEST_CASE("asha: parsed, and refused with stop_losers or without a validation set") {
+    const json base = {{"data", {{"type", "synthetic"}, {"validation", 0.1}}},
+                       {"sweep", {{"seed", {1, 2}}}}};
+    auto file = base;
+    file["asha"] = {{"min_steps", 20}};
+    REQUIRE(parse_suite(file).asha.has_value());
+    CHECK(parse_suite(file).asha->reduction == 3);
+    CHECK(!parse_suite(base).asha.has_value());
+    file["asha"] = {{"reduction", 2}};
+    CHECK(any_contains(problems_of(file), "/asha/min_steps: is required"));
+    file["asha"] = {{"min_steps", 20}, {"reduction", 1}};
+    CHECK(any_contains(problems_of(file), "/asha/reduction"));
+    file["asha"] = {{"min_steps", 20}};
+    file["stop_losers"] = {{"after", 2}};
+    CHECK(any_contains(problems_of(file), "/asha: give asha or stop_losers, not both"));
+    file.erase("stop_losers");
+    file["data"].erase("validation");
+    CHECK(any_contains(problems_of(file), "/asha: needs every job to hold out a validation set"));
   }
 
   TEST_CASE("bad suites name the job or key at fault") {

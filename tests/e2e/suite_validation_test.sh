@@ -106,6 +106,32 @@ check "$tmp/losers" "the suite succeeded; the stopped job is listed after the ra
 check "$tmp/losers" "the stopped job was well short of its time limit" 'jobs["hopeless"]["wall_s"] < 100'
 grep -qF "stopped: stopped by stop_losers" <<<"$out" && pass || fail "the table: $out"
 
+# ---- asha: the first job at a rung goes on; one below the rung's top half stops ----------------
+# One job at a time, so the order in which jobs reach the rung is the file's.
+cat >"$tmp/asha.json" <<'JSON'
+{
+  "name": "asha",
+  "model": {"type": "mlp", "hidden": [16]},
+  "data": {"type": "synthetic", "train_samples": 512, "test_samples": 128, "validation": 0.25},
+  "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+  "training": {"steps": 40, "batch_size": 32, "eval_interval": 5},
+  "devices": [{"device": "cpu", "threads": 2}], "max_concurrent": 1,
+  "asha": {"min_steps": 10, "reduction": 2},
+  "jobs": [
+    {"name": "leader"},
+    {"name": "hopeless", "optimizer": {"lr": 1e-7, "momentum": 0},
+     "training": {"steps": 1000000}, "limits": {"time_s": 120}}
+  ]
+}
+JSON
+out=$(timeout 300 "$troupe" validate "$tmp/asha.json" 2>&1)
+grep -qF "asha from 10 steps keeping 1/2 at each rung" <<<"$out" && pass || fail "asha plan: $out"
+out=$(timeout 300 "$troupe" run "$tmp/asha.json" --out "$tmp/asha" 2>&1)
+status=$?
+[ $status -eq 0 ] && pass || fail "a suite with a job asha stopped should exit 0, got $status: $out"
+check "$tmp/asha" "the leader succeeds, the hopeless job is stopped at the first rung" \
+  'jobs["leader"]["status"] == "succeeded" and jobs["hopeless"]["status"] == "stopped" and jobs["hopeless"]["error"].startswith("stopped by asha at the rung of 10 steps: validation accuracy ") and jobs["hopeless"]["wall_s"] < 100'
+
 # ---- stop_losers refused without a validation set, or with a bad K ----------------------------
 echo '{"sweep": {"seed": [1, 2]}, "data": {"type": "synthetic"}, "stop_losers": {"after": 2}}' \
   >"$tmp/nosplit.json"
