@@ -17,6 +17,8 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 table { border-collapse: collapse; margin: 8px 0; } td, th { padding: 2px 10px; text-align: left; }
 th { border-bottom: 1px solid #999; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td a { white-space: nowrap; }  /* a job name in a table breaks nowhere */
+pre#plan { white-space: pre-wrap; }  /* the plan's long lines wrap instead of hiding */
+text.marker-label { font-size: 10px; fill: #a05a00; }
 pre { background: #f5f5f5; padding: 8px; overflow-x: auto; font-size: 12px; }
 .note { color: #666; } .live { color: #2ca02c; } .failed { color: #d62728; }
 svg.chart { display: block; margin: 10px 0; }

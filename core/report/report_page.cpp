@@ -74,6 +74,30 @@ std::string learning_charts(const run_history& h) {
   return out;
 }
 
+// The learning rate each step's update used (a schedule's warm-up and decay), when recorded.
+std::string lr_chart(const run_history& h) {
+  std::vector<chart_point> points;
+  for (const auto& s : h.steps)
+    if (s.lr > 0)
+      points.push_back({static_cast<double>(s.step), s.lr});
+  if (points.empty())
+    return {};
+  line_chart c{"learning_rate", "Learning rate per step", "step", "learning rate", {}, {}, true};
+  c.series.push_back({"lr", thinned(points, max_chart_points), palette_color(3), false, false});
+  return render_svg(c);
+}
+
+// The settings a reader compares runs by, each section of the resolved job on one line.
+std::string settings_table(const run_history& h) {
+  if (!h.job.is_object())
+    return {};
+  std::string out = "<h2>Settings</h2><table id=\"settings\">";
+  for (const char* key : {"model", "optimizer", "training", "parallelism", "data", "seed"})
+    if (h.job.contains(key))
+      out += row(key, "<code>" + echo(h.job[key].dump(), 600) + "</code>");
+  return out + "</table>";
+}
+
 // Stacked ensembles: each member's accuracy per evaluation, beside the ensemble's.
 std::string member_chart(const run_history& h) {
   if (h.member_evals.empty())
@@ -153,9 +177,12 @@ std::string pipeline_charts(const run_history& h) {
 std::string events_table(const run_history& h) {
   if (h.events.empty())
     return {};
-  std::string out = "<h2>Events</h2><table id=\"events\"><tr><th>time (s)</th><th>event</th></tr>";
-  for (const auto& e : h.events)
-    out += fmt::format("<tr><td class=\"num\">{:.2f}</td><td>{}</td></tr>", e.t, echo(e.label));
+  // Numbered as the charts' marker lines are.
+  std::string out =
+      "<h2>Events</h2><table id=\"events\"><tr><th>#</th><th>time (s)</th><th>event</th></tr>";
+  for (std::size_t i = 0; i < h.events.size(); ++i)
+    out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td>{}</td></tr>",
+                       i + 1, h.events[i].t, echo(h.events[i].label));
   return out + "</table>";
 }
 
@@ -196,8 +223,8 @@ std::string run_body(const run_history& h, const page_options& o) {
   std::string out = "<h1>" + echo(h.name()) + "</h1>";
   if (o.live)
     out += "<p class=\"live\">Live: this page redraws itself as the run writes.</p>";
-  out += facts_table(h);
-  out += "<h2>Learning</h2>" + learning_charts(h) + member_chart(h);
+  out += facts_table(h) + settings_table(h);
+  out += "<h2>Learning</h2>" + learning_charts(h) + member_chart(h) + lr_chart(h);
   if (!h.steps.empty())
     out += "<h2>Speed</h2>" + throughput_chart(h);
   if (!h.workers.empty())

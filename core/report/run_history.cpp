@@ -216,7 +216,7 @@ void fold_record(run_history& h, const nlohmann::json& line) {
   std::visit(
       folding{
           [&](const records::step& r) {
-            h.steps.push_back({r.step, r.t, r.loss, r.samples_per_s, r.samples});
+            h.steps.push_back({r.step, r.t, r.loss, r.samples_per_s, r.samples, r.lr});
           },
           [&](const records::eval& r) {
             h.evals.push_back(

@@ -21,6 +21,7 @@ struct step_row {
   double loss = 0;
   double samples_per_s = 0;
   int64_t samples = 0;
+  double lr = 0;  ///< of this step's update; 0 when not recorded
 };
 
 struct eval_row {

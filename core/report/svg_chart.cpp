@@ -161,12 +161,17 @@ std::string axes_svg(const line_chart& chart, const plot_area& a) {
       "<text class=\"axis\" transform=\"translate(14,{}) rotate(-90)\" "
       "text-anchor=\"middle\">{}</text>",
       top + a.ph / 2, html_escape(chart.y_label));
-  for (const auto& m : chart.markers)
+  // Each marker's number above it, as the page's events table numbers them; its label on hover.
+  for (std::size_t i = 0; i < chart.markers.size(); ++i) {
+    const auto& m = chart.markers[i];
     if (std::isfinite(m.x))
       out += fmt::format(
           "<line class=\"marker\" data-marker=\"{}\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" "
-          "y2=\"{}\"><title>{}</title></line>",
-          html_escape(m.label), a.px(m.x), a.px(m.x), top, top + a.ph, html_escape(m.label));
+          "y2=\"{}\"><title>{}</title></line>"
+          "<text class=\"marker-label\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+          html_escape(m.label), a.px(m.x), a.px(m.x), top, top + a.ph, html_escape(m.label),
+          a.px(m.x), top - 3, i + 1);
+  }
   return out;
 }
 

@@ -105,6 +105,31 @@ TEST_SUITE("report") {
     const auto page = render_run_page(h, {});
     CHECK(count_of(page, "node n2 lost at step 7") >= 2);
     CHECK(count_of(page, "node n3 joined at step 9") >= 2);
+    // Each marker line carries its number, and the table numbers its rows the same way.
+    CHECK(page.find("<td class=\"num\">4</td><td class=\"num\">5.20</td><td>replicas 0, 1, 2, 3") !=
+          std::string::npos);
+    CHECK(page.find("class=\"marker-label\"") != std::string::npos);
+  }
+
+  TEST_CASE("the run page shows the settings and the learning rate each step used") {
+    temp_folder f;
+    f.write("job.json", R"({"name": "lr", "optimizer": {"type": "sgd", "lr": 0.1},
+                           "model": {"type": "mlp", "hidden": [32]}, "seed": 7})");
+    f.write("metrics.jsonl", R"({"event":"step","step":0,"loss":2.0,"t":0.1,"lr":0.05})"
+                             "\n"
+                             R"({"event":"step","step":1,"loss":1.5,"t":0.2,"lr":0.1})"
+                             "\n");
+    const auto page = render_run_page(read_run_history(f.path.string()), {});
+    CHECK(page.find("id=\"settings\"") != std::string::npos);
+    CHECK(page.find("{&quot;lr&quot;:0.1,&quot;type&quot;:&quot;sgd&quot;}") != std::string::npos);
+    CHECK(page.find("data-chart=\"learning_rate\"") != std::string::npos);
+    CHECK(page.find("Learning rate per step") != std::string::npos);
+    // A run that recorded no rate draws no chart of it.
+    temp_folder g;
+    g.write("metrics.jsonl", R"({"event":"step","step":0,"loss":2.0,"t":0.1})"
+                             "\n");
+    CHECK(render_run_page(read_run_history(g.path.string()), {}).find("learning_rate") ==
+          std::string::npos);
   }
 
   TEST_CASE("numbers print whole where significant digits would turn to an exponent") {
