@@ -84,6 +84,11 @@ json optimizer_json(const optimizer_config& o) {
   if (o.kind == optimizer_kind::sgd) {
     optimizer["momentum"] = o.momentum;
     optimizer["nesterov"] = o.nesterov;
+  } else if (o.kind == optimizer_kind::rmsprop) {
+    optimizer["momentum"] = o.momentum;
+    optimizer["alpha"] = o.alpha;
+    optimizer["eps"] = o.eps;
+    optimizer["centered"] = o.centered;
   } else {
     optimizer["betas"] = {o.beta1, o.beta2};
     optimizer["eps"] = o.eps;

@@ -173,9 +173,9 @@ void read_lr_schedule(object_reader& parent, lr_schedule_config& s) {
 
 void read_optimizer(object_reader r, optimizer_config& o) {
   if (!read_enum(r, "type", optimizer_names, o.kind))
-    skip_all(r, {"momentum", "nesterov", "betas", "eps"});
-  if (o.kind != optimizer_kind::sgd)
-    o.lr = 0.001;
+    skip_all(r, {"momentum", "nesterov", "betas", "eps", "alpha", "centered"});
+  if (o.kind == optimizer_kind::adam || o.kind == optimizer_kind::adamw)
+    o.lr = 0.001;  // torch.optim's defaults: 0.01 for sgd and rmsprop
   if (o.kind == optimizer_kind::adamw)
     o.weight_decay = 0.01;  // torch.optim.AdamW's default
   r.number("lr", o.lr, 0, true, HUGE_VAL, false);
@@ -187,6 +187,12 @@ void read_optimizer(object_reader r, optimizer_config& o) {
     if (r.boolean("nesterov", o.nesterov) && momentum_ok && o.nesterov && o.momentum == 0)
       r.problem("nesterov", "needs momentum > 0, got true with momentum 0");
     r.finish({"type", "lr", "weight_decay", "momentum", "nesterov", "schedule"});
+  } else if (o.kind == optimizer_kind::rmsprop) {
+    r.number("momentum", o.momentum, 0, false, 1, true);
+    r.number("alpha", o.alpha, 0, false, 1, true);
+    r.number("eps", o.eps, 0, true, HUGE_VAL, false);
+    r.boolean("centered", o.centered);
+    r.finish({"type", "lr", "weight_decay", "momentum", "alpha", "eps", "centered", "schedule"});
   } else {
     std::vector<double> betas{o.beta1, o.beta2};
     r.number_array("betas", betas, 0, 1, 2);

@@ -62,7 +62,7 @@ struct data_config {
   bool class_labels = true;
 };
 
-enum class optimizer_kind { sgd, adam, adamw };
+enum class optimizer_kind { sgd, adam, adamw, rmsprop };
 
 /// How the learning rate moves with the step (core/optim/lr_schedule): the same rates as
 /// PyTorch's lr_scheduler for the same settings.
@@ -91,17 +91,24 @@ struct optimizer_config {
   /// sgd and adam: added to the gradient (L2); adamw: decoupled, the weights shrink by
   /// lr x weight_decay each step (default 0.01 there, as torch.optim.AdamW's).
   double weight_decay = 0.0;
-  double momentum = 0.0;  ///< sgd only
+  double momentum = 0.0;  ///< sgd and rmsprop
   bool nesterov = false;  ///< sgd only; needs momentum > 0
   double beta1 = 0.9;     ///< adam and adamw
   double beta2 = 0.999;   ///< adam and adamw
-  double eps = 1e-8;      ///< adam and adamw
+  double eps = 1e-8;      ///< adam, adamw and rmsprop
+  double alpha = 0.99;    ///< rmsprop: the squares' average's smoothing constant
+  bool centered = false;  ///< rmsprop: divide by the gradient's estimated variance
 
   /// Moment buffers the optimizer keeps per parameter value (for memory and disk estimates).
   int64_t state_buffers() const {
-    if (kind != optimizer_kind::sgd)
-      return 2;
-    return momentum > 0 ? 1 : 0;
+    switch (kind) {
+      case optimizer_kind::sgd:
+        return momentum > 0 ? 1 : 0;
+      case optimizer_kind::rmsprop:
+        return 1 + (momentum > 0 ? 1 : 0) + (centered ? 1 : 0);
+      default:
+        return 2;
+    }
   }
 };
 

@@ -1,6 +1,7 @@
 #include "core/optim/flat_optimizer.hpp"
 
 #include "core/optim/flat_adam.hpp"
+#include "core/optim/flat_rmsprop.hpp"
 #include "core/optim/flat_sgd.hpp"
 #include "core/optim/make_optimizer.hpp"
 
@@ -18,6 +19,8 @@ flat_optimizer::flat_optimizer(const optimizer_config& config, const flat_parame
     adam_ = std::make_unique<flat_adam>(*adam, std::move(parameters));
   else if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()))
     adamw_ = std::make_unique<flat_adamw>(*adamw, std::move(parameters));
+  else if (auto* rmsprop = dynamic_cast<torch::optim::RMSprop*>(optimizer_.get()))
+    rmsprop_ = std::make_unique<flat_rmsprop>(*rmsprop, std::move(parameters));
 }
 
 flat_optimizer::~flat_optimizer() = default;
@@ -30,6 +33,8 @@ void flat_optimizer::step(double lr) {
     adam_->step(weights, flat_.parameter_grads(), lr);
   } else if (adamw_) {
     adamw_->step(weights, flat_.parameter_grads(), lr);
+  } else if (rmsprop_) {
+    rmsprop_->step(weights, flat_.parameter_grads(), lr);
   } else {  // LibTorch's own step reads the rate from its options
     set_learning_rate(*optimizer_, lr);
     optimizer_->step();
@@ -62,6 +67,8 @@ void flat_optimizer::adopt_state() {
     adam_->adopt_state();
   if (adamw_)
     adamw_->adopt_state();
+  if (rmsprop_)
+    rmsprop_->adopt_state();
 }
 
 }  // namespace troupe

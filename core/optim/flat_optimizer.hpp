@@ -1,7 +1,8 @@
 // The optimizer of a model whose parameters live in flat buffers (core/model/flat_parameters):
 // LibTorch's, as the job configures it (make_optimizer), stepped in one pass over the buffers by
-// flat_sgd, flat_adam or flat_adamw. Whole replicas and pipeline stages both step through it, so
-// that they do the same arithmetic: a model cut into stages trains as the whole one does.
+// flat_sgd, flat_adam, flat_adamw or flat_rmsprop. Whole replicas and pipeline stages both step
+// through it, so that they do the same arithmetic: a model cut into stages trains as the whole one
+// does.
 //
 // Thread safety: none; it belongs to the engine that owns the model.
 #pragma once
@@ -22,6 +23,7 @@ namespace troupe {
 template <class Optimizer>
 class basic_flat_adam;
 class flat_sgd;
+class flat_rmsprop;
 
 class flat_optimizer {
  public:
@@ -51,6 +53,7 @@ class flat_optimizer {
   std::unique_ptr<flat_sgd> sgd_;                              ///< steps optimizer_ when it is SGD
   std::unique_ptr<basic_flat_adam<torch::optim::Adam>> adam_;  ///< when it is Adam
   std::unique_ptr<basic_flat_adam<torch::optim::AdamW>> adamw_;  ///< when it is AdamW
+  std::unique_ptr<flat_rmsprop> rmsprop_;                        ///< when it is RMSprop
 };
 
 }  // namespace troupe

@@ -6,6 +6,7 @@
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
 #include <torch/serialize/archive.h>
@@ -38,6 +39,15 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_config& 
                          .eps(config.eps)
                          .weight_decay(config.weight_decay);
       return std::make_unique<torch::optim::AdamW>(std::move(parameters), options);
+    }
+    case optimizer_kind::rmsprop: {
+      auto options = torch::optim::RMSpropOptions(config.lr)
+                         .alpha(config.alpha)
+                         .eps(config.eps)
+                         .weight_decay(config.weight_decay)
+                         .momentum(config.momentum)
+                         .centered(config.centered);
+      return std::make_unique<torch::optim::RMSprop>(std::move(parameters), options);
     }
   }
   throw std::logic_error("unknown optimizer kind");

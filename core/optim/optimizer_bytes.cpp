@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
 #include <cstring>
@@ -17,16 +18,31 @@ namespace troupe {
 namespace {
 
 constexpr std::string_view magic = "troupe-optim-v1\n";
-constexpr uint8_t sgd_kind = 0, adam_kind = 1, adamw_kind = 2;
-
-// Adam and AdamW keep the same options and state (AdamW's decay is decoupled, not stored
-// differently), under LibTorch's two sets of types.
-bool adam_like(uint8_t kind) {
-  return kind == adam_kind || kind == adamw_kind;
-}
+constexpr uint8_t sgd_kind = 0, adam_kind = 1, adamw_kind = 2, rmsprop_kind = 3;
 
 const char* kind_name(uint8_t kind) {
-  return kind == sgd_kind ? "sgd" : kind == adam_kind ? "adam" : "adamw";
+  switch (kind) {
+    case sgd_kind:
+      return "sgd";
+    case adam_kind:
+      return "adam";
+    case adamw_kind:
+      return "adamw";
+    default:
+      return "rmsprop";
+  }
+}
+
+// Per kind: the options stored as f64s, the tensors of a parameter's state, whether it holds a
+// step count.
+std::size_t option_count(uint8_t kind) {
+  return kind == sgd_kind ? 4 : 5;
+}
+std::size_t tensor_count(uint8_t kind) {
+  return kind == sgd_kind ? 1 : 3;
+}
+bool has_step(uint8_t kind) {
+  return kind != sgd_kind;
 }
 
 uint8_t kind_of(const torch::optim::Optimizer& optimizer) {
@@ -36,7 +52,9 @@ uint8_t kind_of(const torch::optim::Optimizer& optimizer) {
     return adam_kind;
   if (dynamic_cast<const torch::optim::AdamW*>(&optimizer) != nullptr)
     return adamw_kind;
-  throw std::logic_error("optimizer bytes: only sgd, adam and adamw");
+  if (dynamic_cast<const torch::optim::RMSprop*>(&optimizer) != nullptr)
+    return rmsprop_kind;
+  throw std::logic_error("optimizer bytes: only sgd, adam, adamw and rmsprop");
 }
 
 class writer {
@@ -145,10 +163,10 @@ parsed_state parse(std::string_view bytes) {
   in.skip_magic();
   parsed_state s;
   s.kind = in.get<uint8_t>("the kind");
-  if (s.kind != sgd_kind && !adam_like(s.kind))
+  if (s.kind > rmsprop_kind)
     throw std::runtime_error("unknown optimizer kind " + std::to_string(s.kind));
-  const std::size_t options = s.kind == sgd_kind ? 4 : 5;
-  const std::size_t tensors = s.kind == sgd_kind ? 1 : 3;
+  const std::size_t options = option_count(s.kind);
+  const std::size_t tensors = tensor_count(s.kind);
   const auto groups = in.get<uint64_t>("the group count");
   if (groups > bytes.size())
     throw std::runtime_error("a group count of " + std::to_string(groups));
@@ -164,7 +182,7 @@ parsed_state parse(std::string_view bytes) {
       param_record record;
       record.has_state = in.get<uint8_t>("a parameter's state") != 0;
       if (record.has_state) {
-        if (adam_like(s.kind))
+        if (has_step(s.kind))
           record.step = in.get<int64_t>("a parameter's step");
         for (std::size_t t = 0; t < tensors; ++t)
           record.tensors.push_back(in.tensor("a parameter's state"));
@@ -194,6 +212,33 @@ void put_sgd_options(writer& out, const torch::optim::SGDOptions& o) {
   out.put<double>(o.dampening());
   out.put<double>(o.weight_decay());
   out.put<uint8_t>(o.nesterov());
+}
+
+void put_rmsprop_options(writer& out, const torch::optim::RMSpropOptions& o) {
+  out.put<double>(o.lr());
+  out.put<double>(o.alpha());
+  out.put<double>(o.eps());
+  out.put<double>(o.weight_decay());
+  out.put<double>(o.momentum());
+  out.put<uint8_t>(o.centered());
+}
+
+void put_rmsprop_state(writer& out, const torch::optim::RMSpropParamState& s) {
+  out.put<int64_t>(s.step());
+  out.tensor(s.square_avg());
+  out.tensor(s.momentum_buffer());
+  out.tensor(s.grad_avg());
+}
+
+std::unique_ptr<torch::optim::RMSpropParamState> rmsprop_state(const param_record& r,
+                                                               const at::Tensor& param,
+                                                               const std::string& what) {
+  auto state = std::make_unique<torch::optim::RMSpropParamState>();
+  state->step(r.step);
+  state->square_avg(restored(r.tensors[0], param, what));
+  state->momentum_buffer(restored(r.tensors[1], param, what));
+  state->grad_avg(restored(r.tensors[2], param, what));
+  return state;
 }
 
 template <class State>
@@ -238,7 +283,7 @@ std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer) {
   for (const auto& group : optimizer.param_groups())
     for (const auto& p : group.params())
       values += static_cast<std::size_t>(p.numel()) * p.element_size();
-  writer out(magic.size() + (adam_like(kind) ? 3 : 1) * values + 4096);
+  writer out(magic.size() + tensor_count(kind) * values + 4096);
   for (char c : magic)
     out.put<char>(c);
   out.put<uint8_t>(kind);
@@ -248,6 +293,8 @@ std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer) {
       put_adam_options(out, static_cast<const torch::optim::AdamOptions&>(group.options()));
     else if (kind == adamw_kind)
       put_adam_options(out, static_cast<const torch::optim::AdamWOptions&>(group.options()));
+    else if (kind == rmsprop_kind)
+      put_rmsprop_options(out, static_cast<const torch::optim::RMSpropOptions&>(group.options()));
     else
       put_sgd_options(out, static_cast<const torch::optim::SGDOptions&>(group.options()));
     out.put<uint64_t>(group.params().size());
@@ -261,6 +308,8 @@ std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer) {
         put_adam_state(out, static_cast<const torch::optim::AdamParamState&>(*it->second));
       else if (kind == adamw_kind)
         put_adam_state(out, static_cast<const torch::optim::AdamWParamState&>(*it->second));
+      else if (kind == rmsprop_kind)
+        put_rmsprop_state(out, static_cast<const torch::optim::RMSpropParamState&>(*it->second));
       else
         out.tensor(static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer());
     }
@@ -308,6 +357,8 @@ void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view b
         states[g].push_back(adam_state<torch::optim::AdamParamState>(r, params[p], what));
       } else if (kind == adamw_kind) {
         states[g].push_back(adam_state<torch::optim::AdamWParamState>(r, params[p], what));
+      } else if (kind == rmsprop_kind) {
+        states[g].push_back(rmsprop_state(r, params[p], what));
       } else {
         auto state = std::make_unique<torch::optim::SGDParamState>();
         state->momentum_buffer(restored(r.tensors[0], params[p], what));
@@ -321,6 +372,14 @@ void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view b
       set_adam_options<torch::optim::AdamOptions>(groups[g].options(), s.groups[g]);
     } else if (kind == adamw_kind) {
       set_adam_options<torch::optim::AdamWOptions>(groups[g].options(), s.groups[g]);
+    } else if (kind == rmsprop_kind) {
+      static_cast<torch::optim::RMSpropOptions&>(groups[g].options())
+          .lr(o[0])
+          .alpha(o[1])
+          .eps(o[2])
+          .weight_decay(o[3])
+          .momentum(o[4])
+          .centered(s.groups[g].flag);
     } else {
       auto& options = static_cast<torch::optim::SGDOptions&>(groups[g].options());
       options.lr(o[0]).momentum(o[1]).dampening(o[2]).weight_decay(o[3]).nesterov(s.groups[g].flag);

@@ -5,12 +5,14 @@
 // for it; this is a copy of the state (~0.2 ms) and loads back bit for bit what was saved.
 // Checkpoints written before it hold LibTorch's archive format, which load_optimizer still reads.
 //
-// Layout, little-endian: the 16-byte magic "troupe-optim-v1\n"; u8 kind (0 sgd, 1 adam); u64
-// groups; per group its options as f64s (sgd: lr, momentum, dampening, weight_decay; adam: lr,
-// beta1, beta2, eps, weight_decay), u8 flag (sgd: nesterov; adam: amsgrad), u64 parameters; per
-// parameter u8 has-state, and with state (sgd) one tensor, the momentum buffer, or (adam) i64
-// step and three tensors, exp_avg, exp_avg_sq, max_exp_avg_sq; a tensor is u8 defined, then u8
-// scalar type, u64 elements and the elements' bytes.
+// Layout, little-endian: the 16-byte magic "troupe-optim-v1\n"; u8 kind (0 sgd, 1 adam, 2
+// adamw, 3 rmsprop); u64 groups; per group its options as f64s (sgd: lr, momentum, dampening,
+// weight_decay; adam(w): lr, beta1, beta2, eps, weight_decay; rmsprop: lr, alpha, eps,
+// weight_decay, momentum), u8 flag (sgd: nesterov; adam(w): amsgrad; rmsprop: centered), u64
+// parameters; per parameter u8 has-state, and with state (sgd) one tensor, the momentum buffer,
+// or (adam, adamw) i64 step and three tensors, exp_avg, exp_avg_sq, max_exp_avg_sq, or
+// (rmsprop) i64 step and three tensors, square_avg, momentum_buffer, grad_avg; a tensor is u8
+// defined, then u8 scalar type, u64 elements and the elements' bytes.
 //
 // Thread safety: reentrant; an optimizer must not step while it is saved or loaded.
 #pragma once
@@ -25,7 +27,8 @@ namespace troupe {
 /// Whether `bytes` begin with this format's magic (else: LibTorch's archive, or neither).
 bool is_optimizer_bytes(std::string_view bytes);
 
-/// SGD and Adam only (what make_optimizer builds); throws std::logic_error for another kind.
+/// SGD, Adam, AdamW and RMSprop (what make_optimizer builds); throws std::logic_error for
+/// another kind.
 std::string save_optimizer_bytes(const torch::optim::Optimizer& optimizer);
 
 /// Why `bytes` are not a well-formed state of this format, or "": every length lies inside them

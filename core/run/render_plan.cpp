@@ -196,6 +196,13 @@ void render_optimizer(std::ostringstream& out, const run_plan& p) {
   out << "  optimizer: " << to_string(o.kind) << ", lr " << o.lr;
   if (o.kind == optimizer_kind::sgd && o.momentum > 0)
     out << ", momentum " << o.momentum << (o.nesterov ? " (nesterov)" : "");
+  if (o.kind == optimizer_kind::rmsprop) {
+    out << ", alpha " << o.alpha;
+    if (o.momentum > 0)
+      out << ", momentum " << o.momentum;
+    if (o.centered)
+      out << ", centered";
+  }
   if (o.weight_decay > 0)
     out << ", weight decay " << o.weight_decay
         << (o.kind == optimizer_kind::adamw ? " (decoupled)" : "");

@@ -1,4 +1,4 @@
-// How every run ends, whatever runs it (the run driver, the ensemble loop): when a stop request
+// How every run ends (the run driver's glue calls these for every mode): when a stop request
 // takes effect, and the report of a run that ends.
 #pragma once
 

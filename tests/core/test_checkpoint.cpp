@@ -439,6 +439,16 @@ TEST_SUITE("checkpoint") {
     adamw.kind = optimizer_kind::adamw;
     adamw.weight_decay = 0.01;
     const auto adamw_bytes = run(adamw, false);
+    optimizer_config rmsprop;
+    rmsprop.kind = optimizer_kind::rmsprop;
+    rmsprop.lr = 0.01;
+    rmsprop.momentum = 0.5;
+    rmsprop.centered = true;
+    rmsprop.weight_decay = 0.01;
+    const auto rmsprop_bytes = run(rmsprop, false);
+    rmsprop.momentum = 0;
+    rmsprop.centered = false;
+    run(rmsprop, false);  // square_avg only
     const auto sgd_bytes = run(sgd, false);
     optimizer_config plain = sgd;
     plain.momentum = 0;
@@ -457,6 +467,7 @@ TEST_SUITE("checkpoint") {
     refused(adam_bytes + "x", "bytes follow the last parameter's state");
     refused(sgd_bytes, "the state is of sgd, the optimizer is adam");
     refused(adamw_bytes, "the state is of adamw, the optimizer is adam");
+    refused(rmsprop_bytes, "the state is of rmsprop, the optimizer is adam");
     auto other_kind = adam_bytes;
     other_kind[16] = 7;
     refused(other_kind, "unknown optimizer kind 7");

@@ -246,6 +246,26 @@ TEST_SUITE("job_config") {
     CHECK(adamw.weight_decay == 0.01);  // torch.optim.AdamW's default
     CHECK(parse_job({{"optimizer", {{"type", "adamw"}, {"weight_decay", 0}}}})
               .optimizer.weight_decay == 0);
+    // rmsprop: torch.optim.RMSprop's defaults; its keys only; the resolved job round-trips.
+    const auto rmsprop = parse_job({{"optimizer", {{"type", "rmsprop"}}}}).optimizer;
+    CHECK(rmsprop.lr == 0.01);
+    CHECK(rmsprop.alpha == 0.99);
+    CHECK(rmsprop.eps == 1e-8);
+    CHECK(rmsprop.momentum == 0);
+    CHECK(!rmsprop.centered);
+    CHECK(rmsprop.state_buffers() == 1);
+    const json tuned = {
+        {"optimizer",
+         {{"type", "rmsprop"}, {"alpha", 0.9}, {"momentum", 0.5}, {"centered", true}}}};
+    const auto round = parse_job(json::parse(to_json(parse_job(tuned)).dump())).optimizer;
+    CHECK(round.alpha == 0.9);
+    CHECK(round.momentum == 0.5);
+    CHECK(round.centered);
+    CHECK(round.state_buffers() == 3);
+    CHECK_THROWS_WITH_AS(parse_job({{"optimizer", {{"type", "rmsprop"}, {"alpha", 1}}}}),
+                         doctest::Contains("/optimizer/alpha"), job_error);
+    CHECK_THROWS_WITH_AS(parse_job({{"optimizer", {{"type", "rmsprop"}, {"nesterov", true}}}}),
+                         doctest::Contains("/optimizer/nesterov: unknown key"), job_error);
     const auto cnn = parse_job({{"model", {{"type", "cnn"}}}}).model;
     CHECK(cnn.hidden == std::vector<int64_t>{128});
     CHECK(cnn.channels == std::vector<int64_t>{16, 32});
