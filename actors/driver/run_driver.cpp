@@ -166,15 +166,18 @@ void on_step_stats(driver_pointer self, const step_stats& s) {
 }
 
 // A stacked ensemble's evaluation: each member's figures, for the report and the metrics.
-void record_member_figures(driver_pointer self, const eval_report& e) {
+// False (the run ended) for figures of other than the ensemble's members.
+bool record_member_figures(driver_pointer self, const eval_report& e) {
   auto& st = self->state;
   const auto split = st.plan->data.validation_rows > 0 ? "validation" : "test";
   try {
     for (const auto& r : take_member_figures(st.ensemble_members, e.step, split, e.member_loss_sums,
                                              e.member_correct, e.count))
       st.tracker->record(r);
+    return true;
   } catch (const std::invalid_argument& wrong) {
     fail_protocol(self, wrong.what());
+    return false;
   }
 }
 
@@ -183,9 +186,10 @@ void on_eval_report(driver_pointer self, const eval_report& e) {
   if (!st.plan->rules.evaluates_after(e.step))
     return fail_protocol(self, "an evaluation after step " + std::to_string(e.step) +
                                    ", which the plan does not evaluate after");
+  const bool members = !e.member_loss_sums.empty() || !e.member_correct.empty();
+  if (members && !record_member_figures(self, e))
+    return;
   // A replica says how many shards its evaluation set was cut into (the live replicas then).
-  if (!e.member_loss_sums.empty() || !e.member_correct.empty())
-    record_member_figures(self, e);
   const auto shards = e.of > 0 ? e.of : st.plan->eval_shards();
   auto progress = st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.metric_sum, e.count,
                                             e.eval_s, shards);

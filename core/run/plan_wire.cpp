@@ -95,6 +95,33 @@ device_plan devices_from_json(const json& in) {
   return devices;
 }
 
+// What every process indexes by without checking again: one device per worker, one row count
+// per replica adding up to the batch, the mode the job's keys make, rules and rings that run.
+void check_consistent(const run_plan& p) {
+  const auto& par = p.job.parallelism;
+  const auto problem = [](const std::string& what) { throw job_error({"plan/" + what}); };
+  const bool ensemble = p.mode == run_mode::ensemble;
+  if (ensemble != p.job.ensemble.enabled() ||
+      (!ensemble && (p.mode == run_mode::pipeline) != par.pipelined()))
+    problem(fmt::format("mode: \"{}\" is not the mode of the job it holds", to_string(p.mode)));
+  if (p.workers != (ensemble ? 1 : par.replicas * par.stages))
+    problem(fmt::format("workers: {} for {} replica(s) of {} stage(s)", p.workers, par.replicas,
+                        par.stages));
+  if (static_cast<int64_t>(p.devices.workers.size()) != p.workers)
+    problem(fmt::format("devices: {} for {} worker(s)", p.devices.workers.size(), p.workers));
+  int64_t rows = 0;
+  for (const auto r : p.rows_per_replica)
+    rows += r < 0 ? p.job.training.batch_size + 1 : r;
+  if (static_cast<int64_t>(p.rows_per_replica.size()) != par.replicas ||
+      rows != p.job.training.batch_size)
+    problem(fmt::format("rows_per_replica: not {} replicas' shares of a batch of {}", par.replicas,
+                        p.job.training.batch_size));
+  if (p.rules.total_steps() < 1 || p.rules.steps_per_epoch() < 1 || p.rules.eval_interval() < 0)
+    problem("rules: a run needs at least one step and one step per epoch");
+  if (p.ring.bucket_elements < 1 || p.ring.window < 1)
+    problem("ring: buckets and the window need at least 1");
+}
+
 run_plan decode(const json& in) {
   run_plan p;
   p.job = parse_job(in.at("job"));
@@ -106,7 +133,6 @@ run_plan decode(const json& in) {
   const auto& rules = in.at("rules");
   p.rules = step_rules(rules.at(0).get<int64_t>(), rules.at(1).get<int64_t>(),
                        rules.at(2).get<int64_t>());
-  p.schedule = policy_schedule(p.job.parallelism, p.rules);
   p.workers = in.at("workers").get<int64_t>();
   in.at("rows_per_replica").get_to(p.rows_per_replica);
   p.devices = devices_from_json(in.at("devices"));
@@ -126,6 +152,8 @@ run_plan decode(const json& in) {
   p.threads_total = in.at("threads_total").get<int64_t>();
   p.hardware_threads = in.at("hardware_threads").get<unsigned>();
   p.threads_chosen = in.at("threads_chosen").get<bool>();
+  check_consistent(p);
+  p.schedule = policy_schedule(p.job.parallelism, p.rules);  // on rules known to be sound
   return p;
 }
 

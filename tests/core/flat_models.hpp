@@ -3,8 +3,12 @@
 // tensors for LibTorch's own optimizers: the fused optimizer steps' tests compare the two.
 #pragma once
 
+#include "core/optim/make_optimizer.hpp"
+
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -77,6 +81,35 @@ struct torch_model {
 
 inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a - b).abs().max().item<double>();
+}
+
+/// The rate of step s: a cosine-like schedule, so that a step which read a stale rate shows.
+inline double changing_rate(int s) {
+  return 1e-2 * (0.55 + 0.45 * std::cos(0.1 * s));
+}
+
+/// Steps `Fused` (a fused pass over the state of LibTorch's `Optimizer`) and LibTorch's own
+/// `Optimizer`, both made with `options`, on the same gradients at changing_rate(s); returns the
+/// largest weight difference seen.
+template <class Optimizer, class Fused, class Options>
+double rated_side_by_side(const Options& options, int steps, const shape_list& layout = shapes) {
+  const auto initial = random_flat(7, 1.0, layout);
+  flat_model flat(initial, layout);
+  torch_model theirs(initial, layout);
+  Optimizer flat_optimizer(flat.params, options);
+  Optimizer reference(theirs.params, options);
+  Fused fused(flat_optimizer, flat.params);
+  double worst = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto g = random_flat(500 + s, 0.1, layout);
+    flat.grads.copy_(g);
+    theirs.set_grads(g);
+    fused.step(flat.weights, flat.grads, changing_rate(s));
+    set_learning_rate(reference, changing_rate(s));
+    reference.step();
+    worst = std::max(worst, max_abs_diff(flat.weights, theirs.flat()));
+  }
+  return worst;
 }
 
 }  // namespace troupe::testing

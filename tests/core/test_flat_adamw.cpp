@@ -23,31 +23,8 @@ torch::optim::AdamWOptions adamw_options(double decay) {
   return torch::optim::AdamWOptions(1e-2).betas({0.9, 0.999}).eps(1e-8).weight_decay(decay);
 }
 
-// The rate of step s: a cosine-like schedule, so a step that read a stale rate would show.
-double rate_at(int s) {
-  return 1e-2 * (0.55 + 0.45 * std::cos(0.1 * s));
-}
-
-// Steps flat_adamw and LibTorch's AdamW on the same gradients; the largest weight difference.
 double run_side_by_side(double decay, int steps, const shape_list& layout = shapes) {
-  const auto options = adamw_options(decay);
-  const auto initial = random_flat(7, 1.0, layout);
-  flat_model flat(initial, layout);
-  torch_model theirs(initial, layout);
-  torch::optim::AdamW flat_optimizer(flat.params, options);
-  torch::optim::AdamW reference(theirs.params, options);
-  flat_adamw fused(flat_optimizer, flat.params);
-  double worst = 0;
-  for (int s = 0; s < steps; ++s) {
-    const auto g = random_flat(500 + s, 0.1, layout);
-    flat.grads.copy_(g);
-    theirs.set_grads(g);
-    fused.step(flat.weights, flat.grads, rate_at(s));
-    set_learning_rate(reference, rate_at(s));
-    reference.step();
-    worst = std::max(worst, max_abs_diff(flat.weights, theirs.flat()));
-  }
-  return worst;
+  return rated_side_by_side<torch::optim::AdamW, flat_adamw>(adamw_options(decay), steps, layout);
 }
 
 }  // namespace
@@ -79,7 +56,7 @@ TEST_SUITE("optim") {
       flat_optimizer optimizer(config, buffers, mine.params);
       for (int s = 0; s < 20; ++s) {
         buffers.parameter_grads().copy_(random_flat(700 + s, 0.1));
-        optimizer.step(rate_at(s));
+        optimizer.step(changing_rate(s));
       }
       return buffers.weights().narrow(0, 0, buffers.parameter_count()).clone();
     };
@@ -88,7 +65,7 @@ TEST_SUITE("optim") {
     torch::optim::AdamW reference(theirs.params, adamw_options(0.1));
     for (int s = 0; s < 20; ++s) {
       theirs.set_grads(random_flat(700 + s, 0.1));
-      set_learning_rate(reference, rate_at(s));
+      set_learning_rate(reference, changing_rate(s));
       reference.step();
     }
     CHECK(max_abs_diff(adamw, theirs.flat()) < 1e-6);

@@ -28,31 +28,9 @@ torch::optim::RMSpropOptions rmsprop_options(double decay, double momentum, bool
       .centered(centered);
 }
 
-double rate_at(int s) {
-  return 1e-2 * (0.55 + 0.45 * std::cos(0.1 * s));
-}
-
-// Steps flat_rmsprop and LibTorch's RMSprop on the same gradients; the largest weight
-// difference.
 double run_side_by_side(const torch::optim::RMSpropOptions& options, int steps,
                         const shape_list& layout = shapes) {
-  const auto initial = random_flat(7, 1.0, layout);
-  flat_model flat(initial, layout);
-  torch_model theirs(initial, layout);
-  torch::optim::RMSprop flat_optimizer(flat.params, options);
-  torch::optim::RMSprop reference(theirs.params, options);
-  flat_rmsprop fused(flat_optimizer, flat.params);
-  double worst = 0;
-  for (int s = 0; s < steps; ++s) {
-    const auto g = random_flat(500 + s, 0.1, layout);
-    flat.grads.copy_(g);
-    theirs.set_grads(g);
-    fused.step(flat.weights, flat.grads, rate_at(s));
-    set_learning_rate(reference, rate_at(s));
-    reference.step();
-    worst = std::max(worst, max_abs_diff(flat.weights, theirs.flat()));
-  }
-  return worst;
+  return rated_side_by_side<torch::optim::RMSprop, flat_rmsprop>(options, steps, layout);
 }
 
 }  // namespace
@@ -95,13 +73,13 @@ TEST_SUITE("optim") {
         optimizer->load(bytes);
       }
       buffers.parameter_grads().copy_(random_flat(700 + s, 0.1));
-      optimizer->step(rate_at(s));
+      optimizer->step(changing_rate(s));
     }
     torch_model theirs(initial);
     torch::optim::RMSprop reference(theirs.params, rmsprop_options(0.01, 0.9, true));
     for (int s = 0; s < 20; ++s) {
       theirs.set_grads(random_flat(700 + s, 0.1));
-      set_learning_rate(reference, rate_at(s));
+      set_learning_rate(reference, changing_rate(s));
       reference.step();
     }
     CHECK(max_abs_diff(buffers.weights().narrow(0, 0, buffers.parameter_count()), theirs.flat()) <

@@ -106,6 +106,22 @@ TEST_SUITE("plan_wire") {
     auto bad_job = plan_to_json(sent);
     bad_job["job"]["training"]["batch_size"] = -1;
     CHECK_THROWS_AS(plan_from_json(bad_job), job_error);
+    // What every process indexes by is checked: a hostile or broken plan is refused, not used.
+    const auto refused = [&](const char* field, const json& value, const char* why) {
+      auto broken = plan_to_json(sent);
+      broken[field] = value;
+      CHECK_THROWS_WITH_AS(plan_from_json(broken), doctest::Contains(why), job_error);
+    };
+    refused("rows_per_replica", {32}, "plan/rows_per_replica: not 2 replicas' shares");
+    refused("rows_per_replica", {40, -8}, "plan/rows_per_replica");
+    refused("workers", 5, "plan/workers: 5 for 2 replica(s) of 1 stage(s)");
+    refused("mode", "ensemble", "plan/mode: \"ensemble\" is not the mode of the job");
+    refused("rules", {0, 1, 0}, "plan/rules: a run needs at least one step");
+    refused("ring", {0, 1}, "plan/ring");
+    auto fewer_devices = plan_to_json(sent);
+    fewer_devices["devices"]["workers"] = {"cpu"};
+    CHECK_THROWS_WITH_AS(plan_from_json(fewer_devices), doctest::Contains("plan/devices: 1 for 2"),
+                         job_error);
     auto bad_device = plan_to_json(sent);
     bad_device["devices"]["workers"][0] = "tpu";
     CHECK_THROWS_WITH_AS(plan_from_json(bad_device), doctest::Contains("\"tpu\" is not a device"),
