@@ -25,10 +25,16 @@ bool read_range(const nlohmann::json& range, const std::string& where, search_ax
     return bad(integers ? "must be [low, high], two integers" : "must be [low, high], two numbers");
   if (integers && (!range[0].is_number_integer() || !range[1].is_number_integer()))
     return bad("must be [low, high], two integers");
+  // Past 2^53 a double holds no longer every integer: the draw could not reach them all.
+  constexpr double exact = 9007199254740992.0;
+  if (integers &&
+      (std::abs(range[0].get<double>()) > exact || std::abs(range[1].get<double>()) > exact))
+    return bad("must lie within ±2^53 (9007199254740992)");
   axis.low = range[0].get<double>();
   axis.high = range[1].get<double>();
-  if (!std::isfinite(axis.low) || !std::isfinite(axis.high) || !(axis.low < axis.high))
-    return bad("must have low < high, both finite");
+  if (!std::isfinite(axis.low) || !std::isfinite(axis.high) || !(axis.low < axis.high) ||
+      !std::isfinite(axis.high - axis.low))
+    return bad("must have low < high, both finite and their distance too");
   if (axis.what == search_axis::kind::log_uniform && axis.low <= 0)
     return bad("must have low > 0 (a log scale)");
   return true;
@@ -88,10 +94,10 @@ nlohmann::json draw(const search_axis& a, std::mt19937_64& bits) {
       return six_digits(a.low + u * (a.high - a.low));
     case search_axis::kind::log_uniform:
       return six_digits(std::exp(std::log(a.low) + u * (std::log(a.high) - std::log(a.low))));
-    case search_axis::kind::integer: {
-      const auto span = static_cast<int64_t>(a.high - a.low) + 1;
-      return static_cast<int64_t>(a.low) +
-             std::min(span - 1, static_cast<int64_t>(u * static_cast<double>(span)));
+    case search_axis::kind::integer: {  // both ends within ±2^53 (read_range): no overflow
+      const auto low = static_cast<int64_t>(a.low);
+      const auto span = static_cast<int64_t>(a.high) - low + 1;
+      return low + std::min(span - 1, static_cast<int64_t>(u * static_cast<double>(span)));
     }
     case search_axis::kind::choice: {
       const auto n = a.choices.size();

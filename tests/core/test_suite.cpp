@@ -161,6 +161,14 @@ TEST_SUITE("suite") {
             with({{"trials", 2}, {"space", {{"optimizer.lr", {{"uniform", {0.5, 0.1}}}}}}})),
         "must have low < high"));
     CHECK(any_contains(problems_of(with({{"trials", 0}, {"space", lr}})), "/search/trials"));
+    CHECK(any_contains(
+        problems_of(
+            with({{"trials", 2}, {"space", {{"training.steps", {{"int", {1, INT64_MAX}}}}}}})),
+        "/search/space/training.steps/int: must lie within ±2^53"));
+    CHECK(any_contains(
+        problems_of(
+            with({{"trials", 2}, {"space", {{"optimizer.lr", {{"uniform", {-1e308, 1e308}}}}}}})),
+        "their distance too"));
     CHECK(any_contains(problems_of(with({{"trials", 2}, {"space", lr}, {"zz", 1}})),
                        "/search/zz: unknown key"));
     CHECK(any_contains(
