@@ -137,6 +137,23 @@ void read_retries(const nlohmann::json& job, const std::string& where, int64_t& 
     retries = v.get<int64_t>();
 }
 
+// The stopping rules compare validation accuracies: a job without a validation set would have
+// them stop on test figures, tuning on the test set. False (a problem added, naming `key` and
+// the first such job) when one has none.
+bool every_job_validates(const char* key, const std::vector<suite_job>& jobs,
+                         std::vector<std::string>& problems) {
+  for (const auto& j : jobs)
+    if (j.job.data.validation <= 0) {
+      problems.push_back(std::string(key) +
+                         ": needs every job to hold out a validation set (data.validation), and "
+                         "job " +
+                         j.job.name +
+                         " has none; stopping on test figures would tune on the test set");
+      return false;
+    }
+  return true;
+}
+
 // `"stop_losers": {"after": K}`. The rule compares validation accuracies, so every job must hold
 // out a validation set: ranking or stopping on the test set would tune on it.
 std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
@@ -152,16 +169,8 @@ std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
   r.finish({"after"});
   if (!r.valid() || !good || !r.has("after"))
     return std::nullopt;
-  for (const auto& j : jobs)
-    if (j.job.data.validation <= 0) {
-      problems.push_back(
-          "/stop_losers: needs every job to hold out a validation set "
-          "(data.validation), and job " +
-          j.job.name +
-          " has none; stopping on test figures would tune on the "
-          "test set");
-      return std::nullopt;
-    }
+  if (!every_job_validates("/stop_losers", jobs, problems))
+    return std::nullopt;
   return after;
 }
 
@@ -290,16 +299,8 @@ std::optional<asha_config> read_asha(const nlohmann::json& file, const std::vect
     problems.push_back("/asha: give asha or stop_losers, not both");
     return std::nullopt;
   }
-  for (const auto& j : jobs)
-    if (j.job.data.validation <= 0) {
-      problems.push_back(
-          "/asha: needs every job to hold out a validation set (data.validation), "
-          "and job " +
-          j.job.name +
-          " has none; stopping on test figures would tune on the "
-          "test set");
-      return std::nullopt;
-    }
+  if (!every_job_validates("/asha", jobs, problems))
+    return std::nullopt;
   return c;
 }
 
