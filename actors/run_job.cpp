@@ -6,6 +6,7 @@
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/run/ensemble_ending.hpp"
+#include "core/run/run_ending.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/Parallel.h>
@@ -30,13 +31,8 @@ void evaluate_test_set(const run_plan& plan, const dataset_ptr& data, const run_
                                   best ? report.best_weights : report.final_weights, data->test);
   const double eval_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double n = static_cast<double>(std::max<int64_t>(r.count, 1));
-  report.test_loss = r.loss_sum / n;
-  report.test_accuracy = r.metric_sum / n;
-  if (options.metrics != nullptr)
-    options.metrics->write(to_json(records::eval{
-        step, plan.rules.epoch_of(step), "test", *report.test_loss, *report.test_accuracy, r.count,
-        eval_s, report.wall_s + eval_s, best ? "best" : "final", report.metric}));
+  record_test_evaluation(plan, options, report, step, best ? "best" : "final", r.loss_sum,
+                         r.metric_sum, r.count, eval_s);
 }
 
 run_report run_in_process(const run_plan& plan, dataset_ptr data, const run_options& options) {

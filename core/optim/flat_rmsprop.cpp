@@ -17,7 +17,6 @@ namespace {
 // RMSprop's factors, rounded to float32 where ATen rounds them.
 struct rmsprop_factors {
   float alpha = 0, keep = 0;  // the averages' factor, and the new value's (1 - alpha)
-  float decay = 0;            // weight_decay added to the gradient (by ATen, before the pass)
   float eps = 0;
   float momentum = 0;
   float neg_lr = 0;
@@ -71,10 +70,9 @@ pass_function pass_for(bool centered, bool momentum) {
   return momentum ? &rmsprop_pass<false, true> : &rmsprop_pass<false, false>;
 }
 
-// The same step with ATen calls, for buffers off the host.
-void aten_pass(at::Tensor w, const at::Tensor& g, at::Tensor v, at::Tensor buf, at::Tensor ga,
+// The same step with ATen calls, for buffers off the host (`d` holds the decay, as above).
+void aten_pass(at::Tensor w, const at::Tensor& d, at::Tensor v, at::Tensor buf, at::Tensor ga,
                const rmsprop_factors& f) {
-  const at::Tensor d = f.decay != 0 ? g.add(w, f.decay) : g;
   v.mul_(f.alpha).addcmul_(d, d, f.keep);
   at::Tensor average;
   if (ga.defined()) {
@@ -164,15 +162,15 @@ void flat_rmsprop::step(const at::Tensor& weights, const at::Tensor& grads, doub
   for (std::size_t i = 0; i < parameters_.size(); ++i)
     if (states_[i] == nullptr)
       states_[i] = &create_state(i);
-  const rmsprop_factors f{static_cast<float>(o.alpha()),        static_cast<float>(1 - o.alpha()),
-                          static_cast<float>(o.weight_decay()), static_cast<float>(o.eps()),
-                          static_cast<float>(o.momentum()),     static_cast<float>(-lr)};
+  const rmsprop_factors f{static_cast<float>(o.alpha()), static_cast<float>(1 - o.alpha()),
+                          static_cast<float>(o.eps()), static_cast<float>(o.momentum()),
+                          static_cast<float>(-lr)};
   const bool momentum = o.momentum() > 0;
+  // The decayed gradient comes from ATen's own add, whose vector kernel is one fused
+  // multiply-add: where the decay nearly cancels the gradient, RMSprop divides the difference by
+  // its own root, and a second rounding in the pass moved weights by 1e-4 in one step.
+  const at::Tensor decayed = o.weight_decay() != 0 ? grads.add(weights, o.weight_decay()) : grads;
   if (weights.is_cpu()) {
-    // The decayed gradient comes from ATen's own add, whose vector kernel is one fused
-    // multiply-add: where the decay nearly cancels the gradient, RMSprop divides the difference
-    // by its own root, and a second rounding here moved weights by 1e-4 in one step.
-    const at::Tensor decayed = f.decay != 0 ? grads.add(weights, f.decay) : grads;
     const auto run = pass_for(o.centered(), momentum);
     const rmsprop_buffers b{weights.data_ptr<float>(), decayed.data_ptr<float>(),
                             squares_.data_ptr<float>(),
@@ -181,7 +179,7 @@ void flat_rmsprop::step(const at::Tensor& weights, const at::Tensor& grads, doub
     at::parallel_for(0, layout_.total(), fused_pass_grain,
                      [&](int64_t from, int64_t to) { run(b, f, from, to); });
   } else {
-    aten_pass(weights, grads, squares_, momentum ? momenta_ : at::Tensor(),
+    aten_pass(weights, decayed, squares_, momentum ? momenta_ : at::Tensor(),
               o.centered() ? gradients_ : at::Tensor(), f);
   }
   for (auto* state : states_)

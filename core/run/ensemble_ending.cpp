@@ -2,16 +2,12 @@
 
 #include "core/ensemble/ensemble_engine.hpp"
 #include "core/ensemble/member_figures.hpp"
+#include "core/run/run_ending.hpp"
 
 #include <chrono>
 
 namespace troupe {
 namespace {
-
-void write(const run_options& options, const nlohmann::json& record) {
-  if (options.metrics != nullptr)
-    options.metrics->write(record);
-}
 
 // Every member and the averaged prediction on the test set, after `step`.
 void evaluate_test_set(const run_plan& plan, const ensemble_engine& engine,
@@ -23,14 +19,11 @@ void evaluate_test_set(const run_plan& plan, const ensemble_engine& engine,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (auto e : take_member_figures(report.members, step, "test", r.loss_sum, r.correct, r.count)) {
     e.t = report.wall_s + eval_s;
-    write(options, to_json(e));
+    if (options.metrics != nullptr)
+      options.metrics->write(to_json(e));
   }
-  const double n = static_cast<double>(std::max<int64_t>(r.count, 1));
-  report.test_loss = r.ensemble_loss_sum / n;
-  report.test_accuracy = static_cast<double>(r.ensemble_correct) / n;
-  write(options, to_json(records::eval{step, plan.rules.epoch_of(step), "test", *report.test_loss,
-                                       *report.test_accuracy, r.count, eval_s,
-                                       report.wall_s + eval_s, "final", report.metric}));
+  record_test_evaluation(plan, options, report, step, "final", r.ensemble_loss_sum,
+                         static_cast<double>(r.ensemble_correct), r.count, eval_s);
 }
 
 }  // namespace

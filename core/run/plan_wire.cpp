@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <numeric>
+
 namespace troupe {
 namespace {
 
@@ -109,11 +112,10 @@ void check_consistent(const run_plan& p) {
                         par.stages));
   if (static_cast<int64_t>(p.devices.workers.size()) != p.workers)
     problem(fmt::format("devices: {} for {} worker(s)", p.devices.workers.size(), p.workers));
-  int64_t rows = 0;
-  for (const auto r : p.rows_per_replica)
-    rows += r < 0 ? p.job.training.batch_size + 1 : r;
-  if (static_cast<int64_t>(p.rows_per_replica.size()) != par.replicas ||
-      rows != p.job.training.batch_size)
+  const auto& rows = p.rows_per_replica;
+  if (static_cast<int64_t>(rows.size()) != par.replicas ||
+      std::any_of(rows.begin(), rows.end(), [](int64_t r) { return r < 0; }) ||
+      std::accumulate(rows.begin(), rows.end(), int64_t{0}) != p.job.training.batch_size)
     problem(fmt::format("rows_per_replica: not {} replicas' shares of a batch of {}", par.replicas,
                         p.job.training.batch_size));
   if (p.rules.total_steps() < 1 || p.rules.steps_per_epoch() < 1 || p.rules.eval_interval() < 0)

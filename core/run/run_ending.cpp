@@ -3,6 +3,8 @@
 #include "core/optim/lr_schedule.hpp"
 #include "core/train/loss.hpp"
 
+#include <algorithm>
+
 namespace troupe {
 
 tracker_options tracking_of(const run_plan& plan) {
@@ -22,6 +24,18 @@ std::string stop_reason(const run_options& options, const step_rules& rules, int
   // metrics.jsonl, so that the count matches summary.json's "steps".
   const auto done = step + 1;
   return "interrupted after " + std::to_string(done) + (done == 1 ? " step" : " steps");
+}
+
+void record_test_evaluation(const run_plan& plan, const run_options& options, run_report& report,
+                            int64_t step, const char* weights, double loss_sum, double metric_sum,
+                            int64_t count, double eval_s) {
+  const double n = static_cast<double>(std::max<int64_t>(count, 1));
+  report.test_loss = loss_sum / n;
+  report.test_accuracy = metric_sum / n;
+  if (options.metrics != nullptr)
+    options.metrics->write(to_json(records::eval{
+        step, plan.rules.epoch_of(step), "test", *report.test_loss, *report.test_accuracy, count,
+        eval_s, report.wall_s + eval_s, weights, report.metric}));
 }
 
 run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,

@@ -355,7 +355,7 @@ suite_config parse_suite(const nlohmann::json& file) {
   if (search)
     combos = with_trials(combos, draw_trials(*search), problems);
   suite.combinations = combos.size();
-  suite.trials = trials > 1 || search ? trials : 0;
+  suite.trials = search ? trials : 0;
 
   std::set<std::string> names;
   for (std::size_t e = 0; e < entries.size(); ++e)
