@@ -37,7 +37,7 @@ inline double plain_loop(const job_config& job, const dataset& data, int64_t thr
     if (step == warmup)
       start = clock_type::now();
     auto index = plan.indices(step, {0, batch});
-    auto images = data.train.images.index_select(0, index).to(device);
+    auto images = data.train.images.gather(index).to(device);
     auto labels = data.train.labels.index_select(0, index).to(device);
     optimizer->zero_grad();
     auto loss = torch::nn::functional::cross_entropy(model.forward(images), labels);

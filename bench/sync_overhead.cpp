@@ -139,7 +139,8 @@ double state_mb(const bench_options& o, const job_config& job, const dataset& da
                                                                                : 0;
   const auto replica_bytes = static_cast<double>(plan.model.flat_size()) * 4.0 *
                              static_cast<double>(2 + optimizer_buffers);
-  const auto row_bytes = static_cast<double>(data.train.images.numel() / data.train.size()) * 4.0;
+  const auto row_bytes =
+      static_cast<double>(c10::multiply_integers(data.train.images.row_shape())) * 4.0;
   const auto batch_bytes = static_cast<double>(o.batch) * (row_bytes + 8.0);
   return (static_cast<double>(o.replicas) * replica_bytes + batch_bytes) / (1024.0 * 1024.0);
 }

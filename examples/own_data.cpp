@@ -80,10 +80,11 @@ troupe::dataset read_data_file(const std::string& path) {
 // Normalize both splits with the training set's mean and standard deviation, as troupe's own
 // data sets are; whoever uses the saved weights must apply the same two figures to new inputs.
 void normalize(troupe::dataset& data) {
-  const auto mean = data.train.images.mean().item<double>();
-  const auto std = data.train.images.std().item<double>();
-  data.train.images = (data.train.images - mean) / std;
-  data.test.images = (data.test.images - mean) / std;
+  const auto train = data.train.images.whole();
+  const auto mean = train.mean().item<double>();
+  const auto std = train.std().item<double>();
+  data.train.images = (train - mean) / std;
+  data.test.images = (data.test.images.whole() - mean) / std;
 }
 
 std::string shape_of(const at::Tensor& t) {
@@ -164,7 +165,7 @@ int main(int argc, char** argv) {
     parameter.value().copy_(it->second);
   }
   model->eval();
-  const auto predicted = model->forward(data->test.images).argmax(1);
+  const auto predicted = model->forward(data->test.images.whole()).argmax(1);
   const auto accuracy = predicted.eq(data->test.labels).to(at::kDouble).mean().item<double>();
   std::printf("reloaded into a new model: test accuracy %.4f (the run's: %.4f)\n", accuracy,
               report.test_accuracy.value_or(0));

@@ -126,7 +126,8 @@ run_plan plan_job(const run_command& cmd, const job_source& source, const nlohma
                      "--local-nodes K"});
   if (job.cluster.enabled())
     options.cluster = make_cluster_options(cmd);
-  if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv) {
+  if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv ||
+      job.data.kind == data_kind::npy) {
     preloaded = load_dataset(job.data, job.seed);
     return make_run_plan(job, facts_of(*preloaded));
   }

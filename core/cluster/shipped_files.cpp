@@ -22,6 +22,13 @@ std::vector<std::string> data_files(const data_config& config) {
     case data_kind::tensors:
     case data_kind::csv:
       return {config.train_file, config.test_file};
+    case data_kind::npy: {
+      std::vector<std::string> files;
+      for (const auto* split : {&config.train_arrays, &config.test_arrays})
+        for (const auto* column : {&split->x, &split->y})
+          files.insert(files.end(), column->begin(), column->end());
+      return files;
+    }
     case data_kind::synthetic:
       break;
   }

@@ -63,6 +63,10 @@ json data_json(const data_config& d) {
   if (d.kind == data_kind::fashion_mnist) {
     data["path"] = d.path;
     data["preprocessing"] = preprocessing_json(d.kind);
+  } else if (d.kind == data_kind::npy) {
+    data["train"] = {{"x", d.train_arrays.x}, {"y", d.train_arrays.y}};
+    data["test"] = {{"x", d.test_arrays.x}, {"y", d.test_arrays.y}};
+    data["preprocessing"] = preprocessing_json(d.kind);
   } else if (d.kind == data_kind::tensors || d.kind == data_kind::csv) {
     data["train"] = d.train_file;
     data["test"] = d.test_file;

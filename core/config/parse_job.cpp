@@ -98,6 +98,20 @@ void read_preprocessing(object_reader& r, data_kind kind) {
                   ", and cannot be changed; remove the key, got " + render_value(*v));
 }
 
+// {"x": "x.npy" or ["x0.npy", "x1.npy"], "y": ...}: a split's arrays, each one file or its shards.
+void read_npy_files(object_reader r, npy_files& f) {
+  if (!r.valid())
+    return;
+  if (!r.has("x") || !r.has("y"))
+    r.object_problem(
+        "needs \"x\" and \"y\": each a .npy file written by numpy.save, or a list of its "
+        "shards in order");
+  const char* expected = "a non-empty string (a .npy file)";
+  r.string_or_strings("x", f.x, non_empty, expected, 4096);
+  r.string_or_strings("y", f.y, non_empty, expected, 4096);
+  r.finish({"x", "y"});
+}
+
 void read_data(object_reader r, data_config& d) {
   if (!read_enum(r, "type", data_names, d.kind))
     skip_all(r, {"path", "train_samples", "test_samples", "noise", "train", "test", "label"});
@@ -113,6 +127,15 @@ void read_data(object_reader r, data_config& d) {
           "torch.save({\"x\": X, \"y\": Y}, path)");
     r.string("train", d.train_file, non_empty, "a non-empty string (a file)");
     r.string("test", d.test_file, non_empty, "a non-empty string (a file)");
+    read_preprocessing(r, d.kind);
+    r.finish({"type", "train", "test", "validation", "preprocessing"});
+  } else if (d.kind == data_kind::npy) {
+    if (!r.has("train") || !r.has("test"))
+      r.object_problem(
+          "data of type npy needs \"train\" and \"test\": {\"x\": ..., \"y\": ...} each, "
+          ".npy files written by numpy.save (a file, or a list of its shards in order)");
+    read_npy_files(r.object("train"), d.train_arrays);
+    read_npy_files(r.object("test"), d.test_arrays);
     read_preprocessing(r, d.kind);
     r.finish({"type", "train", "test", "validation", "preprocessing"});
   } else if (d.kind == data_kind::csv) {

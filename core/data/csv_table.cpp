@@ -194,7 +194,7 @@ dataset load_csv_files(const std::string& train_path, const std::string& test_pa
   data.test = test.rows;
   data.classes = outputs_for(data.train.labels);
   data.description = fmt::format("csv ({} train, {} test, {} features)", data.train.size(),
-                                 data.test.size(), data.train.images.size(1));
+                                 data.test.size(), data.train.images.row_shape().at(0));
   return data;
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/data/csv_table.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/data/npy_arrays.hpp"
 #include "core/data/synthetic.hpp"
 #include "core/data/tensor_files.hpp"
 #include "core/data/validation_split.hpp"
@@ -36,8 +37,11 @@ data_facts fashion_facts(const std::string& folder) {
   return facts;
 }
 
-// Files with no header to plan from: read whole.
+// The user's files: read whole (tensor files and tables have no header to plan from), or
+// memory-mapped (arrays).
 dataset load_files(const data_config& config) {
+  if (config.kind == data_kind::npy)
+    return load_npy_arrays(config.train_arrays, config.test_arrays);
   if (config.kind == data_kind::csv)
     return load_csv_files(config.train_file, config.test_file, config.label, config.class_labels);
   return load_tensor_files(config.train_file, config.test_file);
@@ -55,8 +59,10 @@ data_facts raw_facts(const data_config& config, bool strict) {
       return image_facts(config.train_samples, config.test_samples, synthetic_classes);
     case data_kind::tensors:
     case data_kind::csv:
+    case data_kind::npy:
       // No header to read without unpickling (or parsing): the files are read (and checked)
-      // whole, strict or not, since there are no published sizes to plan with.
+      // whole, strict or not, since there are no published sizes to plan with. Arrays are
+      // mapped, their targets read.
       return facts_of(load_files(config));
   }
   throw std::logic_error("unknown data kind");
@@ -88,6 +94,7 @@ void check_data_matches(const data_facts& planned, const dataset& loaded,
   const auto got = facts_of(loaded);
   const auto where = config.kind == data_kind::fashion_mnist ? config.path
                      : config.kind == data_kind::synthetic   ? std::string("the synthetic set")
+                     : config.kind == data_kind::npy         ? config.train_arrays.x.front()
                                                              : config.train_file;
   const auto differ = [&](const char* what, int64_t want, int64_t have) {
     throw data_error(where + ": holds " + std::to_string(have) + " " + what + ", the plan (" +

@@ -2,6 +2,8 @@
 // one instance is shared by every replica of a process (by shared_ptr) without locking.
 #pragma once
 
+#include "core/data/row_column.hpp"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -13,8 +15,9 @@ namespace troupe {
 
 struct labeled_images {
   /// float32 [N, 1, 28, 28], normalized (mean 0, std 1 over the train set); tensor files may
-  /// hold rows of any other shape, for a TorchScript model
-  at::Tensor images;
+  /// hold rows of any other shape, for a TorchScript model, and .npy arrays stay in their files
+  /// until a step gathers its rows
+  row_column images;
   /// int64 [N], values in [0, classes); or float32 [N, ...] targets (core/data/targets.hpp)
   at::Tensor labels;
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
@@ -32,8 +35,7 @@ using dataset_ptr = std::shared_ptr<const dataset>;
 
 /// The shape of one input row of the training set (e.g. [1, 28, 28]).
 inline std::vector<int64_t> row_shape_of(const dataset& data) {
-  const auto sizes = data.train.images.sizes();
-  return std::vector<int64_t>(sizes.begin() + 1, sizes.end());
+  return data.train.images.row_shape();
 }
 
 /// The shape of one target row: [] for class labels and single float targets.

@@ -11,6 +11,12 @@ nlohmann::ordered_json preprocessing_json(data_kind kind) {
     return {{"input", "x as saved: float32 [N, 1, 28, 28], [N, 28, 28] or [N, 784]; uint8 too"},
             {"scale", "uint8 x is divided by 255; float32 x is used as it is"},
             {"formula", "x/255 for uint8 x, else x"}};
+  if (kind == data_kind::npy)
+    return {{"input",
+             "x as saved: float32, float16 or uint8 [N, ...]; [N, 28, 28] and [N, 784] "
+             "become [N, 1, 28, 28]"},
+            {"scale", "uint8 x is divided by 255; float16 x is widened to float32"},
+            {"formula", "x/255 for uint8 x, else x"}};
   if (kind == data_kind::csv)
     return {{"input", "every column but the label's, in file order, as float32 [N, features]"},
             {"formula", "x as in the file"}};

@@ -95,10 +95,11 @@ dataset load_tensor_files(const std::string& train_path, const std::string& test
   data.train = read_tensor_split(train_path, at::Tensor());
   data.classes = outputs_for(data.train.labels);
   data.test = read_tensor_split(test_path, data.train.labels);
-  if (data.test.images.sizes().slice(1) != data.train.images.sizes().slice(1))
+  if (data.test.images.row_shape() != data.train.images.row_shape())
     throw data_error(fmt::format(
-        "{}: \"x\" rows have shape {}, the training file's ({}) {}: they must match", test_path,
-        shape_text(data.test.images[0]), train_path, shape_text(data.train.images[0])));
+        "{}: \"x\" rows have shape [{}], the training file's ({}) [{}]: they must match", test_path,
+        fmt::join(data.test.images.row_shape(), ", "), train_path,
+        fmt::join(data.train.images.row_shape(), ", ")));
   data.description =
       fmt::format("tensors ({} train, {} test)", data.train.size(), data.test.size());
   return data;

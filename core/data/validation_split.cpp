@@ -49,10 +49,9 @@ void hold_out_validation(dataset& data, double validation, uint64_t seed) {
   }
   const auto validation_index = at::tensor(held, at::kLong);
   const auto train_index = at::tensor(kept, at::kLong);
-  data.validation = {data.train.images.index_select(0, validation_index),
+  data.validation = {data.train.images.subset(held),
                      data.train.labels.index_select(0, validation_index)};
-  data.train = {data.train.images.index_select(0, train_index),
-                data.train.labels.index_select(0, train_index)};
+  data.train = {data.train.images.subset(kept), data.train.labels.index_select(0, train_index)};
 }
 
 }  // namespace troupe

@@ -55,7 +55,7 @@ double ensemble_engine::step(int64_t step, double lr) {
   at::Tensor images, labels;
   if (plans_.size() == 1) {
     auto index = plans_[0].indices(step, {0, batch_});
-    images = data_->train.images.index_select(0, index);
+    images = data_->train.images.gather(index);
     labels = data_->train.labels.index_select(0, index).unsqueeze(0).expand({k, batch_});
   } else {
     std::vector<at::Tensor> indices;
@@ -63,9 +63,9 @@ double ensemble_engine::step(int64_t step, double lr) {
       indices.push_back(plan.indices(step, {0, batch_}));
     auto index = at::stack(indices);        // [K, B]
     std::vector<int64_t> shape{k, batch_};  // [K, B, row...]
-    const auto row = data_->train.images.sizes().slice(1);
+    const auto& row = data_->train.images.row_shape();
     shape.insert(shape.end(), row.begin(), row.end());
-    images = data_->train.images.index_select(0, index.reshape({-1})).reshape(shape);
+    images = data_->train.images.gather(index.reshape({-1})).reshape(shape);
     labels = data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_});
   }
   optimizer_->zero_grad();
@@ -109,7 +109,7 @@ ensemble_evaluation ensemble_engine::evaluate(const labeled_images& set) const {
   const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
   for (int64_t begin = 0; begin < set.size(); begin += eval_chunk_rows) {
     const int64_t n = std::min(eval_chunk_rows, set.size() - begin);
-    auto images = set.images.narrow(0, begin, n);
+    auto images = set.images.range(begin, n);
     auto labels = set.labels.narrow(0, begin, n);
     auto logits = model_.forward(images);  // [K, n, classes]
     for (int64_t m = 0; m < k; ++m) {

@@ -37,7 +37,14 @@ struct model_config {
   std::vector<int64_t> input_shape{1, 28, 28};
 };
 
-enum class data_kind { fashion_mnist, synthetic, tensors, csv };
+enum class data_kind { fashion_mnist, synthetic, tensors, csv, npy };
+
+/// npy only: one split's arrays as numpy.save writes them, inputs and targets, each one file or
+/// its shards in order (core/data/npy_arrays).
+struct npy_files {
+  std::vector<std::string> x;
+  std::vector<std::string> y;
+};
 
 struct data_config {
   /// Rows held out of the training set as a validation set, by a seeded split: 0 none, a
@@ -60,6 +67,9 @@ struct data_config {
   /// csv only, set from training.loss (not a key of its own): the target column holds class
   /// numbers (int64 labels, for cross_entropy) rather than float targets.
   bool class_labels = true;
+  /// npy only: each split's .npy files.
+  npy_files train_arrays;
+  npy_files test_arrays;
 };
 
 enum class optimizer_kind { sgd, adam, adamw, rmsprop };

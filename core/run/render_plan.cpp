@@ -174,7 +174,8 @@ void render_data(std::ostringstream& out, const run_plan& p) {
         << "seed; evaluations use them), ";
   out << p.data.test_rows << " test samples"
       << (p.data.validation_rows > 0 ? " (evaluated once, at the end)" : "");
-  if (p.job.data.kind == data_kind::tensors || p.job.data.kind == data_kind::csv) {
+  if (p.job.data.kind == data_kind::tensors || p.job.data.kind == data_kind::csv ||
+      p.job.data.kind == data_kind::npy) {
     out << ", rows of shape [";
     for (std::size_t d = 0; d < p.data.row_shape.size(); ++d)
       out << (d > 0 ? ", " : "") << p.data.row_shape[d];

@@ -190,6 +190,8 @@ void check_loss_fits_targets(const run_plan& p) {
     return;
   const auto data = p.job.data.kind == data_kind::tensors
                         ? fmt::format("{} (\"y\")", p.job.data.train_file)
+                    : p.job.data.kind == data_kind::npy
+                        ? fmt::format("{}", fmt::join(p.job.data.train_arrays.y, ", "))
                         : fmt::format("the {} data", to_string(p.job.data.kind));
   if (wants_labels)
     throw job_error({fmt::format(

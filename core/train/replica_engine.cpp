@@ -60,8 +60,7 @@ replica_engine::batch replica_engine::fetch(int64_t step) {
   if (prefetched_.step == step)
     return std::exchange(prefetched_, batch{});
   const auto index = plan_.indices(step, rows_);
-  batch b{step, data_->train.images.index_select(0, index),
-          data_->train.labels.index_select(0, index)};
+  batch b{step, data_->train.images.gather(index), data_->train.labels.index_select(0, index)};
   if (transfer_ != nullptr) {
     b.images = transfer_->upload(b.images);
     b.labels = transfer_->upload(b.labels);
@@ -178,7 +177,7 @@ evaluation_result replica_engine::evaluate(const labeled_images& set, row_range 
   evaluation_result result;
   for (int64_t begin = rows.begin; begin < rows.end; begin += eval_chunk_rows) {
     const int64_t n = std::min(eval_chunk_rows, rows.end - begin);
-    auto images = set.images.narrow(0, begin, n);
+    auto images = set.images.range(begin, n);
     auto labels = set.labels.narrow(0, begin, n);
     if (transfer_ != nullptr) {
       images = transfer_->upload(images);

@@ -82,7 +82,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
   saved_activation saved;
   at::Tensor x;
   if (where_.first()) {
-    x = data_->train.images.index_select(0, index);
+    x = data_->train.images.gather(index);
   } else {
     TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for micro-batch ",
                 micro);
@@ -176,8 +176,7 @@ at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
   module_.set_training(false);
   if (where_.first()) {
     const auto rows = eval_range(chunk);
-    return forward_slice(evaluation_set(*data_).images.narrow(0, rows.begin, rows.size()), -1,
-                         chunk);
+    return forward_slice(evaluation_set(*data_).images.range(rows.begin, rows.size()), -1, chunk);
   }
   TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for test chunk ", chunk);
   return forward_slice(input, -1, chunk);

@@ -252,12 +252,12 @@ TEST_SUITE("data") {
     auto d = load_fashion_mnist(t.path.string());
     CHECK(d.description == "fashion_mnist (5 train, 5 test)");
     CHECK(d.classes == 10);
-    CHECK(d.train.images.sizes() == at::IntArrayRef({5, 1, 28, 28}));
-    CHECK((d.train.images.scalar_type() == at::kFloat));
+    CHECK(d.train.images.whole().sizes() == at::IntArrayRef({5, 1, 28, 28}));
+    CHECK((d.train.images.whole().scalar_type() == at::kFloat));
     CHECK(d.test.labels.sizes() == at::IntArrayRef({5}));
     CHECK((d.test.labels.scalar_type() == at::kLong));
     CHECK(d.train.labels[0].item<int64_t>() == 3);
-    CHECK(d.train.images[4][0][27][27].item<float>() ==
+    CHECK(d.train.images.whole()[4][0][27][27].item<float>() ==
           doctest::Approx((1 / 255.0 - fashion_mnist_mean) / fashion_mnist_std));
   }
 
@@ -302,8 +302,8 @@ TEST_SUITE("data") {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     MESSAGE("loaded " << d.description << " in " << took.count() << " s");
     CHECK(d.description == "fashion_mnist (60000 train, 10000 test)");
-    CHECK(d.train.images.sizes() == at::IntArrayRef({60000, 1, 28, 28}));
-    CHECK(d.test.images.sizes() == at::IntArrayRef({10000, 1, 28, 28}));
+    CHECK(d.train.images.whole().sizes() == at::IntArrayRef({60000, 1, 28, 28}));
+    CHECK(d.test.images.whole().sizes() == at::IntArrayRef({10000, 1, 28, 28}));
     CHECK(d.train.labels.sizes() == at::IntArrayRef({60000}));
     CHECK(d.test.labels.sizes() == at::IntArrayRef({10000}));
     for (const auto* split : {&d.train, &d.test}) {
@@ -311,8 +311,8 @@ TEST_SUITE("data") {
       CHECK(split->labels.max().item<int64_t>() == 9);
     }
     // The constants are the train set's own statistics, so it comes out standardized.
-    CHECK(std::abs(d.train.images.mean().item<double>()) < 0.01);
-    CHECK(std::abs(d.train.images.std().item<double>() - 1.0) < 0.01);
+    CHECK(std::abs(d.train.images.whole().mean().item<double>()) < 0.01);
+    CHECK(std::abs(d.train.images.whole().std().item<double>() - 1.0) < 0.01);
   }
 
   TEST_CASE("synthetic data is fixed by its seed") {
@@ -321,15 +321,15 @@ TEST_SUITE("data") {
     auto c = make_synthetic(64, 16, 1.0, 6);
     CHECK(a.description == "synthetic (64 train, 16 test, noise 1)");
     CHECK(a.classes == 10);
-    CHECK(at::equal(a.train.images, b.train.images));
+    CHECK(at::equal(a.train.images.whole(), b.train.images.whole()));
     CHECK(at::equal(a.train.labels, b.train.labels));
-    CHECK(at::equal(a.test.images, b.test.images));
+    CHECK(at::equal(a.test.images.whole(), b.test.images.whole()));
     CHECK(at::equal(a.test.labels, b.test.labels));
-    CHECK(!at::equal(a.train.images, c.train.images));
-    CHECK(!at::equal(a.train.images.narrow(0, 0, 16), a.test.images));
-    CHECK(a.train.images.sizes() == at::IntArrayRef({64, 1, 28, 28}));
-    CHECK(a.test.images.sizes() == at::IntArrayRef({16, 1, 28, 28}));
-    CHECK((a.train.images.scalar_type() == at::kFloat));
+    CHECK(!at::equal(a.train.images.whole(), c.train.images.whole()));
+    CHECK(!at::equal(a.train.images.whole().narrow(0, 0, 16), a.test.images.whole()));
+    CHECK(a.train.images.whole().sizes() == at::IntArrayRef({64, 1, 28, 28}));
+    CHECK(a.test.images.whole().sizes() == at::IntArrayRef({16, 1, 28, 28}));
+    CHECK((a.train.images.whole().scalar_type() == at::kFloat));
     CHECK((a.train.labels.scalar_type() == at::kLong));
     CHECK(a.train.labels.min().item<int64_t>() >= 0);
     CHECK(a.train.labels.max().item<int64_t>() < 10);
@@ -342,7 +342,8 @@ TEST_SUITE("data") {
     for (int64_t i = 0; i < 50; ++i) {
       auto same = (d.train.labels == d.test.labels[i]).nonzero();
       REQUIRE(same.size(0) > 0);
-      CHECK(at::equal(d.train.images[same[0][0].item<int64_t>()], d.test.images[i]));
+      CHECK(
+          at::equal(d.train.images.whole()[same[0][0].item<int64_t>()], d.test.images.whole()[i]));
     }
   }
 
@@ -358,7 +359,7 @@ TEST_SUITE("data") {
     maker.join();
     stop = true;
     noise_maker.join();
-    CHECK(at::equal(here.train.images, there.train.images));
+    CHECK(at::equal(here.train.images.whole(), there.train.images.whole()));
     CHECK(at::equal(here.test.labels, there.test.labels));
   }
 }

@@ -1,0 +1,117 @@
+#include "core/data/row_column.hpp"
+
+#include "core/data/targets.hpp"
+#include "core/errors.hpp"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+namespace troupe {
+namespace {
+
+at::ScalarType scalar_type_of(row_column::stored type) {
+  switch (type) {
+    case row_column::stored::float16:
+      return at::kHalf;
+    case row_column::stored::uint8:
+      return at::kByte;
+    case row_column::stored::float32:
+      break;
+  }
+  return at::kFloat;
+}
+
+std::vector<int64_t> with_rows(int64_t rows, const std::vector<int64_t>& row_shape) {
+  std::vector<int64_t> shape{rows};
+  shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+  return shape;
+}
+
+}  // namespace
+
+row_column::row_column(at::Tensor rows) : memory_(std::move(rows)) {
+  if (memory_.defined())
+    row_shape_.assign(memory_.sizes().begin() + 1, memory_.sizes().end());
+}
+
+row_column::row_column(std::vector<shard> shards, stored type, std::vector<int64_t> row_shape)
+    : shards_(std::move(shards)), type_(type), row_shape_(std::move(row_shape)) {
+  const auto values =
+      std::accumulate(row_shape_.begin(), row_shape_.end(), int64_t{1}, std::multiplies<int64_t>());
+  row_bytes_ = static_cast<std::size_t>(values) * at::elementSize(scalar_type_of(type_));
+  shard_starts_.push_back(0);
+  for (const auto& s : shards_)
+    shard_starts_.push_back(shard_starts_.back() + s.rows);
+}
+
+int64_t row_column::size() const {
+  if (memory_.defined())
+    return memory_.size(0);
+  if (selection_)
+    return static_cast<int64_t>(selection_->size());
+  return shard_starts_.empty() ? 0 : shard_starts_.back();
+}
+
+std::pair<std::size_t, int64_t> row_column::locate(int64_t row) const {
+  const auto stored_row = selection_ ? (*selection_)[static_cast<std::size_t>(row)] : row;
+  const auto after = std::upper_bound(shard_starts_.begin(), shard_starts_.end(), stored_row);
+  const auto shard = static_cast<std::size_t>(after - shard_starts_.begin() - 1);
+  return {shard, stored_row - shard_starts_[shard]};
+}
+
+at::Tensor row_column::gather_mapped(const std::vector<int64_t>& rows) const {
+  const auto n = static_cast<int64_t>(rows.size());
+  auto stored_rows = at::empty(with_rows(n, row_shape_), at::TensorOptions(scalar_type_of(type_)));
+  auto* out = static_cast<unsigned char*>(stored_rows.data_ptr());
+  for (int64_t i = 0; i < n; ++i) {
+    const auto row = rows[static_cast<std::size_t>(i)];
+    if (row < 0 || row >= size())
+      throw std::out_of_range(fmt::format("row {} of a column of {} rows", row, size()));
+    const auto [s, local] = locate(row);
+    std::memcpy(out + static_cast<std::size_t>(i) * row_bytes_,
+                shards_[s].bytes + static_cast<std::size_t>(local) * row_bytes_, row_bytes_);
+  }
+  if (type_ == stored::uint8)
+    return stored_rows.to(at::kFloat).div_(255.0);
+  auto floats = type_ == stored::float16 ? stored_rows.to(at::kFloat) : stored_rows;
+  if (const auto bad = first_non_finite_row(floats)) {
+    const auto [s, local] = locate(rows[static_cast<std::size_t>(*bad)]);
+    throw data_error(fmt::format("{}: row {} holds a NaN or an infinity", shards_[s].file, local));
+  }
+  return floats;
+}
+
+at::Tensor row_column::gather(const at::Tensor& index) const {
+  if (memory_.defined())
+    return memory_.index_select(0, index);
+  const auto contiguous = index.to(at::kLong).contiguous();
+  const auto* first = contiguous.data_ptr<int64_t>();
+  return gather_mapped(std::vector<int64_t>(first, first + contiguous.numel()));
+}
+
+at::Tensor row_column::range(int64_t begin, int64_t count) const {
+  if (memory_.defined())
+    return memory_.narrow(0, begin, count);
+  std::vector<int64_t> rows(static_cast<std::size_t>(count));
+  std::iota(rows.begin(), rows.end(), begin);
+  return gather_mapped(rows);
+}
+
+row_column row_column::subset(const std::vector<int64_t>& rows) const {
+  if (memory_.defined())
+    return row_column(memory_.index_select(0, at::tensor(rows, at::kLong)));
+  auto picked = std::make_shared<std::vector<int64_t>>();
+  picked->reserve(rows.size());
+  for (const auto row : rows)
+    picked->push_back(selection_ ? (*selection_)[static_cast<std::size_t>(row)] : row);
+  row_column out = *this;
+  out.selection_ = std::move(picked);
+  return out;
+}
+
+}  // namespace troupe
