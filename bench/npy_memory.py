@@ -132,7 +132,7 @@ def main():
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--keep", help="a folder to keep the files and runs in (else a temporary one)")
     a = p.parse_args()
-    troupe = os.path.abspath(os.path.join(a.build, "apps", "troupe", "troupe"))
+    troupe = os.path.abspath(os.path.join(a.build, "apps", "troupe"))
     folder = a.keep or tempfile.mkdtemp(prefix="troupe-npy-bench-")
     os.makedirs(folder, exist_ok=True)
     try:

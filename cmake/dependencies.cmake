@@ -27,6 +27,12 @@ if(NOT TARGET troupe::csv)
     "install Debian's libcsv-dev")
 endif()
 
+if(NOT TARGET troupe::png OR NOT TARGET troupe::turbojpeg)
+  message(FATAL_ERROR "libpng or libjpeg-turbo not found (png.h '${PNG_INCLUDE_DIR}', libpng16 "
+    "'${PNG_LIB}', turbojpeg.h '${TURBOJPEG_INCLUDE_DIR}', libturbojpeg '${TURBOJPEG_LIB}'): "
+    "install Debian's libpng-dev and libturbojpeg0-dev")
+endif()
+
 # libmicrohttpd (Debian's libmicrohttpd-dev): `troupe report --serve`. Chosen over cpp-httplib
 # 0.11, which gave each connection a thread and bounded neither a request head's size nor its
 # time (a slow client held a thread for good; a 97 MB header was read whole).

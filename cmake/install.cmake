@@ -60,7 +60,7 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "the troupe program: trains neural netwo
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME troupe-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "troupe (= ${PROJECT_VERSION}), libcaf-dev, libtorch-dev, nlohmann-json3-dev, libfmt-dev, libssl-dev, libcsv-dev, zlib1g-dev")
+  "troupe (= ${PROJECT_VERSION}), libcaf-dev, libtorch-dev, nlohmann-json3-dev, libfmt-dev, libssl-dev, libcsv-dev, libpng-dev, libturbojpeg0-dev, zlib1g-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
   "troupe's static libraries, headers and CMake package (find_package(troupe))")
 include(CPack)

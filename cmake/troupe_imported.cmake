@@ -31,6 +31,22 @@ if(CSV_INCLUDE_DIR AND CSV_LIB AND NOT TARGET troupe::csv)
     INTERFACE_INCLUDE_DIRECTORIES "${CSV_INCLUDE_DIR}")
 endif()
 
+# libpng and libjpeg-turbo (Debian's libpng-dev, libturbojpeg0-dev): data.type image_folder
+# decodes PNG and JPEG with them (core/data/image_decode).
+find_path(PNG_INCLUDE_DIR png.h)
+find_library(PNG_LIB png16)
+find_path(TURBOJPEG_INCLUDE_DIR turbojpeg.h)
+find_library(TURBOJPEG_LIB turbojpeg)
+foreach(codec PNG TURBOJPEG)
+  string(TOLOWER ${codec} name)
+  if(${codec}_INCLUDE_DIR AND ${codec}_LIB AND NOT TARGET troupe::${name})
+    add_library(troupe::${name} UNKNOWN IMPORTED)
+    set_target_properties(troupe::${name} PROPERTIES
+      IMPORTED_LOCATION "${${codec}_LIB}"
+      INTERFACE_INCLUDE_DIRECTORIES "${${codec}_INCLUDE_DIR}")
+  endif()
+endforeach()
+
 if(TORCH_LIBRARIES AND NOT TARGET troupe::torch)
   add_library(troupe::torch INTERFACE IMPORTED)
   set_target_properties(troupe::torch PROPERTIES

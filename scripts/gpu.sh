@@ -15,7 +15,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps=$root/.gpu-deps
 packages=(libcaf-dev libcaf-core0.17 libcaf-io0.17 nlohmann-json3-dev doctest-dev libcli11-dev
-  libfmt-dev libfmt9 zlib1g-dev dataset-fashion-mnist libssl-dev libssl3 libcsv-dev libcsv3)
+  libfmt-dev libfmt9 zlib1g-dev dataset-fashion-mnist libssl-dev libssl3 libcsv-dev libcsv3
+  libpng-dev libpng16-16 libturbojpeg0-dev libturbojpeg0)
 
 bundle() {
   rm -rf "$deps"

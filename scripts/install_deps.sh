@@ -9,18 +9,20 @@ set -euo pipefail
 # takes over that alternative and honours each actor thread's at::set_num_threads.
 # libssl-dev: mutual TLS between troupe processes and `troupe certs` (OpenSSL's libssl and
 # libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/links/tls_session.hpp).
-# libcsv-dev: data.type csv (core/data/csv_table).
+# libcsv-dev: data.type csv (core/data/csv_table). libpng-dev, libturbojpeg0-dev: data.type
+# image_folder decodes PNG and JPEG with them (core/data/image_decode).
 # dpkg-dev and file: `cpack -G DEB` finds the program's Depends with dpkg-shlibdeps, on the files
 # `file` says are ELF (tests/e2e/install_test.sh makes the packages).
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
   doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
-  libssl-dev libmicrohttpd-dev libcsv-dev dpkg-dev file)
-# --tests: what the tests call besides troupe: PyTorch for the weight checks, Chromium for the
+  libssl-dev libmicrohttpd-dev libcsv-dev libpng-dev libturbojpeg0-dev dpkg-dev file)
+# --tests: what the tests call besides troupe: PyTorch for the weight checks, NumPy and PIL
+# (python3-pil) to write the arrays and image folders the data tests train on, Chromium for the
 # report pages, iproute2 (ip, tc) for the black-hole link, procps (pgrep, pkill) for processes a
 # test must find, time (/usr/bin/time) for peak memory; util-linux (unshare, mount, fallocate)
 # is in every Debian.
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch python3-numpy chromium iproute2 procps time)
+  packages+=(python3-torch python3-numpy python3-pil chromium iproute2 procps time)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -127,8 +127,10 @@ run_plan plan_job(const run_command& cmd, const job_source& source, const nlohma
   if (job.cluster.enabled())
     options.cluster = make_cluster_options(cmd);
   if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv ||
-      job.data.kind == data_kind::npy) {
+      job.data.kind == data_kind::npy || job.data.kind == data_kind::image_folder) {
     preloaded = load_dataset(job.data, job.seed);
+    for (const auto& why : preloaded->skipped)
+      std::cerr << "warning: left out " << why << '\n';
     return make_run_plan(job, facts_of(*preloaded));
   }
   return make_run_plan(job, describe_data(job.data));

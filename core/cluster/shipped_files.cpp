@@ -29,6 +29,9 @@ std::vector<std::string> data_files(const data_config& config) {
           files.insert(files.end(), column->begin(), column->end());
       return files;
     }
+    case data_kind::image_folder:
+      // Thousands of images: each node decodes its own folders, and the plan's facts (rows
+      // per split, classes, row shape) are what a node is checked against at its join.
     case data_kind::synthetic:
       break;
   }

@@ -6,7 +6,8 @@ namespace troupe {
 
 const std::vector<std::string> model_names{"mlp", "cnn", "torchscript"};
 const std::vector<std::string> activation_names{"relu", "tanh", "gelu"};
-const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors", "csv", "npy"};
+const std::vector<std::string> data_names{"fashion_mnist", "synthetic", "tensors",
+                                          "csv",           "npy",       "image_folder"};
 const std::vector<std::string> optimizer_names{"sgd", "adam", "adamw", "rmsprop"};
 const std::vector<std::string> policy_names{"sync", "local_sgd", "async", "schedule"};
 const std::vector<std::string> compression_names{"none", "bf16", "int8"};

@@ -63,6 +63,20 @@ json data_json(const data_config& d) {
   if (d.kind == data_kind::fashion_mnist) {
     data["path"] = d.path;
     data["preprocessing"] = preprocessing_json(d.kind);
+  } else if (d.kind == data_kind::image_folder) {
+    data["train"] = d.train_file;
+    data["test"] = d.test_file;
+    data["image"] = {{"size", d.image.size},
+                     {"channels", d.image.channels},
+                     {"center_crop", d.image.center_crop}};
+    if (!d.image.mean.empty())
+      data["image"]["mean"] = d.image.mean;
+    if (!d.image.std.empty())
+      data["image"]["std"] = d.image.std;
+    data["augment"] = {{"random_crop_padding", d.augment.random_crop_padding},
+                       {"horizontal_flip", d.augment.horizontal_flip}};
+    data["bad_images"] = d.skip_bad_images ? "skip" : "error";
+    data["preprocessing"] = preprocessing_json(d.kind);
   } else if (d.kind == data_kind::npy) {
     data["train"] = {{"x", d.train_arrays.x}, {"y", d.train_arrays.y}};
     data["test"] = {{"x", d.test_arrays.x}, {"y", d.test_arrays.y}};

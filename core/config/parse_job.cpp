@@ -112,6 +112,31 @@ void read_npy_files(object_reader r, npy_files& f) {
   r.finish({"x", "y"});
 }
 
+// {"size": [H, W], "channels": 3, "mean": [...], "std": [...], "center_crop": false}
+void read_image(object_reader r, image_config& image) {
+  if (!r.valid())
+    return;
+  if (!r.has("size"))
+    r.object_problem("needs \"size\": [height, width], what every image is brought to");
+  r.integer_array("size", image.size, 1, 4096, 2, 2);
+  r.integer("channels", image.channels, 1, 3);
+  if (image.channels == 2)
+    r.problem("channels", "must be 1 (gray) or 3 (RGB), got 2");
+  const auto channels = static_cast<std::size_t>(image.channels);
+  r.number_array("mean", image.mean, -1e6, 1e6, channels);
+  r.number_array("std", image.std, 1e-9, 1e6, channels);
+  r.boolean("center_crop", image.center_crop);
+  r.finish({"size", "channels", "mean", "std", "center_crop"});
+}
+
+void read_augment(object_reader r, augment_config& augment) {
+  if (!r.valid())
+    return;
+  r.integer("random_crop_padding", augment.random_crop_padding, 0, 1024);
+  r.boolean("horizontal_flip", augment.horizontal_flip);
+  r.finish({"random_crop_padding", "horizontal_flip"});
+}
+
 void read_data(object_reader r, data_config& d) {
   if (!read_enum(r, "type", data_names, d.kind))
     skip_all(r, {"path", "train_samples", "test_samples", "noise", "train", "test", "label"});
@@ -138,6 +163,20 @@ void read_data(object_reader r, data_config& d) {
     read_npy_files(r.object("test"), d.test_arrays);
     read_preprocessing(r, d.kind);
     r.finish({"type", "train", "test", "validation", "preprocessing"});
+  } else if (d.kind == data_kind::image_folder) {
+    if (!r.has("train") || !r.has("test") || !r.has("image"))
+      r.object_problem(
+          "data of type image_folder needs \"train\" and \"test\" (folders of one folder per "
+          "class) and \"image\": {\"size\": [height, width], ...}");
+    r.string("train", d.train_file, non_empty, "a non-empty string (a folder)");
+    r.string("test", d.test_file, non_empty, "a non-empty string (a folder)");
+    read_image(r.object("image"), d.image);
+    read_augment(r.object("augment"), d.augment);
+    if (const auto i = r.choice("bad_images", {"error", "skip"}))
+      d.skip_bad_images = *i == 1;
+    read_preprocessing(r, d.kind);
+    r.finish(
+        {"type", "train", "test", "image", "augment", "bad_images", "validation", "preprocessing"});
   } else if (d.kind == data_kind::csv) {
     if (!r.has("train") || !r.has("test"))
       r.object_problem(

@@ -2,6 +2,7 @@
 
 #include "core/data/csv_table.hpp"
 #include "core/data/fashion_mnist.hpp"
+#include "core/data/image_folder.hpp"
 #include "core/data/npy_arrays.hpp"
 #include "core/data/synthetic.hpp"
 #include "core/data/tensor_files.hpp"
@@ -37,9 +38,11 @@ data_facts fashion_facts(const std::string& folder) {
   return facts;
 }
 
-// The user's files: read whole (tensor files and tables have no header to plan from), or
-// memory-mapped (arrays).
-dataset load_files(const data_config& config) {
+// The user's files: read whole (tensor files and tables have no header to plan from), memory-
+// mapped (arrays), or decoded (images: which of them decode is known only then).
+dataset load_files(const data_config& config, uint64_t seed) {
+  if (config.kind == data_kind::image_folder)
+    return load_image_folders(config, seed);
   if (config.kind == data_kind::npy)
     return load_npy_arrays(config.train_arrays, config.test_arrays);
   if (config.kind == data_kind::csv)
@@ -60,10 +63,11 @@ data_facts raw_facts(const data_config& config, bool strict) {
     case data_kind::tensors:
     case data_kind::csv:
     case data_kind::npy:
+    case data_kind::image_folder:
       // No header to read without unpickling (or parsing): the files are read (and checked)
       // whole, strict or not, since there are no published sizes to plan with. Arrays are
       // mapped, their targets read.
-      return facts_of(load_files(config));
+      return facts_of(load_files(config, 0));
   }
   throw std::logic_error("unknown data kind");
 }
@@ -85,8 +89,10 @@ data_facts read_data_facts(const data_config& config) {
 }
 
 data_facts facts_of(const dataset& data) {
-  return {data.train.size(),  data.validation.size(),          data.test.size(),     data.classes,
-          row_shape_of(data), class_labels(data.train.labels), target_shape_of(data)};
+  return {data.train.size(),     data.validation.size(),
+          data.test.size(),      data.classes,
+          row_shape_of(data),    class_labels(data.train.labels),
+          target_shape_of(data), static_cast<int64_t>(data.skipped.size())};
 }
 
 void check_data_matches(const data_facts& planned, const dataset& loaded,
@@ -118,7 +124,7 @@ dataset_ptr load_dataset(const data_config& config, uint64_t seed) {
   auto data = config.kind == data_kind::fashion_mnist ? load_fashion_mnist(config.path)
               : config.kind == data_kind::synthetic
                   ? make_synthetic(config.train_samples, config.test_samples, config.noise, seed)
-                  : load_files(config);
+                  : load_files(config, seed);
   hold_out_validation(data, config.validation, seed);
   return std::make_shared<const dataset>(std::move(data));
 }

@@ -25,6 +25,8 @@ struct data_facts {
   /// (core/data/targets.hpp).
   bool class_labels = true;
   std::vector<int64_t> target_shape;
+  /// Inputs left out because they could not be read (data.bad_images "skip").
+  int64_t skipped_rows = 0;
 };
 
 /// What `config` will load (its validation rows held out), known without loading it: the rows

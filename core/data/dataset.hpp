@@ -29,6 +29,8 @@ struct dataset {
   labeled_images train;
   labeled_images validation;  ///< held out of the training set (data.validation); may be empty
   labeled_images test;
+  /// "file: why" of each input left out of the set it was in (data.bad_images "skip").
+  std::vector<std::string> skipped;
 };
 
 using dataset_ptr = std::shared_ptr<const dataset>;

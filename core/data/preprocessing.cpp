@@ -11,6 +11,11 @@ nlohmann::ordered_json preprocessing_json(data_kind kind) {
     return {{"input", "x as saved: float32 [N, 1, 28, 28], [N, 28, 28] or [N, 784]; uint8 too"},
             {"scale", "uint8 x is divided by 255; float32 x is used as it is"},
             {"formula", "x/255 for uint8 x, else x"}};
+  if (kind == data_kind::image_folder)
+    return {{"input",
+             "each image decoded (PNG, JPEG) to data.image.channels channels and brought "
+             "to data.image.size (stretched, or scaled and center-cropped)"},
+            {"formula", "(pixel/255 - data.image.mean)/data.image.std per channel"}};
   if (kind == data_kind::npy)
     return {{"input",
              "x as saved: float32, float16 or uint8 [N, ...]; [N, 28, 28] and [N, 784] "

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
@@ -30,6 +31,14 @@ std::vector<int64_t> with_rows(int64_t rows, const std::vector<int64_t>& row_sha
   std::vector<int64_t> shape{rows};
   shape.insert(shape.end(), row_shape.begin(), row_shape.end());
   return shape;
+}
+
+// splitmix64's finalizer: the draw of (seed, step, row), the same on every machine.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -64,7 +73,43 @@ std::pair<std::size_t, int64_t> row_column::locate(int64_t row) const {
   return {shard, stored_row - shard_starts_[shard]};
 }
 
-at::Tensor row_column::gather_mapped(const std::vector<int64_t>& rows) const {
+row_column row_column::with_pixel_rules(pixel_rules rules) const {
+  row_column out = *this;
+  out.pixel_rules_ = std::make_shared<const pixel_rules>(std::move(rules));
+  return out;
+}
+
+at::Tensor row_column::apply_pixel_rules(at::Tensor images, const std::vector<int64_t>& rows,
+                                         int64_t step) const {
+  const auto& rules = *pixel_rules_;
+  const auto pad = rules.crop_padding;
+  if (step >= 0 && (pad > 0 || rules.horizontal_flip)) {
+    const auto height = images.size(2), width = images.size(3);
+    const auto padded = pad > 0 ? at::constant_pad_nd(images, {pad, pad, pad, pad}, 0) : images;
+    std::vector<at::Tensor> drawn;
+    drawn.reserve(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      auto draw =
+          mix(rules.seed ^ mix(static_cast<uint64_t>(step) ^ mix(static_cast<uint64_t>(rows[i]))));
+      const auto top = static_cast<int64_t>(draw % static_cast<uint64_t>(2 * pad + 1));
+      draw /= static_cast<uint64_t>(2 * pad + 1);
+      const auto left = static_cast<int64_t>(draw % static_cast<uint64_t>(2 * pad + 1));
+      draw /= static_cast<uint64_t>(2 * pad + 1);
+      auto image = padded[static_cast<int64_t>(i)].narrow(1, top, height).narrow(2, left, width);
+      drawn.push_back(rules.horizontal_flip && (draw & 1) ? image.flip({2}) : image);
+    }
+    images = at::stack(drawn);
+  }
+  auto floats = images.to(at::kFloat).div_(255.0);
+  if (!rules.mean.empty()) {
+    const auto channels = static_cast<int64_t>(rules.mean.size());
+    floats.sub_(at::tensor(rules.mean).view({1, channels, 1, 1}))
+        .div_(at::tensor(rules.std).view({1, channels, 1, 1}));
+  }
+  return floats;
+}
+
+at::Tensor row_column::gather_mapped(const std::vector<int64_t>& rows, int64_t step) const {
   const auto n = static_cast<int64_t>(rows.size());
   auto stored_rows = at::empty(with_rows(n, row_shape_), at::TensorOptions(scalar_type_of(type_)));
   auto* out = static_cast<unsigned char*>(stored_rows.data_ptr());
@@ -76,9 +121,15 @@ at::Tensor row_column::gather_mapped(const std::vector<int64_t>& rows) const {
     std::memcpy(out + static_cast<std::size_t>(i) * row_bytes_,
                 shards_[s].bytes + static_cast<std::size_t>(local) * row_bytes_, row_bytes_);
   }
+  if (type_ == stored::uint8 && pixel_rules_)
+    return apply_pixel_rules(std::move(stored_rows), rows, step);
   if (type_ == stored::uint8)
     return stored_rows.to(at::kFloat).div_(255.0);
   auto floats = type_ == stored::float16 ? stored_rows.to(at::kFloat) : stored_rows;
+  // A sum is finite when every value is (a NaN or an infinity carries through it), and costs a
+  // tenth of a per-value mask; only a sum that is not (overflow, or a bad value) is searched.
+  if (std::isfinite(floats.sum().item<float>()))
+    return floats;
   if (const auto bad = first_non_finite_row(floats)) {
     const auto [s, local] = locate(rows[static_cast<std::size_t>(*bad)]);
     throw data_error(fmt::format("{}: row {} holds a NaN or an infinity", shards_[s].file, local));
@@ -86,12 +137,12 @@ at::Tensor row_column::gather_mapped(const std::vector<int64_t>& rows) const {
   return floats;
 }
 
-at::Tensor row_column::gather(const at::Tensor& index) const {
+at::Tensor row_column::gather(const at::Tensor& index, int64_t step) const {
   if (memory_.defined())
     return memory_.index_select(0, index);
   const auto contiguous = index.to(at::kLong).contiguous();
   const auto* first = contiguous.data_ptr<int64_t>();
-  return gather_mapped(std::vector<int64_t>(first, first + contiguous.numel()));
+  return gather_mapped(std::vector<int64_t>(first, first + contiguous.numel()), step);
 }
 
 at::Tensor row_column::range(int64_t begin, int64_t count) const {
@@ -99,7 +150,7 @@ at::Tensor row_column::range(int64_t begin, int64_t count) const {
     return memory_.narrow(0, begin, count);
   std::vector<int64_t> rows(static_cast<std::size_t>(count));
   std::iota(rows.begin(), rows.end(), begin);
-  return gather_mapped(rows);
+  return gather_mapped(rows, -1);
 }
 
 row_column row_column::subset(const std::vector<int64_t>& rows) const {

@@ -32,6 +32,19 @@ class row_column {
     std::string file;  ///< named by messages about its rows
   };
 
+  /// What becomes of stored uint8 image rows [C, H, W] as they are gathered: scaled by 1/255,
+  /// then per channel (x - mean) / std; training gathers (those given a step) first draw a
+  /// random crop of the image padded by `crop_padding` zero pixels on each side and a
+  /// horizontal flip, from (seed, step, row) alone, so a rerun, a resume and a re-split batch
+  /// see the same pixels.
+  struct pixel_rules {
+    std::vector<float> mean;
+    std::vector<float> std;
+    int64_t crop_padding = 0;
+    bool horizontal_flip = false;
+    uint64_t seed = 0;
+  };
+
   row_column() = default;
   /// Rows in memory: float32 [N, ...]. Implicit, so a split is made of a tensor as it always was.
   row_column(at::Tensor rows);  // NOLINT(google-explicit-constructor)
@@ -41,12 +54,16 @@ class row_column {
   bool defined() const { return memory_.defined() || !shards_.empty(); }
   int64_t size() const;
   const std::vector<int64_t>& row_shape() const { return row_shape_; }
-  /// Whether the rows are read from files as they are gathered (else they are in memory).
+  /// Whether the rows are kept in their stored type (mapped files, decoded images) and widened
+  /// as they are gathered (else they are float32 in memory).
   bool mapped() const { return !shards_.empty(); }
+  /// The same rows under `rules` (uint8 rows only).
+  row_column with_pixel_rules(pixel_rules rules) const;
 
   /// float32 [n, row_shape...] of the rows at `index` (int64 [n]), in its order. Mapped rows
-  /// that hold a NaN or an infinity throw data_error naming the file and the row.
-  at::Tensor gather(const at::Tensor& index) const;
+  /// that hold a NaN or an infinity throw data_error naming the file and the row. `step`: the
+  /// training step the rows are for (drawing their augmentation), or -1 for none.
+  at::Tensor gather(const at::Tensor& index, int64_t step = -1) const;
   /// Rows [begin, begin + count): a view for rows in memory.
   at::Tensor range(int64_t begin, int64_t count) const;
   /// Every row: a view for rows in memory, a copy of a mapped file (for small sets and tests).
@@ -58,7 +75,9 @@ class row_column {
  private:
   // Where row `row` of this column lives: its shard and its row there.
   std::pair<std::size_t, int64_t> locate(int64_t row) const;
-  at::Tensor gather_mapped(const std::vector<int64_t>& rows) const;
+  at::Tensor gather_mapped(const std::vector<int64_t>& rows, int64_t step) const;
+  at::Tensor apply_pixel_rules(at::Tensor images, const std::vector<int64_t>& rows,
+                               int64_t step) const;
 
   at::Tensor memory_;
   std::vector<shard> shards_;
@@ -68,6 +87,7 @@ class row_column {
   std::size_t row_bytes_ = 0;
   /// The stored rows this column's rows are, in order; null when they are all of them.
   std::shared_ptr<const std::vector<int64_t>> selection_;
+  std::shared_ptr<const pixel_rules> pixel_rules_;
 };
 
 }  // namespace troupe

@@ -55,7 +55,7 @@ double ensemble_engine::step(int64_t step, double lr) {
   at::Tensor images, labels;
   if (plans_.size() == 1) {
     auto index = plans_[0].indices(step, {0, batch_});
-    images = data_->train.images.gather(index);
+    images = data_->train.images.gather(index, step);
     labels = data_->train.labels.index_select(0, index).unsqueeze(0).expand({k, batch_});
   } else {
     std::vector<at::Tensor> indices;
@@ -65,7 +65,7 @@ double ensemble_engine::step(int64_t step, double lr) {
     std::vector<int64_t> shape{k, batch_};  // [K, B, row...]
     const auto& row = data_->train.images.row_shape();
     shape.insert(shape.end(), row.begin(), row.end());
-    images = data_->train.images.gather(index.reshape({-1})).reshape(shape);
+    images = data_->train.images.gather(index.reshape({-1}), step).reshape(shape);
     labels = data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_});
   }
   optimizer_->zero_grad();

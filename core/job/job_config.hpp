@@ -37,7 +37,23 @@ struct model_config {
   std::vector<int64_t> input_shape{1, 28, 28};
 };
 
-enum class data_kind { fashion_mnist, synthetic, tensors, csv, npy };
+enum class data_kind { fashion_mnist, synthetic, tensors, csv, npy, image_folder };
+
+/// image_folder only: what every image becomes before the model sees it (core/data/image_folder).
+struct image_config {
+  std::vector<int64_t> size;  ///< [height, width]; required
+  /// Brought to size by stretching (false), or scaled to cover it and cut to its center.
+  bool center_crop = false;
+  int64_t channels = 3;      ///< 1 (gray) or 3 (RGB)
+  std::vector<double> mean;  ///< per channel, of pixels / 255; empty: 0
+  std::vector<double> std;   ///< per channel; empty: 1
+};
+
+/// image_folder only: what training draws for each image at each step, from the seed.
+struct augment_config {
+  int64_t random_crop_padding = 0;  ///< a crop of the image padded by this many zero pixels
+  bool horizontal_flip = false;     ///< a mirror image half the time
+};
 
 /// npy only: one split's arrays as numpy.save writes them, inputs and targets, each one file or
 /// its shards in order (core/data/npy_arrays).
@@ -67,6 +83,12 @@ struct data_config {
   /// csv only, set from training.loss (not a key of its own): the target column holds class
   /// numbers (int64 labels, for cross_entropy) rather than float targets.
   bool class_labels = true;
+  /// image_folder only: train_file and test_file are the splits' folders.
+  image_config image;
+  augment_config augment;
+  /// image_folder only: an image that cannot be decoded is left out (counted) instead of
+  /// failing the run.
+  bool skip_bad_images = false;
   /// npy only: each split's .npy files.
   npy_files train_arrays;
   npy_files test_arrays;

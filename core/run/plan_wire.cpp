@@ -61,10 +61,10 @@ model_facts model_from_json(const json& in) {
 }
 
 json data_to_json(const data_facts& d) {
-  return {{"train_rows", d.train_rows},    {"validation_rows", d.validation_rows},
-          {"test_rows", d.test_rows},      {"classes", d.classes},
-          {"row_shape", d.row_shape},      {"class_labels", d.class_labels},
-          {"target_shape", d.target_shape}};
+  return {{"train_rows", d.train_rows},     {"validation_rows", d.validation_rows},
+          {"test_rows", d.test_rows},       {"classes", d.classes},
+          {"row_shape", d.row_shape},       {"class_labels", d.class_labels},
+          {"target_shape", d.target_shape}, {"skipped_rows", d.skipped_rows}};
 }
 
 data_facts data_from_json(const json& in) {
@@ -76,6 +76,7 @@ data_facts data_from_json(const json& in) {
   in.at("row_shape").get_to(d.row_shape);
   d.class_labels = in.at("class_labels").get<bool>();
   in.at("target_shape").get_to(d.target_shape);
+  d.skipped_rows = in.at("skipped_rows").get<int64_t>();
   return d;
 }
 

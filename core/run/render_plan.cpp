@@ -174,8 +174,10 @@ void render_data(std::ostringstream& out, const run_plan& p) {
         << "seed; evaluations use them), ";
   out << p.data.test_rows << " test samples"
       << (p.data.validation_rows > 0 ? " (evaluated once, at the end)" : "");
+  if (p.data.skipped_rows > 0)
+    out << " (" << p.data.skipped_rows << " unreadable images left out, data.bad_images \"skip\")";
   if (p.job.data.kind == data_kind::tensors || p.job.data.kind == data_kind::csv ||
-      p.job.data.kind == data_kind::npy) {
+      p.job.data.kind == data_kind::npy || p.job.data.kind == data_kind::image_folder) {
     out << ", rows of shape [";
     for (std::size_t d = 0; d < p.data.row_shape.size(); ++d)
       out << (d > 0 ? ", " : "") << p.data.row_shape[d];

@@ -54,6 +54,7 @@ run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string
   }
   auto report = tracker.report(error, error.empty() ? std::move(weights) : at::Tensor());
   report.replicas = plan.job.parallelism.replicas;  // the tracker counts workers
+  report.skipped_inputs = plan.data.skipped_rows;
   if (!error.empty())
     report.status = failed_as;
   return report;

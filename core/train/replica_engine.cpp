@@ -60,7 +60,8 @@ replica_engine::batch replica_engine::fetch(int64_t step) {
   if (prefetched_.step == step)
     return std::exchange(prefetched_, batch{});
   const auto index = plan_.indices(step, rows_);
-  batch b{step, data_->train.images.gather(index), data_->train.labels.index_select(0, index)};
+  batch b{step, data_->train.images.gather(index, step),
+          data_->train.labels.index_select(0, index)};
   if (transfer_ != nullptr) {
     b.images = transfer_->upload(b.images);
     b.labels = transfer_->upload(b.labels);

@@ -47,6 +47,8 @@ nlohmann::json to_json(const run_report& r) {
                       {"test_" + r.metric, optional_json(r.test_accuracy)},
                       {"replicas", r.replicas},
                       {"workers", workers}};
+  if (r.skipped_inputs > 0)
+    j["skipped_inputs"] = r.skipped_inputs;
   if (r.validation_loss) {
     j["validation_loss"] = *r.validation_loss;
     j["validation_" + r.metric] = optional_json(r.validation_accuracy);

@@ -52,6 +52,8 @@ struct run_report {
   int64_t steps = 0;    ///< completed optimizer steps
   int64_t samples = 0;  ///< training samples in the completed steps
   int64_t replicas = 0;
+  /// Inputs left out of the data because they could not be read (data.bad_images "skip").
+  int64_t skipped_inputs = 0;
   std::optional<double> final_train_loss;  ///< mean of the last (up to) 50 steps' losses
   std::optional<double> test_loss;         ///< of the last evaluation
   std::optional<double> test_accuracy;     ///< of the last evaluation: its metric's value

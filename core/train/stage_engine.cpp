@@ -82,7 +82,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
   saved_activation saved;
   at::Tensor x;
   if (where_.first()) {
-    x = data_->train.images.gather(index);
+    x = data_->train.images.gather(index, step_);
   } else {
     TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for micro-batch ",
                 micro);

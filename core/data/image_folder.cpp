@@ -1,0 +1,195 @@
+#include "core/data/image_folder.hpp"
+
+#include "core/data/image_decode.hpp"
+#include "core/errors.hpp"
+#include "core/io/whole_file.hpp"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <filesystem>
+#include <thread>
+
+namespace troupe {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_image_file(const fs::path& path) {
+  auto extension = path.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension == ".png" || extension == ".jpg" || extension == ".jpeg";
+}
+
+// One image brought to [channels, height, width]: stretched, or scaled to cover the size and
+// cut to its center; shrinking antialiased (as PIL and torchvision's antialias=True do).
+at::Tensor fit_image(const decoded_image& image, const image_config& config) {
+  const auto height = config.size[0], width = config.size[1];
+  auto pixels = at::from_blob(const_cast<uint8_t*>(image.pixels.data()),
+                              {image.height, image.width, image.channels}, at::kByte)
+                    .permute({2, 0, 1});
+  if (image.height == height && image.width == width)
+    return pixels.contiguous();
+  int64_t to_height = height, to_width = width;
+  if (config.center_crop) {
+    const double scale = std::max(static_cast<double>(height) / static_cast<double>(image.height),
+                                  static_cast<double>(width) / static_cast<double>(image.width));
+    to_height = std::max(height, static_cast<int64_t>(std::lround(image.height * scale)));
+    to_width = std::max(width, static_cast<int64_t>(std::lround(image.width * scale)));
+  }
+  auto floats = pixels.unsqueeze(0).to(at::kFloat);
+  const bool shrinking = to_height < image.height || to_width < image.width;
+  auto resized = shrinking ? at::_upsample_bilinear2d_aa(floats, {to_height, to_width}, false)
+                           : at::upsample_bilinear2d(floats, {to_height, to_width}, false);
+  resized = resized[0]
+                .narrow(1, (to_height - height) / 2, height)
+                .narrow(2, (to_width - width) / 2, width);
+  return resized.round_().clamp_(0, 255).to(at::kByte).contiguous();
+}
+
+struct decoded_split {
+  at::Tensor images;                 ///< uint8 [N, C, H, W]
+  at::Tensor labels;                 ///< int64 [N]
+  std::vector<std::string> skipped;  ///< "file: why" of each image left out
+};
+
+decoded_split decode_split(const image_listing& listing, const image_config& config,
+                           bool skip_bad) {
+  const auto n = static_cast<int64_t>(listing.files.size());
+  const auto channels = config.channels;
+  auto images = at::empty({n, channels, config.size[0], config.size[1]}, at::kByte);
+  std::vector<std::string> errors(listing.files.size());
+  std::atomic<int64_t> next{0};
+  const auto work = [&] {
+    for (int64_t i = next++; i < n; i = next++) {
+      const auto& file = listing.files[static_cast<std::size_t>(i)];
+      std::string bytes;
+      try {
+        bytes = read_whole_file(file);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(i)] = e.what();
+        continue;
+      }
+      const auto image = decode_image(bytes, static_cast<int>(channels));
+      if (!image.error.empty())
+        errors[static_cast<std::size_t>(i)] = file + ": " + image.error;
+      else
+        images[i].copy_(fit_image(image, config));
+    }
+  };
+  const auto threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 64);
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (auto& t : pool)
+    t.join();
+
+  decoded_split out;
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& error = errors[static_cast<std::size_t>(i)];
+    if (error.empty()) {
+      kept.push_back(i);
+      continue;
+    }
+    if (!skip_bad)
+      throw data_error(error + " (data.bad_images \"skip\" leaves such images out)");
+    out.skipped.push_back(error);
+  }
+  if (kept.empty())
+    throw data_error("no image could be decoded; the first: " + out.skipped.front());
+  const auto index = at::tensor(kept, at::kLong);
+  out.images = out.skipped.empty() ? images : images.index_select(0, index);
+  out.labels = at::tensor(listing.labels, at::kLong).index_select(0, index);
+  return out;
+}
+
+// The decoded images as rows a step gathers, under the job's normalization and augmentation.
+row_column rows_of(const at::Tensor& images, const data_config& config, uint64_t seed) {
+  const auto owner = std::make_shared<at::Tensor>(images);
+  row_column::shard shard{owner, static_cast<const unsigned char*>(images.data_ptr()),
+                          images.size(0), config.train_file};
+  const auto& image = config.image;
+  row_column column({std::move(shard)}, row_column::stored::uint8,
+                    {image.channels, image.size[0], image.size[1]});
+  row_column::pixel_rules rules;
+  rules.mean.assign(image.mean.begin(), image.mean.end());
+  rules.std.assign(image.std.begin(), image.std.end());
+  if (rules.mean.empty() != rules.std.empty()) {
+    rules.mean.resize(static_cast<std::size_t>(image.channels), 0.0f);
+    rules.std.resize(static_cast<std::size_t>(image.channels), 1.0f);
+  }
+  rules.crop_padding = config.augment.random_crop_padding;
+  rules.horizontal_flip = config.augment.horizontal_flip;
+  rules.seed = seed ^ 0x6175676d656e74ULL;  // "augment": a stream of its own
+  return column.with_pixel_rules(std::move(rules));
+}
+
+}  // namespace
+
+image_listing list_image_folder(const std::string& root) {
+  std::error_code error;
+  if (!fs::is_directory(root, error))
+    throw data_error(root +
+                     ": not a folder (an image_folder split is a folder of one folder "
+                     "per class)");
+  image_listing listing;
+  for (const auto& entry : fs::directory_iterator(root, error))
+    if (entry.is_directory())
+      listing.classes.push_back(entry.path().filename().string());
+  if (error)
+    throw data_error(root + ": cannot be listed (" + error.message() + ")");
+  std::sort(listing.classes.begin(), listing.classes.end());
+  if (listing.classes.empty())
+    throw data_error(root + ": holds no class folders (one folder per class, its images in it)");
+  for (std::size_t c = 0; c < listing.classes.size(); ++c) {
+    const auto folder = fs::path(root) / listing.classes[c];
+    std::vector<std::string> files;
+    for (auto it = fs::recursive_directory_iterator(
+             folder, fs::directory_options::follow_directory_symlink, error);
+         !error && it != fs::recursive_directory_iterator(); it.increment(error))
+      if (it->is_regular_file() && is_image_file(it->path()))
+        files.push_back(it->path().string());
+    if (error)
+      throw data_error(folder.string() + ": cannot be listed (" + error.message() + ")");
+    if (files.empty())
+      throw data_error(folder.string() +
+                       ": a class folder without images (.png, .jpg or .jpeg); remove it or add "
+                       "its images");
+    std::sort(files.begin(), files.end());
+    listing.files.insert(listing.files.end(), files.begin(), files.end());
+    listing.labels.insert(listing.labels.end(), files.size(), static_cast<int64_t>(c));
+  }
+  return listing;
+}
+
+dataset load_image_folders(const data_config& config, uint64_t seed) {
+  const auto train = list_image_folder(config.train_file);
+  const auto test = list_image_folder(config.test_file);
+  if (test.classes != train.classes)
+    throw data_error(
+        fmt::format("{}: holds the classes {}, the training folder ({}) {}: they "
+                    "must be the same",
+                    config.test_file, fmt::join(test.classes, ", "), config.train_file,
+                    fmt::join(train.classes, ", ")));
+  auto train_images = decode_split(train, config.image, config.skip_bad_images);
+  auto test_images = decode_split(test, config.image, config.skip_bad_images);
+  dataset data;
+  data.classes = static_cast<int64_t>(train.classes.size());
+  data.train = {rows_of(train_images.images, config, seed), train_images.labels};
+  auto test_config = config;
+  test_config.augment = {};
+  data.test = {rows_of(test_images.images, test_config, seed), test_images.labels};
+  data.skipped = std::move(train_images.skipped);
+  data.skipped.insert(data.skipped.end(), test_images.skipped.begin(), test_images.skipped.end());
+  data.description = fmt::format("image_folder ({} train, {} test, {} classes)", data.train.size(),
+                                 data.test.size(), data.classes);
+  return data;
+}
+
+}  // namespace troupe

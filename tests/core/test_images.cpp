@@ -1,0 +1,241 @@
+// Image folders as data: PNG and JPEG decoded by libpng and libjpeg-turbo (cut, corrupt and
+// foreign bytes refused with the reason), torchvision's ImageFolder listing (sorted classes,
+// nested files, any-case extensions, empty class folders refused), images brought to size, bad
+// images failing the load or left out and counted, and augmentation drawn from (seed, step, row).
+#include "core/data/data_source.hpp"
+#include "core/data/image_decode.hpp"
+#include "core/data/image_folder.hpp"
+#include "core/errors.hpp"
+#include "temp_folder.hpp"
+
+#include <ATen/ATen.h>
+#include <doctest/doctest.h>
+#include <png.h>
+#include <turbojpeg.h>
+
+#include <cstring>
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A gray or RGB image whose pixel (y, x, c) is (y * 7 + x * 3 + c * 50) % 256.
+std::vector<uint8_t> pattern(int height, int width, int channels) {
+  std::vector<uint8_t> pixels;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < channels; ++c)
+        pixels.push_back(static_cast<uint8_t>((y * 7 + x * 3 + c * 50) % 256));
+  return pixels;
+}
+
+std::string png_of(const std::vector<uint8_t>& pixels, int height, int width, int channels) {
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  REQUIRE(png_image_write_to_memory(&image, nullptr, &size, 0, pixels.data(), 0, nullptr));
+  std::string out(size, '\0');
+  REQUIRE(png_image_write_to_memory(&image, out.data(), &size, 0, pixels.data(), 0, nullptr));
+  out.resize(size);
+  return out;
+}
+
+std::string jpeg_of(const std::vector<uint8_t>& pixels, int height, int width, int channels) {
+  tjhandle handle = tjInitCompress();
+  unsigned char* bytes = nullptr;
+  unsigned long size = 0;
+  REQUIRE(tjCompress2(handle, pixels.data(), width, 0, height, channels == 1 ? TJPF_GRAY : TJPF_RGB,
+                      &bytes, &size, channels == 1 ? TJSAMP_GRAY : TJSAMP_444, 95, 0) == 0);
+  std::string out(reinterpret_cast<char*>(bytes), size);
+  tjFree(bytes);
+  tjDestroy(handle);
+  return out;
+}
+
+// A class folder per entry of `counts`, named class_<i>, of 8 x 8 gray PNGs.
+void write_folder(const fs::path& root, const std::vector<int>& counts) {
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    fs::create_directories(root / ("class_" + std::to_string(c)));
+    for (int i = 0; i < counts[c]; ++i) {
+      auto pixels = pattern(8, 8, 1);
+      pixels[0] = static_cast<uint8_t>(c * 40 + static_cast<std::size_t>(i));
+      std::ofstream(root / ("class_" + std::to_string(c)) / ("img" + std::to_string(i) + ".png"),
+                    std::ios::binary)
+          << png_of(pixels, 8, 8, 1);
+    }
+  }
+}
+
+data_config folders(const temp_folder& t) {
+  data_config config;
+  config.kind = data_kind::image_folder;
+  config.train_file = (t.path / "train").string();
+  config.test_file = (t.path / "test").string();
+  config.image.size = {8, 8};
+  config.image.channels = 1;
+  return config;
+}
+
+std::string load_error(const data_config& config) {
+  try {
+    load_dataset(config, 1);
+  } catch (const data_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_SUITE("data") {
+  TEST_CASE("PNG and JPEG decode to their pixels, in the channels asked for") {
+    const auto gray = pattern(5, 6, 1);
+    const auto png = decode_image(png_of(gray, 5, 6, 1), 1);
+    REQUIRE(png.error.empty());
+    CHECK(png.height == 5);
+    CHECK(png.width == 6);
+    CHECK(png.pixels == gray);
+    const auto widened = decode_image(png_of(gray, 5, 6, 1), 3);
+    REQUIRE(widened.error.empty());
+    CHECK(widened.pixels.size() == 90);
+    CHECK(widened.pixels[3 * 7 + 2] == gray[7]);  // gray copied to every channel
+
+    const auto rgb = pattern(16, 16, 3);
+    const auto jpeg = decode_image(jpeg_of(rgb, 16, 16, 3), 3);
+    REQUIRE(jpeg.error.empty());
+    CHECK(jpeg.height == 16);
+    CHECK(jpeg.channels == 3);
+    int64_t worst = 0;  // lossy, but close at quality 95
+    for (std::size_t i = 0; i < rgb.size(); ++i)
+      worst = std::max<int64_t>(worst, std::abs(int(rgb[i]) - int(jpeg.pixels[i])));
+    CHECK(worst < 40);
+    CHECK(decode_image(jpeg_of(rgb, 16, 16, 3), 1).pixels.size() == 256);
+  }
+
+  TEST_CASE("cut, corrupt and foreign bytes are refused with the reason, never decoded") {
+    const auto png = png_of(pattern(32, 32, 1), 32, 32, 1);
+    const auto jpeg = jpeg_of(pattern(32, 32, 3), 32, 32, 3);
+    CHECK(contains(decode_image(png.substr(0, png.size() / 2), 1).error, "a corrupt PNG"));
+    CHECK(contains(decode_image(jpeg.substr(0, jpeg.size() / 2), 3).error, "a corrupt JPEG"));
+    CHECK(contains(decode_image("GIF89a and so on", 3).error, "neither a PNG nor a JPEG"));
+    CHECK(contains(decode_image("", 3).error, "neither a PNG nor a JPEG"));
+    auto flipped = jpeg;
+    for (std::size_t i = flipped.size() / 3; i < flipped.size() / 3 + 64; ++i)
+      flipped[i] = static_cast<char>(~flipped[i]);
+    const auto damaged = decode_image(flipped, 3);
+    CHECK((!damaged.error.empty() || damaged.pixels.size() == 32 * 32 * 3));
+    // A PNG header that claims 100000 x 100000 pixels is refused before any allocation.
+    auto huge = png;
+    for (int at : {16, 20}) {  // IHDR's width and height, big-endian
+      huge[at] = 0, huge[at + 1] = 1, huge[at + 2] = static_cast<char>(0x86),
+      huge[at + 3] = static_cast<char>(0xa0);
+    }
+    CHECK(!decode_image(huge, 1).error.empty());
+  }
+
+  TEST_CASE("a folder is listed as ImageFolder lists it: sorted classes, their images sorted") {
+    temp_folder t;
+    const auto root = t.path / "set";
+    for (const auto* folder : {"b_shirt/deeper", "a_coat", "c_bag"})
+      fs::create_directories(root / folder);
+    for (const auto* file : {"b_shirt/2.png", "b_shirt/10.JPG", "b_shirt/deeper/1.jpeg",
+                             "a_coat/x.png", "c_bag/y.PNG", "c_bag/notes.txt"})
+      t.write("set/" + std::string(file), "x");
+    t.write("set/loose.png", "x");  // not in a class folder: not a sample
+    const auto listing = list_image_folder(root.string());
+    CHECK(listing.classes == std::vector<std::string>{"a_coat", "b_shirt", "c_bag"});
+    std::vector<std::string> names;
+    for (const auto& f : listing.files)
+      names.push_back(fs::relative(f, root).string());
+    CHECK(names == std::vector<std::string>{"a_coat/x.png", "b_shirt/10.JPG", "b_shirt/2.png",
+                                            "b_shirt/deeper/1.jpeg", "c_bag/y.PNG"});
+    CHECK(listing.labels == std::vector<int64_t>{0, 1, 1, 1, 2});
+
+    fs::create_directories(root / "d_empty");
+    t.write("set/d_empty/readme.txt", "x");
+    CHECK_THROWS_WITH_AS(list_image_folder(root.string()),
+                         ((root / "d_empty").string() +
+                          ": a class folder without images (.png, .jpg or .jpeg); remove it or "
+                          "add its images")
+                             .c_str(),
+                         data_error);
+    fs::create_directories(t.path / "flat");
+    CHECK_THROWS_AS(list_image_folder((t.path / "flat").string()), data_error);
+    CHECK_THROWS_AS(list_image_folder((t.path / "missing").string()), data_error);
+  }
+
+  TEST_CASE("folders load as uint8 rows brought to size; bad images fail or are left out") {
+    temp_folder t;
+    write_folder(t.path / "train", {3, 2});
+    write_folder(t.path / "test", {1, 1});
+    auto config = folders(t);
+    config.image.size = {4, 4};
+    const auto data = load_dataset(config, 1);
+    CHECK(data->classes == 2);
+    CHECK(data->train.size() == 5);
+    CHECK(data->train.images.row_shape() == std::vector<int64_t>{1, 4, 4});
+    CHECK(at::equal(data->train.labels, at::tensor({0, 0, 0, 1, 1}, at::kLong)));
+    const auto rows = data->train.images.whole();
+    CHECK(rows.min().item<float>() >= 0.0f);
+    CHECK(rows.max().item<float>() <= 1.0f);
+
+    // Normalization per channel, as the job states it.
+    config.image.mean = {0.5};
+    config.image.std = {0.25};
+    const auto normalized = load_dataset(config, 1)->train.images.whole();
+    CHECK(at::allclose(normalized, (rows - 0.5) / 0.25));
+
+    t.write("train/class_1/broken.png", "\x89PNG\r\n\x1a\n and then nothing");
+    const auto broken = (t.path / "train/class_1/broken.png").string();
+    CHECK(contains(load_error(config), broken + ": not a readable PNG"));
+    CHECK(contains(load_error(config), "data.bad_images \"skip\""));
+    config.skip_bad_images = true;
+    const auto skipped = load_dataset(config, 1);
+    CHECK(skipped->train.size() == 5);
+    REQUIRE(skipped->skipped.size() == 1);
+    CHECK(contains(skipped->skipped[0], broken));
+    CHECK(facts_of(*skipped).skipped_rows == 1);
+
+    fs::rename(t.path / "test/class_1", t.path / "test/class_2");
+    CHECK(contains(load_error(config), "holds the classes class_0, class_2, the training folder"));
+  }
+
+  TEST_CASE("augmentation is drawn from (seed, step, row): the same each time, none to evaluate") {
+    temp_folder t;
+    write_folder(t.path / "train", {4, 4});
+    write_folder(t.path / "test", {1, 1});
+    auto config = folders(t);
+    config.augment.random_crop_padding = 2;
+    config.augment.horizontal_flip = true;
+    const auto data = load_dataset(config, 3);
+    const auto index = at::arange(8, at::kLong);
+    const auto plain = data->train.images.gather(index);
+    CHECK(at::equal(plain, data->train.images.whole()));
+    const auto step5 = data->train.images.gather(index, 5);
+    CHECK(at::equal(step5, load_dataset(config, 3)->train.images.gather(index, 5)));
+    CHECK(!at::equal(step5, plain));
+    CHECK(!at::equal(step5, data->train.images.gather(index, 6)));
+    // A row's draw does not depend on the rows beside it (a re-split batch sees the same pixels).
+    CHECK(at::equal(step5[6], data->train.images.gather(at::tensor({6}, at::kLong), 5)[0]));
+    // Flips alone: each row is itself or its mirror image.
+    config.augment.random_crop_padding = 0;
+    const auto flips = load_dataset(config, 3)->train.images.gather(index, 9);
+    int mirrored = 0;
+    for (int64_t r = 0; r < 8; ++r) {
+      const bool same = at::equal(flips[r], plain[r]);
+      const bool mirror = at::equal(flips[r], plain[r].flip({2}));
+      CHECK((same || mirror));
+      mirrored += mirror && !same;
+    }
+    CHECK(mirrored > 0);
+  }
+}
