@@ -12,18 +12,19 @@ namespace troupe {
 struct step_stats {
   int64_t worker = 0;
   int64_t step = 0;
-  double loss = 0;       ///< mean over the worker's rows
-  int64_t samples = 0;   ///< the worker's rows in this step
-  double compute_s = 0;  ///< forward + backward
-  double comm_s = 0;     ///< gradient sent -> combined gradient received
-  double apply_s = 0;    ///< copy in + optimizer step
-  double span_s = 0;     ///< since the end of the worker's previous step (0: not measured)
+  double loss = 0;         ///< mean over the worker's rows
+  int64_t samples = 0;     ///< the worker's rows in this step
+  double compute_s = 0;    ///< forward + backward
+  double comm_s = 0;       ///< gradient sent -> combined gradient received
+  double apply_s = 0;      ///< copy in + optimizer step
+  double span_s = 0;       ///< since the end of the worker's previous step (0: not measured)
+  double data_wait_s = 0;  ///< waiting for the batch's rows (not in compute_s)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_stats& x) {
   return f(caf::meta::type_name("step_stats"), x.worker, x.step, x.loss, x.samples, x.compute_s,
-           x.comm_s, x.apply_s, x.span_s);
+           x.comm_s, x.apply_s, x.span_s, x.data_wait_s);
 }
 
 struct eval_report {

@@ -161,7 +161,8 @@ void hold(driver_pointer self, int64_t rank, at::Tensor tensor, at::Tensor momen
 void on_step_stats(driver_pointer self, const step_stats& s) {
   if (!accept(self, s.worker, s.step, "step stats"))
     return;
-  self->state.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s);
+  self->state.tracker->on_worker_step(s.worker, s.step, s.compute_s, s.comm_s, s.apply_s,
+                                      s.data_wait_s);
   execute(self, self->state.strategy->on_report({s.worker, s.step, s.loss, s.samples, s.span_s}));
 }
 

@@ -27,10 +27,10 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
   const auto now = clock_type::now();
   const double span_s = std::chrono::duration<double>(now - st.last_step_end).count();
   st.last_step_end = now;
-  report_step(
-      self,
-      step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s, span_s},
-      outcome.evaluate || checkpoint || outcome.last);
+  report_step(self,
+              step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s,
+                         span_s, st.data_wait_s},
+              outcome.evaluate || checkpoint || outcome.last);
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
     const auto r = st.engine->evaluate();
@@ -124,7 +124,8 @@ void compute_step(self_pointer self, int64_t step) {
   const auto result = st.engine->compute_gradient(step, policy == policy_kind::sync);
   st.loss = result.loss;
   st.samples = result.samples;
-  st.compute_s = seconds_since(start);
+  st.data_wait_s = result.data_wait_s;
+  st.compute_s = std::max(0.0, seconds_since(start) - result.data_wait_s);
   st.sent_at = clock_type::now();
   const gradient_meta meta{st.rank, step, result.loss, result.samples, st.epoch};
   if (policy == policy_kind::sync)
@@ -132,7 +133,8 @@ void compute_step(self_pointer self, int64_t step) {
   if (policy == policy_kind::local_sgd)
     return step_locally(self, step, meta);
   // async: comm_s is how long this worker waited for the weights it just computed on.
-  tell_driver(self, step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0});
+  tell_driver(self, step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0,
+                               0.0, st.data_wait_s});
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none)
     return tell_driver(self, push_atom_v, async_push{meta, st.version, st.engine->gradient()});

@@ -34,6 +34,7 @@ struct replica_worker_state {
   std::unique_ptr<replica_engine> engine;
   clock_type::time_point sent_at;  ///< when the last gradient (or weights) left
   double compute_s = 0;            ///< of the step in flight
+  double data_wait_s = 0;          ///< of the step in flight: waiting for its rows
   double apply_s = 0;              ///< local_sgd: of the step in flight, before its average
   double comm_s = 0;               ///< async: waited for the weights of the step in flight
   int64_t version = 0;             ///< async: version of the weights in hand

@@ -94,6 +94,7 @@ json data_json(const data_config& d) {
   }
   if (d.validation > 0)
     data["validation"] = d.validation;
+  data["prefetch"] = d.prefetch;
   return data;
 }
 

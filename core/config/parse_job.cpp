@@ -141,10 +141,11 @@ void read_data(object_reader r, data_config& d) {
   if (!read_enum(r, "type", data_names, d.kind))
     skip_all(r, {"path", "train_samples", "test_samples", "noise", "train", "test", "label"});
   read_validation(r, d.validation);
+  r.integer("prefetch", d.prefetch, 0, 64);
   if (d.kind == data_kind::fashion_mnist) {
     r.string("path", d.path, non_empty, "a non-empty string (a folder)");
     read_preprocessing(r, d.kind);
-    r.finish({"type", "path", "validation", "preprocessing"});
+    r.finish({"type", "path", "validation", "prefetch", "preprocessing"});
   } else if (d.kind == data_kind::tensors) {
     if (!r.has("train") || !r.has("test"))
       r.object_problem(
@@ -153,7 +154,7 @@ void read_data(object_reader r, data_config& d) {
     r.string("train", d.train_file, non_empty, "a non-empty string (a file)");
     r.string("test", d.test_file, non_empty, "a non-empty string (a file)");
     read_preprocessing(r, d.kind);
-    r.finish({"type", "train", "test", "validation", "preprocessing"});
+    r.finish({"type", "train", "test", "validation", "prefetch", "preprocessing"});
   } else if (d.kind == data_kind::npy) {
     if (!r.has("train") || !r.has("test"))
       r.object_problem(
@@ -162,7 +163,7 @@ void read_data(object_reader r, data_config& d) {
     read_npy_files(r.object("train"), d.train_arrays);
     read_npy_files(r.object("test"), d.test_arrays);
     read_preprocessing(r, d.kind);
-    r.finish({"type", "train", "test", "validation", "preprocessing"});
+    r.finish({"type", "train", "test", "validation", "prefetch", "preprocessing"});
   } else if (d.kind == data_kind::image_folder) {
     if (!r.has("train") || !r.has("test") || !r.has("image"))
       r.object_problem(
@@ -175,8 +176,8 @@ void read_data(object_reader r, data_config& d) {
     if (const auto i = r.choice("bad_images", {"error", "skip"}))
       d.skip_bad_images = *i == 1;
     read_preprocessing(r, d.kind);
-    r.finish(
-        {"type", "train", "test", "image", "augment", "bad_images", "validation", "preprocessing"});
+    r.finish({"type", "train", "test", "image", "augment", "bad_images", "validation", "prefetch",
+              "preprocessing"});
   } else if (d.kind == data_kind::csv) {
     if (!r.has("train") || !r.has("test"))
       r.object_problem(
@@ -186,12 +187,12 @@ void read_data(object_reader r, data_config& d) {
     r.string("test", d.test_file, non_empty, "a non-empty string (a file)");
     r.string("label", d.label, non_empty, "a non-empty string (a column of the header row)");
     read_preprocessing(r, d.kind);
-    r.finish({"type", "train", "test", "label", "validation", "preprocessing"});
+    r.finish({"type", "train", "test", "label", "validation", "prefetch", "preprocessing"});
   } else {
     r.integer("train_samples", d.train_samples, 1, 1000000);
     r.integer("test_samples", d.test_samples, 1, 1000000);
     r.number("noise", d.noise, 0, false, HUGE_VAL, false);
-    r.finish({"type", "train_samples", "test_samples", "noise", "validation"});
+    r.finish({"type", "train_samples", "test_samples", "noise", "validation", "prefetch"});
   }
 }
 

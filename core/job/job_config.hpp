@@ -66,6 +66,9 @@ struct data_config {
   /// Rows held out of the training set as a validation set, by a seeded split: 0 none, a
   /// fraction in (0, 1), or a whole number of rows (>= 1).
   double validation = 0;
+  /// Batches each replica's loader gathers ahead of its steps, on a thread of its own
+  /// (core/data/batch_loader); 0 gathers them on the worker's thread, when the step needs them.
+  int64_t prefetch = 2;
   data_kind kind = data_kind::fashion_mnist;
   /// fashion_mnist only: folder with the four gzipped IDX files (Debian's dataset-fashion-mnist).
   std::string path = "/usr/share/datasets/fashion-mnist";

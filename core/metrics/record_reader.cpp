@@ -112,6 +112,7 @@ void add_training_parsers(std::map<std::string, parser>& table) {
          worker_step r;
          f.integer("step", r.step).integer("worker", r.worker).number("compute_s", r.compute_s);
          f.number("comm_s", r.comm_s).number("apply_s", r.apply_s);
+         f.number("data_wait_s", r.data_wait_s);
          return f.done(r);
        }},
       {stage_step::event,

@@ -64,6 +64,7 @@ void record_windows::add(const records::worker_step& r) {
   w.sum.compute_s += sum.compute_s;
   w.sum.comm_s += sum.comm_s;
   w.sum.apply_s += sum.apply_s;
+  w.sum.data_wait_s += sum.data_wait_s;
   if (++w.n == stride_) {
     write_counted(write_, w.sum, "steps", w.n);
     workers_.erase(r.worker);

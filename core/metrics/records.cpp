@@ -43,7 +43,8 @@ nlohmann::json to_json(const step& r) {
 
 nlohmann::json to_json(const worker_step& r) {
   return {{"event", worker_step::event}, {"step", r.step},     {"worker", r.worker},
-          {"compute_s", r.compute_s},    {"comm_s", r.comm_s}, {"apply_s", r.apply_s}};
+          {"compute_s", r.compute_s},    {"comm_s", r.comm_s}, {"apply_s", r.apply_s},
+          {"data_wait_s", r.data_wait_s}};
 }
 
 nlohmann::json to_json(const stage_step& r) {

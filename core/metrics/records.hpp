@@ -49,6 +49,7 @@ struct worker_step {
   double compute_s = 0;
   double comm_s = 0;
   double apply_s = 0;
+  double data_wait_s = 0;  ///< waiting for the batch's rows (not in compute_s)
 };
 
 /// One pipeline stage in one step: busy in forward/backward, idle the rest of its flush window.

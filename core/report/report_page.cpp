@@ -128,11 +128,13 @@ std::string worker_chart(const run_history& h) {
                       {{"compute", w.compute_s},
                        {"communication", w.comm_s},
                        {"apply", w.apply_s},
+                       {"data wait", w.data_wait_s},
                        {"waiting", w.wait_s + w.idle_s}}});
   return render_svg(c) +
          "<p class=\"note\">compute: forward and backward; communication: sending gradients and "
          "waiting for the combined one (sync) or for fresh weights (async); apply: the optimizer "
-         "step; waiting: held back by the staleness bound (async) or idle in the pipeline's "
+         "step; data wait: waiting for the batch's rows (the loader behind); waiting: held back by "
+         "the staleness bound (async) or idle in the pipeline's "
          "bubble.</p>";
 }
 

@@ -168,6 +168,7 @@ void take_summary_workers(run_history& h) {
     row->compute_s = number(w, "compute_s");
     row->comm_s = number(w, "comm_s");
     row->apply_s = number(w, "apply_s");
+    row->data_wait_s = number(w, "data_wait_s");
     row->wait_s = number(w, "wait_s");
     row->idle_s = number(w, "idle_s");
   }
@@ -232,6 +233,7 @@ void fold_record(run_history& h, const nlohmann::json& line) {
               w->compute_s += r.compute_s;
               w->comm_s += r.comm_s;
               w->apply_s += r.apply_s;
+              w->data_wait_s += r.data_wait_s;
             }
           },
           [&](const records::waited& r) {

@@ -39,8 +39,9 @@ struct worker_time {
   double compute_s = 0;
   double comm_s = 0;
   double apply_s = 0;
-  double wait_s = 0;  ///< async: held back by the staleness bound
-  double idle_s = 0;  ///< pipelines: the stage's share of the bubble
+  double wait_s = 0;       ///< async: held back by the staleness bound
+  double idle_s = 0;       ///< pipelines: the stage's share of the bubble
+  double data_wait_s = 0;  ///< waiting for batches' rows
 };
 
 /// One pipeline stage's busy and idle time, summed over its steps.

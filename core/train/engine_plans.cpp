@@ -3,7 +3,8 @@
 namespace troupe {
 
 training_settings settings_of(const job_config& job) {
-  return {job.model, job.optimizer, job.training, job.seed, job.training.batch_size};
+  return {job.model, job.optimizer,           job.training,
+          job.seed,  job.training.batch_size, job.data.prefetch};
 }
 
 replica_plan replica_plan_of(const job_config& job, int64_t rank) {

@@ -24,6 +24,7 @@ struct training_settings {
   training_config training;  ///< the loss and gradient clipping
   uint64_t seed = 0;
   int64_t global_batch = 0;
+  int64_t prefetch = 0;  ///< batches a worker's loader gathers ahead (data.prefetch)
 };
 
 struct replica_plan {

@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/optim/sgd.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -31,7 +32,8 @@ replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
       model_(plan.settings.model, data_->classes),
       plan_(data_->train.size(), plan.settings.global_batch, plan.settings.seed),
       rows_(plan.rows),
-      transfer_(transfer) {
+      transfer_(transfer),
+      prefetch_(plan.settings.prefetch) {
   if (transfer_ != nullptr && !transfer_->device().is_cpu())
     model_.to(transfer_->device());
   flat_ = std::make_unique<flat_parameters>(model_.named_parameters(), model_.named_buffers());
@@ -45,6 +47,7 @@ replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
   optimizer_ =
       std::make_unique<flat_optimizer>(plan.settings.optimizer, *flat_, model_.parameters());
   draws_ = !model_.random_ops().empty();
+  start_loader();
 }
 
 replica_engine::~replica_engine() = default;
@@ -56,12 +59,40 @@ at::Tensor replica_engine::forward(const at::Tensor& input, int64_t step, int64_
   return model_.forward(input);
 }
 
+namespace {
+
+// `rows` of `step`'s global batch, on the host: what the loader makes ahead, or fetch makes
+// itself without one. `plan` is the caller's own (it caches an epoch's order).
+loaded_batch gather_rows(const dataset& data, batch_plan& plan, row_range rows, int64_t step) {
+  const auto index = plan.indices(step, rows);
+  return {step, data.train.images.gather(index, step), data.train.labels.index_select(0, index)};
+}
+
+}  // namespace
+
+void replica_engine::start_loader() {
+  loader_.reset();
+  if (prefetch_ <= 0)
+    return;
+  loader_ = std::make_unique<batch_loader>(
+      [data = data_, plan = batch_plan(data_->train.size(), global_batch_, seed_),
+       rows = rows_](int64_t step) mutable { return gather_rows(*data, plan, rows, step); },
+      prefetch_);
+}
+
 replica_engine::batch replica_engine::fetch(int64_t step) {
   if (prefetched_.step == step)
     return std::exchange(prefetched_, batch{});
-  const auto index = plan_.indices(step, rows_);
-  batch b{step, data_->train.images.gather(index, step),
-          data_->train.labels.index_select(0, index)};
+  batch b;
+  if (loader_) {
+    auto [taken, waited] = loader_->take(step);
+    b = std::move(taken);
+    data_wait_s_ += waited;
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    b = gather_rows(*data_, plan_, rows_, step);
+    data_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   if (transfer_ != nullptr) {
     b.images = transfer_->upload(b.images);
     b.labels = transfer_->upload(b.labels);
@@ -89,7 +120,7 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
   if (!std::isfinite(value))
     throw diverged_error("loss is " + std::to_string(value) + " at step " + std::to_string(step) +
                          " on replica " + std::to_string(rank_));
-  return {value, rows_.size()};
+  return {value, rows_.size(), std::exchange(data_wait_s_, 0.0)};
 }
 
 void replica_engine::apply(const at::Tensor& combined, double lr) {
@@ -111,6 +142,7 @@ void replica_engine::set_share(int64_t position, int64_t count) {
   replicas_ = count;
   rows_ = shard_of(global_batch_, count, position);
   prefetched_ = batch{};  // a batch fetched for the old share
+  start_loader();
 }
 
 void replica_engine::set_weights(const at::Tensor& flat) {

@@ -5,6 +5,7 @@
 // Thread safety: none. All calls must come from one thread at a time (the owning actor's).
 #pragma once
 
+#include "core/data/batch_loader.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/device/device_transfer.hpp"
@@ -20,6 +21,8 @@ namespace troupe {
 struct gradient_result {
   double loss = 0.0;    ///< mean loss over this replica's rows of the batch
   int64_t samples = 0;  ///< rows this replica processed
+  /// Seconds the step waited for its rows: on the loader, or gathering them itself without one.
+  double data_wait_s = 0.0;
 };
 
 /// Evaluation runs in chunks of this many test rows: about a training batch's, so that an
@@ -41,7 +44,8 @@ class replica_engine {
   /// `initial_weights` is the flat weight vector every replica starts from (same on all ranks).
   /// With a `transfer` the model, its optimizer and its batches live on transfer->device(), and
   /// the next step's batch is uploaded while this one computes; the data stays on the host.
-  /// Without one (CPU workers) batches are used where they are.
+  /// Without one (CPU workers) batches are used where they are. With settings.prefetch > 0 a
+  /// loader thread gathers that many steps' rows ahead (core/data/batch_loader).
   replica_engine(const replica_plan& plan, dataset_ptr data, const at::Tensor& initial_weights,
                  device_transfer* transfer = nullptr);
   ~replica_engine();
@@ -93,12 +97,12 @@ class replica_engine {
   const flat_parameters& parameters() const { return *flat_; }
 
  private:
-  struct batch {
-    int64_t step = -1;
-    at::Tensor images, labels;
-  };
-  /// This rank's rows of `step`'s batch on the engine's device.
+  using batch = loaded_batch;
+  /// This rank's rows of `step`'s batch on the engine's device; adds what it waited for them to
+  /// data_wait_s_.
   batch fetch(int64_t step);
+  /// (Re)starts the loader for this replica's current rows (none with settings.prefetch 0).
+  void start_loader();
   /// The model's forward; one that draws random numbers draws them seeded by (seed, rank, step,
   /// part) under core/model/random_draws.
   at::Tensor forward(const at::Tensor& input, int64_t step, int64_t part);
@@ -118,6 +122,10 @@ class replica_engine {
   row_range rows_;
   device_transfer* transfer_;
   batch prefetched_;  ///< with a transfer: the next step's batch, on its way to the device
+  int64_t prefetch_;
+  double data_wait_s_ = 0.0;  ///< since the last compute_gradient returned
+  /// Last: its thread reads data_ and stops before the members above are destroyed.
+  std::unique_ptr<batch_loader> loader_;
 };
 
 /// Evaluates the whole `set` with the model of `settings` holding the flat weights `weights`, on

@@ -21,6 +21,7 @@ nlohmann::json to_json(const worker_report& w, double wall_s) {
                       {"comm_s", w.comm_s},
                       {"apply_s", w.apply_s},
                       {"eval_s", w.eval_s},
+                      {"data_wait_s", w.data_wait_s},
                       {"samples_per_s", busy > 0 ? static_cast<double>(w.samples) / busy : 0.0}};
   if (w.stage >= 0) {
     j["pipeline"] = w.pipeline;

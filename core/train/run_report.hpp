@@ -20,11 +20,12 @@ struct worker_report {
   int64_t rank = 0;
   int64_t steps = 0;
   int64_t samples = 0;
-  double compute_s = 0;  ///< forward + backward
-  double comm_s = 0;     ///< from sending its gradient to receiving the combined one
-  double apply_s = 0;    ///< copying the combined gradient in and the optimizer step
-  double eval_s = 0;     ///< evaluating its share of the test set
-  double wait_s = 0;     ///< async: held back by the staleness bound
+  double compute_s = 0;    ///< forward + backward
+  double comm_s = 0;       ///< from sending its gradient to receiving the combined one
+  double apply_s = 0;      ///< copying the combined gradient in and the optimizer step
+  double eval_s = 0;       ///< evaluating its share of the test set
+  double wait_s = 0;       ///< async: held back by the staleness bound
+  double data_wait_s = 0;  ///< waiting for batches' rows (the loader behind, or no loader)
   /// Pipelines only (stage >= 0): compute_s is the time in forward/backward operations, and
   /// idle_s the rest of each step's flush window (the bubble plus message latency).
   int64_t pipeline = -1;
@@ -74,6 +75,7 @@ struct run_report {
   std::vector<worker_report> workers;
   /// async: how many applied gradients had each staleness (versions between pull and push).
   std::map<int64_t, int64_t> staleness_histogram;
+
   /// Pipelines: idle time over flush windows, summed over all stages, and the ideal figure.
   std::optional<double> bubble_fraction;
   std::optional<double> predicted_bubble_fraction;

@@ -94,7 +94,7 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
 }
 
 void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute_s, double comm_s,
-                                 double apply_s) {
+                                 double apply_s, double data_wait_s) {
   auto* w = worker(worker_id);
   if (w == nullptr)
     return;
@@ -102,7 +102,8 @@ void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute
   w->compute_s += compute_s;
   w->comm_s += comm_s;
   w->apply_s += apply_s;
-  windows_.add(records::worker_step{step, worker_id, compute_s, comm_s, apply_s});
+  w->data_wait_s += data_wait_s;
+  windows_.add(records::worker_step{step, worker_id, compute_s, comm_s, apply_s, data_wait_s});
 }
 
 std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int64_t step,

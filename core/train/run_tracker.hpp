@@ -56,9 +56,9 @@ class run_tracker {
   /// The last completed step's duration (as on_step_complete measured it); 0 before one.
   double last_step_s() const { return last_step_s_; }
 
-  /// A worker's timings for a step it applied.
-  void on_worker_step(int64_t worker, int64_t step, double compute_s, double comm_s,
-                      double apply_s);
+  /// A worker's timings for a step it applied; `data_wait_s`: waiting for its batch's rows.
+  void on_worker_step(int64_t worker, int64_t step, double compute_s, double comm_s, double apply_s,
+                      double data_wait_s = 0);
 
   /// One worker's evaluation shard. Returns a snapshot once `expected` shards of `step` are in.
   std::optional<progress_update> on_eval_shard(int64_t worker, int64_t step, double loss_sum,

@@ -14,9 +14,16 @@ std::optional<double> optional_number(const nlohmann::json& j) {
 }
 
 nlohmann::json save_worker(const worker_report& w) {
-  return {{"steps", w.steps},   {"samples", w.samples}, {"compute_s", w.compute_s},
-          {"comm_s", w.comm_s}, {"apply_s", w.apply_s}, {"eval_s", w.eval_s},
-          {"wait_s", w.wait_s}, {"idle_s", w.idle_s},   {"peak", w.peak_live_activations}};
+  return {{"steps", w.steps},
+          {"samples", w.samples},
+          {"compute_s", w.compute_s},
+          {"comm_s", w.comm_s},
+          {"apply_s", w.apply_s},
+          {"eval_s", w.eval_s},
+          {"wait_s", w.wait_s},
+          {"idle_s", w.idle_s},
+          {"peak", w.peak_live_activations},
+          {"data_wait_s", w.data_wait_s}};
 }
 
 void restore_worker(const nlohmann::json& j, worker_report& w) {
@@ -29,6 +36,7 @@ void restore_worker(const nlohmann::json& j, worker_report& w) {
   w.wait_s = j.at("wait_s").get<double>();
   w.idle_s = j.at("idle_s").get<double>();
   w.peak_live_activations = j.at("peak").get<int64_t>();
+  w.data_wait_s = j.value("data_wait_s", 0.0);  // absent from checkpoints before it was kept
 }
 
 }  // namespace

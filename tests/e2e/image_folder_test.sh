@@ -51,6 +51,15 @@ learns nodes 0.6 --set cluster.nodes=2 --local-nodes 2
 expect 0 "succeeded" -- "$troupe" run "$tmp/sync/job.json" --out "$tmp/again" --quiet
 cmp -s "$tmp/sync/final_weights.pt" "$tmp/again/final_weights.pt" && pass ||
   fail "the run of job.json differs"
+# Batches gathered ahead by the loader (data.prefetch 2, the default) or on the worker's thread
+# when the step needs them: the same pixels, the same weights. The wait is recorded either way.
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/no_prefetch" --quiet --set data.prefetch=0
+cmp -s "$tmp/sync/final_weights.pt" "$tmp/no_prefetch/final_weights.pt" && pass ||
+  fail "data.prefetch 0 trains other weights than the loader"
+for run in sync no_prefetch; do
+  grep -q '"data_wait_s"' "$tmp/$run/summary.json" && grep -q '"data_wait_s"' "$tmp/$run/metrics.jsonl" &&
+    pass || fail "$run: no data_wait_s in summary.json or metrics.jsonl"
+done
 # RGB JPEGs of another size, a CNN on them.
 job jpg_train jpg_test '{"size": [32, 32], "channels": 3, "mean": [0.3, 0.2, 0.7], "std": [0.3, 0.2, 0.3]}'
 expect 0 "rows of shape [3, 32, 32]" -- "$troupe" validate "$tmp/job.json"

@@ -193,7 +193,7 @@ def expected_run_series(run_dir):
     if members:
         expected["member_accuracy"] = members
     workers = {r["worker"] for r in recs if r.get("event") == "worker_step"}
-    expected_bars = {"worker_time": 4 * len(workers)}
+    expected_bars = {"worker_time": 5 * len(workers)}  # compute, communication, apply, data wait, waiting
     staleness = {r["staleness"] for r in recs if r.get("event") == "applied"}
     if staleness:
         expected_bars["staleness"] = len(staleness)

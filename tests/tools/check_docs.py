@@ -58,6 +58,16 @@ PLAIN_SECTIONS = [
     ("faults",),
 ]
 
+# Sections of one data type each, probed a document apiece (the types differ): the section and
+# the data it sits in.
+DATA_SECTIONS = {
+    ("data", "train"): {"type": "npy"},
+    ("data", "test"): {"type": "npy"},
+    ("data", "image"): {"type": "image_folder", "train": "a", "test": "b"},
+    ("data", "augment"): {"type": "image_folder", "train": "a", "test": "b",
+                          "image": {"size": [8, 8]}},
+}
+
 # What a section needs beside the probe so that the parser reads it at all.
 CONTEXT = {
     ("parallelism", "phases[]"): {"parallelism": {"policy": "schedule"}},
@@ -239,6 +249,10 @@ def accepted_keys(troupe, workdir):
             document.setdefault(extra_section, {}).update(extra)
         labels[pointer_of(section)] = ".".join(section) or "(top level)"
     run_probe(troupe, workdir, document, labels, accepted, sections)
+    for section, data in DATA_SECTIONS.items():
+        document = put({"data": data}, section, {PROBE: 1})
+        run_probe(troupe, workdir, document, {pointer_of(section): ".".join(section)}, accepted,
+                  sections)
 
     # Sections with variants: file i probes the i-th variant of each such section at once.
     phases = ("parallelism", "phases[]")
