@@ -76,7 +76,7 @@ class row_column {
   // Where row `row` of this column lives: its shard and its row there.
   std::pair<std::size_t, int64_t> locate(int64_t row) const;
   at::Tensor gather_mapped(const std::vector<int64_t>& rows, int64_t step) const;
-  at::Tensor apply_pixel_rules(at::Tensor images, const std::vector<int64_t>& rows,
+  at::Tensor apply_pixel_rules(const at::Tensor& images, const std::vector<int64_t>& rows,
                                int64_t step) const;
 
   at::Tensor memory_;

@@ -226,6 +226,18 @@ TEST_SUITE("data") {
     CHECK(!at::equal(step5, data->train.images.gather(index, 6)));
     // A row's draw does not depend on the rows beside it (a re-split batch sees the same pixels).
     CHECK(at::equal(step5[6], data->train.images.gather(at::tensor({6}, at::kLong), 5)[0]));
+    // Each augmented row is one of the crops of its image padded by 2 zero pixels (as
+    // torchvision's RandomCrop(8, padding=2) takes them), or that crop's mirror image.
+    const auto padded = at::constant_pad_nd(plain, {2, 2, 2, 2}, 0.0);  // no normalization here
+    for (int64_t r = 0; r < 8; ++r) {
+      bool found = false;
+      for (int64_t top = 0; top <= 4 && !found; ++top)
+        for (int64_t left = 0; left <= 4 && !found; ++left) {
+          const auto crop = padded[r].narrow(1, top, 8).narrow(2, left, 8);
+          found = at::equal(step5[r], crop) || at::equal(step5[r], crop.flip({2}));
+        }
+      CHECK(found);
+    }
     // Flips alone: each row is itself or its mirror image.
     config.augment.random_crop_padding = 0;
     const auto flips = load_dataset(config, 3)->train.images.gather(index, 9);
