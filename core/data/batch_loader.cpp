@@ -37,9 +37,11 @@ void batch_loader::restart() {
 
 std::pair<loaded_batch, double> batch_loader::take(int64_t step) {
   std::unique_lock<std::mutex> lock(mutex_);
-  // Expected: the next batch queued, or the one the loader makes now or will make next.
-  const bool expected = (!ready_.empty() && ready_.front().step == step) ||
-                        (ready_.empty() && (next_ == step || failed_step_ == step));
+  // Expected: the next batch queued, the one the loader makes now or will make next (it makes
+  // none after a failed gather), or the failed one itself.
+  const bool expected =
+      (!ready_.empty() && ready_.front().step == step) ||
+      (ready_.empty() && ((next_ == step && failed_step_ < 0) || failed_step_ == step));
   if (!expected)
     restart_at(step);
   const auto start = std::chrono::steady_clock::now();

@@ -2,6 +2,7 @@
 
 #include "core/data/targets.hpp"
 #include "core/errors.hpp"
+#include "core/model/random_draws.hpp"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -31,14 +32,6 @@ std::vector<int64_t> with_rows(int64_t rows, const std::vector<int64_t>& row_sha
   std::vector<int64_t> shape{rows};
   shape.insert(shape.end(), row_shape.begin(), row_shape.end());
   return shape;
-}
-
-// splitmix64's finalizer: the draw of (seed, step, row), the same on every machine.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -108,9 +101,8 @@ at::Tensor row_column::apply_pixel_rules(const at::Tensor& images, const std::ve
     bool flip = false;
     if (augment) {
       const auto span = static_cast<uint64_t>(2 * pad + 1);
-      auto draw =
-          mix(rules.seed ^ mix(static_cast<uint64_t>(step) ^
-                               mix(static_cast<uint64_t>(rows[static_cast<std::size_t>(i)]))));
+      // The draw of (seed, row, step), the same on every machine (core/model/random_draws).
+      auto draw = draw_seed(rules.seed, rows[static_cast<std::size_t>(i)], step);
       down = static_cast<int64_t>(draw % span) - pad;
       draw /= span;
       right = static_cast<int64_t>(draw % span) - pad;

@@ -77,6 +77,20 @@ TEST_SUITE("data") {
     CHECK(loader.take(4).first.step == 4);
   }
 
+  TEST_CASE("after a failed gather, the step after it is gathered afresh, not waited for") {
+    batch_loader loader(
+        [](int64_t step) {
+          if (step == 1)
+            throw data_error("bad row");
+          return batch_of(step);
+        },
+        2);
+    CHECK(loader.take(0).first.step == 0);
+    // Step 1 fails in the loader; a worker that skips it (a resumed run) must not hang.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(loader.take(2).first.step == 2);
+  }
+
   TEST_CASE("a loader stops and joins its thread however busy it is") {
     for (int round = 0; round < 20; ++round) {
       batch_loader loader(

@@ -32,15 +32,7 @@ job train test
 expect 0 "data: image_folder, 3000 training samples, 1000 test samples, rows of shape [1, 28, 28], 10 classes" -- \
   "$troupe" validate "$tmp/job.json"
 
-learns() {  # learns NAME MIN_ACCURACY ARGS...: a run of the job reaches MIN_ACCURACY
-  local name=$1 least=$2
-  shift 2
-  timeout 200 "$troupe" run "$tmp/job.json" --out "$tmp/$name" --quiet "$@" >"$tmp/$name.log" 2>&1 ||
-    { fail "$name: $(tail -3 "$tmp/$name.log")"; return; }
-  /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s['test_accuracy'] > float(sys.argv[2]) else 1)" \
-    "$tmp/$name/summary.json" "$least" && pass ||
-    fail "$name: test accuracy $(grep -o '"test_accuracy": [0-9.]*' "$tmp/$name/summary.json")"
-}
+learns() { reaches_accuracy "$tmp/job.json" "$@"; }
 learns sync 0.6
 learns async 0.55 --set parallelism.policy=async --set parallelism.max_staleness=2 --set optimizer.lr=0.02
 learns local_sgd 0.55 --set parallelism.policy=local_sgd --set parallelism.period=4
@@ -67,22 +59,8 @@ learns jpeg 0.5 --set 'model={"type":"cnn","channels":[8,16],"hidden":[32]}'
 
 # SIGKILL after the first checkpoint, --resume: bitwise the uninterrupted run, augmentation on.
 job train test
-resume=(--set training.steps=400 --set checkpoint.every_steps=25 --set faults.slow_worker=0
-        --set faults.slow_ms=4)
-timeout 200 "$troupe" run "$tmp/job.json" --out "$tmp/full" --quiet "${resume[@]}" >/dev/null 2>&1 ||
-  fail "the uninterrupted run failed"
-"$troupe" run "$tmp/job.json" --out "$tmp/killed" --quiet "${resume[@]}" >/dev/null 2>&1 &
-pid=$!
-pids+=($pid)
-deadline=$((SECONDS + 60))
-while [ ! -f "$tmp/killed/checkpoints/latest" ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
-sleep "0.$((RANDOM % 5))"
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
-timeout 200 "$troupe" run --resume "$tmp/killed" --quiet >/dev/null 2>&1 || fail "--resume failed"
-cmp -s "$tmp/full/final_weights.pt" "$tmp/killed/final_weights.pt" && pass ||
-  fail "weights differ after SIGKILL and --resume"
-grep -q '"event":"resumed"' "$tmp/killed/metrics.jsonl" && pass || fail "the run was not resumed"
+resumes_bitwise "$tmp/job.json" --set training.steps=400 --set checkpoint.every_steps=25 \
+  --set faults.slow_worker=0 --set faults.slow_ms=4
 
 # Bad folders: refused before the run, naming what is wrong; or the image left out and counted.
 job train corrupt

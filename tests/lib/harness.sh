@@ -107,6 +107,40 @@ expect() {
   fi
 }
 
+# reaches_accuracy JOB NAME FLOOR ARGS...: `troupe run JOB ARGS` into $tmp/NAME succeeds with a
+# test accuracy above FLOOR.
+reaches_accuracy() {
+  local job=$1 name=$2 floor=$3
+  shift 3
+  timeout 200 "$troupe" run "$job" --out "$tmp/$name" --quiet "$@" >"$tmp/$name.log" 2>&1 ||
+    { fail "$name: $(tail -3 "$tmp/$name.log")"; return; }
+  /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s['test_accuracy'] > float(sys.argv[2]) else 1)" \
+    "$tmp/$name/summary.json" "$floor" && pass ||
+    fail "$name: test accuracy $(grep -o '"test_accuracy": [0-9.]*' "$tmp/$name/summary.json")"
+}
+
+# resumes_bitwise JOB ARGS...: `troupe run JOB ARGS` killed with SIGKILL a moment after its
+# first checkpoint and resumed ends with the final weights of the run never interrupted, byte
+# for byte. ARGS must checkpoint (checkpoint.every_steps) and run long enough to be killed.
+resumes_bitwise() {
+  local job=$1
+  shift
+  timeout 200 "$troupe" run "$job" --out "$tmp/full" --quiet "$@" >/dev/null 2>&1 ||
+    { fail "the uninterrupted run failed"; return; }
+  "$troupe" run "$job" --out "$tmp/killed" --quiet "$@" >/dev/null 2>&1 &
+  local pid=$!
+  pids+=($pid)
+  local deadline=$((SECONDS + 60))
+  while [ ! -f "$tmp/killed/checkpoints/latest" ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+  sleep "0.$((RANDOM % 5))"
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  timeout 200 "$troupe" run --resume "$tmp/killed" --quiet >/dev/null 2>&1 || fail "--resume failed"
+  cmp -s "$tmp/full/final_weights.pt" "$tmp/killed/final_weights.pt" && pass ||
+    fail "weights differ after SIGKILL and --resume"
+  grep -q '"event":"resumed"' "$tmp/killed/metrics.jsonl" && pass || fail "the run was not resumed"
+}
+
 # report NAME: the last line of a test script; its exit status.
 report() {
   echo "$1: $passes passed, $failures failed"
