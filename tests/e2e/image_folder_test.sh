@@ -14,7 +14,8 @@ source "$here/../lib/harness.sh"
 fashion=/usr/share/datasets/fashion-mnist
 require_python_torch
 require_fashion_mnist
-/usr/bin/python3 -c "import PIL" 2>/dev/null || { echo "skipped: no PIL (python3-pil)"; exit 77; }
+/usr/bin/python3 -c "import PIL" 2>/dev/null ||
+  skip "needs /usr/bin/python3 with PIL (scripts/install_deps.sh --tests installs python3-pil)"
 /usr/bin/python3 "$here/../python/make_image_folders.py" "$fashion" "$tmp" || fail "making folders"
 
 job() {  # job TRAIN TEST [IMAGE]: a job on those folders
