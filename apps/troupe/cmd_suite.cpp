@@ -12,6 +12,7 @@
 #include "apps/troupe/suite_commands.hpp"
 #include "apps/troupe/suite_display.hpp"
 #include "apps/troupe/suite_runner.hpp"
+#include "core/config/parse_job.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 namespace troupe {
 namespace {
@@ -86,10 +88,17 @@ std::string render_suite_plan(const suite_config& suite) {
 std::vector<int64_t> check_plans(const suite_config& suite) {
   std::vector<std::string> problems;
   std::vector<int64_t> steps;
+  // The facts of each data section read once: the jobs of a sweep share theirs, and reading
+  // them means reading tensor files and tables whole, or decoding every image of a folder.
+  std::map<std::string, data_facts> facts;
   for (const auto& j : suite.jobs) {
     try {
       // A missing data file stops the suite here rather than failing every job that reads it.
-      steps.push_back(make_run_plan(j.job, read_data_facts(j.job.data)).rules.total_steps());
+      const auto key = to_json(j.job)["data"].dump();
+      auto known = facts.find(key);
+      if (known == facts.end())
+        known = facts.emplace(key, read_data_facts(j.job.data)).first;
+      steps.push_back(make_run_plan(j.job, known->second).rules.total_steps());
     } catch (const job_error& e) {
       for (const auto& p : e.problems())
         problems.push_back("job " + j.job.name + ": " + p);

@@ -47,7 +47,7 @@ decoded_image decode_png(const std::string& bytes, int channels) {
   out.width = image.width;
   out.channels = channels;
   out.pixels.resize(PNG_IMAGE_SIZE(image));
-  // The background for alpha: black, as PIL's convert drops alpha without blending onto white.
+  // What transparent pixels are composited onto: black.
   png_color black{0, 0, 0};
   if (!png_image_finish_read(&image, &black, out.pixels.data(), 0, nullptr))
     return failed(std::string("a corrupt PNG (") + image.message + ")");

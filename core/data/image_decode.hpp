@@ -24,9 +24,9 @@ struct decoded_image {
 inline constexpr int64_t max_image_pixels = int64_t{1} << 26;
 
 /// Decodes a PNG or JPEG file's `bytes` (told apart by their signature) to `channels` (1 or 3)
-/// channels: color to gray by ITU-R 601-2 luma, as PIL's convert("L") does; gray to RGB by
-/// copying. Never throws for bad bytes: a file that is not such an image, or is cut short or
-/// corrupt, comes back with `error` saying what.
+/// channels: color to gray by the decoder's luma (TurboJPEG's Y, libpng's sRGB weights), gray
+/// to RGB by copying, transparent PNG pixels composited onto black. Never throws for bad bytes: a
+/// file that is not such an image, or is cut short or corrupt, comes back with `error` saying what.
 decoded_image decode_image(const std::string& bytes, int channels);
 
 }  // namespace troupe

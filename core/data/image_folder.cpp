@@ -115,8 +115,7 @@ row_column rows_of(const at::Tensor& images, const data_config& config, uint64_t
   row_column::shard shard{owner, static_cast<const unsigned char*>(images.data_ptr()),
                           images.size(0), config.train_file};
   const auto& image = config.image;
-  row_column column({std::move(shard)}, row_column::stored::uint8,
-                    {image.channels, image.size[0], image.size[1]});
+  row_column column({std::move(shard)}, at::kByte, {image.channels, image.size[0], image.size[1]});
   row_column::pixel_rules rules;
   rules.mean.assign(image.mean.begin(), image.mean.end());
   rules.std.assign(image.std.begin(), image.std.end());

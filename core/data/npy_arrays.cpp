@@ -59,31 +59,6 @@ std::vector<int64_t> model_row_shape(std::vector<int64_t> row) {
   return image ? std::vector<int64_t>{1, image_side, image_side} : row;
 }
 
-row_column inputs_of(const std::vector<mapped_array>& column) {
-  const auto& first = column.front();
-  row_column::stored type = row_column::stored::float32;
-  switch (first.header.dtype) {
-    case npy_dtype::float32:
-      break;
-    case npy_dtype::float16:
-      type = row_column::stored::float16;
-      break;
-    case npy_dtype::uint8:
-      type = row_column::stored::uint8;
-      break;
-    default:
-      throw data_error(fmt::format("{}: holds {} inputs; x must be float32, float16 or uint8",
-                                   first.file->path(), to_string(first.header.dtype)));
-  }
-  if (first.header.shape.size() < 2)
-    throw data_error(fmt::format("{}: has shape ({}); x must be [N, ...] with a row per sample",
-                                 first.file->path(), fmt::join(first.header.shape, ", ")));
-  std::vector<row_column::shard> shards;
-  for (const auto& a : column)
-    shards.push_back({a.file, a.rows(), a.header.shape[0], a.file->path()});
-  return row_column(std::move(shards), type, model_row_shape(first.row_shape()));
-}
-
 at::ScalarType scalar_type_of(npy_dtype dtype) {
   switch (dtype) {
     case npy_dtype::float32:
@@ -100,6 +75,21 @@ at::ScalarType scalar_type_of(npy_dtype dtype) {
       return at::kDouble;
   }
   return at::kFloat;
+}
+
+row_column inputs_of(const std::vector<mapped_array>& column) {
+  const auto& first = column.front();
+  const auto type = scalar_type_of(first.header.dtype);
+  if (type != at::kFloat && type != at::kHalf && type != at::kByte)
+    throw data_error(fmt::format("{}: holds {} inputs; x must be float32, float16 or uint8",
+                                 first.file->path(), to_string(first.header.dtype)));
+  if (first.header.shape.size() < 2)
+    throw data_error(fmt::format("{}: has shape ({}); x must be [N, ...] with a row per sample",
+                                 first.file->path(), fmt::join(first.header.shape, ", ")));
+  std::vector<row_column::shard> shards;
+  for (const auto& a : column)
+    shards.push_back({a.file, a.rows(), a.header.shape[0], a.file->path()});
+  return row_column(std::move(shards), type, model_row_shape(first.row_shape()));
 }
 
 // The targets, read whole into memory (a copy: the mapping goes when this returns), int32 labels

@@ -16,18 +16,6 @@
 namespace troupe {
 namespace {
 
-at::ScalarType scalar_type_of(row_column::stored type) {
-  switch (type) {
-    case row_column::stored::float16:
-      return at::kHalf;
-    case row_column::stored::uint8:
-      return at::kByte;
-    case row_column::stored::float32:
-      break;
-  }
-  return at::kFloat;
-}
-
 std::vector<int64_t> with_rows(int64_t rows, const std::vector<int64_t>& row_shape) {
   std::vector<int64_t> shape{rows};
   shape.insert(shape.end(), row_shape.begin(), row_shape.end());
@@ -41,11 +29,14 @@ row_column::row_column(at::Tensor rows) : memory_(std::move(rows)) {
     row_shape_.assign(memory_.sizes().begin() + 1, memory_.sizes().end());
 }
 
-row_column::row_column(std::vector<shard> shards, stored type, std::vector<int64_t> row_shape)
+row_column::row_column(std::vector<shard> shards, at::ScalarType type,
+                       std::vector<int64_t> row_shape)
     : shards_(std::move(shards)), type_(type), row_shape_(std::move(row_shape)) {
+  TORCH_CHECK(type_ == at::kFloat || type_ == at::kHalf || type_ == at::kByte,
+              "row_column: rows stored as ", type_, ", not float32, float16 or uint8");
   const auto values =
       std::accumulate(row_shape_.begin(), row_shape_.end(), int64_t{1}, std::multiplies<int64_t>());
-  row_bytes_ = static_cast<std::size_t>(values) * at::elementSize(scalar_type_of(type_));
+  row_bytes_ = static_cast<std::size_t>(values) * at::elementSize(type_);
   shard_starts_.push_back(0);
   for (const auto& s : shards_)
     shard_starts_.push_back(shard_starts_.back() + s.rows);
@@ -141,7 +132,7 @@ at::Tensor row_column::apply_pixel_rules(const at::Tensor& images, const std::ve
 
 at::Tensor row_column::gather_mapped(const std::vector<int64_t>& rows, int64_t step) const {
   const auto n = static_cast<int64_t>(rows.size());
-  auto stored_rows = at::empty(with_rows(n, row_shape_), at::TensorOptions(scalar_type_of(type_)));
+  auto stored_rows = at::empty(with_rows(n, row_shape_), at::TensorOptions(type_));
   auto* out = static_cast<unsigned char*>(stored_rows.data_ptr());
   for (int64_t i = 0; i < n; ++i) {
     const auto row = rows[static_cast<std::size_t>(i)];
@@ -151,11 +142,11 @@ at::Tensor row_column::gather_mapped(const std::vector<int64_t>& rows, int64_t s
     std::memcpy(out + static_cast<std::size_t>(i) * row_bytes_,
                 shards_[s].bytes + static_cast<std::size_t>(local) * row_bytes_, row_bytes_);
   }
-  if (type_ == stored::uint8 && pixel_rules_)
+  if (type_ == at::kByte && pixel_rules_)
     return apply_pixel_rules(stored_rows, rows, step);
-  if (type_ == stored::uint8)
+  if (type_ == at::kByte)
     return stored_rows.to(at::kFloat).div_(255.0);
-  auto floats = type_ == stored::float16 ? stored_rows.to(at::kFloat) : stored_rows;
+  auto floats = type_ == at::kHalf ? stored_rows.to(at::kFloat) : stored_rows;
   // A sum is finite when every value is (a NaN or an infinity carries through it), and costs a
   // tenth of a per-value mask; only a sum that is not (overflow, or a bad value) is searched.
   if (std::isfinite(floats.sum().item<float>()))

@@ -20,9 +20,6 @@ namespace troupe {
 
 class row_column {
  public:
-  /// How mapped rows are stored.
-  enum class stored { float32, float16, uint8 };
-
   /// Consecutive rows outside a tensor: the first row's bytes and what keeps them alive (the
   /// file's mapping).
   struct shard {
@@ -48,8 +45,9 @@ class row_column {
   row_column() = default;
   /// Rows in memory: float32 [N, ...]. Implicit, so a split is made of a tensor as it always was.
   row_column(at::Tensor rows);  // NOLINT(google-explicit-constructor)
-  /// Rows in shards, each row `row_shape` values stored as `type`.
-  row_column(std::vector<shard> shards, stored type, std::vector<int64_t> row_shape);
+  /// Rows in shards, each row `row_shape` values stored as `type`: at::kFloat, at::kHalf
+  /// (widened) or at::kByte (scaled by 1/255, or under pixel rules).
+  row_column(std::vector<shard> shards, at::ScalarType type, std::vector<int64_t> row_shape);
 
   bool defined() const { return memory_.defined() || !shards_.empty(); }
   int64_t size() const;
@@ -82,7 +80,7 @@ class row_column {
   at::Tensor memory_;
   std::vector<shard> shards_;
   std::vector<int64_t> shard_starts_;  ///< the first row of each shard, then the total
-  stored type_ = stored::float32;
+  at::ScalarType type_ = at::kFloat;
   std::vector<int64_t> row_shape_;
   std::size_t row_bytes_ = 0;
   /// The stored rows this column's rows are, in order; null when they are all of them.

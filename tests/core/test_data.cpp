@@ -5,6 +5,7 @@
 #include "core/data/idx_file.hpp"
 #include "core/data/synthetic.hpp"
 #include "core/errors.hpp"
+#include "data_error_text.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -86,21 +87,6 @@ void write_fashion(const temp_folder& t, uint32_t n, uint8_t label = 3) {
     write_gz(t / split_file(split, "images"), idx_file({n, 28, 28}, n * 784u));
     write_gz(t / split_file(split, "labels"), idx_file({n}, n, label));
   }
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// The message of the data_error that `f` throws, or "" when it throws none.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const data_error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "core/data/image_decode.hpp"
 #include "core/data/image_folder.hpp"
 #include "core/errors.hpp"
+#include "data_error_text.hpp"
 #include "temp_folder.hpp"
 
 #include <ATen/ATen.h>
@@ -82,16 +83,7 @@ data_config folders(const temp_folder& t) {
 }
 
 std::string load_error(const data_config& config) {
-  try {
-    load_dataset(config, 1);
-  } catch (const data_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return error_of([&] { load_dataset(config, 1); });
 }
 
 }  // namespace

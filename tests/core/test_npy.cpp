@@ -6,6 +6,7 @@
 #include "core/data/row_column.hpp"
 #include "core/data/validation_split.hpp"
 #include "core/errors.hpp"
+#include "data_error_text.hpp"
 #include "temp_folder.hpp"
 
 #include <ATen/ATen.h>
@@ -50,17 +51,8 @@ npy_header parse(const std::string& file) {
                           file.size());
 }
 
-std::string error_of(const std::string& file) {
-  try {
-    parse(file);
-  } catch (const data_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+std::string header_error(const std::string& file) {
+  return error_of([&] { parse(file); });
 }
 
 }  // namespace
@@ -88,36 +80,38 @@ TEST_SUITE("data") {
 
   TEST_CASE("a header that lies, is cut, or holds what troupe cannot read names the file and why") {
     const auto rows = bytes_of(std::vector<float>(12));
-    CHECK(contains(error_of(npy(dict("<f4", "(3, 4)"), rows.substr(0, 40))),
+    CHECK(contains(header_error(npy(dict("<f4", "(3, 4)"), rows.substr(0, 40))),
                    "a.npy: truncated: its header declares float32 (3, 4), 48 bytes, and the file "
                    "holds 40 after the header"));
-    CHECK(contains(error_of(npy(dict("<f4", "(2, 4)"), rows)),
+    CHECK(contains(header_error(npy(dict("<f4", "(2, 4)"), rows)),
                    "a.npy: holds 48 bytes after its header, which declares float32 (2, 4) of 32 "
                    "bytes"));
-    CHECK(contains(error_of("PK\x03\x04 a zip file"), "a.npy: not a .npy file"));
-    CHECK(contains(error_of(npy(dict("<f4", "(3, 4)"), rows).substr(0, 30)),
+    CHECK(contains(header_error("PK\x03\x04 a zip file"), "a.npy: not a .npy file"));
+    CHECK(contains(header_error(npy(dict("<f4", "(3, 4)"), rows).substr(0, 30)),
                    "truncated inside its header"));
-    CHECK(contains(error_of(npy(dict("<f4", "(3, 4)"), rows, 4)), "format version 4.0"));
-    CHECK(contains(error_of(npy(dict(">f4", "(3, 4)"), rows)), "holds dtype '>f4' (big-endian"));
-    CHECK(contains(error_of(npy(dict("<c8", "(3, 2)"), rows)), "holds dtype '<c8'"));
-    CHECK(contains(error_of(npy(dict("<f4", "(3, 4)", true), rows)), "Fortran-order"));
-    CHECK(contains(error_of(npy(dict("<f4", "()"), rows.substr(0, 4))), "a single value"));
-    CHECK(contains(error_of(npy(dict("<f4", "(0, 4)"), "")), "a.npy: has 0 rows"));
-    CHECK(contains(error_of(npy(dict("<f4", "(3, 0)"), "")), "its rows hold no values"));
-    CHECK(contains(error_of(npy("{'descr': '<f4', 'shape': (3, 4)}", rows)),
+    CHECK(contains(header_error(npy(dict("<f4", "(3, 4)"), rows, 4)), "format version 4.0"));
+    CHECK(
+        contains(header_error(npy(dict(">f4", "(3, 4)"), rows)), "holds dtype '>f4' (big-endian"));
+    CHECK(contains(header_error(npy(dict("<c8", "(3, 2)"), rows)), "holds dtype '<c8'"));
+    CHECK(contains(header_error(npy(dict("<f4", "(3, 4)", true), rows)), "Fortran-order"));
+    CHECK(contains(header_error(npy(dict("<f4", "()"), rows.substr(0, 4))), "a single value"));
+    CHECK(contains(header_error(npy(dict("<f4", "(0, 4)"), "")), "a.npy: has 0 rows"));
+    CHECK(contains(header_error(npy(dict("<f4", "(3, 0)"), "")), "its rows hold no values"));
+    CHECK(contains(header_error(npy("{'descr': '<f4', 'shape': (3, 4)}", rows)),
                    "its header has no 'fortran_order'"));
-    CHECK(contains(error_of(npy("{'descr': '<f4', 'fortran_order': False, 'shape': [3, 4]}", rows)),
-                   "a string, True, False or a tuple expected"));
+    CHECK(contains(
+        header_error(npy("{'descr': '<f4', 'fortran_order': False, 'shape': [3, 4]}", rows)),
+        "a string, True, False or a tuple expected"));
     // Dimensions whose product overflows, or that overflow themselves: refused, not wrapped.
-    CHECK(contains(error_of(npy(dict("<f4", "(4294967296, 4294967296, 16)"), rows)),
+    CHECK(contains(header_error(npy(dict("<f4", "(4294967296, 4294967296, 16)"), rows)),
                    "more bytes than any file holds"));
-    CHECK(contains(error_of(npy(dict("<f4", "(99999999999999999999,)"), rows)),
+    CHECK(contains(header_error(npy(dict("<f4", "(99999999999999999999,)"), rows)),
                    "a dimension too large"));
     // A header length beyond the file.
     auto cut = npy(dict("<f4", "(3, 4)"), rows);
     cut[8] = '\xff';
     cut[9] = '\x7f';
-    CHECK(contains(error_of(cut), "truncated inside its header (32767 bytes declared"));
+    CHECK(contains(header_error(cut), "truncated inside its header (32767 bytes declared"));
   }
 
   TEST_CASE("rows gathered from mapped shards are the stored rows, scaled and widened") {
