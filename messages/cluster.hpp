@@ -17,10 +17,12 @@
 //   (connect_atom, host, port, name) -> ok  open a direct connection to peer `name`'s agent, so
 //                                           that ring traffic does not relay through the hub
 //                                           (with TLS its certificate must name `name`)
-//   (shm_atom, name, nonce, create) -> ok   create (or open, and find `nonce` in) the shared-
-//                                           memory segment `name` through which this node's
-//                                           replicas will sum sync gradients; an error where
-//                                           it cannot (another host): the ring is used instead
+//   (shm_atom, host_segment) -> ok          create (or open, and find the nonce in) the
+//                                           shared-memory segment through which this node's
+//                                           replicas will sum sync gradients with the other
+//                                           ranks of their host; an error where it cannot
+//                                           (another host). A segment of no ranks is a probe:
+//                                           whoever can open it shares the creator's host
 //   (shm_atom, close_atom, keep) -> ok      every node has it: remove its name (keep: true),
 //                                           or not all could: drop it (keep: false)
 //   (ring_atom, open_atom, ring_places) -> ring_places   listen for the predecessor of each of
@@ -118,6 +120,21 @@ typename Inspector::result_type inspect(Inspector& f, ring_meta& x) {
 /// A node's places in the socket ring (core/collective/socket_ring.hpp), which sync gradients
 /// take between node processes where neither shared memory nor TLS is in use: its ranks, and
 /// what the step of forming the ring needs of them.
+/// A shared-memory segment for the replicas of one host's nodes (the shm message).
+struct host_segment {
+  std::string name;  ///< in /dev/shm: "/troupe-..."
+  uint64_t nonce = 0;
+  bool create = false;  ///< this node makes it; the others open it
+  /// The run's ranks whose gradients it sums, ascending (slot k is ranks[k]'s); empty for a
+  /// probe, a one-slot segment that only tells who shares the creator's /dev/shm.
+  std::vector<int64_t> ranks;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, host_segment& x) {
+  return f(caf::meta::type_name("host_segment"), x.name, x.nonce, x.create, x.ranks);
+}
+
 struct ring_places {
   std::vector<int64_t> ranks;           ///< this node's, ascending
   std::vector<uint16_t> ports;          ///< each rank's listener (the node's answer to open)

@@ -236,9 +236,7 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
           return caf::sec::invalid_argument;
         return start_replica(self, rank, driver);
       },
-      [self](shm_atom, const std::string& name, uint64_t nonce, bool create) {
-        return open_segment(self, name, nonce, create);
-      },
+      [self](shm_atom, const host_segment& segment) { return open_segment(self, segment); },
       [self](shm_atom, caf::close_atom, bool keep) { return settle_segment(self, keep); },
       [self](ring_atom, caf::open_atom, ring_places& places) {
         return open_ring_places(self, std::move(places));

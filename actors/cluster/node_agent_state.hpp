@@ -44,11 +44,10 @@ struct agent_state {
 
 using agent_actor = caf::stateful_actor<agent_state>;
 
-// The coordinator's offer to sum through shared memory: create or open the segment, and keep
-// it in the context the replicas will be started with. An error means this node cannot (another
-// host): the coordinator then forms the ring over the network.
-caf::result<caf::ok_atom> open_segment(agent_actor* self, const std::string& name, uint64_t nonce,
-                                       bool create);
+// The coordinator's offer to sum through shared memory: create or open the segment (or a probe
+// of who shares this host), and keep it in the context the replicas will be started with. An
+// error means this node cannot (another host).
+caf::result<caf::ok_atom> open_segment(agent_actor* self, const host_segment& segment);
 /// Every node has the segment open (keep: its name can go), or not all could (drop it).
 caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep);
 

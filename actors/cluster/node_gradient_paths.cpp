@@ -1,6 +1,7 @@
 // Where a node's replicas will sum their sync gradients, settled with the coordinator before
-// any of them starts: the shared-memory segment of this host's nodes, or this node's places in
-// the socket ring (formed again at every regroup of a run that carries on). The segment goes
+// any of them starts: the shared-memory segment of this host's nodes, this node's places in
+// the socket ring (formed again at every regroup of a run that carries on), or both: the host's
+// sum in its memory, then the hosts' sums over a ring of one leader rank per host. The segment goes
 // into the context the replicas are started with; the places are there from the job on.
 #include "actors/cluster/node_agent_state.hpp"
 
@@ -53,16 +54,26 @@ caf::result<ring_places> on_ring_places(agent_actor* self, Step&& step) {
 
 }  // namespace
 
-caf::result<caf::ok_atom> open_segment(agent_actor* self, const std::string& name, uint64_t nonce,
-                                       bool create) {
+caf::result<caf::ok_atom> open_segment(agent_actor* self, const host_segment& segment) {
   auto& st = self->state;
   if (auto refused = refuse_unless_preparing(self, "shared memory"))
     return refused;
   const auto& plan = *st.context->plan;
-  const host_segment_spec spec{name, plan.job.parallelism.replicas, plan.model.flat_size(), nonce};
+  const auto& ranks = segment.ranks;
+  const auto replicas = plan.job.parallelism.replicas;
+  for (std::size_t k = 0; k < ranks.size(); ++k)
+    if (ranks[k] < 0 || ranks[k] >= replicas || (k > 0 && ranks[k] <= ranks[k - 1]))
+      return caf::make_error(caf::sec::invalid_argument,
+                             "a shared-memory segment's ranks must ascend within the run's " +
+                                 std::to_string(replicas));
+  // A probe holds one value: it only has to be found.
+  const bool probe = ranks.empty();
+  const host_segment_spec spec{segment.name, probe ? 1 : static_cast<int64_t>(ranks.size()),
+                               probe ? 1 : plan.model.flat_size(), segment.nonce};
   try {
     auto context = std::make_shared<worker_context>(*st.context);
-    context->host = create ? host_reduction::create(spec) : host_reduction::open(spec);
+    context->host = segment.create ? host_reduction::create(spec) : host_reduction::open(spec);
+    context->host_ranks = ranks;
     // This host's cores, not the coordinator's (which the plan holds).
     context->host->set_spin(barrier_spin(plan.threads_total, std::thread::hardware_concurrency()));
     st.context = std::move(context);
@@ -82,6 +93,7 @@ caf::result<caf::ok_atom> settle_segment(agent_actor* self, bool keep) {
   if (!keep) {
     auto context = std::make_shared<worker_context>(*st.context);
     context->host.reset();
+    context->host_ranks.clear();
     st.context = std::move(context);
   }
   return caf::ok_atom_v;

@@ -7,8 +7,11 @@
 namespace troupe {
 
 ring_runner::ring_runner(std::unique_ptr<socket_ring> ring, double idle_timeout_s,
-                         done_function done)
-    : ring_(std::move(ring)), idle_timeout_s_(idle_timeout_s), done_(std::move(done)) {
+                         done_function done, std::shared_ptr<host_reduction> host)
+    : ring_(std::move(ring)),
+      host_(std::move(host)),
+      idle_timeout_s_(idle_timeout_s),
+      done_(std::move(done)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -18,6 +21,8 @@ ring_runner::~ring_runner() {
     stopping_ = true;
   }
   abort_ = true;
+  if (host_ && busy_)
+    host_->abort("a host's leader stopped during a sum");
   wake_.notify_one();
   thread_.join();
 }
@@ -49,7 +54,11 @@ void ring_runner::run() {
     }
     std::string error;
     try {
-      ring_->all_reduce(round, std::move(buffer), idle_timeout_s_, &abort_);
+      if (host_)
+        host_->all_reduce(0, buffer);
+      ring_->all_reduce(round, buffer, idle_timeout_s_, &abort_);
+      if (host_)
+        host_->broadcast(0, buffer, 0);
     } catch (const std::exception& e) {
       error = e.what();
     }

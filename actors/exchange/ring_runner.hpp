@@ -3,9 +3,14 @@
 // the wire: the step watchdog's probe (how many chunks came), an exit. Each sum's end is
 // reported through `done` (from the runner's thread): the round and "" or what went wrong.
 //
+// The runner of a host's leader in a hierarchical sum holds the host's segment too: each sum
+// is then the host's (host_reduction::all_reduce, the leader in slot 0), the ring's among the
+// leaders, and the broadcast of the total to the host's other ranks, all on this thread.
+//
 // Thread safety: start, busy, received and the destructor from the owning actor's thread.
 #pragma once
 
+#include "core/collective/host_reduction.hpp"
 #include "core/collective/socket_ring.hpp"
 
 #include <ATen/core/Tensor.h>
@@ -26,8 +31,11 @@ class ring_runner {
   using done_function = std::function<void(int64_t round, const std::string& error)>;
 
   /// `idle_timeout_s`: a sum that moves no byte this long fails (socket_ring::all_reduce).
-  ring_runner(std::unique_ptr<socket_ring> ring, double idle_timeout_s, done_function done);
-  /// Aborts a sum under way and waits for the thread.
+  /// `host`: the leader's segment (slot 0), or null for a ring of every rank.
+  ring_runner(std::unique_ptr<socket_ring> ring, double idle_timeout_s, done_function done,
+              std::shared_ptr<host_reduction> host = nullptr);
+  /// Aborts a sum under way (the host's too: its other ranks would wait for the total) and
+  /// waits for the thread.
   ~ring_runner();
   ring_runner(const ring_runner&) = delete;
   ring_runner& operator=(const ring_runner&) = delete;
@@ -41,6 +49,7 @@ class ring_runner {
   void run();
 
   std::unique_ptr<socket_ring> ring_;
+  std::shared_ptr<host_reduction> host_;
   double idle_timeout_s_;
   done_function done_;
   std::mutex mutex_;

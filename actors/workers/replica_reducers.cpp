@@ -3,6 +3,8 @@
 #include "core/collective/replica_reduction.hpp"
 #include "core/collective/step_barrier.hpp"
 
+#include <stdexcept>
+
 namespace troupe::replica_internal {
 namespace {
 
@@ -45,13 +47,19 @@ class shared_reducer final : public gradient_reducer {
   self_pointer self_;
 };
 
-// The nodes of one host, through the host's shared memory (host_reduction).
+// The nodes of one host, through the host's shared memory (host_reduction). `hierarchical`: the
+// segment holds this host's ranks only and this one is not their leader: after the host's sum
+// it waits for the total the leader brings back from the other hosts (broadcast).
 class host_reducer final : public gradient_reducer {
  public:
-  explicit host_reducer(self_pointer self) : self_(self) {}
+  host_reducer(self_pointer self, bool hierarchical) : self_(self), hierarchical_(hierarchical) {}
   reduce_outcome start(int64_t, const at::Tensor& gradient) override {
+    const auto& context = *self_->state.context;
+    const auto slot = host_slot(context, self_->state.rank);
     try {
-      self_->state.context->host->all_reduce(self_->state.rank, gradient);
+      context.host->all_reduce(slot, gradient);
+      if (hierarchical_)
+        context.host->broadcast(slot, gradient, 0);
     } catch (const barrier_aborted&) {
       return reduce_outcome::aborted;  // the coordinator or the node agent ends this worker
     }
@@ -60,6 +68,7 @@ class host_reducer final : public gradient_reducer {
 
  private:
   self_pointer self_;
+  bool hierarchical_;
 };
 
 // The socket ring between processes, on the runner's thread; its end is a message (ring_atom,
@@ -126,12 +135,18 @@ std::unique_ptr<gradient_reducer> make_reducer(self_pointer self) {
       return std::make_unique<shared_reducer>(self);
     case gradient_meeting::driver:
       return std::make_unique<driver_reducer>(self);
-    case gradient_meeting::ring:
-      if (st.context->host)  // every node on this host: through shared memory
-        return std::make_unique<host_reducer>(self);
+    case gradient_meeting::ring: {
+      const auto& context = *st.context;
+      // Every node on this host, or this host's part of a hierarchical sum but not its leader
+      // (whose runner sums the host's part, the hosts', and broadcasts: socket_ring_of).
+      if (context.host && (!host_is_partial(context) || host_slot(context, st.rank) != 0))
+        return std::make_unique<host_reducer>(self, host_is_partial(context));
       if (auto* socket = socket_ring_of(self))
         return std::make_unique<socket_reducer>(*socket);
+      if (context.host)  // the coordinator forms the leaders' ring before any replica starts
+        throw std::logic_error("a host's leader without its socket ring");
       return std::make_unique<actor_ring_reducer>(self);
+    }
   }
   throw std::logic_error("make_reducer: a gradient meeting without a reducer");
 }

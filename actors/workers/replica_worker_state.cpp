@@ -58,7 +58,7 @@ void ensure_engine(replica_worker_state& st) {
   if (st.context->reduction)
     st.context->reduction->attach(st.rank, st.engine->gradient());
   if (st.context->host)  // backward writes where the other processes sum
-    st.engine->move_gradient_into(st.context->host->slot_tensor(st.rank));
+    st.engine->move_gradient_into(st.context->host->slot_tensor(host_slot(*st.context, st.rank)));
 }
 
 // The weights as they are now, on the host, owned by the message (the engine goes on).
@@ -90,7 +90,8 @@ ring_runner* socket_ring_of(self_pointer self) {
             const auto me = caf::actor_cast<caf::actor>(strong);
             caf::send_as(me, me, ring_atom_v, socket_sum_end{epoch, round, error});
           }
-        });
+        },
+        st.context->host);  // a host's leader in a hierarchical sum
   }
   return st.socket.get();
 }

@@ -2,6 +2,10 @@
 
 #include "core/train/replica_engine.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
 namespace troupe {
 
 std::chrono::microseconds barrier_spin(int64_t threads, unsigned hardware_threads) {
@@ -16,6 +20,18 @@ std::chrono::microseconds barrier_spin(int64_t threads, unsigned hardware_thread
 
 std::chrono::microseconds barrier_spin(const run_plan& p) {
   return barrier_spin(p.threads_total, p.hardware_threads);
+}
+
+int64_t host_slot(const worker_context& c, int64_t rank) {
+  const auto& ranks = c.host_ranks;
+  const auto it = std::lower_bound(ranks.begin(), ranks.end(), rank);
+  if (it == ranks.end() || *it != rank)
+    throw std::logic_error("rank " + std::to_string(rank) + " has no slot in this host's segment");
+  return it - ranks.begin();
+}
+
+bool host_is_partial(const worker_context& c) {
+  return c.host && static_cast<int64_t>(c.host_ranks.size()) < c.plan->job.parallelism.replicas;
 }
 
 context_ptr make_worker_context(run_plan plan, dataset_ptr data,

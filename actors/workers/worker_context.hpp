@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 namespace troupe {
 
@@ -29,6 +30,10 @@ struct worker_context {
   /// are summed instead of the ring (set by the node agent when the coordinator says so); null
   /// otherwise. The agent aborts it when the node stops.
   std::shared_ptr<host_reduction> host;
+  /// The ranks whose slots `host` holds, ascending: every rank of the run where all nodes are on
+  /// this host, else this host's (a hierarchical sum: the first one, the host's leader, sums
+  /// the hosts' sums over the socket ring among the leaders, then broadcasts the total).
+  std::vector<int64_t> host_ranks;
   /// Across node processes whose replicas sum over a ring: this node's places in the socket
   /// ring (plain TCP between ring neighbours), where the coordinator forms it (no shared memory,
   /// no TLS) for each membership epoch, each ring taken by its rank's replica; null inside one
@@ -37,6 +42,12 @@ struct worker_context {
 };
 
 using context_ptr = std::shared_ptr<const worker_context>;
+
+/// Rank `rank`'s slot in `c.host` (its place among host_ranks). Throws std::logic_error for a
+/// rank the segment does not hold.
+int64_t host_slot(const worker_context& c, int64_t rank);
+/// Whether `c.host` holds only some of the run's ranks: the host's part of a hierarchical sum.
+bool host_is_partial(const worker_context& c);
 
 /// How long a replica spins at a reduction's barrier before it sleeps: 200 us while `threads`
 /// (all replicas', on one host) fit the host's `hardware_threads` cores, else 0.

@@ -271,7 +271,7 @@ void host_reduction::wait_for_all(int64_t rank) {
   budget.record(std::chrono::steady_clock::now() - start);
 }
 
-void host_reduction::all_reduce(int64_t rank, const at::Tensor& buffer) {
+at::Tensor host_reduction::enter(int64_t rank, const at::Tensor& buffer) {
   if (rank < 0 || rank >= spec_.ranks)
     throw std::invalid_argument("host_reduction: rank " + std::to_string(rank) + " of " +
                                 std::to_string(spec_.ranks));
@@ -285,7 +285,11 @@ void host_reduction::all_reduce(int64_t rank, const at::Tensor& buffer) {
     me.pid_ns.store(own_pid_namespace(), std::memory_order_relaxed);
     me.pid.store(::getpid(), std::memory_order_release);
   }
-  auto mine = slot_tensor(rank);
+  return slot_tensor(rank);
+}
+
+void host_reduction::all_reduce(int64_t rank, const at::Tensor& buffer) {
+  auto mine = enter(rank, buffer);
   const bool in_slot = buffer.data_ptr() == mine.data_ptr();
   if (!in_slot)
     mine.copy_(buffer);
@@ -301,6 +305,17 @@ void host_reduction::all_reduce(int64_t rank, const at::Tensor& buffer) {
   wait_for_all(rank);  // every slice is summed into every slot
   if (!in_slot)
     buffer.copy_(mine);
+}
+
+void host_reduction::broadcast(int64_t rank, const at::Tensor& buffer, int64_t root) {
+  enter(rank, buffer);
+  const auto from = slot_tensor(root);
+  if (rank == root && buffer.data_ptr() != from.data_ptr())
+    from.copy_(buffer);
+  wait_for_all(rank);  // the root's slot holds what it gives
+  if (rank != root)
+    buffer.copy_(from);
+  wait_for_all(rank);  // every rank has read it: the root may write its slot again
 }
 
 at::Tensor host_reduction::slot_tensor(int64_t rank) const {

@@ -9,6 +9,8 @@
 // slot back. The result is element for element what sum_in_order gives, so a run over nodes on
 // one host ends bit for bit where the same run in one process does, for any number of ranks.
 // Each rank moves about 2 + 2(R - 1)/R buffers of memory per step, none through the kernel.
+// A segment may hold only some of a run's ranks (one host's, with other hosts' in segments of
+// their own): then its leader sums the hosts' sums over the network and `broadcast`s the total.
 //
 // Who shares memory is not guessed from host names: the coordinator asks one node to create a
 // segment with a random name and nonce, and every other node to open it and find that nonce;
@@ -80,6 +82,13 @@ class host_reduction {
   /// buffer or rank.
   void all_reduce(int64_t rank, const at::Tensor& buffer);
 
+  /// Gives every rank `root`'s `buffer`: the second half of a hierarchical sum, where `root`
+  /// (the host's leader) summed the hosts' sums over the network. Every rank calls it with the
+  /// same root; `buffer` as for all_reduce (the root's is read, the others' written). Returns
+  /// once every rank has read the root's slot, so that no rank's next all_reduce overwrites it
+  /// first. Throws as all_reduce does.
+  void broadcast(int64_t rank, const at::Tensor& buffer, int64_t root);
+
   /// Releases every rank waiting, in every process, with barrier_aborted; later calls throw.
   void abort(const std::string& why);
 
@@ -88,6 +97,8 @@ class host_reduction {
  private:
   host_reduction(host_segment_spec spec, void* base, std::size_t bytes, bool creator);
   void wait_for_all(int64_t rank);
+  /// Checks `rank` and `buffer` (all_reduce's rules) and records this process as rank's.
+  at::Tensor enter(int64_t rank, const at::Tensor& buffer);
   [[noreturn]] void throw_aborted();
   float* slot(int64_t rank) const;
 

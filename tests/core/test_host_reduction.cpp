@@ -93,6 +93,64 @@ TEST_SUITE("collective") {
     CHECK(!name_exists(spec.name));
   }
 
+  TEST_CASE("a host's sum, summed across hosts by the leaders, reaches every rank by broadcast") {
+    // Two hosts of three ranks each, step after step: every rank sums in its host's segment,
+    // the leaders (slot 0) add the other host's sum (what the socket ring between them does),
+    // then each leader broadcasts. Every rank ends with (a + b + c) + (d + e + f).
+    constexpr int64_t per_host = 3, numel = 1031, steps = 8;
+    const auto spec_a = spec_of(per_host, numel), spec_b = spec_of(per_host, numel);
+    std::vector<std::unique_ptr<host_reduction>> a, b;
+    for (int64_t r = 0; r < per_host; ++r) {
+      a.push_back(r == 0 ? host_reduction::create(spec_a) : host_reduction::open(spec_a));
+      b.push_back(r == 0 ? host_reduction::create(spec_b) : host_reduction::open(spec_b));
+    }
+    std::vector<std::vector<at::Tensor>> inputs(steps), results(steps);
+    for (auto& s : inputs)
+      for (int64_t r = 0; r < 2 * per_host; ++r)
+        s.push_back(at::randn({numel}));
+    for (auto& s : results)
+      s.resize(2 * per_host);
+    // The leaders meet here between their host's sum and their broadcast.
+    std::vector<at::Tensor> host_sums(2);
+    std::atomic<int> arrived{0}, left{0};
+    const auto leaders_meet = [&](int host, const at::Tensor& sum, int64_t step) {
+      host_sums[host] = sum.clone();
+      arrived.fetch_add(1);
+      while (arrived.load() < 2 * (step + 1))
+        std::this_thread::yield();
+      sum.copy_(host_sums[0] + host_sums[1]);
+      left.fetch_add(1);
+      while (left.load() < 2 * (step + 1))  // neither leader overwrites a sum the other reads
+        std::this_thread::yield();
+    };
+    std::vector<std::thread> threads;
+    for (int host = 0; host < 2; ++host)
+      for (int64_t r = 0; r < per_host; ++r)
+        threads.emplace_back([&, host, r] {
+          auto& segment = host == 0 ? *a[r] : *b[r];
+          segment.set_spin(0us);
+          for (int64_t s = 0; s < steps; ++s) {
+            auto buffer = r == 1 ? segment.slot_tensor(r) : at::empty({numel});
+            buffer.copy_(inputs[s][host * per_host + r]);
+            segment.all_reduce(r, buffer);
+            if (r == 0)
+              leaders_meet(host, buffer, s);
+            segment.broadcast(r, buffer, 0);
+            results[s][host * per_host + r] = buffer.clone();
+          }
+        });
+    for (auto& t : threads)
+      t.join();
+    for (int64_t s = 0; s < steps; ++s) {
+      const std::vector<at::Tensor> first(inputs[s].begin(), inputs[s].begin() + per_host);
+      const std::vector<at::Tensor> second(inputs[s].begin() + per_host, inputs[s].end());
+      const auto expected = sum_in_order(first) + sum_in_order(second);
+      for (const auto& got : results[s])
+        REQUIRE(at::equal(got, expected));
+    }
+    CHECK_THROWS_AS(a[0]->broadcast(0, at::empty({numel}), per_host), std::invalid_argument);
+  }
+
   TEST_CASE("an abort in one process releases the ranks waiting in another") {
     const auto spec = spec_of(3, 64);
     auto a = host_reduction::create(spec);
