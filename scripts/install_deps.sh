@@ -19,10 +19,12 @@ packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev n
 # --tests: what the tests call besides troupe: PyTorch for the weight checks, NumPy and PIL
 # (python3-pil) to write the arrays and image folders the data tests train on, Chromium for the
 # report pages, iproute2 (ip, tc) for the black-hole link, procps (pgrep, pkill) for processes a
-# test must find, time (/usr/bin/time) for peak memory; util-linux (unshare, mount, fallocate)
-# is in every Debian.
+# test must find, time (/usr/bin/time) for peak memory, Slurm (slurmctld, slurmd, slurm-client)
+# and munge for the sbatch example's test; util-linux (unshare, nsenter, mount, fallocate) is in
+# every Debian.
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch python3-numpy python3-pil chromium iproute2 procps time)
+  packages+=(python3-torch python3-numpy python3-pil chromium iproute2 procps time slurmctld slurmd
+    slurm-client munge)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -3,16 +3,41 @@
 #include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
+#include "core/cluster/slurm_env.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <thread>
 
 namespace troupe {
 namespace {
+
+// The command with what a Slurm step's environment says where the flags do not
+// (core/cluster/slurm_env.hpp). Throws job_error naming a variable that is wrong.
+node_command with_environment(node_command cmd) {
+  slurm_node_defaults d;
+  try {
+    d = slurm_node_defaults_of([](const char* name) { return std::getenv(name); });
+  } catch (const std::invalid_argument& e) {
+    throw job_error({e.what()});
+  }
+  if (cmd.join.empty())
+    cmd.join = d.join;
+  if (cmd.join.empty())
+    throw job_error({"--join HOST:PORT is required (or TROUPE_JOIN, or inside a Slurm job "
+                     "TROUPE_PORT: the coordinator on the job's first host)"});
+  if (cmd.name.empty())
+    cmd.name = d.name;
+  if (cmd.listen.empty())
+    cmd.listen = d.listen.empty() ? "127.0.0.1" : d.listen;
+  if (cmd.threads == 0)
+    cmd.threads = d.threads;
+  return cmd;
+}
 
 // The options; throws job_error for a bad address, token file, TLS files or exposure.
 node_options node_options_of(const node_command& cmd) {
@@ -40,9 +65,11 @@ node_options node_options_of(const node_command& cmd) {
 
 }  // namespace
 
-int run_node_command(const node_command& cmd) {
+int run_node_command(const node_command& given) {
   node_options o;
+  node_command cmd;
   try {
+    cmd = with_environment(given);
     o = node_options_of(cmd);
   } catch (const job_error& e) {
     print_problems(stderr, e);

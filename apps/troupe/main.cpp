@@ -85,12 +85,18 @@ CLI::App* add_coordinator(CLI::App& app, troupe::run_command& coord) {
 CLI::App* add_node(CLI::App& app, troupe::node_command& node) {
   auto* sub =
       app.add_subcommand("node", "Join a coordinator and train the replicas it places here");
-  sub->add_option("--join", node.join, "HOST:PORT of the coordinator")->required();
-  sub->add_option("--name", node.name, "This node's name (default: HOSTNAME-PID)");
-  sub->add_option("--threads", node.threads, "Compute threads offered (default: all)")
+  sub->add_option("--join", node.join,
+                  "HOST:PORT of the coordinator (default: $TROUPE_JOIN; in a Slurm job, the "
+                  "first host of $SLURM_JOB_NODELIST at $TROUPE_PORT)");
+  sub->add_option("--name", node.name,
+                  "This node's name (default: HOSTNAME-PID; in a Slurm step, "
+                  "$SLURMD_NODENAME-task$SLURM_PROCID)");
+  sub->add_option("--threads", node.threads,
+                  "Compute threads offered (default: $SLURM_CPUS_PER_TASK, else all)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   sub->add_option("--listen", node.listen,
-                  "Address other nodes reach this one at (default 127.0.0.1)");
+                  "Address other nodes reach this one at (default 127.0.0.1; in a Slurm step, "
+                  "$SLURMD_NODENAME)");
   sub->add_option("--connect-timeout", node.connect_timeout_s,
                   "Seconds to keep trying to reach the coordinator (default 30)")
       ->check(CLI::Range(0.0, 86400.0));

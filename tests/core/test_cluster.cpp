@@ -1,6 +1,7 @@
 // The rules of joining a run across processes: addresses, tokens, versions, names, placement.
 #include "core/cluster/address.hpp"
 #include "core/cluster/join_check.hpp"
+#include "core/cluster/slurm_env.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 using namespace troupe;
 
@@ -42,6 +44,54 @@ TEST_SUITE("cluster") {
     CHECK(is_loopback("::1"));
     CHECK_FALSE(is_loopback("0.0.0.0"));
     CHECK_FALSE(is_loopback("10.1.1.1"));
+  }
+
+  TEST_CASE("a Slurm host list's first host, ranges and padding kept; bad lists are named") {
+    CHECK(first_slurm_host("vm") == "vm");
+    CHECK(first_slurm_host("a,b") == "a");
+    CHECK(first_slurm_host("node[07-09,12],gpu1") == "node07");
+    CHECK(first_slurm_host("rack[3,5]-n[01-02]") == "rack3-n[01-02]");  // one bracket at a time
+    CHECK(first_slurm_host("n[12]") == "n12");
+    CHECK_THROWS_WITH_AS(first_slurm_host(""), doctest::Contains("no host"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(first_slurm_host("n[01-02"), doctest::Contains("does not close"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(first_slurm_host("n]01["), doctest::Contains("unbalanced"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(first_slurm_host("n[-3]"), doctest::Contains("n[-3]"),
+                         std::invalid_argument);
+  }
+
+  TEST_CASE("a Slurm step's environment gives the join address, a name, the address, threads") {
+    std::map<std::string, std::string> vars;
+    const env_lookup env = [&](const char* name) -> const char* {
+      const auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+    auto d = slurm_node_defaults_of(env);  // outside Slurm: nothing
+    CHECK(d.join.empty());
+    CHECK(d.name.empty());
+    CHECK(d.threads == 0);
+    vars = {{"SLURM_JOB_NODELIST", "node[03-04]"}, {"TROUPE_PORT", "29517"},
+            {"SLURM_PROCID", "5"}, {"SLURMD_NODENAME", "node04"}, {"SLURM_CPUS_PER_TASK", "8"}};
+    d = slurm_node_defaults_of(env);
+    CHECK(d.join == "node03:29517");
+    CHECK(d.name == "node04-task5");
+    CHECK(d.listen == "node04");
+    CHECK(d.threads == 8);
+    vars["TROUPE_JOIN"] = "10.0.0.1:7000";  // said outright: it wins
+    CHECK(slurm_node_defaults_of(env).join == "10.0.0.1:7000");
+    vars.erase("TROUPE_JOIN");
+    vars.erase("TROUPE_PORT");
+    CHECK_THROWS_WITH_AS(slurm_node_defaults_of(env), doctest::Contains("TROUPE_PORT"),
+                         std::invalid_argument);
+    vars["TROUPE_PORT"] = "1";
+    vars["SLURM_CPUS_PER_TASK"] = "0";
+    CHECK_THROWS_WITH_AS(slurm_node_defaults_of(env), doctest::Contains("SLURM_CPUS_PER_TASK"),
+                         std::invalid_argument);
+    vars["SLURM_CPUS_PER_TASK"] = "2";
+    vars["SLURM_PROCID"] = "x";
+    CHECK_THROWS_WITH_AS(slurm_node_defaults_of(env), doctest::Contains("SLURM_PROCID"),
+                         std::invalid_argument);
   }
 
   TEST_CASE("a join is refused for the token first, then the version, the name, the count") {
