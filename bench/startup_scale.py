@@ -4,7 +4,8 @@
 
 Two measurements, each with a coordinator and NODES `troupe node` processes (one compute thread
 each) started at once on 127.0.0.1:
-  start_up   configs/synthetic_smoke.json with one replica per node, 30 steps: seconds from
+  start_up   configs/synthetic_smoke.json with one replica per node, a batch of 2 rows per replica,
+             30 steps: seconds from
              starting the processes to "placed ... training" in the coordinator's log (every
              node joined, the gradients' paths settled) and to the first step record
              (targets: <= 10 s to stepping);
@@ -63,11 +64,19 @@ class cluster:
         token = ["--token-file", os.path.join(work, "token")]
         sets = ["--set", f"cluster.nodes={expected}", "--set", f"parallelism.replicas={expected}",
                 "--set", f"training.steps={steps}", "--set", "training.eval_interval=0",
+                "--set", f"training.batch_size={2 * expected}",
                 "--set", "cluster.join_timeout_s=120"]
         self.start = time.monotonic()
         self.coordinator = self.spawn([troupe, "coordinator", JOB, "--listen", "127.0.0.1:0",
                                        "--out", self.out, "--quiet"] + token + sets, self.log)
-        wait_for(lambda: "listening on" in read(self.log), 60, "listening line")
+        try:
+            wait_for(lambda: "listening on" in read(self.log) or self.coordinator.poll() is not None,
+                     60, "listening line")
+        finally:
+            if "listening on" not in read(self.log):
+                self.coordinator.kill()
+        if "listening on" not in read(self.log):
+            raise RuntimeError("the coordinator did not listen: " + read(self.log)[-2000:])
         port = re.search(r"listening on [^ ]*:(\d+)", read(self.log)).group(1)
         self.nodes = [self.spawn([troupe, "node", "--join", f"127.0.0.1:{port}", "--name",
                                   f"n{i}", "--threads", "1"] + token,
