@@ -1,8 +1,8 @@
 // All-reduce between processes on one host: troupe's ring (actors/exchange/ring_exchange.hpp over
 // CAF's middleman on loopback, the path sync training takes between hosts) or its shared-memory
 // segment (core/collective/host_reduction.hpp, the path node processes on one host take), or
-// the socket ring (core/collective/socket_ring.hpp: plain TCP between ring neighbours), on
-// float32 buffers.
+// the socket ring (core/collective/socket_ring.hpp: plain TCP between ring neighbours; with
+// --tls, TLS 1.3 on each connection), on float32 buffers.
 //
 //   allreduce_bench --ranks 3 [--sizes-mb 1,16,128] [--iters 10] [--warmup 2] [--bucket-mb 1]
 //                   [--window 8] [--tls] [--transport ring|tcp|shm]
@@ -20,6 +20,7 @@
 #include "actors/cluster/system_config.hpp"
 #include "actors/exchange/ring_exchange.hpp"
 #include "actors/links/guarded_links.hpp"
+#include "actors/links/tls_session.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/host_reduction.hpp"
@@ -299,9 +300,13 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
 // between ring neighbours, each connection opened with the ring's secret), as over CAF's ring.
 [[noreturn]] void tcp_rank(int64_t rank, int64_t ranks, const std::array<uint8_t, 32>& secret,
                            const std::vector<double>& sizes_mb, int iters, int warmup,
-                           double bucket_mb, int64_t window, int to_parent, int from_parent) {
+                           double bucket_mb, int64_t window, const std::string& tls_dir,
+                           int to_parent, int from_parent) {
   run_rank_body(rank, [&] {
     at::set_num_threads(1);
+    std::unique_ptr<tls_context> tls;
+    if (!tls_dir.empty())
+      tls = std::make_unique<tls_context>(tls_files_in(tls_dir, rank_name(rank)));
     const std::string host = "127.0.0.1";
     ring_listener listener(host);
     write_line(to_parent, std::to_string(listener.port()));
@@ -317,10 +322,13 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
     const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / 4));
     socket_ring ring(std::move(to_successor), std::move(from_predecessor), rank, ranks,
                      ring_options{bucket, window});
+    if (tls)
+      ring.secure(tls->native());
     int64_t round = 0;
     auto one = at::zeros({1});
     nlohmann::json report = {{"ranks", ranks},
                              {"transport", "tcp"},
+                             {"tls", tls != nullptr},
                              {"bucket_mb", bucket_mb},
                              {"window", window},
                              {"results", nlohmann::json::array()}};
@@ -358,8 +366,8 @@ int main(int argc, char** argv) {
                  "processes on one host)")
       ->check(CLI::IsMember({"ring", "shm", "tcp"}));
   CLI11_PARSE(app, argc, argv);
-  if (tls && transport != "ring") {
-    std::cerr << "allreduce_bench: --tls applies to --transport ring only\n";
+  if (tls && transport == "shm") {
+    std::cerr << "allreduce_bench: --tls applies to --transport ring and tcp only\n";
     return 2;
   }
   const auto tls_dir = tls ? make_certificates(ranks) : std::string();
@@ -392,7 +400,8 @@ int main(int argc, char** argv) {
         if (transport == "shm")
           shm_rank(r, segments, barrier_spec, sizes_mb, iters, warmup, up[1], down[0]);
         if (transport == "tcp")
-          tcp_rank(r, ranks, secret, sizes_mb, iters, warmup, bucket_mb, window, up[1], down[0]);
+          tcp_rank(r, ranks, secret, sizes_mb, iters, warmup, bucket_mb, window, tls_dir, up[1],
+                   down[0]);
         run_rank(r, ranks, sizes_mb, iters, warmup, bucket_mb, window, tls_dir, up[1], down[0]);
       } catch (const std::exception& e) {
         std::cerr << "rank " << r << ": " << e.what() << "\n";

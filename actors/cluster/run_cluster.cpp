@@ -190,7 +190,8 @@ std::string ring_step(caf::scoped_actor& self, const std::vector<joined_node>& n
 // having dropped its places (the ring then runs over actors).
 std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                              const std::vector<int64_t>& node_of,
-                             const std::vector<int64_t>& members, const log_function& log) {
+                             const std::vector<int64_t>& members, bool tls,
+                             const log_function& log) {
   std::vector<std::size_t> node_of_member;
   std::vector<std::string> hosts;
   for (auto r : members)
@@ -220,10 +221,10 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
     const auto i = static_cast<std::size_t>(
         std::find(p.ranks.begin(), p.ranks.end(), members[k]) - p.ranks.begin());
     log(
-        fmt::format("ring link {} -> {} (rank {} -> {}: socket ring, plain TCP to {}:{}, "
-                    "gradients not encrypted)",
+        fmt::format("ring link {} -> {} (rank {} -> {}: socket ring{} to {}:{}, {})",
                     nodes[from].name, nodes[to].name, members[k], members[(k + 1) % count],
-                    p.next_hosts.at(i), p.next_ports.at(i)));
+                    tls ? "" : ", plain TCP", p.next_hosts.at(i), p.next_ports.at(i),
+                    tls ? "TLS 1.3: gradients encrypted" : "gradients not encrypted"));
   }
   return "";
 }
@@ -238,7 +239,7 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
 // dropped them.
 std::string sum_by_host(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                         const std::vector<int64_t>& node_of,
-                        const std::vector<std::vector<std::size_t>>& groups,
+                        const std::vector<std::vector<std::size_t>>& groups, bool tls,
                         const log_function& log) {
   std::vector<int64_t> leaders;
   std::string error;
@@ -253,7 +254,7 @@ std::string sum_by_host(caf::scoped_actor& self, const std::vector<joined_node>&
   }
   std::sort(leaders.begin(), leaders.end());
   if (error.empty())
-    error = form_socket_ring(self, nodes, node_of, leaders, log);
+    error = form_socket_ring(self, nodes, node_of, leaders, tls, log);
   if (!error.empty()) {
     for (const auto& n : nodes)
       ask(self, n.agent, 10s, shm_atom_v, caf::close_atom_v, false);
@@ -286,9 +287,10 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
   if (plan.job.cluster.shared_memory && membership_may_change)
     log("cluster.on_node_loss is \"continue\": sync gradients go round the ring, which survives "
         "a lost node (the shared-memory sum would wait for it)");
-  // The socket ring carries neither TLS nor device memory: those runs keep the ring over actors
-  // (TLS links; GPU gradients, which its tensors carry off the device). Ring links over actors
-  // are made either way: a regroup whose socket ring cannot be formed falls back to them.
+  // The socket ring carries no device memory: GPU runs keep the ring over actors, whose tensors
+  // carry the gradients off the device. Under --tls the socket ring is encrypted (TLS 1.3 with
+  // the nodes' certificates). Ring links over actors are made either way: a regroup whose socket
+  // ring cannot be formed falls back to them.
   const bool on_cpu = std::none_of(plan.devices.workers.begin(), plan.devices.workers.end(),
                                    [](const device_spec& d) { return d.is_cuda(); });
   std::vector<int64_t> every_rank(node_of.size());
@@ -309,23 +311,23 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
       }
       log("the nodes could not share this host's memory (" + why +
           "): the ring runs over the network");
-    } else if (groups.size() < nodes.size() && !tls && on_cpu) {
-      const auto why = sum_by_host(self, nodes, node_of, groups, log);
+    } else if (groups.size() < nodes.size() && on_cpu) {
+      const auto why = sum_by_host(self, nodes, node_of, groups, tls, log);
       socket = why.empty();
       if (socket)
         return "";
       log("the sum by host could not be set up (" + why + "): every rank joins the ring");
     } else if (groups.size() < nodes.size()) {
-      log(fmt::format("the nodes are on {} hosts ({}): with TLS or on GPUs every rank joins the "
-                      "ring (no sum by host)",
+      log(fmt::format("the nodes are on {} hosts ({}): on GPUs every rank joins the ring (no "
+                      "sum by host)",
                       groups.size(), describe_hosts(nodes, groups)));
     } else {
       log(fmt::format("no two of the {} nodes share a host's memory: the ring runs over the network",
                       nodes.size()));
     }
   }
-  if (!tls && on_cpu) {
-    const auto why = form_socket_ring(self, nodes, node_of, every_rank, log);
+  if (on_cpu) {
+    const auto why = form_socket_ring(self, nodes, node_of, every_rank, tls, log);
     socket = why.empty();
     if (socket && !membership_may_change)
       return "";

@@ -1,5 +1,7 @@
 #include "actors/exchange/socket_ring_places.hpp"
 
+#include <openssl/ssl.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -116,6 +118,16 @@ void socket_ring_places::connect(const ring_places& places, double timeout_s) {
   }
 }
 
+socket_ring_places::socket_ring_places(ssl_ctx_st* tls) : tls_(tls) {
+  if (tls_ != nullptr)
+    SSL_CTX_up_ref(tls_);
+}
+
+socket_ring_places::~socket_ring_places() {
+  rings_.clear();  // the rings' sessions use the context
+  SSL_CTX_free(tls_);
+}
+
 void socket_ring_places::join(const ring_places& places, const ring_options& options,
                               double timeout_s) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -135,6 +147,8 @@ void socket_ring_places::join(const ring_places& places, const ring_options& opt
     rings_[r] =
         std::make_unique<socket_ring>(std::move(out), std::move(in), static_cast<int64_t>(position),
                                       static_cast<int64_t>(size), options);
+    if (tls_ != nullptr)
+      rings_[r]->secure(tls_);
   }
   listeners_.clear();  // nobody else may connect now
   outgoing_.clear();

@@ -25,6 +25,14 @@ namespace troupe {
 
 class socket_ring_places {
  public:
+  /// `tls`: the node's TLS context (its certificate, the cluster's CA): every ring formed here
+  /// is encrypted with it (socket_ring::secure); null: plain TCP.
+  explicit socket_ring_places(ssl_ctx_st* tls = nullptr);
+  ~socket_ring_places();
+  socket_ring_places(const socket_ring_places&) = delete;
+  socket_ring_places& operator=(const socket_ring_places&) = delete;
+  bool encrypted() const { return tls_ != nullptr; }
+
   /// Listens on `host` for the predecessor of each of `ranks` in the ring of `epoch`: the
   /// ports, in their order. Throws std::invalid_argument for an epoch not after the last one
   /// opened.
@@ -52,6 +60,7 @@ class socket_ring_places {
   void check(const ring_places& places) const;
   void drop_locked();
 
+  ssl_ctx_st* tls_ = nullptr;  ///< a reference of ours: OpenSSL counts them
   mutable std::mutex mutex_;
   int64_t epoch_ = -1;   ///< of the ring formed or being formed
   bool formed_ = false;  ///< the ring of epoch_ was joined here

@@ -160,6 +160,10 @@ bool guarded_links::tls() const {
   return state_->tls != nullptr;
 }
 
+ssl_ctx_st* guarded_links::tls_native() const {
+  return state_->tls ? state_->tls->native() : nullptr;
+}
+
 peer_names guarded_links::names() const {
   return peer_names(state_);
 }

@@ -29,6 +29,8 @@
 #include <optional>
 #include <string>
 
+struct ssl_ctx_st;
+
 namespace troupe {
 
 struct link_options {
@@ -67,6 +69,9 @@ class guarded_links {
   /// Answers (connect_atom, host, port) and (get_atom, node_id) as CAF's middleman actor does.
   const caf::io::middleman_actor& middleman() const { return middleman_; }
   bool tls() const;
+  /// The TLS context every connection of this process uses (OpenSSL's, for the socket ring to
+  /// encrypt with the same certificates); null without TLS.
+  ssl_ctx_st* tls_native() const;
   peer_names names() const;
   /// Why TLS last refused a connection this process opened ("" if it never did): a refusal that
   /// retrying will not change (the peer does not accept this process's certificate).

@@ -42,6 +42,38 @@ socket_ring::socket_ring(socket_fd to_successor, socket_fd from_predecessor, int
   ring_.set_chunk_source([this](int64_t elements) { return spare_chunk(elements); });
 }
 
+socket_ring::~socket_ring() {
+  // The sessions go before the sockets they use.
+  out_tls_.reset();
+  in_tls_.reset();
+}
+
+void socket_ring::secure(ssl_ctx_st* context) {
+  if (ranks_ < 2)
+    return;
+  out_tls_ = std::make_unique<ring_tls>(context, out_.get(), false, "the successor, " + peer(rank_ + 1));
+  in_tls_ = std::make_unique<ring_tls>(context, in_.get(), true, "the predecessor, " + peer(rank_ - 1));
+}
+
+// Sends what it can of `parts`: through TLS one part at a time (a record each), else in one
+// sendmsg. -1 with errno set when nothing could go.
+ssize_t socket_ring::send_parts(const iovec* parts, int count) {
+  if (count == 0)
+    return 0;
+  if (out_tls_)
+    return out_tls_->write(parts[0].iov_base, parts[0].iov_len);
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(parts);
+  msg.msg_iovlen = static_cast<std::size_t>(count);
+  return ::sendmsg(out_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+ssize_t socket_ring::receive_into(void* into, std::size_t bytes) {
+  if (in_tls_)
+    return in_tls_->read(into, bytes);
+  return ::recv(in_.get(), into, bytes, MSG_DONTWAIT);
+}
+
 std::string socket_ring::peer(int64_t of) const {
   return "rank " + std::to_string(((of % ranks_) + ranks_) % ranks_);
 }
@@ -66,10 +98,7 @@ bool socket_ring::send_some() {
     if (payload > payload_sent)
       parts[count++] = {static_cast<char*>(o.chunk.data_ptr()) + payload_sent,
                         payload - payload_sent};
-    msghdr msg{};
-    msg.msg_iov = parts;
-    msg.msg_iovlen = static_cast<std::size_t>(count);
-    const auto n = count == 0 ? 0 : ::sendmsg(out_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const auto n = send_parts(parts, count);
     if (n < 0) {
       if (would_block(errno))
         return progressed;
@@ -125,7 +154,7 @@ bool socket_ring::receive_some() {
       want = static_cast<std::size_t>(chunk_.numel()) * sizeof(float) - chunk_got_;
     }
     if (want > 0) {
-      const auto n = ::recv(in_.get(), into, want, MSG_DONTWAIT);
+      const auto n = receive_into(into, want);
       if (n == 0)
         throw ring_link_error("ring: the predecessor (" + peer(rank_ - 1) +
                               ") closed the connection");
@@ -185,8 +214,11 @@ void socket_ring::all_reduce(int64_t round, at::Tensor buffer, double idle_timeo
                             (ring_.done() ? "the successor, " + peer(rank_ + 1) + ", reads nothing"
                                           : "nothing from the predecessor, " + peer(rank_ - 1)) +
                             ")");
-    pollfd fds[2] = {{out_.get(), static_cast<short>(sending_.empty() ? 0 : POLLOUT), 0},
-                     {in_.get(), static_cast<short>(ring_.done() ? 0 : POLLIN), 0}};
+    // Under TLS a call may wait for the other direction first (the handshake's replies).
+    const short out_events = out_tls_ ? out_tls_->wants() : POLLOUT;
+    const short in_events = in_tls_ ? in_tls_->wants() : POLLIN;
+    pollfd fds[2] = {{out_.get(), static_cast<short>(sending_.empty() ? 0 : out_events), 0},
+                     {in_.get(), static_cast<short>(ring_.done() ? 0 : in_events), 0}};
     if (::poll(fds, 2, poll_slice_ms) < 0 && errno != EINTR)
       throw ring_link_error(std::string("ring: poll: ") + std::strerror(errno));
   }

@@ -16,12 +16,15 @@
 
 #include "core/collective/ring_allreduce.hpp"
 #include "core/collective/ring_sockets.hpp"
+#include "core/collective/ring_tls.hpp"
 
 #include <ATen/core/Tensor.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 namespace troupe {
@@ -32,6 +35,13 @@ class socket_ring {
   /// when `ranks` is 1. Buckets and window as `options` says.
   socket_ring(socket_fd to_successor, socket_fd from_predecessor, int64_t rank, int64_t ranks,
               const ring_options& options);
+  ~socket_ring();
+
+  /// Encrypts both connections with TLS 1.3 under `context` (core/collective/ring_tls.hpp): this
+  /// rank is the client towards its successor and the server towards its predecessor. The
+  /// handshakes happen in the first all_reduce. Call before it.
+  void secure(ssl_ctx_st* context);
+  bool secured() const { return out_tls_ != nullptr; }
 
   /// Sums `buffer` (contiguous 1-d float32, the same numel on every rank) in place over the
   /// ring, as round `round` (every rank calls with the same rounds, in the same increasing
@@ -55,6 +65,8 @@ class socket_ring {
   };
   void queue(ring_message m);  // for the successor, in the round under way
   bool send_some();            // false: the socket is full
+  ssize_t send_parts(const iovec* parts, int count);
+  ssize_t receive_into(void* into, std::size_t bytes);
   bool receive_some();         // false: nothing to read now
   void take_header();
   at::Tensor spare_chunk(int64_t elements);
@@ -62,6 +74,8 @@ class socket_ring {
 
   socket_fd out_;
   socket_fd in_;
+  std::unique_ptr<ring_tls> out_tls_;  ///< null: plain TCP
+  std::unique_ptr<ring_tls> in_tls_;
   int64_t rank_;
   int64_t ranks_;
   int64_t max_chunk_;  // elements: a bucket's largest chunk
