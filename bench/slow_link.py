@@ -2,6 +2,7 @@
 
   /usr/bin/python3 bench/slow_link.py [--build build] [--job configs/fashion_mlp_sync.json]
       [--steps 200] [--warmup 20] [--repeats 1] [--nodes 2] [--rate 200mbit] [--set KEY=VALUE]
+      [--compression int8] [--outer '{"lr": 0.7, "momentum": 0.9}']
 
 Runs the job over NODES node processes on this host, in a network namespace of its own
 (unshare -n) whose loopback is shaped to an Ethernet-like link: MTU 1500 and a token bucket
@@ -14,6 +15,8 @@ by repeat so that machine noise hits all of them alike, the job's training for S
   async                 parallelism.policy=async
   local_sgd_COMPRESSION and async_COMPRESSION: the same with parallelism.compression=COMPRESSION
                         (--compression, int8 unless told; none leaves them out)
+  local_sgd_diloco      local_sgd with DiLoCo's outer optimizer (--outer, the
+                        parallelism.outer_optimizer object; none leaves it out)
 samples/s counts the steps after WARMUP from metrics.jsonl (see nodes_training.py). Prints JSON:
 the median samples/s of each, the ratios to sync (targets: async >= 1.5, local_sgd >= 4, met by
 either form of each), and each run's final train loss, test loss and test accuracy (the accuracy
@@ -62,6 +65,8 @@ def main():
     p.add_argument("--rate", default="200mbit")
     p.add_argument("--set", action="append", default=[], help="KEY=VALUE for every variant")
     p.add_argument("--compression", default="int8", choices=["none", "bf16", "int8"])
+    p.add_argument("--outer", default='{"lr": 0.7, "momentum": 0.9}',
+                   help="parallelism.outer_optimizer of the local_sgd_diloco variant (none: no such variant)")
     args = p.parse_args()
     if not 0 <= args.warmup < args.steps - 1:
         sys.exit("--warmup must be below --steps - 1")
@@ -82,6 +87,9 @@ def main():
               "--set", f"training.eval_interval={args.steps}"] + sets(args.set)
     variants = {policy: common + ["--set", f"parallelism.policy={policy}"]
                 for policy in ("sync", "local_sgd", "async")}
+    if args.outer != "none":  # DiLoCo: the same local_sgd, its average stepped by the outer SGD
+        variants["local_sgd_diloco"] = variants["local_sgd"] + [
+            "--set", f"parallelism.outer_optimizer={args.outer}"]
     if args.compression != "none":
         for policy in ("local_sgd", "async"):
             variants[f"{policy}_{args.compression}"] = variants[policy] + [

@@ -30,10 +30,23 @@ std::vector<at::Tensor> take_held(run_driver_state& st, const std::vector<int64_
   return parts;
 }
 
+// DiLoCo's outer step (parallelism.outer_optimizer) from the replicas' `average`, which
+// becomes the next round's base; without one, the average itself.
+at::Tensor outer_weights(run_driver_state& st, at::Tensor average) {
+  if (!st.outer)
+    return average;
+  if (!st.outer->base().defined())  // the run's first round started from the initial weights
+    st.outer->set_base(st.options.context->initial_weights.to(at::kCPU).reshape({-1}));
+  auto next = st.outer->step(average);
+  st.outer->set_base(next);
+  return next;
+}
+
 // local_sgd: the weighted average of the replicas' weights, as it goes to them. Under
 // parallelism.compression weights handed in packed are the difference from the last average
 // (average_base), and so is the average sent back, unless a replica handed in whole (it lost
-// the base, or there is none yet): then the average goes whole and becomes the base.
+// the base, or there is none yet): then the average goes whole and becomes the base. With an
+// outer optimizer, what goes back is its step from the average (outer_weights).
 at::Tensor average_weights(run_driver_state& st, std::vector<at::Tensor> parts,
                            const std::vector<double>& weights) {
   const auto compression = st.plan->job.parallelism.compression;
@@ -47,7 +60,7 @@ at::Tensor average_weights(run_driver_state& st, std::vector<at::Tensor> parts,
       part = st.average_base + unpack(part).view_as(st.average_base);
     }
   }
-  auto averaged = weighted_sum_in_order(parts, weights);
+  auto averaged = outer_weights(st, weighted_sum_in_order(parts, weights));
   if (compression == compression_kind::none)
     return averaged;
   if (whole) {
@@ -56,6 +69,8 @@ at::Tensor average_weights(run_driver_state& st, std::vector<at::Tensor> parts,
   }
   auto packed = pack(averaged - st.average_base, compression);
   st.average_base = st.average_base + unpack(packed).view_as(st.average_base);
+  if (st.outer)  // the next round starts from what the replicas will hold
+    st.outer->set_base(st.average_base);
   return packed;
 }
 

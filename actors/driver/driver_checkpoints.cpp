@@ -143,6 +143,8 @@ void write_if_complete(driver_pointer self, int64_t step) {
             [](const part_state& a, const part_state& b) { return a.part < b.part; });
   if (st.keeper)
     c.best_weights = st.keeper->best_weights();
+  c.outer_base = p.outer_base;
+  c.outer_momentum = p.outer_momentum;
   st.pending_checkpoints.erase(it);
   st.writer->submit(std::move(c));
   if (st.stop_at != step)
@@ -205,6 +207,12 @@ void after_step_complete(driver_pointer self, int64_t step) {
       return finish(self, stop_reason(st.options.run, st.plan->rules, step));
     stop_with_checkpoint(self, step);
   }
+  if (auto it = st.pending_checkpoints.find(step); st.outer && it != st.pending_checkpoints.end()) {
+    const auto& base = st.outer->base();
+    const auto& momentum = st.outer->momentum_buffer();
+    it->second.outer_base = base.defined() ? base.clone() : base;
+    it->second.outer_momentum = momentum.defined() ? momentum.clone() : momentum;
+  }
   capture_figures(self, step);
 }
 
@@ -254,6 +262,8 @@ void restore(driver_pointer self, const run_checkpoint* from) {
     }
   }
   st.tracker->restore(from->progress.at("tracker"));
+  if (st.outer)  // a checkpoint of its first round holds no base: the initial weights then
+    st.outer->restore(from->outer_base, from->outer_momentum);
   if (st.keeper)
     st.keeper->restore(from->progress.at("keeper"), from->best_weights);
 }

@@ -340,6 +340,9 @@ run_driver_actor::behavior_type run_driver(driver_pointer self, driver_options o
     st.tracker->set_pipelines(plan.job.parallelism.replicas, plan.job.parallelism.stages,
                               plan.predicted_bubble);
   st.held.resize(static_cast<std::size_t>(plan.workers));
+  if (const auto& o = plan.job.parallelism.outer_optimizer;
+      o.enabled && plan.job.parallelism.policy == policy_kind::local_sgd)
+    st.outer.emplace(o);
   if (plan.mode == run_mode::ensemble)
     st.ensemble_members = member_reports(plan.job);
   st.final_weights.resize(plan.parameter_server() ? 1 : static_cast<std::size_t>(plan.workers));

@@ -7,6 +7,7 @@
 #include "actors/driver/worker_roster.hpp"
 #include "core/checkpoint/checkpoint_schedule.hpp"
 #include "core/checkpoint/checkpoint_writer.hpp"
+#include "core/optim/outer_optimizer.hpp"
 #include "core/policy/membership_machine.hpp"
 #include "core/policy/step_release.hpp"
 #include "core/policy/step_strategy.hpp"
@@ -65,6 +66,10 @@ struct pending_checkpoint {
   std::vector<part_state> parts;  ///< as they arrive
   nlohmann::json tracker;         ///< the tracker's figures once the step (and its evaluation)
                                   ///< is recorded; null before
+  /// The outer optimizer's state when the step completed (a later average may come before the
+  /// checkpoint is complete: its evaluation, a slow part).
+  at::Tensor outer_base;
+  at::Tensor outer_momentum;
 };
 
 struct run_driver_state {
@@ -77,6 +82,9 @@ struct run_driver_state {
   /// local_sgd with parallelism.compression: the last average, as every replica holds it;
   /// undefined (send the average whole) until the first and after a regroup.
   at::Tensor average_base;
+  /// local_sgd with parallelism.outer_optimizer: DiLoCo's outer step, on the weights every
+  /// replica started the round from.
+  std::optional<outer_optimizer> outer;
   parameter_server_actor server;          ///< when the plan has a parameter server
   double reduce_s = 0;                    ///< combining, since the last completed step
   bool training_done = false;             ///< the strategy said every step is complete

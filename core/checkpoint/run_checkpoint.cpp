@@ -84,6 +84,10 @@ stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
   }
   if (c.best_weights.defined())
     state.insert("best_weights", c.best_weights.contiguous());
+  if (c.outer_base.defined())
+    state.insert("outer_base", c.outer_base.contiguous());
+  if (c.outer_momentum.defined())
+    state.insert("outer_momentum", c.outer_momentum.contiguous());
   stored_checkpoint s;
   s.step = c.step;
   s.job_sha256 = job_digest(c.job);
@@ -129,6 +133,10 @@ run_checkpoint decode_checkpoint(const stored_checkpoint& stored) {
   }
   if (state.contains("best_weights"))
     c.best_weights = flat_floats(state.at("best_weights"), "best_weights");
+  if (state.contains("outer_base"))
+    c.outer_base = flat_floats(state.at("outer_base"), "outer_base");
+  if (state.contains("outer_momentum"))
+    c.outer_momentum = flat_floats(state.at("outer_momentum"), "outer_momentum");
   return c;
 }
 

@@ -35,6 +35,10 @@ struct run_checkpoint {
   nlohmann::json progress;  ///< {"tracker": ..., "strategy": ..., "keeper": ...}
   std::vector<part_state> parts;
   at::Tensor best_weights;  ///< keep_best's, when there is one
+  /// local_sgd with an outer optimizer: the weights the replicas started the round from, and
+  /// the outer momentum buffer (undefined before the first outer step).
+  at::Tensor outer_base;
+  at::Tensor outer_momentum;
 };
 
 using parameter_layout = std::vector<std::pair<std::string, std::vector<int64_t>>>;

@@ -154,6 +154,9 @@ json parallelism_json(const parallelism_config& par) {
     parallelism["average_momenta"] = par.average_momenta;
     if (par.compression != compression_kind::none)
       parallelism["compression"] = to_string(par.compression);
+    if (const auto& o = par.outer_optimizer; o.enabled)
+      parallelism["outer_optimizer"] = {
+          {"type", "sgd"}, {"lr", o.lr}, {"momentum", o.momentum}, {"nesterov", o.nesterov}};
   }
   if (par.policy == policy_kind::schedule)
     parallelism["phases"] = phases_json(par.phases);

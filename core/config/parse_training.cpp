@@ -116,12 +116,38 @@ void read_pipeline(object_reader& r, parallelism_config& p) {
     r.word_or_strings("split", "balanced", p.split, static_cast<std::size_t>(p.stages - 1));
 }
 
+// local_sgd's outer optimizer: {"type": "sgd", "lr": 0.7, "momentum": 0.9, "nesterov": true}
+// (DiLoCo's values by default), or "none" for the plain average.
+void read_outer_optimizer(object_reader& r, outer_optimizer_config& o) {
+  if (!r.has("outer_optimizer"))
+    return;
+  if (const auto* value = r.peek("outer_optimizer"); value != nullptr && value->is_string()) {
+    if (*value != "none")
+      r.problem("outer_optimizer", "must be \"none\" or an object such as {\"type\": \"sgd\", "
+                                   "\"lr\": 0.7, \"momentum\": 0.9, \"nesterov\": true}, got " +
+                                       value->dump());
+    r.skip("outer_optimizer");
+    return;
+  }
+  auto outer = r.object("outer_optimizer");
+  if (!outer.valid())
+    return;
+  std::string type = "sgd";
+  outer.string("type", type, [](const std::string& t) { return t == "sgd"; },
+               "\"sgd\" (SGD with momentum, as DiLoCo)");
+  outer.number("lr", o.lr, 0, true, 100, false);
+  outer.number("momentum", o.momentum, 0, false, 1, true);
+  outer.boolean("nesterov", o.nesterov);
+  outer.finish({"type", "lr", "momentum", "nesterov"});
+  o.enabled = true;
+}
+
 }  // namespace
 
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
     skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
-                 "compression", "phases"});
+                 "compression", "phases", "outer_optimizer"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   read_pipeline(r, p);
@@ -129,8 +155,9 @@ void read_parallelism(object_reader r, parallelism_config& p) {
     r.integer("period", p.period, 1, 1000000);
     r.boolean("average_momenta", p.average_momenta);
     read_enum(r, "compression", compression_names, p.compression);
+    read_outer_optimizer(r, p.outer_optimizer);
     r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "period", "average_momenta", "compression"});
+              "split", "period", "average_momenta", "compression", "outer_optimizer"});
   } else if (p.policy == policy_kind::async) {
     r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);

@@ -196,6 +196,16 @@ struct phase_config {
   bool average_momenta = false;
 };
 
+/// local_sgd: DiLoCo's outer optimizer (core/optim/outer_optimizer): the averaged change since
+/// the last average is a pseudo-gradient stepped by SGD with momentum. Not enabled: the
+/// replicas take the plain average.
+struct outer_optimizer_config {
+  bool enabled = false;
+  double lr = 0.7;
+  double momentum = 0.9;
+  bool nesterov = true;
+};
+
 struct parallelism_config {
   policy_kind policy = policy_kind::sync;
   int64_t replicas = 1;
@@ -207,6 +217,8 @@ struct parallelism_config {
   int64_t period = 8;
   /// local_sgd + sgd only: average the momentum buffers too, not only the weights.
   bool average_momenta = false;
+  /// local_sgd only: DiLoCo's outer step in place of the plain average.
+  outer_optimizer_config outer_optimizer;
   /// async only: how many steps a worker may run ahead of the slowest live worker (stale-
   /// synchronous parallel); unset means unbounded. 0 keeps all workers on the same clock.
   std::optional<int64_t> max_staleness;

@@ -4,6 +4,7 @@
 // schedules with PyTorch's lr_scheduler.
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/lr_schedule.hpp"
+#include "core/optim/outer_optimizer.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -79,6 +80,40 @@ optimizer_config with_schedule(lr_schedule_kind kind, double lr = 0.1) {
 }  // namespace
 
 TEST_SUITE("optim") {
+  TEST_CASE("the outer optimizer steps the pseudo-gradient as torch.optim.SGD with Nesterov does") {
+    // Printed by torch.optim.SGD([p], lr=0.7, momentum=0.9, nesterov=True), p starting at the
+    // base, stepped three times with p.grad = p - average (Debian's python3-torch).
+    outer_optimizer outer({true, 0.7, 0.9, true});
+    outer.set_base(at::tensor({0.5f, -1.25f, 2.0f, 0.0f}));
+    const std::vector<at::Tensor> averages = {at::tensor({0.25f, -1.0f, 2.5f, 0.125f}),
+                                              at::tensor({0.0f, -0.5f, 2.25f, 0.5f}),
+                                              at::tensor({-0.25f, -0.75f, 1.5f, 0.25f})};
+    const std::vector<std::vector<float>> expected = {
+        {0.16750000417232513f, -0.9175000190734863f, 2.6649999618530273f, 0.16624999046325684f},
+        {-0.19702498614788055f, -0.2204749882221222f, 2.396549940109253f, 0.6810125112533569f},
+        {-0.4900292158126831f, -0.5604457855224609f, 1.2239835262298584f, 0.36078962683677673f}};
+    for (std::size_t k = 0; k < averages.size(); ++k) {
+      const auto next = outer.step(averages[k]);
+      CHECK(at::equal(next, at::tensor(expected[k])));
+      outer.set_base(next);
+    }
+    // A checkpoint's state continues the same steps.
+    outer_optimizer again({true, 0.7, 0.9, true});
+    again.restore(outer.base().clone(), outer.momentum_buffer().clone());
+    CHECK(at::equal(again.step(averages[0]), outer.step(averages[0])));
+    CHECK_THROWS_AS(outer.step(at::zeros({3})), std::invalid_argument);
+    CHECK_THROWS_AS(outer_optimizer({true}).step(averages[0]), std::logic_error);
+  }
+
+  TEST_CASE("the outer optimizer without momentum, lr 1: the average, up to rounding") {
+    outer_optimizer outer({true, 1.0, 0.0, false});
+    const auto base = at::randn({1000});
+    const auto average = at::randn({1000});
+    outer.set_base(base);
+    CHECK(at::allclose(outer.step(average), average, 0, 1e-6));
+    CHECK(!outer.momentum_buffer().defined());
+  }
+
   TEST_CASE("clip_gradient by norm equals clip_grad_norm_ over several parameters") {
     // Norm about 5.5 (29 values of scale 1), and 55 for the larger scale.
     for (double scale : {1.0, 10.0}) {

@@ -12,7 +12,7 @@
 #     it, it is fenced (its late messages are dropped) and told to leave; the run completes;
 #   - the socket ring, formed again at every regroup, refused after a loss: the survivors sum
 #     over actors and the run completes within the tolerance;
-#   - async and local_sgd lose a node and complete;
+#   - async, local_sgd and local_sgd with DiLoCo's outer optimizer lose a node and complete;
 #   - a replacement joins mid-run: at the step boundary where it joins the driver compares a
 #     digest of every replica's weights (a replicas_checked record, a log line), and the run
 #     completes with identical replicas (the driver's final-weights check) within the tolerance;
@@ -224,13 +224,16 @@ finish $node_c 20
 check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
 }
 
-# --- async and local_sgd: a node killed mid-run; the run completes every step ----------------
-for policy in async local_sgd; do
+# --- async, local_sgd and DiLoCo: a node killed mid-run; the run completes every step ----------
+for policy in async local_sgd diloco; do
   section "$policy" || continue
   if [ $policy = async ]; then
     start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2
-  else
+  elif [ $policy = local_sgd ]; then
     start_run "$policy" --set parallelism.policy=local_sgd --set parallelism.period=4
+  else  # the survivors' average stepped by the outer optimizer
+    start_run "$policy" --set parallelism.policy=local_sgd --set parallelism.period=4 \
+      --set 'parallelism.outer_optimizer={"lr": 0.7, "momentum": 0.5}'
   fi
   wait_for_step "$tmp/$policy" 100 || fail "$policy: no step 100"
   kill -9 $node_a

@@ -1,0 +1,41 @@
+// DiLoCo's outer optimizer for local SGD: at each averaging step the replicas' average is not
+// taken as the new weights; the change it makes, the pseudo-gradient (the weights every replica
+// started the round from, minus their average), is stepped by SGD with (Nesterov) momentum, as
+// torch.optim.SGD does: buf = momentum * buf + g (buf = g the first time), then g + momentum *
+// buf with Nesterov (buf without), weights -= lr * that. lr 1 and momentum 0 is plain
+// averaging, bit for bit (base - (base - average) is not the average's bits in general: the
+// driver skips the step then).
+//
+// Thread safety: none; owned by the run driver.
+#pragma once
+
+#include "core/job/job_config.hpp"
+
+#include <ATen/core/Tensor.h>
+
+namespace troupe {
+
+class outer_optimizer {
+ public:
+  explicit outer_optimizer(outer_optimizer_config config) : config_(config) {}
+
+  /// The weights every replica starts the next round from (the run's initial weights, then
+  /// what each step returned, as the replicas hold it).
+  void set_base(at::Tensor base) { base_ = std::move(base); }
+  const at::Tensor& base() const { return base_; }
+  /// The momentum buffer; undefined before the first step.
+  const at::Tensor& momentum_buffer() const { return buffer_; }
+  /// A checkpoint's state back.
+  void restore(at::Tensor base, at::Tensor buffer);
+
+  /// The new weights from the replicas' `average` (flat, as the base). Throws
+  /// std::logic_error without a base, std::invalid_argument for another size.
+  at::Tensor step(const at::Tensor& average);
+
+ private:
+  outer_optimizer_config config_;
+  at::Tensor base_;
+  at::Tensor buffer_;
+};
+
+}  // namespace troupe
