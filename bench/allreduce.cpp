@@ -326,12 +326,9 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
       ring.secure(tls->native());
     int64_t round = 0;
     auto one = at::zeros({1});
-    nlohmann::json report = {{"ranks", ranks},
-                             {"transport", "tcp"},
-                             {"tls", tls != nullptr},
-                             {"bucket_mb", bucket_mb},
-                             {"window", window},
-                             {"results", nlohmann::json::array()}};
+    nlohmann::json report = {{"ranks", ranks},        {"transport", "tcp"},
+                             {"tls", tls != nullptr}, {"bucket_mb", bucket_mb},
+                             {"window", window},      {"results", nlohmann::json::array()}};
     report["results"] = time_sizes(
         rank, ranks, sizes_mb, iters, warmup,
         [&](std::size_t, at::Tensor& buffer) { ring.all_reduce(round++, buffer, 60); },

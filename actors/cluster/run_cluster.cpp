@@ -17,9 +17,9 @@
 #include <caf/io/all.hpp>
 
 #include <algorithm>
-#include <numeric>
 #include <atomic>
 #include <chrono>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -218,10 +218,9 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
     if (from == to)
       continue;
     const auto& p = places[from];
-    const auto i = static_cast<std::size_t>(
-        std::find(p.ranks.begin(), p.ranks.end(), members[k]) - p.ranks.begin());
-    log(
-        fmt::format("ring link {} -> {} (rank {} -> {}: socket ring{} to {}:{}, {})",
+    const auto i = static_cast<std::size_t>(std::find(p.ranks.begin(), p.ranks.end(), members[k]) -
+                                            p.ranks.begin());
+    log(fmt::format("ring link {} -> {} (rank {} -> {}: socket ring{} to {}:{}, {})",
                     nodes[from].name, nodes[to].name, members[k], members[(k + 1) % count],
                     tls ? "" : ", plain TCP", p.next_hosts.at(i), p.next_ports.at(i),
                     tls ? "TLS 1.3: gradients encrypted" : "gradients not encrypted"));
@@ -249,8 +248,8 @@ std::string sum_by_host(caf::scoped_actor& self, const std::vector<joined_node>&
       continue;
     leaders.push_back(ranks.front());
     if (ranks.size() > 1 && error.empty())
-      error = open_on_nodes(self, nodes, group,
-                            {new_segment_name(), new_segment_nonce(), true, ranks});
+      error =
+          open_on_nodes(self, nodes, group, {new_segment_name(), new_segment_nonce(), true, ranks});
   }
   std::sort(leaders.begin(), leaders.end());
   if (error.empty())
@@ -260,11 +259,11 @@ std::string sum_by_host(caf::scoped_actor& self, const std::vector<joined_node>&
       ask(self, n.agent, 10s, shm_atom_v, caf::close_atom_v, false);
     return error;
   }
-  log(fmt::format("{} nodes on {} hosts ({}): sync gradients are summed in each host's memory, "
-                  "then among the hosts' leaders (workers {}) over the socket ring "
-                  "(cluster.shared_memory)",
-                  nodes.size(), groups.size(), describe_hosts(nodes, groups),
-                  fmt::join(leaders, ", ")));
+  log(fmt::format(
+      "{} nodes on {} hosts ({}): sync gradients are summed in each host's memory, "
+      "then among the hosts' leaders (workers {}) over the socket ring "
+      "(cluster.shared_memory)",
+      nodes.size(), groups.size(), describe_hosts(nodes, groups), fmt::join(leaders, ", ")));
   return "";
 }
 
@@ -304,7 +303,8 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
                                      {new_segment_name(), new_segment_nonce(), true, every_rank});
       shared = why.empty();
       if (shared) {
-        log(fmt::format("all {} node(s) share this host's memory: sync gradients are summed "
+        log(
+            fmt::format("all {} node(s) share this host's memory: sync gradients are summed "
                         "there (cluster.shared_memory)",
                         nodes.size()));
         return "";
@@ -318,12 +318,14 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
         return "";
       log("the sum by host could not be set up (" + why + "): every rank joins the ring");
     } else if (groups.size() < nodes.size()) {
-      log(fmt::format("the nodes are on {} hosts ({}): on GPUs every rank joins the ring (no "
+      log(
+          fmt::format("the nodes are on {} hosts ({}): on GPUs every rank joins the ring (no "
                       "sum by host)",
                       groups.size(), describe_hosts(nodes, groups)));
     } else {
-      log(fmt::format("no two of the {} nodes share a host's memory: the ring runs over the network",
-                      nodes.size()));
+      log(fmt::format(
+          "no two of the {} nodes share a host's memory: the ring runs over the network",
+          nodes.size()));
     }
   }
   if (on_cpu) {

@@ -85,7 +85,8 @@ ring_runner* socket_ring_of(self_pointer self) {
     const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
     caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
     st.socket = std::make_unique<ring_runner>(
-        std::move(ring), idle_s, [weak, epoch = st.epoch](int64_t round, const std::string& error) {
+        std::move(ring), idle_s,
+        [weak, epoch = st.epoch](int64_t round, const std::string& error) {
           if (auto strong = weak.lock()) {  // as itself: the handler takes no one else's
             const auto me = caf::actor_cast<caf::actor>(strong);
             caf::send_as(me, me, ring_atom_v, socket_sum_end{epoch, round, error});

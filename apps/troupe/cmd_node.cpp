@@ -28,8 +28,9 @@ node_command with_environment(node_command cmd) {
   if (cmd.join.empty())
     cmd.join = d.join;
   if (cmd.join.empty())
-    throw job_error({"--join HOST:PORT is required (or TROUPE_JOIN, or inside a Slurm job "
-                     "TROUPE_PORT: the coordinator on the job's first host)"});
+    throw job_error(
+        {"--join HOST:PORT is required (or TROUPE_JOIN, or inside a Slurm job "
+         "TROUPE_PORT: the coordinator on the job's first host)"});
   if (cmd.name.empty())
     cmd.name = d.name;
   if (cmd.listen.empty())

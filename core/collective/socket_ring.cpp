@@ -51,8 +51,10 @@ socket_ring::~socket_ring() {
 void socket_ring::secure(ssl_ctx_st* context) {
   if (ranks_ < 2)
     return;
-  out_tls_ = std::make_unique<ring_tls>(context, out_.get(), false, "the successor, " + peer(rank_ + 1));
-  in_tls_ = std::make_unique<ring_tls>(context, in_.get(), true, "the predecessor, " + peer(rank_ - 1));
+  out_tls_ =
+      std::make_unique<ring_tls>(context, out_.get(), false, "the successor, " + peer(rank_ + 1));
+  in_tls_ =
+      std::make_unique<ring_tls>(context, in_.get(), true, "the predecessor, " + peer(rank_ - 1));
 }
 
 // Sends what it can of `parts`: through TLS one part at a time (a record each), else in one

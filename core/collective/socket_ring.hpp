@@ -67,7 +67,7 @@ class socket_ring {
   bool send_some();            // false: the socket is full
   ssize_t send_parts(const iovec* parts, int count);
   ssize_t receive_into(void* into, std::size_t bytes);
-  bool receive_some();         // false: nothing to read now
+  bool receive_some();  // false: nothing to read now
   void take_header();
   at::Tensor spare_chunk(int64_t elements);
   std::string peer(int64_t of) const;

@@ -123,9 +123,10 @@ void read_outer_optimizer(object_reader& r, outer_optimizer_config& o) {
     return;
   if (const auto* value = r.peek("outer_optimizer"); value != nullptr && value->is_string()) {
     if (*value != "none")
-      r.problem("outer_optimizer", "must be \"none\" or an object such as {\"type\": \"sgd\", "
-                                   "\"lr\": 0.7, \"momentum\": 0.9, \"nesterov\": true}, got " +
-                                       value->dump());
+      r.problem("outer_optimizer",
+                "must be \"none\" or an object such as {\"type\": \"sgd\", "
+                "\"lr\": 0.7, \"momentum\": 0.9, \"nesterov\": true}, got " +
+                    value->dump());
     r.skip("outer_optimizer");
     return;
   }
@@ -133,8 +134,9 @@ void read_outer_optimizer(object_reader& r, outer_optimizer_config& o) {
   if (!outer.valid())
     return;
   std::string type = "sgd";
-  outer.string("type", type, [](const std::string& t) { return t == "sgd"; },
-               "\"sgd\" (SGD with momentum, as DiLoCo)");
+  outer.string(
+      "type", type, [](const std::string& t) { return t == "sgd"; },
+      "\"sgd\" (SGD with momentum, as DiLoCo)");
   outer.number("lr", o.lr, 0, true, 100, false);
   outer.number("momentum", o.momentum, 0, false, 1, true);
   outer.boolean("nesterov", o.nesterov);

@@ -71,8 +71,11 @@ TEST_SUITE("cluster") {
     CHECK(d.join.empty());
     CHECK(d.name.empty());
     CHECK(d.threads == 0);
-    vars = {{"SLURM_JOB_NODELIST", "node[03-04]"}, {"TROUPE_PORT", "29517"},
-            {"SLURM_PROCID", "5"}, {"SLURMD_NODENAME", "node04"}, {"SLURM_CPUS_PER_TASK", "8"}};
+    vars = {{"SLURM_JOB_NODELIST", "node[03-04]"},
+            {"TROUPE_PORT", "29517"},
+            {"SLURM_PROCID", "5"},
+            {"SLURMD_NODENAME", "node04"},
+            {"SLURM_CPUS_PER_TASK", "8"}};
     d = slurm_node_defaults_of(env);
     CHECK(d.join == "node03:29517");
     CHECK(d.name == "node04-task5");
