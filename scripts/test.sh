@@ -7,4 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
 label_args=()
 [ "${1:-}" = "--fast" ] && label_args=(-LE slow)
-ctest --test-dir "${TROUPE_BUILD_DIR:-$root/build}" --output-on-failure "${label_args[@]}"
+# Two tests at a time (TROUPE_TEST_JOBS changes it): CI's machine has two cores, and most tests
+# wait on processes and sockets more than they compute.
+ctest --test-dir "${TROUPE_BUILD_DIR:-$root/build}" --output-on-failure \
+  --parallel "${TROUPE_TEST_JOBS:-2}" "${label_args[@]}"

@@ -31,7 +31,6 @@ class socket_ring_places {
   ~socket_ring_places();
   socket_ring_places(const socket_ring_places&) = delete;
   socket_ring_places& operator=(const socket_ring_places&) = delete;
-  bool encrypted() const { return tls_ != nullptr; }
 
   /// Listens on `host` for the predecessor of each of `ranks` in the ring of `epoch`: the
   /// ports, in their order. Throws std::invalid_argument for an epoch not after the last one
