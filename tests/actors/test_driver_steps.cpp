@@ -101,12 +101,17 @@ run_report run_stepped(const job_config& job, uint64_t seed, const std::shared_p
   auto report = std::make_shared<run_report>();
   auto answered = std::make_shared<bool>(false);
   auto driver = spawn_run_driver(system, std::move(options));
-  system.spawn([driver, report, answered](caf::event_based_actor* client) {
-    client->request(driver, caf::infinite, run_atom_v).then([report, answered](run_report& r) {
-      *report = std::move(r);
-      *answered = true;
-    });
-  });
+  // The client takes its state as spawn arguments: CAF 0.17's spawn of a function with none
+  // dereferences a null tuple pointer (UBSan reports it in caf/detail/init_fun_factory.hpp).
+  system.spawn(
+      [](caf::event_based_actor* client, run_driver_actor driver,
+         std::shared_ptr<run_report> report, std::shared_ptr<bool> answered) {
+        client->request(driver, caf::infinite, run_atom_v).then([report, answered](run_report& r) {
+          *report = std::move(r);
+          *answered = true;
+        });
+      },
+      driver, report, answered);
   std::mt19937_64 draw(seed);
   while (sched.has_job()) {
     if (seed != 0) {
