@@ -47,9 +47,9 @@ time_limit=3600
 logs=
 troupe="$here/../build/apps/troupe"
 
-usage() {
-  sed -n '7,9p' "$0" | sed 's/^# *//' >&2
-  exit 2
+usage() {  # usage [STATUS]: the synopsis of the header, on stderr
+  sed -n '6,8p' "$0" | sed 's/^# *//' >&2
+  exit "${1:-2}"
 }
 bad() {
   echo "emulate_hosts: $*" >&2
@@ -73,7 +73,7 @@ while [ $# -gt 0 ]; do
     --logs) logs=${2:-}; shift 2 || usage ;;
     --troupe) troupe=${2:-}; shift 2 || usage ;;
     --) shift; break ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     *) bad "unknown option '$1' (the job and its arguments come after --)" ;;
   esac
 done
