@@ -25,19 +25,20 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from allreduce import run as allreduce_run  # noqa: E402
+
 MB = 1 << 20
 
 
 def measure(build, transport, ranks, sizes, iters):
+    """(ranks, bytes, median seconds) of allreduce_bench at each size."""
     cmd = [os.path.join(build, "bench", "allreduce_bench"), "--ranks", str(ranks), "--sizes-mb",
            sizes, "--iters", str(iters), "--warmup", "2", "--transport", transport]
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, timeout=600).stdout
-    return [(ranks, r["size_mb"] * MB, r["median_s"])
-            for r in json.loads(out.strip().splitlines()[-1])["results"]]
+    return [(ranks, size_mb * MB, r["median_s"]) for size_mb, r in allreduce_run(cmd).items()]
 
 
 def least_squares(rows, times):
