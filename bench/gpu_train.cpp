@@ -1,8 +1,10 @@
 // Benchmark (CUDA builds): troupe's sync replicas sharing one GPU against a plain LibTorch loop
-// on the same GPU, Fashion-MNIST CNN, same global batch; then the weights of 50 sync steps on
-// the GPU against the same 50 on the CPU. Prints one JSON object:
+// on the same GPU, on Fashion-MNIST, same model (the built-in cnn or mlp, or a TorchScript file)
+// and global batch; then (--equivalence) the weights of 50 sync steps on the GPU against the same
+// 50 on the CPU. Prints one JSON object:
 //   {"plain": samples/s, "troupe": [{"replicas": R, "samples_per_s": x, "ratio": x / plain}],
-//    "gpu_vs_cpu_max_abs_diff": d}
+//    "gpu_vs_cpu_max_abs_diff": d or null}
+// bench/gpu_figures.py runs it beside the same training written in PyTorch.
 // Each figure is the best of `rounds` alternated runs (plain, then each R), so that a GPU
 // warming up or a neighbour's burst does not decide the ratio.
 #include "actors/run_job.hpp"
@@ -23,12 +25,19 @@ using namespace troupe;
 
 namespace {
 
-job_config cnn_job(int64_t replicas, int64_t steps, int64_t batch) {
+// "cnn" (one hidden layer of 128 after the conv stack), "mlp" (the default 256, 128), or the
+// path of a TorchScript module.
+job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, int64_t batch) {
   job_config job;
   job.name = "gpu_bench";
   job.seed = 1;
-  job.model.kind = model_kind::cnn;
-  job.model.hidden = {128};
+  if (model == "cnn") {
+    job.model.kind = model_kind::cnn;
+    job.model.hidden = {128};
+  } else if (model != "mlp") {
+    job.model.kind = model_kind::torchscript;
+    job.model.path = model;
+  }
   job.optimizer.lr = 0.05;
   job.optimizer.momentum = 0.9;
   job.training.epochs = 0;
@@ -49,9 +58,18 @@ void synchronize_cuda() {
 int main(int argc, char** argv) {
   keep_step_memory_for_reuse();  // as the troupe program does (core/run/allocator_settings)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string model = "cnn";
+  std::vector<int64_t> replica_counts{1, 2, 4};
+  bool equivalence = true;
   int64_t steps = 300, warmup = 30, batch = 128, rounds = 3;
   CLI::App app{"troupe GPU training benchmark against a plain LibTorch loop"};
   app.add_option("--data", data_dir, "Fashion-MNIST folder");
+  app.add_option("--model", model, "cnn, mlp, or a TorchScript file");
+  app.add_option("--replicas", replica_counts, "replica counts to time")
+      ->check(CLI::Range(1, 64))
+      ->delimiter(',');
+  app.add_flag("--equivalence,!--no-equivalence", equivalence,
+               "also compare 50 GPU steps with 50 CPU steps");
   app.add_option("--steps", steps, "timed steps")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::Range(1, 1000000));
   app.add_option("--batch", batch, "global batch")->check(CLI::Range(4, 100000));
@@ -62,16 +80,16 @@ int main(int argc, char** argv) {
     if (!torch::cuda::is_available())
       throw std::runtime_error("no CUDA device is visible");
     auto data = std::make_shared<const dataset>(load_fashion_mnist(data_dir));
-    const std::vector<int64_t> replica_counts{1, 2, 4};
     double plain = 0;
     std::vector<double> best(replica_counts.size(), 0);
     for (int64_t round = 0; round < rounds; ++round) {
-      plain = std::max(plain, bench::plain_loop(cnn_job(1, warmup + steps, batch), *data, 1, warmup,
+      plain = std::max(plain, bench::plain_loop(bench_job(model, 1, warmup + steps, batch), *data, 1, warmup,
                                                 steps, at::Device(at::kCUDA, 0), synchronize_cuda));
       for (std::size_t i = 0; i < replica_counts.size(); ++i)
         best[i] = std::max(
             best[i],
-            bench::timed_run(cnn_job(replica_counts[i], warmup + steps, batch), data, warmup, steps)
+            bench::timed_run(bench_job(model, replica_counts[i], warmup + steps, batch), data,
+                             warmup, steps)
                 .samples_per_s);
     }
     nlohmann::json troupe_runs = nlohmann::json::array();
@@ -79,17 +97,20 @@ int main(int argc, char** argv) {
       troupe_runs.push_back({{"replicas", replica_counts[i]},
                              {"samples_per_s", best[i]},
                              {"ratio", best[i] / plain}});
-    // The same 50 sync steps (2 replicas) on the GPU and on the CPU.
-    auto gpu_job = cnn_job(2, 50, batch);
-    auto cpu_job = gpu_job;
-    cpu_job.device = {device_spec{}};
-    const auto on_gpu = plan_and_run(gpu_job, data, {});
-    const auto on_cpu = plan_and_run(cpu_job, data, {});
-    if (!on_gpu.succeeded() || !on_cpu.succeeded())
-      throw std::runtime_error("equivalence runs failed: " + on_gpu.error + on_cpu.error);
-    const double diff = (on_gpu.final_weights - on_cpu.final_weights).abs().max().item<double>();
+    nlohmann::json diff = nullptr;
+    if (equivalence) {
+      // The same 50 sync steps (2 replicas) on the GPU and on the CPU.
+      auto gpu_job = bench_job(model, 2, 50, batch);
+      auto cpu_job = gpu_job;
+      cpu_job.device = {device_spec{}};
+      const auto on_gpu = plan_and_run(gpu_job, data, {});
+      const auto on_cpu = plan_and_run(cpu_job, data, {});
+      if (!on_gpu.succeeded() || !on_cpu.succeeded())
+        throw std::runtime_error("equivalence runs failed: " + on_gpu.error + on_cpu.error);
+      diff = (on_gpu.final_weights - on_cpu.final_weights).abs().max().item<double>();
+    }
     nlohmann::json out = {{"benchmark", "gpu_train"},
-                          {"model", "cnn"},
+                          {"model", model},
                           {"batch", batch},
                           {"steps", steps},
                           {"plain", plain},

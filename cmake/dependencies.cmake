@@ -36,5 +36,14 @@ endif()
 # libmicrohttpd (Debian's libmicrohttpd-dev): `troupe report --serve`. Chosen over cpp-httplib
 # 0.11, which gave each connection a thread and bounded neither a request head's size nor its
 # time (a slow client held a thread for good; a 97 MB header was read whole).
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
+# Found by its header and library, not pkg-config: the GPU machines unpack Debian's package into a
+# folder of their own (scripts/gpu.sh), where its .pc file's prefix=/usr would point elsewhere.
+find_path(MHD_INCLUDE_DIR microhttpd.h)
+find_library(MHD_LIB microhttpd)
+if(NOT MHD_INCLUDE_DIR OR NOT MHD_LIB)
+  message(FATAL_ERROR "libmicrohttpd not found (microhttpd.h '${MHD_INCLUDE_DIR}', libmicrohttpd "
+    "'${MHD_LIB}'): install Debian's libmicrohttpd-dev")
+endif()
+add_library(troupe::microhttpd UNKNOWN IMPORTED)
+set_target_properties(troupe::microhttpd PROPERTIES
+  IMPORTED_LOCATION "${MHD_LIB}" INTERFACE_INCLUDE_DIRECTORIES "${MHD_INCLUDE_DIR}")

@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/version.h>
 
 #include <map>
 
@@ -56,7 +57,12 @@ stacked_model::stacked_model(const torch::nn::Sequential& base,
       l.bias = stack(name + ".bias");
       if (l.kind == layer_kind::conv) {
         const auto& options = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(module)->options;
+        // LibTorch's variants are c10's own before 2.1 and std::variant since (GPU builds).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+        const auto& pad = std::get<torch::ExpandingArray<2>>(options.padding());
+#else
         const auto& pad = c10::get<torch::ExpandingArray<2>>(options.padding());
+#endif
         l.padding = (*pad)[0];
       }
     } else if (kind == "torch::nn::FlattenImpl") {

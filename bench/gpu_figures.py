@@ -1,0 +1,267 @@
+"""Issue 37's figures on a GPU, troupe beside the same training written in PyTorch, in one run.
+
+  python3 bench/gpu_figures.py --build build-gpu --data DIR --out FILE.json [--kind nvidia-h200]
+
+scripts/gpu.sh runs it on the device machine after building troupe with CUDA. Every figure is a
+ratio of samples per second measured here, in this run, on this GPU (best of --rounds alternated
+rounds, each after untimed warm-up steps):
+
+  mlp_over_pytorch        troupe 1 replica (gpu_train_bench --model mlp) over a plain PyTorch
+                          eager loop: the built-in MLP 784-256-128-10, SGD lr 0.05 momentum 0.9,
+                          batch 128, the data resident on the GPU
+  resnet18_over_pytorch   the same with torchvision's ResNet-18 (1-channel conv1, 10 classes),
+                          scripted for troupe, eager for PyTorch, batch 256
+  ensemble*_over_vmap     troupe's stacked ensemble over torch.func (stack_module_state, vmap,
+  ensemble*_over_loop     functional_call) and over the members trained one after another;
+                          null while troupe refuses ensembles on CUDA (the baselines' own
+                          samples/s are still written under "baselines")
+  gpu_vs_cpu_max_abs_diff 50 sync steps of the built-in CNN, 2 replicas, GPU against CPU
+
+What this run cannot measure is null, with the reason under "notes". Writes the whole object to
+--out (bench/results/gpu-DATE-KIND.json's shape) and prints it.
+"""
+import argparse
+import copy
+import datetime
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def load_images(folder):
+    with gzip.open(os.path.join(folder, "train-images-idx3-ubyte.gz")) as f:
+        images = np.frombuffer(f.read(), dtype=np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    with gzip.open(os.path.join(folder, "train-labels-idx1-ubyte.gz")) as f:
+        labels = np.frombuffer(f.read(), dtype=np.uint8, offset=8)
+    x = torch.from_numpy(images.astype(np.float32) / 255.0).cuda()
+    y = torch.from_numpy(labels.astype(np.int64)).cuda()
+    return x, y
+
+
+def mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
+                         nn.ReLU(), nn.Linear(128, 10))
+
+
+def resnet18():
+    import torchvision
+    model = torchvision.models.resnet18(num_classes=10)
+    model.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
+    return model
+
+
+def timed(step, warmup, steps):
+    """Seconds for `steps` calls of step() after `warmup` untimed ones, the GPU drained."""
+    for i in range(warmup):
+        step(i)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for i in range(steps):
+        step(warmup + i)
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def plain_loop(model, x, y, batch, warmup, steps):
+    """Samples/s of the loop anyone would write: zero_grad, forward, loss, backward, step."""
+    torch.manual_seed(1)
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    order = torch.randint(0, x.shape[0], ((warmup + steps) * batch,), device="cuda", generator=gen)
+
+    def step(i):
+        idx = order[i * batch:(i + 1) * batch]
+        opt.zero_grad()
+        F.cross_entropy(model(x[idx]), y[idx]).backward()
+        opt.step()
+
+    return steps * batch / timed(step, warmup, steps)
+
+
+def ensemble_loop(members, x, y, batch, warmup, steps):
+    """Member-samples/s of `members` MLPs trained one after another, each by the plain loop."""
+    total = 0.0
+    for m in range(members):
+        torch.manual_seed(m)
+        total += steps * batch / plain_loop(mlp(), x, y, batch, warmup, steps)
+    return members * steps * batch / total
+
+
+def ensemble_vmap(members, x, y, batch, warmup, steps):
+    """Member-samples/s of the same members as one vmapped function (torch.func)."""
+    from torch.func import functional_call, grad, stack_module_state, vmap
+    models = []
+    for m in range(members):
+        torch.manual_seed(m)
+        models.append(mlp().cuda())
+    params, buffers = stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+
+    def loss(p, b, xb, yb):
+        return F.cross_entropy(functional_call(base, (p, b), (xb,)), yb)
+
+    grads_of = vmap(grad(loss), in_dims=(0, 0, None, None))
+    names = list(params)
+    weights = [params[n] for n in names]
+    momenta = [torch.zeros_like(w) for w in weights]
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    order = torch.randint(0, x.shape[0], ((warmup + steps) * batch,), device="cuda", generator=gen)
+
+    def step(i):
+        idx = order[i * batch:(i + 1) * batch]
+        g = grads_of(params, buffers, x[idx], y[idx])
+        with torch.no_grad():
+            grads = [g[n] for n in names]
+            torch._foreach_mul_(momenta, 0.9)
+            torch._foreach_add_(momenta, grads)
+            torch._foreach_add_(weights, momenta, alpha=-0.05)
+
+    return members * steps * batch / timed(step, warmup, steps)
+
+
+def troupe_bench(build, data, model, batch, warmup, steps, rounds, equivalence):
+    """gpu_train_bench's JSON: troupe 1 replica and its C++ plain loop on this GPU."""
+    command = [os.path.join(build, "bench", "gpu_train_bench"), "--data", data, "--model", model,
+               "--batch", str(batch), "--warmup", str(warmup), "--steps", str(steps),
+               "--rounds", str(rounds), "--replicas", "1"]
+    if not equivalence:
+        command.append("--no-equivalence")
+    log("$", " ".join(command))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    log(done.stderr.strip())
+    if done.returncode != 0:
+        raise RuntimeError(f"gpu_train_bench exited {done.returncode}: {done.stderr.strip()[-400:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    log(json.dumps(result))
+    return result
+
+
+def profile_table(model, x, y, batch):
+    """Where a PyTorch step's time goes: the profiler's ten costliest operators over 20 steps."""
+    from torch.profiler import ProfilerActivity, profile
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    for _ in range(5):
+        opt.zero_grad()
+        F.cross_entropy(model(x[:batch]), y[:batch]).backward()
+        opt.step()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(20):
+            opt.zero_grad()
+            F.cross_entropy(model(x[:batch]), y[:batch]).backward()
+            opt.step()
+        torch.cuda.synchronize()
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=10)
+
+
+def best(measure, rounds):
+    return max(measure() for _ in range(rounds))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default="build-gpu")
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--kind", default="")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("gpu_figures: no CUDA device is visible to PyTorch")
+
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip().split(", ")
+    figures = {k: None for k in (
+        "mlp_over_pytorch", "resnet18_over_pytorch", "ensemble32_over_vmap",
+        "ensemble128_over_vmap", "ensemble32_over_loop", "suite8_over_sequential",
+        "gpu_vs_cpu_max_abs_diff", "deterministic_rerun_bitwise", "pipeline_bubble",
+        "pipeline_step_s")}
+    notes, baselines, troupe = {}, {}, {}
+    x, y = load_images(args.data)
+
+    # 1. The MLP at batch 128: troupe against PyTorch eager, alternated round by round.
+    pytorch_mlp, troupe_mlp = [], []
+    for _ in range(args.rounds):
+        pytorch_mlp.append(plain_loop(mlp(), x, y, 128, 30, 300))
+        try:
+            troupe["mlp"] = troupe_bench(args.build, args.data, "mlp", 128, 30, 300, 1, False)
+            troupe_mlp.append(troupe["mlp"]["troupe"][0]["samples_per_s"])
+        except Exception as e:  # noqa: BLE001  the reason goes into the notes
+            notes["mlp_over_pytorch"] = str(e)
+            break
+    baselines["pytorch_mlp_b128"] = max(pytorch_mlp)
+    if troupe_mlp:
+        figures["mlp_over_pytorch"] = max(troupe_mlp) / max(pytorch_mlp)
+    log("pytorch MLP profile:\n" + profile_table(mlp(), x, y, 128))
+
+    # 2. ResNet-18 at batch 256 (scripted for troupe: the same module, the same initial weights).
+    folder = tempfile.mkdtemp(prefix="troupe-gpu-figures-")
+    script = os.path.join(folder, "resnet18.pt")
+    torch.manual_seed(1)
+    torch.jit.script(resnet18()).save(script)
+    pytorch_resnet, troupe_resnet = [], []
+    for _ in range(max(1, args.rounds - 1)):
+        pytorch_resnet.append(plain_loop(resnet18(), x, y, 256, 10, 60))
+        try:
+            troupe["resnet18"] = troupe_bench(args.build, args.data, script, 256, 10, 60, 1, False)
+            troupe_resnet.append(troupe["resnet18"]["troupe"][0]["samples_per_s"])
+        except Exception as e:  # noqa: BLE001
+            notes["resnet18_over_pytorch"] = str(e)
+            break
+    baselines["pytorch_resnet18_b256"] = max(pytorch_resnet)
+    if troupe_resnet:
+        figures["resnet18_over_pytorch"] = max(troupe_resnet) / max(pytorch_resnet)
+    log("pytorch ResNet-18 profile:\n" + profile_table(resnet18(), x, y, 256))
+
+    # 3. Ensembles: the PyTorch baselines; troupe's side waits for stacked ensembles on CUDA.
+    for members in (32, 128):
+        baselines[f"vmap_{members}_mlp_b128"] = best(
+            lambda: ensemble_vmap(members, x, y, 128, 10, 100), args.rounds)
+    baselines["loop_32_mlp_b128"] = ensemble_loop(32, x, y, 128, 5, 50)
+    for key in ("ensemble32_over_vmap", "ensemble128_over_vmap", "ensemble32_over_loop"):
+        notes[key] = "troupe refuses stacked ensembles on CUDA at plan time (/device) for now"
+
+    # 4. GPU against CPU weights: the built-in CNN, 50 sync steps of 2 replicas.
+    try:
+        troupe["cnn"] = troupe_bench(args.build, args.data, "cnn", 128, 30, 300, 1, True)
+        figures["gpu_vs_cpu_max_abs_diff"] = troupe["cnn"]["gpu_vs_cpu_max_abs_diff"]
+    except Exception as e:  # noqa: BLE001
+        notes["gpu_vs_cpu_max_abs_diff"] = str(e)
+    notes["deterministic_rerun_bitwise"] = "no `deterministic` job key yet"
+    notes["suite8_over_sequential"] = "suites run CUDA jobs only after their plan is accepted " \
+                                      "(/device refuses all but sync replicas)"
+    notes["pipeline_bubble"] = notes["pipeline_step_s"] = "pipelines are refused on CUDA (/device)"
+
+    result = {
+        "device": smi[0] if smi else None,
+        "driver": smi[1] if len(smi) > 1 else None,
+        "torch": torch.__version__,
+        "kind": args.kind,
+        "date": datetime.date.today().isoformat(),
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+        "figures": figures,
+        "baselines_samples_per_s": baselines,
+        "troupe_runs": troupe,
+        "notes": notes,
+    }
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
