@@ -5,6 +5,7 @@
 #include "actors/driver/run_driver.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
+#include "core/run/deterministic_kernels.hpp"
 #include "core/run/ensemble_ending.hpp"
 #include "core/run/run_ending.hpp"
 #include "core/train/replica_engine.hpp"
@@ -56,6 +57,7 @@ run_report run_job(const run_plan& plan, dataset_ptr data, const run_options& op
   if (plan.job.cluster.enabled() && !options.cluster)
     throw job_error({"/cluster/nodes: a job for " + std::to_string(plan.job.cluster.nodes) +
                      " node(s) needs an address to wait for them on"});
+  const deterministic_kernels kernels(plan.job.deterministic);
   auto report = plan.job.cluster.enabled() ? run_cluster(plan, data, options)
                                            : run_in_process(plan, data, options);
   if (plan.mode == run_mode::ensemble)

@@ -1,9 +1,10 @@
 // Benchmark (CUDA builds): troupe's sync replicas sharing one GPU against a plain LibTorch loop
 // on the same GPU, on Fashion-MNIST, same model (the built-in cnn or mlp, or a TorchScript file)
 // and global batch; then (--equivalence) the weights of 50 sync steps on the GPU against the same
-// 50 on the CPU. Prints one JSON object:
+// 50 on the CPU, both with the job key `deterministic` (TF32 off), and the GPU's run twice.
+// Prints one JSON object:
 //   {"plain": samples/s, "troupe": [{"replicas": R, "samples_per_s": x, "ratio": x / plain}],
-//    "gpu_vs_cpu_max_abs_diff": d or null}
+//    "gpu_vs_cpu_max_abs_diff": d or null, "deterministic_rerun_bitwise": true/false or null}
 // bench/gpu_figures.py runs it beside the same training written in PyTorch.
 // Each figure is the best of `rounds` alternated runs (plain, then each R), so that a GPU
 // warming up or a neighbour's burst does not decide the ratio.
@@ -27,7 +28,9 @@ namespace {
 
 // "cnn" (one hidden layer of 128 after the conv stack), "mlp" (the default 256, 128), or the
 // path of a TorchScript module.
-job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, int64_t batch) {
+// `members` > 0: a stacked ensemble of that many, in place of the replicas.
+job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, int64_t batch,
+                     int64_t members = 0) {
   job_config job;
   job.name = "gpu_bench";
   job.seed = 1;
@@ -44,7 +47,8 @@ job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, 
   job.training.steps = steps;
   job.training.batch_size = batch;
   job.training.eval_interval = 1 << 30;  // only after the last, untimed, step
-  job.parallelism.replicas = replicas;
+  job.parallelism.replicas = members > 0 ? 1 : replicas;
+  job.ensemble.members = members;
   job.device = {*parse_device("cuda:0")};
   return job;
 }
@@ -61,6 +65,7 @@ int main(int argc, char** argv) {
   std::string model = "cnn";
   std::vector<int64_t> replica_counts{1, 2, 4};
   bool equivalence = true;
+  int64_t members = 0;
   int64_t steps = 300, warmup = 30, batch = 128, rounds = 3;
   CLI::App app{"troupe GPU training benchmark against a plain LibTorch loop"};
   app.add_option("--data", data_dir, "Fashion-MNIST folder");
@@ -68,6 +73,9 @@ int main(int argc, char** argv) {
   app.add_option("--replicas", replica_counts, "replica counts to time")
       ->check(CLI::Range(1, 64))
       ->delimiter(',');
+  app.add_option("--members", members,
+                 "time a stacked ensemble of this many members (no plain loop, no equivalence)")
+      ->check(CLI::Range(1, 4096));
   app.add_flag("--equivalence,!--no-equivalence", equivalence,
                "also compare 50 GPU steps with 50 CPU steps");
   app.add_option("--steps", steps, "timed steps")->check(CLI::Range(1, 1000000));
@@ -80,42 +88,56 @@ int main(int argc, char** argv) {
     if (!torch::cuda::is_available())
       throw std::runtime_error("no CUDA device is visible");
     auto data = std::make_shared<const dataset>(load_fashion_mnist(data_dir));
+    if (members > 0)
+      replica_counts = {1};
     double plain = 0;
     std::vector<double> best(replica_counts.size(), 0);
     for (int64_t round = 0; round < rounds; ++round) {
-      plain = std::max(plain, bench::plain_loop(bench_job(model, 1, warmup + steps, batch), *data, 1, warmup,
-                                                steps, at::Device(at::kCUDA, 0), synchronize_cuda));
+      if (members == 0)
+        plain = std::max(
+            plain, bench::plain_loop(bench_job(model, 1, warmup + steps, batch), *data, 1, warmup,
+                                     steps, at::Device(at::kCUDA, 0), synchronize_cuda));
       for (std::size_t i = 0; i < replica_counts.size(); ++i)
-        best[i] = std::max(
-            best[i],
-            bench::timed_run(bench_job(model, replica_counts[i], warmup + steps, batch), data,
-                             warmup, steps)
-                .samples_per_s);
+        best[i] = std::max(best[i], bench::timed_run(bench_job(model, replica_counts[i],
+                                                               warmup + steps, batch, members),
+                                                     data, warmup, steps)
+                                        .samples_per_s);
     }
     nlohmann::json troupe_runs = nlohmann::json::array();
-    for (std::size_t i = 0; i < replica_counts.size(); ++i)
-      troupe_runs.push_back({{"replicas", replica_counts[i]},
-                             {"samples_per_s", best[i]},
-                             {"ratio", best[i] / plain}});
-    nlohmann::json diff = nullptr;
-    if (equivalence) {
-      // The same 50 sync steps (2 replicas) on the GPU and on the CPU.
+    for (std::size_t i = 0; i < replica_counts.size(); ++i) {
+      nlohmann::json run = {{"replicas", replica_counts[i]}, {"samples_per_s", best[i]}};
+      if (members > 0) {  // each of the batch's rows trains every member
+        run["members"] = members;
+        run["member_samples_per_s"] = best[i] * static_cast<double>(members);
+      } else {
+        run["ratio"] = best[i] / plain;
+      }
+      troupe_runs.push_back(run);
+    }
+    nlohmann::json diff = nullptr, bitwise = nullptr;
+    if (equivalence && members == 0) {
+      // The same 50 sync steps (2 replicas) on the GPU, twice, and on the CPU.
       auto gpu_job = bench_job(model, 2, 50, batch);
+      gpu_job.deterministic = true;
       auto cpu_job = gpu_job;
       cpu_job.device = {device_spec{}};
       const auto on_gpu = plan_and_run(gpu_job, data, {});
+      const auto again = plan_and_run(gpu_job, data, {});
       const auto on_cpu = plan_and_run(cpu_job, data, {});
-      if (!on_gpu.succeeded() || !on_cpu.succeeded())
-        throw std::runtime_error("equivalence runs failed: " + on_gpu.error + on_cpu.error);
+      if (!on_gpu.succeeded() || !again.succeeded() || !on_cpu.succeeded())
+        throw std::runtime_error("equivalence runs failed: " + on_gpu.error + again.error +
+                                 on_cpu.error);
       diff = (on_gpu.final_weights - on_cpu.final_weights).abs().max().item<double>();
+      bitwise = at::equal(on_gpu.final_weights, again.final_weights);
     }
     nlohmann::json out = {{"benchmark", "gpu_train"},
                           {"model", model},
                           {"batch", batch},
                           {"steps", steps},
-                          {"plain", plain},
+                          {"plain", members > 0 ? nlohmann::json(nullptr) : nlohmann::json(plain)},
                           {"troupe", troupe_runs},
-                          {"gpu_vs_cpu_max_abs_diff", diff}};
+                          {"gpu_vs_cpu_max_abs_diff", diff},
+                          {"deterministic_rerun_bitwise", bitwise}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
   } catch (const std::exception& e) {

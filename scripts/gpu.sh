@@ -100,7 +100,8 @@ run() {
   fi
   # The wheel ships fmt (and nlohmann) headers of its own under torch/include, searched before
   # Debian's when both are -isystem: a -I folder holding only Debian's is searched first, so the
-  # sources see the fmt whose library they link (libfmt.so.9).
+  # sources see the fmt whose library they link (libfmt.so.9). Not being system headers there,
+  # fmt 9's trip GCC 13's -Wdangling-reference in every file (a false alarm fmt 10 silenced).
   local first=$deps/first
   mkdir -p "$first"
   ln -sfn "$deps/root/usr/include/fmt" "$first/fmt"
@@ -112,7 +113,7 @@ run() {
     phase "configure"
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTROUPE_CUDA=ON \
       -DTROUPE_PCH=ON -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/root/usr" \
-      -DCMAKE_CXX_FLAGS="-I$first" -DCMAKE_CUDA_COMPILER="$nvcc" \
+      -DCMAKE_CXX_FLAGS="-I$first -Wno-dangling-reference" -DCMAKE_CUDA_COMPILER="$nvcc" \
       -DCUDA_TOOLKIT_ROOT_DIR="$cuda_home" \
       ${cudnn:+-DCUDNN_INCLUDE_PATH="$cudnn/include" -DCUDNN_LIBRARY_PATH="$(ls "$cudnn"/lib/libcudnn.so* | head -1)"} \
       -DCAF_INCLUDE_DIR="$deps/root/usr/include" \

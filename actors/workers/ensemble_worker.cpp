@@ -2,6 +2,7 @@
 
 #include "core/ensemble/ensemble_engine.hpp"
 #include "core/policy/step_pace.hpp"
+#include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/Parallel.h>
@@ -19,8 +20,9 @@ struct ensemble_worker_state {
   context_ptr context;
   const run_plan* plan = nullptr;  ///< context->plan, for brevity
   run_driver_actor driver;
-  std::unique_ptr<ensemble_engine> engine;  ///< built on the worker's thread, at first use
-  step_pace pace;                           ///< which steps the driver released
+  std::unique_ptr<gpu::worker_device> device;  ///< its stream is current on the worker's thread
+  std::unique_ptr<ensemble_engine> engine;     ///< built on the worker's thread, at first use
+  step_pace pace;                              ///< which steps the driver released
   clock_type::time_point last_step_end;
   static inline const char* name = "ensemble_worker";
 };
@@ -32,8 +34,12 @@ double seconds_since(clock_type::time_point t) {
 }
 
 ensemble_engine& engine_of(ensemble_worker_state& st) {
-  if (!st.engine)
-    st.engine = std::make_unique<ensemble_engine>(ensemble_plan_of(*st.plan), st.context->data);
+  if (!st.engine) {
+    const auto device = st.plan->devices.workers.at(0);
+    st.device = std::make_unique<gpu::worker_device>(device, "the ensemble's worker");
+    st.engine = std::make_unique<ensemble_engine>(ensemble_plan_of(*st.plan), st.context->data,
+                                                  device.is_cuda() ? st.device.get() : nullptr);
+  }
   return *st.engine;
 }
 

@@ -183,11 +183,11 @@ void check_devices(const job_config& job, problem_list& problems) {
     if (!d.is_cuda())
       return problems.push_back(
           "/device: the workers of a job run on one kind of device, got both cpu and cuda");
-  if (par.policy != policy_kind::sync || par.pipelined() || job.ensemble.enabled() ||
-      job.cluster.enabled())
+  if (par.policy != policy_kind::sync || par.pipelined() || job.cluster.enabled())
     problems.push_back(
-        "/device: CUDA workers run sync data-parallel replicas in one process for now (policy "
-        "sync, stages 1, micro_batches 1, no ensemble, no cluster); use \"cpu\" for the rest");
+        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble in one "
+        "process for now (policy sync, stages 1, micro_batches 1, no cluster); use \"cpu\" for "
+        "the rest");
 }
 
 }  // namespace

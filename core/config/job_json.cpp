@@ -245,6 +245,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
     for (const auto& d : job.device)
       out["device"].push_back(d.str());
   }
+  if (job.deterministic)
+    out["deterministic"] = true;
   if (auto faults = faults_json(job.faults); !faults.empty())
     out["faults"] = faults;
   return out;

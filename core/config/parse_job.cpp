@@ -289,8 +289,9 @@ job_config parse_job(const nlohmann::json& json) {
   read_checkpoint(top.object("checkpoint"), job.checkpoint);
   read_faults(top.object("faults"), job.faults);
   read_device(top, job.device);
+  top.boolean("deterministic", job.deterministic);
   top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "ensemble",
-              "cluster", "checkpoint", "faults", "device"});
+              "cluster", "checkpoint", "faults", "device", "deterministic"});
 
   check_feature_combinations(job, problems);
   if (!problems.empty())

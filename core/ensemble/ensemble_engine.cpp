@@ -28,11 +28,14 @@ std::vector<at::Tensor> every_member_initial_weights(const ensemble_plan& plan, 
 
 }  // namespace
 
-ensemble_engine::ensemble_engine(const ensemble_plan& plan, dataset_ptr data)
+ensemble_engine::ensemble_engine(const ensemble_plan& plan, dataset_ptr data,
+                                 device_transfer* transfer)
     : batch_(plan.settings.global_batch),
       data_(std::move(data)),
+      transfer_(transfer),
       model_(member_layers(plan.settings.model, data_->classes),
-             every_member_initial_weights(plan, data_->classes)),
+             every_member_initial_weights(plan, data_->classes),
+             transfer != nullptr ? transfer->device() : c10::Device(c10::kCPU)),
       training_(plan.settings.training) {
   const auto& settings = plan.settings;
   optimizer_ = make_optimizer(settings.optimizer, model_.parameters());
@@ -45,18 +48,24 @@ ensemble_engine::ensemble_engine(const ensemble_plan& plan, dataset_ptr data)
     for (double lr : plan.ensemble.lrs)
       scale.push_back(static_cast<float>(lr / settings.optimizer.lr));
     lr_scale_ = at::tensor(scale);
+    if (transfer_ != nullptr)
+      lr_scale_ = lr_scale_.to(transfer_->device());
   }
 }
 
 ensemble_engine::~ensemble_engine() = default;
+
+at::Tensor ensemble_engine::to_device(const at::Tensor& host) const {
+  return transfer_ != nullptr ? transfer_->upload(host) : host;
+}
 
 double ensemble_engine::step(int64_t step, double lr) {
   const auto k = model_.members();
   at::Tensor images, labels;
   if (plans_.size() == 1) {
     auto index = plans_[0].indices(step, {0, batch_});
-    images = data_->train.images.gather(index, step);
-    labels = data_->train.labels.index_select(0, index).unsqueeze(0).expand({k, batch_});
+    images = to_device(data_->train.images.gather(index, step));
+    labels = to_device(data_->train.labels.index_select(0, index)).unsqueeze(0).expand({k, batch_});
   } else {
     std::vector<at::Tensor> indices;
     for (auto& plan : plans_)
@@ -65,8 +74,9 @@ double ensemble_engine::step(int64_t step, double lr) {
     std::vector<int64_t> shape{k, batch_};  // [K, B, row...]
     const auto& row = data_->train.images.row_shape();
     shape.insert(shape.end(), row.begin(), row.end());
-    images = data_->train.images.gather(index.reshape({-1}), step).reshape(shape);
-    labels = data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_});
+    images = to_device(data_->train.images.gather(index.reshape({-1}), step).reshape(shape));
+    labels =
+        to_device(data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_}));
   }
   optimizer_->zero_grad();
   auto logits = model_.forward(images, plans_.size() > 1);  // [K, B, classes]
@@ -109,8 +119,8 @@ ensemble_evaluation ensemble_engine::evaluate(const labeled_images& set) const {
   const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
   for (int64_t begin = 0; begin < set.size(); begin += eval_chunk_rows) {
     const int64_t n = std::min(eval_chunk_rows, set.size() - begin);
-    auto images = set.images.range(begin, n);
-    auto labels = set.labels.narrow(0, begin, n);
+    auto images = to_device(set.images.range(begin, n));
+    auto labels = to_device(set.labels.narrow(0, begin, n));
     auto logits = model_.forward(images);  // [K, n, classes]
     for (int64_t m = 0; m < k; ++m) {
       r.loss_sum[static_cast<std::size_t>(m)] +=
@@ -133,7 +143,7 @@ at::Tensor ensemble_engine::weights() const {
   std::vector<at::Tensor> flat;
   for (const auto& p : model_.parameters())
     flat.push_back(p.detach().reshape({-1}));
-  return at::cat(flat);
+  return at::cat(flat).to(at::kCPU);  // a copy already: cat's
 }
 
 std::string ensemble_engine::optimizer_state() const {

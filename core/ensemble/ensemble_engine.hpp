@@ -3,12 +3,15 @@
 // job.seed + k would start from; it trains on the job's data order, or with
 // `distinct_data_order` on the order of seed job.seed + k; with `lrs` it steps with its own
 // learning rate (SGD, as a per-member gradient scale, which momentum carries over exactly).
+// With a device_transfer the stacked model lives on its device (a GPU) and every batch goes
+// there through it; what leaves the engine (weights, each member's) is on the host.
 //
 // Thread safety: none; one thread drives it.
 #pragma once
 
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
+#include "core/device/device_transfer.hpp"
 #include "core/ensemble/stacked_model.hpp"
 #include "core/train/engine_plans.hpp"
 
@@ -29,7 +32,9 @@ struct ensemble_evaluation {
 
 class ensemble_engine {
  public:
-  ensemble_engine(const ensemble_plan& plan, dataset_ptr data);
+  /// `transfer`: the device the members compute on and how batches get there; null: the CPU.
+  /// Not owned; it outlives the engine.
+  ensemble_engine(const ensemble_plan& plan, dataset_ptr data, device_transfer* transfer = nullptr);
   ~ensemble_engine();
 
   /// One optimizer step of every member on its batch of `step`, each member's gradient clipped
@@ -57,8 +62,11 @@ class ensemble_engine {
   void set_weights(const at::Tensor& flat);
 
  private:
+  at::Tensor to_device(const at::Tensor& host) const;
+
   int64_t batch_;
   dataset_ptr data_;
+  device_transfer* transfer_;
   stacked_model model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<batch_plan> plans_;  ///< one shared plan, or one per member

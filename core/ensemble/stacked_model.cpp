@@ -26,7 +26,7 @@ bool is_pointwise(const std::string& kind) {
 }  // namespace
 
 stacked_model::stacked_model(const torch::nn::Sequential& base,
-                             const std::vector<at::Tensor>& initial)
+                             const std::vector<at::Tensor>& initial, c10::Device device)
     : members_(static_cast<int64_t>(initial.size())) {
   TORCH_CHECK(members_ > 0, "a stacked model needs at least one member");
   std::vector<std::pair<std::string, std::vector<int64_t>>> layout_of_base;
@@ -41,7 +41,7 @@ stacked_model::stacked_model(const torch::nn::Sequential& base,
     std::vector<at::Tensor> parts;
     for (const auto& member : named)
       parts.push_back(member.at(key));
-    return at::stack(parts).set_requires_grad(true);
+    return at::stack(parts).to(device).set_requires_grad(true);
   };
 
   auto children = base->named_children();
@@ -145,8 +145,8 @@ std::vector<std::pair<std::string, at::Tensor>> stacked_model::member_weights(in
   std::vector<std::pair<std::string, at::Tensor>> named;
   for (const auto& l : layers_)
     if (l.weight.defined()) {
-      named.emplace_back(l.name + ".weight", l.weight[k].clone());
-      named.emplace_back(l.name + ".bias", l.bias[k].clone());
+      named.emplace_back(l.name + ".weight", l.weight[k].to(at::kCPU, false, /*copy=*/true));
+      named.emplace_back(l.name + ".bias", l.bias[k].to(at::kCPU, false, /*copy=*/true));
     }
   return named;
 }

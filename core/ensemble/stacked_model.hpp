@@ -12,6 +12,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/nn/modules/container/sequential.h>
 
 #include <cstdint>
@@ -23,9 +24,10 @@ namespace troupe {
 
 class stacked_model {
  public:
-  /// Stacks `initial.size()` copies of `base`; member k starts from `initial[k]`, a flat weight
-  /// vector in `base`'s parameter order (as initial_weights() gives).
-  stacked_model(const torch::nn::Sequential& base, const std::vector<at::Tensor>& initial);
+  /// Stacks `initial.size()` copies of `base` on `device`; member k starts from `initial[k]`, a
+  /// flat weight vector in `base`'s parameter order (as initial_weights() gives).
+  stacked_model(const torch::nn::Sequential& base, const std::vector<at::Tensor>& initial,
+                c10::Device device = c10::kCPU);
 
   int64_t members() const { return members_; }
 
@@ -36,7 +38,8 @@ class stacked_model {
   /// The stacked parameters, each [K, ...] (weights and biases in layer order).
   std::vector<at::Tensor> parameters() const;
 
-  /// Member k as a standard state dict: the same names and shapes as the unstacked model.
+  /// Member k as a standard state dict: the same names and shapes as the unstacked model, on the
+  /// host.
   std::vector<std::pair<std::string, at::Tensor>> member_weights(int64_t k) const;
 
  private:

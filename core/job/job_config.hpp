@@ -336,6 +336,9 @@ struct job_config {
   /// Where the workers compute: one device for all of them, or one per worker (replica-major:
   /// worker r * stages + s). make_device_plan (core/device) resolves "cuda" to a GPU.
   std::vector<device_spec> device{device_spec{}};
+  /// LibTorch's deterministic kernels for the run, TF32 off (core/run/deterministic_kernels): a
+  /// rerun on the same GPU gives the same bits.
+  bool deterministic = false;
 
   bool on_cuda() const {
     for (const auto& d : device)

@@ -4,12 +4,18 @@
 #include "core/config/parse_job.hpp"
 #include "core/data/synthetic.hpp"
 #include "core/device/device_plan.hpp"
+#include "core/ensemble/ensemble_engine.hpp"
 #include "core/errors.hpp"
+#include "core/run/deterministic_kernels.hpp"
 #include "core/run/run_plan.hpp"
 #include "core/train/replica_engine.hpp"
 #include "job_problems.hpp"
 
+#include <ATen/Context.h>
 #include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
 
 using namespace troupe;
 using nlohmann::json;
@@ -67,16 +73,24 @@ TEST_SUITE("device") {
                        "/device: the workers of a job run on one kind of device"));
   }
 
-  TEST_CASE("CUDA jobs are sync data-parallel replicas in one process, for now") {
+  TEST_CASE("CUDA jobs are sync data-parallel replicas or an ensemble in one process, for now") {
     json async = replicas_job(2, "cuda:0");
     async["parallelism"]["policy"] = "async";
-    CHECK(any_contains(job_problems(async), "/device: CUDA workers run sync data-parallel"));
+    CHECK(any_contains(
+        job_problems(async),
+        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble"));
     json pipeline = replicas_job(1, "cuda:0");
     pipeline["parallelism"]["stages"] = 2;
-    CHECK(any_contains(job_problems(pipeline), "/device: CUDA workers run sync data-parallel"));
+    CHECK(any_contains(
+        job_problems(pipeline),
+        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble"));
     json cluster = replicas_job(2, "cuda");
     cluster["cluster"] = {{"nodes", 2}};
-    CHECK(any_contains(job_problems(cluster), "/device: CUDA workers run sync data-parallel"));
+    CHECK(any_contains(
+        job_problems(cluster),
+        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble"));
+    const json ensemble = {{"ensemble", {{"members", 4}}}, {"device", "cuda:0"}};
+    CHECK(!any_contains(job_problems(ensemble), "/device"));
     // The CPU runs everything, as before.
     async["device"] = "cpu";
     CHECK(job_problems(async).empty());
@@ -86,6 +100,35 @@ TEST_SUITE("device") {
     CHECK(to_json(parse_job(json::object()))["device"] == "cpu");
     CHECK(to_json(parse_job(replicas_job(2, {"cuda:1", "cuda:0"})))["device"] ==
           json{"cuda:1", "cuda:0"});
+  }
+
+  TEST_CASE("deterministic: a boolean, shown only when on, set for the run and put back after") {
+    CHECK(!parse_job(json::object()).deterministic);
+    CHECK(!to_json(parse_job(json::object())).contains("deterministic"));
+    const auto on = parse_job({{"deterministic", true}});
+    CHECK(on.deterministic);
+    CHECK(to_json(on)["deterministic"] == true);
+    CHECK(any_contains(job_problems({{"deterministic", "yes"}}), "/deterministic"));
+
+    auto& context = at::globalContext();
+    const bool tf32 = context.allowTF32CuDNN();
+    {
+      const deterministic_kernels kernels(true);
+      CHECK(context.deterministicAlgorithms());
+      CHECK(context.deterministicAlgorithmsWarnOnly());
+      CHECK(context.deterministicCuDNN());
+      CHECK(!context.benchmarkCuDNN());
+      CHECK(!context.allowTF32CuDNN());
+      CHECK(!context.allowTF32CuBLAS());
+      CHECK(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")) == ":4096:8");
+    }
+    CHECK(!context.deterministicAlgorithms());
+    CHECK(!context.deterministicCuDNN());
+    CHECK(context.allowTF32CuDNN() == tf32);
+    {
+      const deterministic_kernels off(false);  // touches nothing
+      CHECK(!context.deterministicAlgorithms());
+    }
   }
 
   TEST_CASE("a CPU build refuses CUDA at plan time, saying why") {
@@ -202,5 +245,31 @@ TEST_SUITE("device") {
     CHECK(e.count == 64);
     CHECK(transfer.uploads == 2 * 7 + 2);  // one chunk of 64 test rows
     CHECK(plain.evaluate().metric_sum == e.metric_sum);
+  }
+
+  TEST_CASE("a stacked ensemble with a transfer trains exactly as one without") {
+    for (bool distinct : {false, true}) {
+      CAPTURE(distinct);
+      auto job = parse_job(
+          {{"seed", 3},
+           {"data", {{"type", "synthetic"}, {"train_samples", 256}, {"test_samples", 64}}},
+           {"model", {{"hidden", {16}}}},
+           {"training", {{"steps", 4}, {"batch_size", 32}}},
+           {"ensemble",
+            {{"members", 3}, {"distinct_data_order", distinct}, {"lrs", {0.1, 0.05, 0.2}}}},
+           {"optimizer", {{"momentum", 0.9}}}});
+      const auto data = std::make_shared<const dataset>(make_synthetic(256, 64, 1.0, 3));
+      ensemble_engine plain(ensemble_plan_of(job), data);
+      counting_transfer transfer;
+      ensemble_engine uploaded(ensemble_plan_of(job), data, &transfer);
+      for (int64_t step = 0; step < 4; ++step)
+        CHECK(plain.step(step, job.optimizer.lr) == uploaded.step(step, job.optimizer.lr));
+      CHECK(at::equal(plain.weights(), uploaded.weights()));
+      CHECK(transfer.uploads == 2 * 4);  // images and labels of each step
+      const auto e = uploaded.evaluate(data->test);
+      CHECK(transfer.uploads == 2 * 4 + 2);
+      CHECK(e.correct == plain.evaluate(data->test).correct);
+      CHECK(uploaded.member_weights(1).front().second.is_cpu());
+    }
   }
 }

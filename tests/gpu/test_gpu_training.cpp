@@ -48,6 +48,44 @@ TEST_SUITE("gpu_training") {
     }
   }
 
+  TEST_CASE("a stacked ensemble on the GPU ends at the CPU run's weights") {
+    auto cpu_job = test::small_job(1, 50);
+    cpu_job.ensemble.members = 4;
+    cpu_job.ensemble.distinct_data_order = true;
+    const auto data = test::small_data(cpu_job);
+    const auto on_cpu = plan_and_run(cpu_job, data, {});
+    REQUIRE_MESSAGE(on_cpu.succeeded(), on_cpu.error);
+    auto job = cpu_job;
+    job.device = {*parse_device("cuda:0")};
+    const auto on_gpu = plan_and_run(job, data, {});
+    REQUIRE_MESSAGE(on_gpu.succeeded(), on_gpu.error);
+    // An ensemble ends with each member's state dict (one file each), not one flat vector.
+    REQUIRE(on_gpu.member_weights.size() == 4);
+    REQUIRE(on_cpu.member_weights.size() == 4);
+    for (std::size_t k = 0; k < 4; ++k) {
+      const auto& gpu = on_gpu.member_weights[k];
+      const auto& cpu = on_cpu.member_weights[k];
+      REQUIRE(gpu.size() == cpu.size());
+      for (std::size_t i = 0; i < gpu.size(); ++i) {
+        CAPTURE(gpu[i].first);
+        CHECK(gpu[i].second.is_cpu());
+        CHECK(max_abs_diff(gpu[i].second, cpu[i].second) <= gpu_tolerance);
+      }
+    }
+  }
+
+  TEST_CASE("with deterministic, a rerun on the GPU gives the same bits") {
+    auto job = test::small_job(2, 50);
+    job.device = {*parse_device("cuda:0")};
+    job.deterministic = true;
+    const auto data = test::small_data(job);
+    const auto first = plan_and_run(job, data, {});
+    const auto second = plan_and_run(job, data, {});
+    REQUIRE_MESSAGE(first.succeeded(), first.error);
+    REQUIRE_MESSAGE(second.succeeded(), second.error);
+    CHECK(at::equal(first.final_weights, second.final_weights));
+  }
+
   // Reported as skipped where fewer than two GPUs are visible: NCCL needs one per replica.
   TEST_CASE("a GPU per replica sums with NCCL and ends at the CPU run's weights" *
             doctest::skip(local_inventory().cuda_devices < 2)) {
