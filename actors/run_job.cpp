@@ -33,7 +33,7 @@ void evaluate_test_set(const run_plan& plan, const dataset_ptr& data, const run_
   const double eval_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record_test_evaluation(plan, options, report, step, best ? "best" : "final", r.loss_sum,
-                         r.metric_sum, r.count, eval_s);
+                         r.metric_sum, r.count, eval_s, r.confusion);
 }
 
 run_report run_in_process(const run_plan& plan, dataset_ptr data, const run_options& options) {

@@ -41,12 +41,14 @@ struct eval_report {
   /// empty for every other run.
   std::vector<double> member_loss_sums{};
   std::vector<int64_t> member_correct{};
+  /// Classification: the shard's confusion counts (core/train/confusion), else empty.
+  std::vector<int64_t> confusion{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
   return f(caf::meta::type_name("eval_report"), x.worker, x.step, x.loss_sum, x.metric_sum, x.count,
-           x.eval_s, x.of, x.member_loss_sums, x.member_correct);
+           x.eval_s, x.of, x.member_loss_sums, x.member_correct, x.confusion);
 }
 
 }  // namespace troupe

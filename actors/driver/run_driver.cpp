@@ -10,6 +10,7 @@
 #include "core/policy/step_pace.hpp"
 #include "core/run/make_strategy.hpp"
 #include "core/run/run_ending.hpp"
+#include "core/train/confusion.hpp"
 #include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
@@ -190,10 +191,16 @@ void on_eval_report(driver_pointer self, const eval_report& e) {
   const bool members = !e.member_loss_sums.empty() || !e.member_correct.empty();
   if (members && !record_member_figures(self, e))
     return;
+  // Counts of the data's classes, or none (a worker in another process may send anything).
+  const auto classes = st.plan->data.classes;
+  if (!e.confusion.empty() && (classes > max_confusion_classes ||
+                               e.confusion.size() != static_cast<std::size_t>(classes * classes)))
+    return fail_protocol(self, "an evaluation with " + std::to_string(e.confusion.size()) +
+                                   " confusion counts for " + std::to_string(classes) + " classes");
   // A replica says how many shards its evaluation set was cut into (the live replicas then).
   const auto shards = e.of > 0 ? e.of : st.plan->eval_shards();
   auto progress = st.tracker->on_eval_shard(e.worker, e.step, e.loss_sum, e.metric_sum, e.count,
-                                            e.eval_s, shards);
+                                            e.eval_s, shards, e.confusion);
   if (!progress)
     return;
   if (st.options.run.on_progress)

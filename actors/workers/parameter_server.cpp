@@ -43,10 +43,12 @@ void evaluate(self_pointer self, int64_t step) {
   auto& engine = engine_of(st);
   const auto start = std::chrono::steady_clock::now();
   const auto& set = evaluation_set(*st.context->data);
-  const auto r = engine.evaluate(set, {0, set.size()});
+  auto r = engine.evaluate(set, {0, set.size()});
   const double eval_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  self->send(st.driver, eval_report{0, step, r.loss_sum, r.metric_sum, r.count, eval_s});
+  eval_report report{0, step, r.loss_sum, r.metric_sum, r.count, eval_s};
+  report.confusion = std::move(r.confusion);
+  self->send(st.driver, std::move(report));
   if (st.context->plan->snapshots())
     self->send(st.driver, snapshot_atom_v, evaluated_weights{step, 0, engine.weights().clone()});
 }

@@ -96,9 +96,11 @@ void evaluate_again(self_pointer self, int64_t step) {
   auto& st = self->state;
   ensure_engine(st);
   const auto start = clock_type::now();
-  const auto r = st.engine->evaluate();
-  tell_driver(self, eval_report{st.rank, step, r.loss_sum, r.metric_sum, r.count,
-                                seconds_since(start), st.live});
+  auto r = st.engine->evaluate();
+  eval_report report{st.rank, step, r.loss_sum, r.metric_sum, r.count, seconds_since(start),
+                     st.live};
+  report.confusion = std::move(r.confusion);
+  tell_driver(self, std::move(report));
   if (st.position == 0 && st.plan->snapshots())
     tell_driver(self, snapshot_atom_v, evaluated_weights{step, 0, cpu_copy(*st.engine)});
 }

@@ -3,6 +3,7 @@
 #include "actors/workers/worker_faults.hpp"
 #include "core/errors.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
+#include "core/train/confusion.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
@@ -142,10 +143,13 @@ void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Te
   st.eval.loss_sum += r.loss_sum;
   st.eval.metric_sum += r.metric_sum;
   st.eval.count += r.count;
+  add_counts(st.eval.confusion, r.confusion);
   if (++st.eval_chunks_seen < st.engine->eval_chunks())
     return;
-  self->send(st.driver, eval_report{st.worker, step, st.eval.loss_sum, st.eval.metric_sum,
-                                    st.eval.count, seconds_since(st.eval_began)});
+  eval_report report{st.worker,          step,          st.eval.loss_sum,
+                     st.eval.metric_sum, st.eval.count, seconds_since(st.eval_began)};
+  report.confusion = std::move(st.eval.confusion);
+  self->send(st.driver, std::move(report));
   st.eval = {};
   st.eval_chunks_seen = 0;
 }

@@ -47,6 +47,8 @@ json model_json(const model_config& m) {
   json model = {{"type", to_string(m.kind)}};
   if (m.kind == model_kind::torchscript) {
     model["path"] = m.path;
+    if (m.init_from_seed)
+      model["init"] = "seed";
   } else {
     model["hidden"] = m.hidden;
     model["activation"] = to_string(m.activation);

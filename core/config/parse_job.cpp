@@ -41,7 +41,7 @@ bool non_empty(const std::string& s) {
 
 void read_model(object_reader r, model_config& m) {
   if (!read_enum(r, "type", model_names, m.kind))
-    skip_all(r, {"channels", "kernel_size", "path"});
+    skip_all(r, {"channels", "kernel_size", "path", "init"});
   if (m.kind == model_kind::torchscript) {
     // The layers are the file's: nothing else describes them.
     if (!r.has("path"))
@@ -49,7 +49,12 @@ void read_model(object_reader r, model_config& m) {
           "a torchscript model needs \"path\": a file written by "
           "torch.jit.script(model).save(path)");
     r.string("path", m.path, non_empty, "a non-empty string (a file)");
-    r.finish({"type", "path"});
+    std::string init = m.init_from_seed ? "seed" : "saved";
+    r.string(
+        "init", init, [](const std::string& v) { return v == "saved" || v == "seed"; },
+        "\"saved\" (the file's weights) or \"seed\" (drawn from the job's seed)");
+    m.init_from_seed = init == "seed";
+    r.finish({"type", "path", "init"});
     return;
   }
   if (m.kind == model_kind::cnn)

@@ -31,6 +31,10 @@ struct model_config {
   /// torchscript only: a module saved from Python with torch.jit.script(m).save(path) (or
   /// torch.jit.trace); it trains from the weights saved in it.
   std::string path;
+  /// torchscript only (`init`: "saved" or "seed"): re-initialize the file's parameters from the
+  /// job's seed with PyTorch's default rules per layer kind (core/model/script_init), so that a
+  /// sweep over seeds varies the start; false keeps the weights saved in the file.
+  bool init_from_seed = false;
   /// Built-in models: the shape of one input row, which sizes the first layer (the MLP flattens
   /// any shape; the CNN takes [channels, height, width]). Not a job key: the plan sets it from
   /// the data (28 x 28 images unless the data says otherwise).

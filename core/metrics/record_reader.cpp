@@ -212,6 +212,21 @@ void add_event_parsers(std::map<std::string, parser>& table) {
          f.text("sha256", r.sha256).number("t", r.t);
          return f.done(r);
        }},
+      {confusion::event,
+       [](fields& f) -> std::optional<any_record> {
+         confusion r;
+         f.integer("step", r.step).text("split", r.split).integer("classes", r.classes);
+         f.integers("counts", r.counts).text("weights", r.weights).number("t", r.t);
+         // A matrix that is not classes x classes of counts is no record (the page would
+         // index past it).
+         if (r.classes <= 0 || r.classes > 100000 ||
+             r.counts.size() != static_cast<std::size_t>(r.classes * r.classes))
+           return std::nullopt;
+         for (auto n : r.counts)
+           if (n < 0)
+             return std::nullopt;
+         return f.done(r);
+       }},
   });
 }
 

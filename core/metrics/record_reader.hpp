@@ -17,9 +17,9 @@
 
 namespace troupe::records {
 
-using any_record =
-    std::variant<step, worker_step, stage_step, eval, member_eval, applied, waited, phase, failure,
-                 checkpoint, resumed, node_lost, step_redone, node_joined, replicas_checked>;
+using any_record = std::variant<step, worker_step, stage_step, eval, member_eval, applied, waited,
+                                phase, failure, checkpoint, resumed, node_lost, step_redone,
+                                node_joined, replicas_checked, confusion>;
 
 /// The record a line of metrics.jsonl holds, or nullopt for one that holds none.
 std::optional<any_record> parse_record(const nlohmann::json& line);

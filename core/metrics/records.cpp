@@ -136,6 +136,36 @@ nlohmann::json to_json(const node_joined& r) {
           {"t", r.t}};
 }
 
+std::vector<std::optional<double>> per_class_accuracy(const confusion& r) {
+  std::vector<std::optional<double>> accuracy(static_cast<std::size_t>(r.classes));
+  for (int64_t truth = 0; truth < r.classes; ++truth) {
+    int64_t rows = 0;
+    for (int64_t p = 0; p < r.classes; ++p)
+      rows += r.counts.at(static_cast<std::size_t>(truth * r.classes + p));
+    if (rows > 0)
+      accuracy[static_cast<std::size_t>(truth)] =
+          static_cast<double>(r.counts.at(static_cast<std::size_t>(truth * (r.classes + 1)))) /
+          static_cast<double>(rows);
+  }
+  return accuracy;
+}
+
+nlohmann::json to_json(const confusion& r) {
+  auto accuracy = nlohmann::json::array();
+  for (const auto& a : per_class_accuracy(r))
+    accuracy.push_back(a ? nlohmann::json(*a) : nlohmann::json(nullptr));
+  nlohmann::json j = {{"event", confusion::event},
+                      {"step", r.step},
+                      {"split", r.split},
+                      {"classes", r.classes},
+                      {"counts", r.counts},
+                      {"accuracy", accuracy},
+                      {"t", r.t}};
+  if (!r.weights.empty())
+    j["weights"] = r.weights;
+  return j;
+}
+
 nlohmann::json to_json(const replicas_checked& r) {
   return {{"event", replicas_checked::event},
           {"workers", r.workers},

@@ -195,6 +195,21 @@ struct replicas_checked {
   double t = 0;
 };
 
+/// A classification's final evaluation, class by class: `counts` is the confusion matrix
+/// (core/train/confusion), `classes` x `classes` row-major, row the true class and column the
+/// predicted one; `accuracy` each true class's share predicted right (null for a class with no
+/// rows). Written once, at the end of a run: of the test set, or of the validation set where the
+/// test set is evaluated only in the report's summary.
+struct confusion {
+  static constexpr const char* event = "confusion";
+  int64_t step = 0;
+  std::string split = "test";
+  int64_t classes = 0;
+  std::vector<int64_t> counts;
+  std::string weights;  ///< "final" or "best", as in eval; empty: the run's last evaluation
+  double t = 0;
+};
+
 nlohmann::json to_json(const step& r);
 nlohmann::json to_json(const worker_step& r);
 nlohmann::json to_json(const stage_step& r);
@@ -210,6 +225,10 @@ nlohmann::json to_json(const node_lost& r);
 nlohmann::json to_json(const step_redone& r);
 nlohmann::json to_json(const node_joined& r);
 nlohmann::json to_json(const replicas_checked& r);
+nlohmann::json to_json(const confusion& r);
+/// Each true class's share of its rows predicted right (the diagonal over the row's sum);
+/// nothing for a class with no rows.
+std::vector<std::optional<double>> per_class_accuracy(const confusion& r);
 
 }  // namespace records
 }  // namespace troupe

@@ -4,6 +4,7 @@
 #include "core/io/archive_storages.hpp"
 #include "core/io/physical_memory.hpp"
 #include "core/io/whole_file.hpp"
+#include "core/model/script_init.hpp"
 #include "core/model/script_layers.hpp"
 
 #include <ATen/ATen.h>
@@ -268,6 +269,11 @@ void network::set_training(bool on) {
     script_->train(on);
   else
     builtin_->train(on);
+}
+
+void network::reinitialize_from_seed(const std::string& what) {
+  if (script_)
+    troupe::reinitialize_from_seed(*script_, what);
 }
 
 void network::to(c10::Device device) {

@@ -68,6 +68,10 @@ class network {
   /// Training mode (batch statistics, dropout) or evaluation mode.
   void set_training(bool on);
   void to(c10::Device device);
+  /// model.init "seed": a TorchScript module's parameters drawn again from LibTorch's global
+  /// generator (core/model/script_init; seed it first); the built-in layers already are. Throws
+  /// job_error for a layer kind without PyTorch's rule; `what` names the file.
+  void reinitialize_from_seed(const std::string& what);
 
   /// A scripted nn.Sequential's children rebuilt as built-in layers, freshly initialized
   /// (core/model/script_layers); the built-in layers cloned, freshly initialized. Throws

@@ -188,6 +188,49 @@ std::string events_table(const run_history& h) {
   return out + "</table>";
 }
 
+// The final evaluation class by class: each true class's accuracy, and (up to 30 classes, where
+// it still fits a page) the confusion matrix, each cell shaded by its share of the row.
+std::string classes_section(const run_history& h) {
+  if (!h.confusion)
+    return {};
+  const auto& c = *h.confusion;
+  const auto accuracy = records::per_class_accuracy(c);
+  std::string out = fmt::format(
+      "<h2>Classes</h2><p>The {} set's evaluation after step {}{}, class by class.</p>"
+      "<table id=\"per_class\"><tr><th>class</th><th>rows</th><th>accuracy</th></tr>",
+      echo(c.split), c.step, c.weights.empty() ? "" : " (" + echo(c.weights) + " weights)");
+  const auto k = static_cast<std::size_t>(c.classes);
+  for (std::size_t truth = 0; truth < k; ++truth) {
+    int64_t rows = 0;
+    for (std::size_t p = 0; p < k; ++p)
+      rows += c.counts[truth * k + p];
+    out += fmt::format(
+        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        truth, rows, accuracy[truth] ? fmt::format("{:.2f}%", *accuracy[truth] * 100) : "-");
+  }
+  out += "</table>";
+  if (c.classes > 30)
+    return out;
+  out += "<table id=\"confusion\"><tr><th>true \\ predicted</th>";
+  for (std::size_t p = 0; p < k; ++p)
+    out += fmt::format("<th>{}</th>", p);
+  out += "</tr>";
+  for (std::size_t truth = 0; truth < k; ++truth) {
+    int64_t rows = 0;
+    for (std::size_t p = 0; p < k; ++p)
+      rows += c.counts[truth * k + p];
+    out += fmt::format("<tr><th>{}</th>", truth);
+    for (std::size_t p = 0; p < k; ++p) {
+      const auto n = c.counts[truth * k + p];
+      const double share = rows > 0 ? static_cast<double>(n) / static_cast<double>(rows) : 0.0;
+      out += fmt::format("<td class=\"num\" style=\"background:rgba({},{:.3f})\">{}</td>",
+                         p == truth ? "40,140,60" : "200,60,40", share, n);
+    }
+    out += "</tr>";
+  }
+  return out + "</table>";
+}
+
 std::string facts_table(const run_history& h) {
   const auto& s = h.summary;
   std::string status = h.finished() ? field_text(s, "status") : "running";
@@ -231,7 +274,7 @@ std::string run_body(const run_history& h, const page_options& o) {
     out += "<h2>Speed</h2>" + throughput_chart(h);
   if (!h.workers.empty())
     out += worker_chart(h);
-  out += async_charts(h) + pipeline_charts(h) + events_table(h);
+  out += classes_section(h) + async_charts(h) + pipeline_charts(h) + events_table(h);
   if (!h.plan.empty())
     out += "<h2>Plan</h2><pre id=\"plan\">" + echo(h.plan, max_block) + "</pre>";
   if (!h.job.is_null())

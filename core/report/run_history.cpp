@@ -241,6 +241,7 @@ void fold_record(run_history& h, const nlohmann::json& line) {
               w->wait_s += r.wait_s;
           },
           [&](const records::applied& r) { h.staleness[r.staleness] += records::records_in(line); },
+          [&](const records::confusion& r) { h.confusion = r; },
           [&](const records::stage_step& r) {
             if (auto* s = stage_slot(h, r.pipeline, r.stage)) {
               s->busy_s += r.busy_s;

@@ -5,11 +5,13 @@
 #pragma once
 
 #include "core/metrics/jsonl_lines.hpp"
+#include "core/metrics/records.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,8 @@ struct run_history {
   std::vector<stage_time> stages;        ///< by pipeline, then stage
   std::map<int64_t, int64_t> staleness;  ///< async: applied gradients by staleness
   std::vector<run_event> events;
+  /// A classification's final evaluation class by class; none before the run ends.
+  std::optional<records::confusion> confusion;
   int64_t skipped_lines = 0;  ///< lines of metrics.jsonl that held no record
 
   std::string name() const;

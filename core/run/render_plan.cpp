@@ -55,7 +55,9 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
 void render_model(std::ostringstream& out, const run_plan& p) {
   out << "\n  model: " << to_string(p.job.model.kind);
   if (p.job.model.kind == model_kind::torchscript)
-    out << " (" << p.job.model.path << ", trained from the weights saved in it)";
+    out << " (" << p.job.model.path
+        << (p.job.model.init_from_seed ? ", its parameters drawn from the seed)"
+                                       : ", trained from the weights saved in it)");
   out << ", " << p.model.parameters << " parameters";
   if (p.model.buffer_values > 0)
     out << " and " << p.model.buffer_values

@@ -1,6 +1,7 @@
 #include "core/run/run_ending.hpp"
 
 #include "core/optim/lr_schedule.hpp"
+#include "core/train/confusion.hpp"
 #include "core/train/loss.hpp"
 
 #include <algorithm>
@@ -28,7 +29,7 @@ std::string stop_reason(const run_options& options, const step_rules& rules, int
 
 void record_test_evaluation(const run_plan& plan, const run_options& options, run_report& report,
                             int64_t step, const char* weights, double loss_sum, double metric_sum,
-                            int64_t count, double eval_s) {
+                            int64_t count, double eval_s, const std::vector<int64_t>& confusion) {
   const double n = static_cast<double>(std::max<int64_t>(count, 1));
   report.test_loss = loss_sum / n;
   report.test_accuracy = metric_sum / n;
@@ -36,11 +37,18 @@ void record_test_evaluation(const run_plan& plan, const run_options& options, ru
     options.metrics->write(to_json(records::eval{
         step, plan.rules.epoch_of(step), "test", *report.test_loss, *report.test_accuracy, count,
         eval_s, report.wall_s + eval_s, weights, report.metric}));
+  if (options.metrics != nullptr && !confusion.empty())
+    options.metrics->write(to_json(records::confusion{step, "test", confusion_classes(confusion),
+                                                      confusion, weights, report.wall_s + eval_s}));
 }
 
 run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,
                    at::Tensor weights, run_status failed_as) {
   try {
+    // The final evaluation class by class; a run with a validation set writes the test set's
+    // with its one evaluation at the end (record_test_evaluation) instead.
+    if (error.empty() && plan.data.validation_rows == 0)
+      tracker.record_last_confusion();
     tracker.flush_records();
   } catch (const std::exception&) {
     // As below: a full disk must not hide how the run ended.

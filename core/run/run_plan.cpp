@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
+#include "core/model/random_draws.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
 #include "core/run/memory_fit.hpp"
@@ -17,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -212,6 +214,10 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
     throw job_error({std::string("/model/path: ") + e.what()});
   }
   auto& model = *loaded;
+  if (p.job.model.init_from_seed) {  // refuses a layer without PyTorch's rule before the run
+    std::lock_guard<std::mutex> generator(generator_lock());
+    model.reinitialize_from_seed(p.job.model.path);
+  }
   const flat_parameters flat(model.named_parameters(), model.named_buffers());
   check_model_fits(p.job, static_cast<double>(flat.size()), inventory);
   p.model.parameters = flat.parameter_count();

@@ -5,6 +5,7 @@
 #include "core/model/random_draws.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/optimizer_state_key.hpp"
+#include "core/train/confusion.hpp"
 #include "core/train/loss.hpp"
 
 #include <ATen/ATen.h>
@@ -217,7 +218,10 @@ evaluation_result replica_engine::evaluate(const labeled_images& set, row_range 
       labels = transfer_->upload(labels);
     }
     // Evaluations draw from streams of their own (step -1), should the model draw in eval().
-    const auto sums = summed_loss(training_.loss, forward(images, -1, begin), labels);
+    const auto logits = forward(images, -1, begin);
+    const auto sums = summed_loss(training_.loss, logits, labels);
+    if (training_.loss == loss_kind::cross_entropy)
+      add_confusion(result.confusion, logits, labels, data_->classes);
     result.loss_sum += sums.loss;
     result.metric_sum += sums.metric;
     result.count += n;
@@ -236,6 +240,8 @@ at::Tensor initial_weights(const training_settings& settings, int64_t classes) {
   std::lock_guard<std::mutex> generator(generator_lock());
   at::manual_seed(settings.seed);
   network model(settings.model, classes);
+  if (settings.model.init_from_seed)
+    model.reinitialize_from_seed(settings.model.path);
   flat_parameters flat(model.named_parameters(), model.named_buffers());
   return flat.weights().clone();
 }

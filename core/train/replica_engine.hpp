@@ -15,6 +15,7 @@
 #include "core/train/engine_plans.hpp"
 
 #include <memory>
+#include <vector>
 
 namespace troupe {
 
@@ -37,6 +38,8 @@ struct evaluation_result {
   double metric_sum = 0.0;  ///< the metric summed over rows (core/train/loss): correct rows, or
                             ///< squared or absolute errors
   int64_t count = 0;
+  /// Classification: the rows' confusion counts (core/train/confusion); empty otherwise.
+  std::vector<int64_t> confusion;
 };
 
 class replica_engine {

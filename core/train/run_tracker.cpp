@@ -1,5 +1,7 @@
 #include "core/train/run_tracker.hpp"
 
+#include "core/train/confusion.hpp"
+
 #include <algorithm>
 
 namespace troupe {
@@ -109,7 +111,8 @@ void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute
 std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int64_t step,
                                                           double loss_sum, double metric_sum,
                                                           int64_t count, double eval_s,
-                                                          int64_t expected) {
+                                                          int64_t expected,
+                                                          const std::vector<int64_t>& confusion) {
   if (auto* w = worker(worker_id))
     w->eval_s += eval_s;
   auto& round = evals_[step];
@@ -121,6 +124,7 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int
   round.loss_sum += loss_sum;
   round.metric_sum += metric_sum;
   round.count += count;
+  add_counts(round.confusion, confusion);
   round.shards += 1;
   round.max_eval_s = std::max(round.max_eval_s, eval_s);
   if (round.shards < expected)
@@ -132,13 +136,24 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int
   (options_.validation ? validation_accuracy_ : test_accuracy_) = accuracy;
   eval_s_ += round.max_eval_s;
   last_evaluated_ = std::max(step, last_evaluated_.value_or(step));
-  write(to_json(records::eval{step, rules_.epoch_of(step),
-                              options_.validation ? "validation" : "test", loss, accuracy,
-                              round.count, round.max_eval_s, elapsed_s(), "", options_.metric}));
+  const auto split = options_.validation ? "validation" : "test";
+  write(to_json(records::eval{step, rules_.epoch_of(step), split, loss, accuracy, round.count,
+                              round.max_eval_s, elapsed_s(), "", options_.metric}));
+  if (!round.confusion.empty() && (!last_confusion_ || step >= last_confusion_->step))
+    last_confusion_ =
+        records::confusion{step, split, confusion_classes(round.confusion), round.confusion};
   evals_.erase(step);
   auto p = snapshot();
   p.evaluation = true;
   return p;
+}
+
+void run_tracker::record_last_confusion() {
+  if (!last_confusion_)
+    return;
+  auto r = std::move(*last_confusion_);
+  last_confusion_.reset();
+  record(std::move(r));
 }
 
 void run_tracker::close_eval_round(int64_t step, bool redo) {

@@ -60,10 +60,16 @@ class run_tracker {
   void on_worker_step(int64_t worker, int64_t step, double compute_s, double comm_s, double apply_s,
                       double data_wait_s = 0);
 
-  /// One worker's evaluation shard. Returns a snapshot once `expected` shards of `step` are in.
+  /// One worker's evaluation shard, with its confusion counts for a classification (else
+  /// empty). Returns a snapshot once `expected` shards of `step` are in. Throws
+  /// std::invalid_argument for counts that do not match the other shards'.
   std::optional<progress_update> on_eval_shard(int64_t worker, int64_t step, double loss_sum,
                                                double metric_sum, int64_t count, double eval_s,
-                                               int64_t expected);
+                                               int64_t expected,
+                                               const std::vector<int64_t>& confusion = {});
+  /// The confusion record of the latest complete evaluation with counts, written once: the
+  /// run's final evaluation (core/run/run_ending). Nothing when there is none.
+  void record_last_confusion();
   /// A run with a validation set: the test set's one evaluation, of the weights the run kept
   /// (`weights`: "final" or "best", those after `step`).
   void on_test_evaluation(int64_t step, const std::string& weights, double loss_sum,
@@ -120,6 +126,7 @@ class run_tracker {
     int64_t count = 0;
     int64_t shards = 0;
     double max_eval_s = 0;
+    std::vector<int64_t> confusion;
   };
 
   progress_update snapshot() const;
@@ -143,6 +150,7 @@ class run_tracker {
   std::optional<double> validation_loss_;
   std::optional<double> validation_accuracy_;
   std::optional<int64_t> last_evaluated_;
+  std::optional<records::confusion> last_confusion_;
   std::map<int64_t, eval_round> evals_;
   std::vector<worker_report> workers_;
   std::map<int64_t, int64_t> staleness_histogram_;

@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include "core/model/random_draws.hpp"
+#include "core/train/confusion.hpp"
 #include "core/train/loss.hpp"
 
 #include <cmath>
@@ -190,6 +191,8 @@ evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logi
               " rows of logits for ", rows.size(), " labels");
   evaluation_result r;
   const auto sums = summed_loss(training_.loss, logits, labels);
+  if (training_.loss == loss_kind::cross_entropy)
+    add_confusion(r.confusion, logits, labels, data_->classes);
   r.loss_sum = sums.loss;
   r.metric_sum = sums.metric;
   r.count = rows.size();

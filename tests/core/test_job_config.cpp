@@ -114,6 +114,22 @@ TEST_SUITE("job_config") {
                       {"/optimizer/type", "\"lion\""});
   }
 
+  TEST_CASE("model.init: saved or seed, for a torchscript model only, shown only when seed") {
+    const json script = {{"type", "torchscript"}, {"path", "net.pt"}};
+    CHECK(!parse_job({{"model", script}}).model.init_from_seed);
+    auto seeded = script;
+    seeded["init"] = "seed";
+    const auto job = parse_job({{"model", seeded}});
+    CHECK(job.model.init_from_seed);
+    CHECK(to_json(job)["model"]["init"] == "seed");
+    CHECK(!to_json(parse_job({{"model", script}}))["model"].contains("init"));
+    CHECK(parse_job(json::parse(to_json(job).dump())).model.init_from_seed);
+    auto bad = script;
+    bad["init"] = "fresh";
+    check_one_problem({{"model", bad}}, {"/model/init", "\"saved\"", "\"fresh\""});
+    check_one_problem({{"model", {{"init", "seed"}}}}, {"/model/init", "unknown key"});
+  }
+
   TEST_CASE("a key of another type is unknown under this one") {
     check_one_problem({{"optimizer", {{"type", "adam"}, {"momentum", 0.9}}}},
                       {"/optimizer/momentum", "unknown key", "betas"});

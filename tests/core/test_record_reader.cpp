@@ -52,6 +52,26 @@ TEST_SUITE("report") {
     round_trip(step_redone{17, 1, 4.1});
     round_trip(node_joined{"c", {2, 3}, 30, 123456, 2, 9.0});
     round_trip(replicas_checked{{0, 1, 2, 3}, 30, 2, "ab12", 9.5});
+    round_trip(confusion{99, "test", 2, {5, 1, 0, 4}, "", 3.0});
+    round_trip(confusion{99, "test", 3, {1, 0, 0, 0, 0, 0, 2, 0, 1}, "best", 3.0});
+  }
+
+  TEST_CASE("a confusion record: each class's accuracy, and no record for a matrix of other size") {
+    const confusion c{9, "test", 3, {8, 2, 0, 1, 3, 0, 0, 0, 0}, "", 1.0};
+    const auto accuracy = per_class_accuracy(c);
+    REQUIRE(accuracy.size() == 3);
+    CHECK(*accuracy[0] == doctest::Approx(0.8));
+    CHECK(*accuracy[1] == doctest::Approx(0.75));
+    CHECK(!accuracy[2]);  // no rows of class 2
+    CHECK(to_json(c)["accuracy"] == nlohmann::json::parse("[0.8, 0.75, null]"));
+    auto line = to_json(c);
+    line["counts"] = {1, 2, 3};
+    CHECK_FALSE(parse_record(line));
+    line["counts"] = {1, 2, 3, 4, 5, 6, 7, 8, -9};
+    CHECK_FALSE(parse_record(line));
+    line["classes"] = 0;
+    line["counts"] = nlohmann::json::array();
+    CHECK_FALSE(parse_record(line));
   }
 
   TEST_CASE("a line that is no record, or a field of another type, reads as none") {

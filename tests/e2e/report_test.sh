@@ -38,6 +38,23 @@ run_and_view ensemble --set parallelism.replicas=1 --set ensemble.members=3
 grep -q 'id="bubble"' "$tmp/pipeline/report.html" && pass || fail "pipeline: no bubble line"
 grep -q 'data-chart="staleness"' "$tmp/async/report.html" && pass || fail "async: no staleness"
 grep -q 'id="plan"' "$tmp/sync/report.html" && pass || fail "sync: the plan is not on the page"
+# The final evaluation class by class: on the page (replicas and pipelines), and in the metrics
+# a confusion record whose diagonal over its rows is the summary's test accuracy.
+grep -q 'id="confusion"' "$tmp/sync/report.html" && pass || fail "sync: no confusion matrix"
+grep -q 'id="per_class"' "$tmp/pipeline/report.html" && pass ||
+  fail "pipeline: no per-class accuracy"
+/usr/bin/python3 - "$tmp/sync" <<'PY' && pass || fail "sync: the confusion record does not match the summary"
+import json, sys
+folder = sys.argv[1]
+records = [json.loads(line) for line in open(folder + "/metrics.jsonl")]
+found = [r for r in records if r.get("event") == "confusion"]
+assert len(found) == 1, f"{len(found)} confusion records"
+c, summary = found[0], json.load(open(folder + "/summary.json"))
+k, rows = c["classes"], sum(c["counts"])
+right = sum(c["counts"][i * k + i] for i in range(k))
+assert abs(right / rows - summary["test_accuracy"]) < 1e-9, (right / rows, summary["test_accuracy"])
+print(f"confusion: {k} classes, {rows} rows, accuracy {right / rows:.4f}")
+PY
 
 # A suite over two seeds: overlaid curves, leaderboard, mean ± std, and each job's own page.
 cat >"$tmp/suite.json" <<'JSON'

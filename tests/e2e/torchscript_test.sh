@@ -191,6 +191,31 @@ expect 0 "succeeded" -- "$troupe" run --resume "$tmp/drop2" --quiet
 cmp -s "$tmp/drop1/final_weights.pt" "$tmp/drop2/final_weights.pt" && pass ||
   fail "a dropout run resumed from step 19 ended apart"
 
+# model.init "seed": the file's parameters drawn from the job's seed by PyTorch's rules, so the
+# scripted MLP (saved under seed 1) run with seed 7 ends where the built-in MLP of seed 7 does,
+# and without it where the file's weights lead; the plan says which; a module with a parameter
+# of its own kind, and an unknown init, are refused by path.
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/init_seed" --quiet \
+  --set "$(model mlp.pt)" --set model.init=seed --set seed=7 --set training.steps=40
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/init_builtin" --quiet \
+  --set 'model={"type":"mlp","path":null,"hidden":[256,128]}' --set seed=7 --set training.steps=40
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/init_saved" --quiet \
+  --set "$(model mlp.pt)" --set seed=7 --set training.steps=40
+$py "$here/../python/compare_weights.py" "$tmp/init_seed" "$tmp/init_builtin" 1e-6 && pass ||
+  fail "model.init seed: the scripted MLP did not start where the built-in one of that seed does"
+if $py "$here/../python/compare_weights.py" "$tmp/init_saved" "$tmp/init_builtin" 1e-6 \
+  >/dev/null 2>&1; then
+  fail "without model.init, the saved weights of seed 1 ended where seed 7's do"
+else
+  pass
+fi
+expect 0 "its parameters drawn from the seed" -- "$troupe" validate "$tmp/job.json" \
+  --set "$(model bn_cnn.pt)" --set model.init=seed
+expect 2 '/model/init: "seed" cannot draw the parameters of the top module (Scaled)' -- \
+  "$troupe" validate "$tmp/job.json" --set "$(model scaled.pt)" --set model.init=seed
+expect 2 '/model/init: must be "saved" (the file'"'"'s weights) or "seed"' -- \
+  "$troupe" validate "$tmp/job.json" --set "$(model mlp.pt)" --set model.init=fresh
+
 bad() {  # bad FILE PATTERN: FILE as the model is refused, naming it; no folder is made
   expect 2 "/model/path: $tmp/$1: $2" -- "$troupe" run "$tmp/job.json" --out "$tmp/bad_$1" \
     --quiet --set "$(model "$1")"

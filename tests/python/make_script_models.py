@@ -8,6 +8,7 @@ OUT_DIR/bn_cnn.pt   a small CNN with BatchNorm (an nn.Sequential: stages can be 
 OUT_DIR/dropout.pt  an MLP with dropout (runs are not bit-for-bit reproducible)
 OUT_DIR/resnet.pt   a module that is not an nn.Sequential (a residual block)
 OUT_DIR/tabular.pt  an MLP over 20 features, 3 classes, and its data tab_train.pt, tab_test.pt
+OUT_DIR/scaled.pt   a Linear times a parameter of the module's own (model.init "seed" refuses it)
 and one bad file per refusal the tests check.
 """
 import collections
@@ -75,6 +76,17 @@ torch.manual_seed(seed)
 save(nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 3)), "tabular.pt")
 
 # Refusals.
+class Scaled(nn.Module):  # a parameter of its own, with no PyTorch rule to draw it by
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(784, 10)
+        self.scale = nn.Parameter(torch.ones(10))
+
+    def forward(self, x):
+        return self.fc(torch.flatten(x, 1)) * self.scale
+
+
+save(Scaled(), "scaled.pt")
 torch.manual_seed(seed)
 save(nn.Sequential(nn.Flatten(), nn.Linear(784, 5)), "five_outputs.pt")
 save(nn.Sequential(nn.Flatten(), nn.Linear(100, 10)), "wrong_input.pt")
