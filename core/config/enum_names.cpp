@@ -15,6 +15,7 @@ const std::vector<std::string> schedule_names{"gpipe", "1f1b"};
 const std::vector<std::string> lr_schedule_names{"constant", "step", "cosine", "one_cycle"};
 const std::vector<std::string> monitor_names{"validation_loss", "validation_accuracy"};
 const std::vector<std::string> loss_names{"cross_entropy", "mse", "l1", "bce_with_logits"};
+const std::vector<std::string> precision_names{"fp32", "bf16", "fp16"};
 
 const char* to_string(model_kind x) {
   return model_names[static_cast<std::size_t>(x)].c_str();
@@ -43,6 +44,9 @@ const char* to_string(monitor_metric x) {
 }
 const char* to_string(loss_kind x) {
   return loss_names[static_cast<std::size_t>(x)].c_str();
+}
+const char* to_string(precision_kind x) {
+  return precision_names[static_cast<std::size_t>(x)].c_str();
 }
 const char* to_string(node_loss_policy x) {
   return x == node_loss_policy::fail ? "fail" : "continue";

@@ -20,6 +20,7 @@ extern const std::vector<std::string> schedule_names;
 extern const std::vector<std::string> lr_schedule_names;
 extern const std::vector<std::string> monitor_names;
 extern const std::vector<std::string> loss_names;
+extern const std::vector<std::string> precision_names;
 
 /// False when the value was bad (and reported); a missing key keeps the default.
 template <class Enum>

@@ -44,8 +44,23 @@ void check_pipeline(const job_config& job, problem_list& problems) {
 }
 
 // Clipping and the validation figures: what each needs.
+void check_precision(const job_config& job, problem_list& problems) {
+  const auto precision = job.training.precision;
+  if (precision == precision_kind::fp32 || reported_at(problems, "/training/precision"))
+    return;
+  if (precision == precision_kind::fp16)
+    return problems.push_back(
+        "/training/precision: fp16 needs dynamic loss scaling, which troupe does not do yet; "
+        "use bf16 (the same range as float32, no scaling needed)");
+  if (job.parallelism.pipelined())
+    problems.push_back(
+        "/training/precision: bf16 runs replicas (sync, async, local_sgd, schedules) and stacked "
+        "ensembles for now; pipelines train in fp32");
+}
+
 void check_training(const job_config& job, problem_list& problems) {
   const auto& t = job.training;
+  check_precision(job, problems);
   if (t.clip_grad_norm && t.clip_grad_value && !reported_at(problems, "/training"))
     problems.push_back(
         "/training: give clip_grad_norm or clip_grad_value, not both (clip_grad_value would "

@@ -125,6 +125,8 @@ json training_json(const training_config& t) {
   else
     training["epochs"] = t.epochs;
   training["loss"] = to_string(t.loss);
+  if (t.precision != precision_kind::fp32)
+    training["precision"] = to_string(t.precision);
   training["batch_size"] = t.batch_size;
   training["eval_interval"] = t.eval_interval;
   add_training_options(t, training);

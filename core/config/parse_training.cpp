@@ -59,6 +59,7 @@ void read_training(object_reader r, training_config& t) {
   t.steps = 0;
   r.integer("steps", t.steps, 1, INT64_C(1) << 40);
   read_enum(r, "loss", loss_names, t.loss);
+  read_enum(r, "precision", precision_names, t.precision);
   r.integer("batch_size", t.batch_size, 1, 1 << 20);
   r.integer("eval_interval", t.eval_interval, 0, INT64_MAX);
   for (const auto& [key, out] : {std::pair{"clip_grad_norm", &t.clip_grad_norm},
@@ -69,7 +70,7 @@ void read_training(object_reader r, training_config& t) {
   }
   read_early_stopping(r, t.early_stopping);
   read_keep_best(r, t);
-  r.finish({"epochs", "steps", "loss", "batch_size", "eval_interval", "clip_grad_norm",
+  r.finish({"epochs", "steps", "loss", "precision", "batch_size", "eval_interval", "clip_grad_norm",
             "clip_grad_value", "early_stopping", "keep_best"});
 }
 

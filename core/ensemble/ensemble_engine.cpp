@@ -8,6 +8,7 @@
 #include "core/model/random_draws.hpp"
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
+#include "core/train/autocast_scope.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/ATen.h>
@@ -59,6 +60,15 @@ at::Tensor ensemble_engine::to_device(const at::Tensor& host) const {
   return transfer_ != nullptr ? transfer_->upload(host) : host;
 }
 
+at::Tensor ensemble_engine::forward(const at::Tensor& inputs, bool per_member) const {
+  at::Tensor logits;
+  {
+    const autocast_scope lower(training_.precision, inputs.device().type());
+    logits = model_.forward(inputs, per_member);
+  }
+  return logits.scalar_type() == at::kFloat ? logits : logits.to(at::kFloat);
+}
+
 double ensemble_engine::step(int64_t step, double lr) {
   const auto k = model_.members();
   at::Tensor images, labels;
@@ -79,7 +89,7 @@ double ensemble_engine::step(int64_t step, double lr) {
         to_device(data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_}));
   }
   optimizer_->zero_grad();
-  auto logits = model_.forward(images, plans_.size() > 1);  // [K, B, classes]
+  const auto logits = forward(images, plans_.size() > 1);  // [K, B, classes]
   // Per member: the mean loss over its rows. Their sum's gradient is each member's own.
   auto per_row = torch::nn::functional::cross_entropy(
       logits.reshape({k * batch_, -1}), labels.reshape({-1}),
@@ -121,7 +131,7 @@ ensemble_evaluation ensemble_engine::evaluate(const labeled_images& set) const {
     const int64_t n = std::min(eval_chunk_rows, set.size() - begin);
     auto images = to_device(set.images.range(begin, n));
     auto labels = to_device(set.labels.narrow(0, begin, n));
-    auto logits = model_.forward(images);  // [K, n, classes]
+    const auto logits = forward(images, false);  // [K, n, classes]
     for (int64_t m = 0; m < k; ++m) {
       r.loss_sum[static_cast<std::size_t>(m)] +=
           torch::nn::functional::cross_entropy(logits[m], labels, sum).item<double>();

@@ -63,6 +63,8 @@ class ensemble_engine {
 
  private:
   at::Tensor to_device(const at::Tensor& host) const;
+  /// The stacked forward in the job's precision (core/train/autocast_scope), widened to float32.
+  at::Tensor forward(const at::Tensor& inputs, bool per_member) const;
 
   int64_t batch_;
   dataset_ptr data_;

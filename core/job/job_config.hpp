@@ -164,9 +164,13 @@ struct early_stopping_config {
 /// accuracy), mse or l1 against float targets (metrics: mse, mae), or bce_with_logits against
 /// multi-label 0/1 targets (metric: accuracy at 0.5).
 enum class loss_kind { cross_entropy, mse, l1, bce_with_logits };
+/// The arithmetic of the forward (core/train/autocast_scope): float32 throughout, or bf16 / fp16
+/// autocast with the weights, gradients and optimizer in float32.
+enum class precision_kind { fp32, bf16, fp16 };
 
 struct training_config {
   loss_kind loss = loss_kind::cross_entropy;
+  precision_kind precision = precision_kind::fp32;
   /// Exactly one of epochs and steps is set (> 0); the other is 0. An epoch is every full global
   /// batch of the shuffled train set (an incomplete last batch is dropped).
   int64_t epochs = 1;
@@ -362,6 +366,7 @@ const char* to_string(compression_kind x);
 const char* to_string(lr_schedule_kind x);
 const char* to_string(monitor_metric x);
 const char* to_string(loss_kind x);
+const char* to_string(precision_kind x);
 /// "fail" or "continue".
 const char* to_string(node_loss_policy x);
 

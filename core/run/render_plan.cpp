@@ -193,6 +193,9 @@ void render_data(std::ostringstream& out, const run_plan& p) {
   out << "  loss: " << to_string(p.job.training.loss) << " (evaluations report "
       << metric_name(p.job.training.loss)
       << (p.job.training.loss == loss_kind::bce_with_logits ? " at 0.5" : "") << ")\n";
+  if (p.job.training.precision != precision_kind::fp32)
+    out << "  precision: " << to_string(p.job.training.precision)
+        << " autocast of the forward (weights, gradients and optimizer in float32)\n";
 }
 
 void render_optimizer(std::ostringstream& out, const run_plan& p) {
