@@ -198,19 +198,26 @@ def main():
     notes, baselines, troupe = {}, {}, {}
     x, y = load_images(args.data)
 
+    def against_pytorch(key, rounds, pytorch, model, batch, warmup, steps):
+        """PyTorch's loop and troupe's run of the same training, alternated `rounds` times: the
+        best samples/s of each; troupe's None (the reason in notes) when its run failed."""
+        ours, theirs = [], []
+        for _ in range(rounds):
+            theirs.append(pytorch())
+            try:
+                troupe[key] = troupe_bench(args.build, args.data, model, batch, warmup, steps, 1,
+                                           False)
+                ours.append(troupe[key]["troupe"][0]["samples_per_s"])
+            except Exception as e:  # noqa: BLE001  the reason goes into the notes
+                notes[f"{key}_over_pytorch"] = str(e)
+                break
+        if ours:
+            figures[f"{key}_over_pytorch"] = max(ours) / max(theirs)
+        return max(theirs)
+
     # 1. The MLP at batch 128: troupe against PyTorch eager, alternated round by round.
-    pytorch_mlp, troupe_mlp = [], []
-    for _ in range(args.rounds):
-        pytorch_mlp.append(plain_loop(mlp(), x, y, 128, 30, 300))
-        try:
-            troupe["mlp"] = troupe_bench(args.build, args.data, "mlp", 128, 30, 300, 1, False)
-            troupe_mlp.append(troupe["mlp"]["troupe"][0]["samples_per_s"])
-        except Exception as e:  # noqa: BLE001  the reason goes into the notes
-            notes["mlp_over_pytorch"] = str(e)
-            break
-    baselines["pytorch_mlp_b128"] = max(pytorch_mlp)
-    if troupe_mlp:
-        figures["mlp_over_pytorch"] = max(troupe_mlp) / max(pytorch_mlp)
+    baselines["pytorch_mlp_b128"] = against_pytorch(
+        "mlp", args.rounds, lambda: plain_loop(mlp(), x, y, 128, 30, 300), "mlp", 128, 30, 300)
     log("pytorch MLP profile:\n" + profile_table(mlp(), x, y, 128))
 
     # 2. ResNet-18 at batch 256 (scripted for troupe: the same module, the same initial weights).
@@ -218,18 +225,9 @@ def main():
     script = os.path.join(folder, "resnet18.pt")
     torch.manual_seed(1)
     torch.jit.script(resnet18()).save(script)
-    pytorch_resnet, troupe_resnet = [], []
-    for _ in range(max(1, args.rounds - 1)):
-        pytorch_resnet.append(plain_loop(resnet18(), x, y, 256, 10, 60))
-        try:
-            troupe["resnet18"] = troupe_bench(args.build, args.data, script, 256, 10, 60, 1, False)
-            troupe_resnet.append(troupe["resnet18"]["troupe"][0]["samples_per_s"])
-        except Exception as e:  # noqa: BLE001
-            notes["resnet18_over_pytorch"] = str(e)
-            break
-    baselines["pytorch_resnet18_b256"] = max(pytorch_resnet)
-    if troupe_resnet:
-        figures["resnet18_over_pytorch"] = max(troupe_resnet) / max(pytorch_resnet)
+    baselines["pytorch_resnet18_b256"] = against_pytorch(
+        "resnet18", max(1, args.rounds - 1), lambda: plain_loop(resnet18(), x, y, 256, 10, 60),
+        script, 256, 10, 60)
     log("pytorch ResNet-18 profile:\n" + profile_table(resnet18(), x, y, 256))
 
     # 3. Ensembles of MLPs at batch 128, in member-samples/s: troupe's stacked ensemble against
