@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <set>
+#include <string>
 #include <tuple>
 
 namespace troupe {
@@ -26,9 +27,20 @@ at::Tensor own(const torch::jit::Module& m, const char* name) {
   return value.isTensor() ? value.toTensor() : at::Tensor();
 }
 
+// A layer of a known kind whose tensors are not what that kind holds (a class of the user's
+// that happens to share the name).
+[[noreturn]] void refuse_layer(const std::string& name, const std::string& kind,
+                               const std::string& what, const std::string& why) {
+  throw job_error({"/model/init: \"seed\" cannot draw the parameters of " +
+                   (name.empty() ? std::string("the top module") : name) + " (" + kind + ") in " +
+                   what + ": " + why});
+}
+
 // nn.Linear and nn.ConvNd's reset_parameters.
-void kaiming_layer(const torch::jit::Module& m) {
+void kaiming_layer(const torch::jit::Module& m, const std::string& name, const std::string& what) {
   auto weight = own(m, "weight");
+  if (!weight.defined() || weight.dim() < 2)
+    refuse_layer(name, kind_of(m), what, "it has no weight of two or more dimensions");
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (auto bias = own(m, "bias"); bias.defined()) {
     const auto fan_in = std::get<0>(torch::nn::init::_calculate_fan_in_and_fan_out(weight));
@@ -51,13 +63,22 @@ void norm_layer(const torch::jit::Module& m) {
     tracked.zero_();
 }
 
-void embedding_layer(const torch::jit::Module& m) {
+void embedding_layer(const torch::jit::Module& m, const std::string& name,
+                     const std::string& what) {
   auto weight = own(m, "weight");
+  if (!weight.defined() || weight.dim() != 2)
+    refuse_layer(name, "Embedding", what, "its weight is not a matrix");
   weight.normal_(0, 1);
   if (m.hasattr("padding_idx")) {
     const auto padding = m.attr("padding_idx");
-    if (padding.isInt())
-      weight[padding.toInt()].zero_();
+    if (!padding.isInt())
+      return;
+    const auto row = padding.toInt();
+    if (row < 0 || row >= weight.size(0))
+      refuse_layer(name, "Embedding", what,
+                   "its padding_idx " + std::to_string(row) + " is not one of its " +
+                       std::to_string(weight.size(0)) + " rows");
+    weight[row].zero_();
   }
 }
 
@@ -79,18 +100,16 @@ void reinitialize_from_seed(torch::jit::Module& module, const std::string& what)
     const auto& m = named.value;
     const auto kind = kind_of(m);
     if (kaiming.count(kind) > 0)
-      kaiming_layer(m);
+      kaiming_layer(m, named.name, what);
     else if (norms.count(kind) > 0)
       norm_layer(m);
     else if (kind == "Embedding")
-      embedding_layer(m);
+      embedding_layer(m, named.name, what);
     else if (holds_parameters(m))
-      throw job_error({"/model/init: \"seed\" cannot draw the parameters of " +
-                       (named.name.empty() ? std::string("the top module") : named.name) + " (" +
-                       kind + ") in " + what +
-                       ": the layers with PyTorch's rules are Linear, Conv1d/2d/3d and their "
-                       "transposes, BatchNorm, LayerNorm, GroupNorm, InstanceNorm and Embedding; "
-                       "use \"saved\" to start from the file's weights"});
+      refuse_layer(named.name, kind, what,
+                   "the layers with PyTorch's rules are Linear, Conv1d/2d/3d and their "
+                   "transposes, BatchNorm, LayerNorm, GroupNorm, InstanceNorm and Embedding; use "
+                   "\"saved\" to start from the file's weights");
   }
 }
 

@@ -213,6 +213,8 @@ expect 0 "its parameters drawn from the seed" -- "$troupe" validate "$tmp/job.js
   --set "$(model bn_cnn.pt)" --set model.init=seed
 expect 2 '/model/init: "seed" cannot draw the parameters of the top module (Scaled)' -- \
   "$troupe" validate "$tmp/job.json" --set "$(model scaled.pt)" --set model.init=seed
+expect 2 '/model/init: "seed" cannot draw the parameters of the top module (Linear)' -- \
+  "$troupe" validate "$tmp/job.json" --set "$(model fake_linear.pt)" --set model.init=seed
 expect 2 '/model/init: must be "saved" (the file'"'"'s weights) or "seed"' -- \
   "$troupe" validate "$tmp/job.json" --set "$(model mlp.pt)" --set model.init=fresh
 

@@ -9,6 +9,7 @@ OUT_DIR/dropout.pt  an MLP with dropout (runs are not bit-for-bit reproducible)
 OUT_DIR/resnet.pt   a module that is not an nn.Sequential (a residual block)
 OUT_DIR/tabular.pt  an MLP over 20 features, 3 classes, and its data tab_train.pt, tab_test.pt
 OUT_DIR/scaled.pt   a Linear times a parameter of the module's own (model.init "seed" refuses it)
+OUT_DIR/fake_linear.pt  a module named Linear with a 1-d weight (model.init "seed" refuses it)
 and one bad file per refusal the tests check.
 """
 import collections
@@ -87,6 +88,18 @@ class Scaled(nn.Module):  # a parameter of its own, with no PyTorch rule to draw
 
 
 save(Scaled(), "scaled.pt")
+
+
+class Linear(nn.Module):  # shares nn.Linear's name, not its tensors
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(10))
+
+    def forward(self, x):
+        return torch.flatten(x, 1)[:, :10] * self.weight
+
+
+save(Linear(), "fake_linear.pt")
 torch.manual_seed(seed)
 save(nn.Sequential(nn.Flatten(), nn.Linear(784, 5)), "five_outputs.pt")
 save(nn.Sequential(nn.Flatten(), nn.Linear(100, 10)), "wrong_input.pt")
