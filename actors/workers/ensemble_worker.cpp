@@ -58,6 +58,7 @@ void evaluate(self_pointer self, int64_t step) {
                      1,
                      r.loss_sum,
                      r.correct};
+  report.confusion = r.confusion;
   self->send(st.driver, std::move(report));
   if (st.plan->snapshots())
     self->send(st.driver, snapshot_atom_v, evaluated_weights{step, 0, st.engine->weights()});

@@ -9,6 +9,7 @@
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/train/autocast_scope.hpp"
+#include "core/train/confusion.hpp"
 #include "core/train/replica_engine.hpp"
 
 #include <ATen/ATen.h>
@@ -144,6 +145,7 @@ ensemble_evaluation ensemble_engine::evaluate(const labeled_images& set) const {
                                torch::nn::functional::NLLLossFuncOptions().reduction(torch::kSum))
                                .item<double>();
     r.ensemble_correct += probabilities.argmax(1).eq(labels).sum().item<int64_t>();
+    add_confusion(r.confusion, probabilities, labels, probabilities.size(1));
     r.count += n;
   }
   return r;

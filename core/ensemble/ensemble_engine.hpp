@@ -28,6 +28,8 @@ struct ensemble_evaluation {
   double ensemble_loss_sum = 0;  ///< of the averaged probabilities
   int64_t ensemble_correct = 0;  ///< argmax of the averaged probabilities
   int64_t count = 0;
+  /// The averaged prediction's confusion counts (core/train/confusion).
+  std::vector<int64_t> confusion;
 };
 
 class ensemble_engine {

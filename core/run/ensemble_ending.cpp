@@ -23,7 +23,7 @@ void evaluate_test_set(const run_plan& plan, const ensemble_engine& engine,
       options.metrics->write(to_json(e));
   }
   record_test_evaluation(plan, options, report, step, "final", r.ensemble_loss_sum,
-                         static_cast<double>(r.ensemble_correct), r.count, eval_s);
+                         static_cast<double>(r.ensemble_correct), r.count, eval_s, r.confusion);
 }
 
 }  // namespace

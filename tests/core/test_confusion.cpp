@@ -3,6 +3,7 @@
 // nothing; the run tracker keeps the last complete evaluation's for the end of the run.
 #include "core/config/parse_job.hpp"
 #include "core/data/synthetic.hpp"
+#include "core/ensemble/ensemble_engine.hpp"
 #include "core/metrics/record_reader.hpp"
 #include "core/train/confusion.hpp"
 #include "core/train/engine_plans.hpp"
@@ -94,5 +95,24 @@ TEST_SUITE("report") {
       }
     }
     CHECK(confusions == 1);
+  }
+
+  TEST_CASE("a stacked ensemble counts its averaged prediction") {
+    const auto job =
+        parse_job({{"seed", 6},
+                   {"data", {{"type", "synthetic"}, {"train_samples", 256}, {"test_samples", 200}}},
+                   {"model", {{"hidden", {16}}}},
+                   {"ensemble", {{"members", 3}}},
+                   {"training", {{"steps", 3}, {"batch_size", 32}}}});
+    const auto data = std::make_shared<const dataset>(make_synthetic(256, 200, 1.0, 6));
+    ensemble_engine engine(ensemble_plan_of(job), data);
+    engine.step(0, job.optimizer.lr);
+    const auto r = engine.evaluate(data->test);
+    REQUIRE(r.confusion.size() == static_cast<std::size_t>(data->classes * data->classes));
+    CHECK(std::accumulate(r.confusion.begin(), r.confusion.end(), int64_t{0}) == 200);
+    int64_t diagonal = 0;
+    for (int64_t c = 0; c < data->classes; ++c)
+      diagonal += r.confusion[static_cast<std::size_t>(c * (data->classes + 1))];
+    CHECK(diagonal == r.ensemble_correct);
   }
 }

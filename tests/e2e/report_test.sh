@@ -43,6 +43,8 @@ grep -q 'id="plan"' "$tmp/sync/report.html" && pass || fail "sync: the plan is n
 grep -q 'id="confusion"' "$tmp/sync/report.html" && pass || fail "sync: no confusion matrix"
 grep -q 'id="per_class"' "$tmp/pipeline/report.html" && pass ||
   fail "pipeline: no per-class accuracy"
+grep -q 'id="confusion"' "$tmp/ensemble/report.html" && pass ||
+  fail "ensemble: no confusion matrix of the averaged prediction"
 /usr/bin/python3 - "$tmp/sync" <<'PY' && pass || fail "sync: the confusion record does not match the summary"
 import json, sys
 folder = sys.argv[1]
