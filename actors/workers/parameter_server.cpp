@@ -1,5 +1,6 @@
 #include "actors/workers/parameter_server.hpp"
 
+#include "actors/workers/evaluation_report.hpp"
 #include "core/collective/compact_encoding.hpp"
 #include "core/train/replica_engine.hpp"
 #include "messages/error_code.hpp"
@@ -46,9 +47,7 @@ void evaluate(self_pointer self, int64_t step) {
   auto r = engine.evaluate(set, {0, set.size()});
   const double eval_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  eval_report report{0, step, r.loss_sum, r.metric_sum, r.count, eval_s};
-  report.confusion = std::move(r.confusion);
-  self->send(st.driver, std::move(report));
+  self->send(st.driver, evaluation_report(0, step, std::move(r), eval_s));
   if (st.context->plan->snapshots())
     self->send(st.driver, snapshot_atom_v, evaluated_weights{step, 0, engine.weights().clone()});
 }

@@ -1,6 +1,7 @@
 // A replica worker when the membership changes (messages/membership.hpp): a regroup's note,
 // the state it hands over or takes over, the digest of its weights after a join, and an
 // evaluation done again over the live replicas.
+#include "actors/workers/evaluation_report.hpp"
 #include "actors/workers/replica_worker_state.hpp"
 #include "core/run/replica_digests.hpp"
 #include "messages/error_code.hpp"
@@ -96,11 +97,8 @@ void evaluate_again(self_pointer self, int64_t step) {
   auto& st = self->state;
   ensure_engine(st);
   const auto start = clock_type::now();
-  auto r = st.engine->evaluate();
-  eval_report report{st.rank, step, r.loss_sum, r.metric_sum, r.count, seconds_since(start),
-                     st.live};
-  report.confusion = std::move(r.confusion);
-  tell_driver(self, std::move(report));
+  tell_driver(
+      self, evaluation_report(st.rank, step, st.engine->evaluate(), seconds_since(start), st.live));
   if (st.position == 0 && st.plan->snapshots())
     tell_driver(self, snapshot_atom_v, evaluated_weights{step, 0, cpu_copy(*st.engine)});
 }

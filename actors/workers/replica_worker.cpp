@@ -1,5 +1,6 @@
 #include "actors/workers/replica_worker.hpp"
 
+#include "actors/workers/evaluation_report.hpp"
 #include "actors/workers/replica_reducers.hpp"
 #include "actors/workers/replica_worker_state.hpp"
 #include "actors/workers/worker_faults.hpp"
@@ -33,12 +34,8 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
               outcome.evaluate || checkpoint || outcome.last);
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
-    auto r = st.engine->evaluate();
-    eval_report report{st.rank,      outcome.step, r.loss_sum,
-                       r.metric_sum, r.count,      seconds_since(eval_start),
-                       st.live};
-    report.confusion = std::move(r.confusion);
-    tell_driver(self, std::move(report));
+    tell_driver(self, evaluation_report(st.rank, outcome.step, st.engine->evaluate(),
+                                        seconds_since(eval_start), st.live));
     // Replicas hold the same weights at an evaluation: the first live one's stand for all.
     if (st.position == 0 && st.plan->snapshots())
       tell_driver(self, snapshot_atom_v, evaluated_weights{outcome.step, 0, cpu_copy(*st.engine)});

@@ -1,5 +1,6 @@
 #include "actors/workers/stage_worker.hpp"
 
+#include "actors/workers/evaluation_report.hpp"
 #include "actors/workers/worker_faults.hpp"
 #include "core/errors.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
@@ -146,10 +147,8 @@ void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Te
   add_counts(st.eval.confusion, r.confusion);
   if (++st.eval_chunks_seen < st.engine->eval_chunks())
     return;
-  eval_report report{st.worker,          step,          st.eval.loss_sum,
-                     st.eval.metric_sum, st.eval.count, seconds_since(st.eval_began)};
-  report.confusion = std::move(st.eval.confusion);
-  self->send(st.driver, std::move(report));
+  self->send(st.driver,
+             evaluation_report(st.worker, step, std::move(st.eval), seconds_since(st.eval_began)));
   st.eval = {};
   st.eval_chunks_seen = 0;
 }

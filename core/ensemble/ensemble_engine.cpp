@@ -62,12 +62,8 @@ at::Tensor ensemble_engine::to_device(const at::Tensor& host) const {
 }
 
 at::Tensor ensemble_engine::forward(const at::Tensor& inputs, bool per_member) const {
-  at::Tensor logits;
-  {
-    const autocast_scope lower(training_.precision, inputs.device().type());
-    logits = model_.forward(inputs, per_member);
-  }
-  return logits.scalar_type() == at::kFloat ? logits : logits.to(at::kFloat);
+  return in_precision(training_.precision, inputs.device().type(),
+                      [&] { return model_.forward(inputs, per_member); });
 }
 
 double ensemble_engine::step(int64_t step, double lr) {

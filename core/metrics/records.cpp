@@ -136,17 +136,22 @@ nlohmann::json to_json(const node_joined& r) {
           {"t", r.t}};
 }
 
+std::vector<int64_t> class_rows(const confusion& r) {
+  const auto k = static_cast<std::size_t>(r.classes);
+  std::vector<int64_t> rows(k, 0);
+  for (std::size_t truth = 0; truth < k; ++truth)
+    for (std::size_t p = 0; p < k; ++p)
+      rows[truth] += r.counts.at(truth * k + p);
+  return rows;
+}
+
 std::vector<std::optional<double>> per_class_accuracy(const confusion& r) {
-  std::vector<std::optional<double>> accuracy(static_cast<std::size_t>(r.classes));
-  for (int64_t truth = 0; truth < r.classes; ++truth) {
-    int64_t rows = 0;
-    for (int64_t p = 0; p < r.classes; ++p)
-      rows += r.counts.at(static_cast<std::size_t>(truth * r.classes + p));
-    if (rows > 0)
-      accuracy[static_cast<std::size_t>(truth)] =
-          static_cast<double>(r.counts.at(static_cast<std::size_t>(truth * (r.classes + 1)))) /
-          static_cast<double>(rows);
-  }
+  const auto rows = class_rows(r);
+  std::vector<std::optional<double>> accuracy(rows.size());
+  for (std::size_t truth = 0; truth < rows.size(); ++truth)
+    if (rows[truth] > 0)
+      accuracy[truth] = static_cast<double>(r.counts.at(truth * (rows.size() + 1))) /
+                        static_cast<double>(rows[truth]);
   return accuracy;
 }
 

@@ -226,6 +226,8 @@ nlohmann::json to_json(const step_redone& r);
 nlohmann::json to_json(const node_joined& r);
 nlohmann::json to_json(const replicas_checked& r);
 nlohmann::json to_json(const confusion& r);
+/// How many rows of each true class the matrix counts (its rows' sums).
+std::vector<int64_t> class_rows(const confusion& r);
 /// Each true class's share of its rows predicted right (the diagonal over the row's sum);
 /// nothing for a class with no rows.
 std::vector<std::optional<double>> per_class_accuracy(const confusion& r);

@@ -51,12 +51,6 @@ std::string load_failure(const std::string& path, const std::string& message,
   return path + ": LibTorch cannot read it as a TorchScript module (" + line + ")" + hint;
 }
 
-// "__torch__.torch.nn.modules.linear.Linear" -> "Linear"; "__torch__.ResBlock" -> "ResBlock".
-std::string type_name(const torch::jit::Module& m) {
-  const auto name = m.type()->name();
-  return name ? name->name() : std::string("module");
-}
-
 // LibTorch 1.13 builds a tensor over whatever storage the archive names, even one shorter than
 // the tensor's shape and strides reach (it then reads past it on first use).
 bool inside_its_storage(const at::Tensor& t) {
@@ -181,7 +175,7 @@ at::Tensor network::forward(const at::Tensor& input) {
 }
 
 bool network::is_sequential() const {
-  return !script_ || !children_.empty() || type_name(*script_) == "Sequential";
+  return !script_ || !children_.empty() || script_kind(*script_) == "Sequential";
 }
 
 network network::slice(int64_t begin, int64_t end) const {
@@ -302,7 +296,7 @@ std::vector<layer_summary> network::layers() const {
     int64_t buffers = 0;
     for (const auto& b : child.value.buffers())
       buffers += b.numel();
-    rows.push_back({child.name, type_name(child.value), params, buffers});
+    rows.push_back({child.name, script_kind(child.value), params, buffers});
   }
   return rows;
 }

@@ -1,6 +1,7 @@
 #include "core/model/script_init.hpp"
 
 #include "core/errors.hpp"
+#include "core/model/script_layers.hpp"
 
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/init.h>
@@ -12,12 +13,6 @@
 
 namespace troupe {
 namespace {
-
-// "__torch__.torch.nn.modules.linear.Linear" -> "Linear"
-std::string kind_of(const torch::jit::Module& m) {
-  const auto name = m.type()->name();
-  return name ? name->name() : std::string("module");
-}
 
 // The module's own parameters (not its children's), by name.
 at::Tensor own(const torch::jit::Module& m, const char* name) {
@@ -40,7 +35,7 @@ at::Tensor own(const torch::jit::Module& m, const char* name) {
 void kaiming_layer(const torch::jit::Module& m, const std::string& name, const std::string& what) {
   auto weight = own(m, "weight");
   if (!weight.defined() || weight.dim() < 2)
-    refuse_layer(name, kind_of(m), what, "it has no weight of two or more dimensions");
+    refuse_layer(name, script_kind(m), what, "it has no weight of two or more dimensions");
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (auto bias = own(m, "bias"); bias.defined()) {
     const auto fan_in = std::get<0>(torch::nn::init::_calculate_fan_in_and_fan_out(weight));
@@ -98,7 +93,7 @@ void reinitialize_from_seed(torch::jit::Module& module, const std::string& what)
   torch::NoGradGuard no_grad;
   for (const auto& named : module.named_modules()) {
     const auto& m = named.value;
-    const auto kind = kind_of(m);
+    const auto kind = script_kind(m);
     if (kaiming.count(kind) > 0)
       kaiming_layer(m, named.name, what);
     else if (norms.count(kind) > 0)

@@ -27,8 +27,8 @@ struct child_reader {
   std::string what;
 
   [[noreturn]] void refuse(const std::string& why) const {
-    throw job_error({fmt::format("/ensemble: {}: layer {} ({}) cannot be stacked: {}", what, name,
-                                 kind, why)});
+    throw job_error(
+        {fmt::format("/ensemble: {}: layer {} ({}) cannot be stacked: {}", what, name, kind, why)});
   }
 
   // A module's setting: TorchScript keeps nn's __constants__ on the class type.
@@ -79,8 +79,9 @@ struct child_reader {
     if (pair("stride") != std::vector<int64_t>{1, 1} ||
         pair("dilation") != std::vector<int64_t>{1, 1} || integer("groups") != 1 ||
         constant("padding_mode").toStringRef() != "zeros" || pad[0] != pad[1])
-      refuse("the stacked convolution takes stride 1, dilation 1, groups 1 and the same zero "
-             "padding on every side");
+      refuse(
+          "the stacked convolution takes stride 1, dilation 1, groups 1 and the same zero "
+          "padding on every side");
     auto options =
         torch::nn::Conv2dOptions(weight.size(1), weight.size(0), {weight.size(2), weight.size(3)})
             .padding(pad[0]);
@@ -133,16 +134,11 @@ struct child_reader {
   }
 };
 
-std::string kind_of(const torch::jit::Module& m) {
-  const auto name = m.type()->name();
-  return name ? name->name() : std::string("module");
-}
-
 }  // namespace
 
 torch::nn::Sequential stackable_layers(const torch::jit::Module& sequential,
                                        const std::string& what) {
-  if (kind_of(sequential) != "Sequential")
+  if (script_kind(sequential) != "Sequential")
     throw job_error({"/ensemble: " + what +
                      ": a stacked ensemble stacks the children of an nn.Sequential; this "
                      "module's forward is its own code"});
@@ -152,10 +148,15 @@ torch::nn::Sequential stackable_layers(const torch::jit::Module& sequential,
                      stackable_kinds});
   torch::nn::Sequential layers;
   for (const auto& child : sequential.named_children()) {
-    const child_reader reader{child.value, child.name, kind_of(child.value), what};
+    const child_reader reader{child.value, child.name, script_kind(child.value), what};
     layers->push_back(child.name, reader.rebuilt());
   }
   return layers;
+}
+
+std::string script_kind(const torch::jit::Module& m) {
+  const auto name = m.type()->name();
+  return name ? name->name() : std::string("module");
 }
 
 }  // namespace troupe

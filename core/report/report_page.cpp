@@ -200,13 +200,11 @@ std::string classes_section(const run_history& h) {
       "<table id=\"per_class\"><tr><th>class</th><th>rows</th><th>accuracy</th></tr>",
       echo(c.split), c.step, c.weights.empty() ? "" : " (" + echo(c.weights) + " weights)");
   const auto k = static_cast<std::size_t>(c.classes);
+  const auto rows = records::class_rows(c);
   for (std::size_t truth = 0; truth < k; ++truth) {
-    int64_t rows = 0;
-    for (std::size_t p = 0; p < k; ++p)
-      rows += c.counts[truth * k + p];
     out += fmt::format(
         "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-        truth, rows, accuracy[truth] ? fmt::format("{:.2f}%", *accuracy[truth] * 100) : "-");
+        truth, rows[truth], accuracy[truth] ? fmt::format("{:.2f}%", *accuracy[truth] * 100) : "-");
   }
   out += "</table>";
   if (c.classes > 30)
@@ -216,13 +214,11 @@ std::string classes_section(const run_history& h) {
     out += fmt::format("<th>{}</th>", p);
   out += "</tr>";
   for (std::size_t truth = 0; truth < k; ++truth) {
-    int64_t rows = 0;
-    for (std::size_t p = 0; p < k; ++p)
-      rows += c.counts[truth * k + p];
     out += fmt::format("<tr><th>{}</th>", truth);
     for (std::size_t p = 0; p < k; ++p) {
       const auto n = c.counts[truth * k + p];
-      const double share = rows > 0 ? static_cast<double>(n) / static_cast<double>(rows) : 0.0;
+      const double share =
+          rows[truth] > 0 ? static_cast<double>(n) / static_cast<double>(rows[truth]) : 0.0;
       out += fmt::format("<td class=\"num\" style=\"background:rgba({},{:.3f})\">{}</td>",
                          p == truth ? "40,140,60" : "200,60,40", share, n);
     }

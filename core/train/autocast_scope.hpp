@@ -9,6 +9,7 @@
 
 #include "core/job/job_config.hpp"
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 
 namespace troupe {
@@ -27,5 +28,16 @@ class autocast_scope {
   bool was_enabled_ = false;
   c10::ScalarType was_dtype_ = c10::ScalarType::Float;
 };
+
+/// `forward()` under an autocast_scope, its output widened to float32 for the loss.
+template <class Forward>
+at::Tensor in_precision(precision_kind precision, c10::DeviceType device, Forward&& forward) {
+  at::Tensor out;
+  {
+    const autocast_scope lower(precision, device);
+    out = forward();
+  }
+  return out.scalar_type() == at::kFloat ? out : out.to(at::kFloat);
+}
 
 }  // namespace troupe

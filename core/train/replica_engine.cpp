@@ -54,15 +54,6 @@ replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
 
 replica_engine::~replica_engine() = default;
 
-at::Tensor replica_engine::precise_forward(const at::Tensor& input, int64_t step, int64_t part) {
-  at::Tensor out;
-  {
-    const autocast_scope lower(training_.precision, input.device().type());
-    out = forward(input, step, part);
-  }
-  return out.scalar_type() == at::kFloat ? out : out.to(at::kFloat);
-}
-
 at::Tensor replica_engine::forward(const at::Tensor& input, int64_t step, int64_t part) {
   if (!draws_)
     return model_.forward(input);
@@ -118,7 +109,10 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
     prefetched_ = fetch(step + 1);
   flat_->grads().zero_();
   model_.set_training(true);
-  auto loss = mean_loss(training_.loss, precise_forward(b.images, step, 0), b.labels);
+  auto loss = mean_loss(training_.loss,
+                        in_precision(training_.precision, b.images.device().type(),
+                                     [&] { return forward(b.images, step, 0); }),
+                        b.labels);
   const auto unscaled = loss.detach();
   const bool scaled = scale_to_global && rows_.size() != global_batch_;
   const double share = static_cast<double>(rows_.size()) / static_cast<double>(global_batch_);
@@ -228,7 +222,8 @@ evaluation_result replica_engine::evaluate(const labeled_images& set, row_range 
       labels = transfer_->upload(labels);
     }
     // Evaluations draw from streams of their own (step -1), should the model draw in eval().
-    const auto logits = precise_forward(images, -1, begin);
+    const auto logits = in_precision(training_.precision, images.device().type(),
+                                     [&] { return forward(images, -1, begin); });
     const auto sums = summed_loss(training_.loss, logits, labels);
     if (training_.loss == loss_kind::cross_entropy)
       add_confusion(result.confusion, logits, labels, data_->classes);

@@ -109,9 +109,6 @@ class replica_engine {
   /// The model's forward; one that draws random numbers draws them seeded by (seed, rank, step,
   /// part) under core/model/random_draws.
   at::Tensor forward(const at::Tensor& input, int64_t step, int64_t part);
-  /// forward() in the job's precision (core/train/autocast_scope), its output widened to
-  /// float32 for the loss.
-  at::Tensor precise_forward(const at::Tensor& input, int64_t step, int64_t part);
 
   int64_t rank_;
   int64_t position_;  ///< among the live replicas (the rank while none was lost)

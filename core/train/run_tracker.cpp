@@ -140,8 +140,9 @@ std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int
   write(to_json(records::eval{step, rules_.epoch_of(step), split, loss, accuracy, round.count,
                               round.max_eval_s, elapsed_s(), "", options_.metric}));
   if (!round.confusion.empty() && (!last_confusion_ || step >= last_confusion_->step))
-    last_confusion_ =
-        records::confusion{step, split, confusion_classes(round.confusion), round.confusion};
+    last_confusion_ = records::confusion{
+        step,           split,  confusion_classes(round.confusion), round.confusion,
+        /*weights=*/"", /*t=*/0};  // t: stamped when recorded
   evals_.erase(step);
   auto p = snapshot();
   p.evaluation = true;
