@@ -11,20 +11,23 @@ set -euo pipefail
 # libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/links/tls_session.hpp).
 # libcsv-dev: data.type csv (core/data/csv_table). libpng-dev, libturbojpeg0-dev: data.type
 # image_folder decodes PNG and JPEG with them (core/data/image_decode).
+# pybind11-dev, python3-dev: the Python module (python/), built for Debian's python3.
 # dpkg-dev and file: `cpack -G DEB` finds the program's Depends with dpkg-shlibdeps, on the files
 # `file` says are ELF (tests/e2e/install_test.sh makes the packages).
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
   doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
-  libssl-dev libmicrohttpd-dev libcsv-dev libpng-dev libturbojpeg0-dev dpkg-dev file)
-# --tests: what the tests call besides troupe: PyTorch for the weight checks, NumPy and PIL
+  libssl-dev libmicrohttpd-dev libcsv-dev libpng-dev libturbojpeg0-dev dpkg-dev file pybind11-dev
+  python3-dev)
+# --tests: what the tests call besides troupe: PyTorch for the weight checks (and the Python
+# module's load_model), pandas for the module's tables, NumPy and PIL
 # (python3-pil) to write the arrays and image folders the data tests train on, Chromium for the
 # report pages, iproute2 (ip, tc) for the black-hole link, procps (pgrep, pkill) for processes a
 # test must find, time (/usr/bin/time) for peak memory, Slurm (slurmctld, slurmd, slurm-client)
 # and munge for the sbatch example's test; util-linux (unshare, nsenter, mount, fallocate) is in
 # every Debian.
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch python3-numpy python3-pil chromium iproute2 procps time slurmctld slurmd
-    slurm-client munge)
+  packages+=(python3-torch python3-pandas python3-numpy python3-pil chromium iproute2 procps time
+    slurmctld slurmd slurm-client munge)
 fi
 missing=()
 for p in "${packages[@]}"; do

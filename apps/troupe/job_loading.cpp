@@ -33,8 +33,13 @@ std::string blamed_source(const job_source& source, const std::string& problem) 
 
 nlohmann::json load_job_json(const job_source& source) {
   auto json = read_json_file(source.path);
+  apply_overrides(json, source.sets);
+  return json;
+}
+
+void apply_overrides(nlohmann::json& json, const std::vector<std::string>& sets) {
   std::vector<std::string> problems;
-  for (const auto& assignment : source.sets) {
+  for (const auto& assignment : sets) {
     try {
       apply_override(json, assignment);
     } catch (const job_error& e) {
@@ -43,7 +48,6 @@ nlohmann::json load_job_json(const job_source& source) {
   }
   if (!problems.empty())
     throw job_error(std::move(problems));
-  return json;
 }
 
 job_config load_job(const job_source& source) {

@@ -7,11 +7,16 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace troupe {
 
 /// The job file's JSON with the --set overrides applied; throws job_error.
 nlohmann::json load_job_json(const job_source& source);
+
+/// Applies --set assignments to `json` in order; throws job_error listing each that does not.
+void apply_overrides(nlohmann::json& json, const std::vector<std::string>& sets);
 
 /// Where a validation problem ("/optimizer/lrr: unknown key ...") came from: the last --set
 /// that wrote that key or an object holding it ("--set optimizer.lrr=1"), else the job file.

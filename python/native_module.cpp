@@ -1,0 +1,174 @@
+// troupe._native: the in-process half of the Python module (python/troupe/__init__.py is the
+// rest). A Run plans its job and claims its folder when made (a bad job raises JobError, naming
+// every problem, before anything is written), then trains on a thread of its own, exactly as
+// `troupe run` would, into the same folder. Python never runs on that thread: records are read
+// back from the folder's metrics.jsonl, and Python's side waits in slices with the GIL released,
+// so that Ctrl-C reaches it and becomes stop().
+#include "apps/troupe/commands.hpp"
+#include "apps/troupe/job_loading.hpp"
+#include "apps/troupe/single_run.hpp"
+#include "core/data/data_source.hpp"
+#include "core/errors.hpp"
+#include "core/run/run_plan.hpp"
+#include "core/suite/suite_config.hpp"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace py = pybind11;
+
+namespace troupe {
+namespace {
+
+// A job given from Python: JSON text (a dict dumped) or a file's path, with --set assignments.
+job_request request_of(const std::string& job_text, const std::string& job_path,
+                       const std::vector<std::string>& sets) {
+  if (!job_path.empty()) {
+    run_command cmd;
+    cmd.job = job_source{job_path, sets};
+    return read_job_request(cmd);
+  }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(job_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw job_error({std::string("the job is not JSON: ") + e.what()});
+  }
+  return job_request_from_json("the job", std::move(json), sets);
+}
+
+class native_run {
+ public:
+  native_run(const std::string& job_text, const std::string& job_path,
+             const std::vector<std::string>& sets, const std::string& out, bool force) {
+    cmd_.job = job_source{job_path, sets};
+    cmd_.out = out;
+    cmd_.force = force;
+    cmd_.quiet = true;
+    {
+      py::gil_scoped_release unlocked;
+      auto request = request_of(job_text, job_path, sets);
+      if (is_suite(request.json))
+        throw job_error(
+            {"a suite runs its jobs as processes: troupe.run() hands it to the "
+             "troupe program"});
+      run_.emplace(prepare_single_run(cmd_, std::move(request)));
+    }
+    worker_ = std::thread([this] {
+      auto result = complete_single_run(cmd_, *run_, stop_);
+      std::lock_guard<std::mutex> lock(mutex_);
+      result_ = std::move(result);
+      done_ = true;
+      changed_.notify_all();
+    });
+  }
+
+  // Dropped while it trains: asked to stop after its step, and waited for, so that its folder
+  // is left whole (weights and summary.json written) rather than cut off.
+  ~native_run() {
+    stop_.store(true);
+    py::gil_scoped_release unlocked;
+    if (worker_.joinable())
+      worker_.join();
+  }
+
+  native_run(const native_run&) = delete;
+  native_run& operator=(const native_run&) = delete;
+
+  std::string folder() const { return run_->dir->path(); }
+  std::string plan_text() const { return render_plan(run_->plan); }
+
+  /// Waits up to `seconds` for the run to end; true when it has.
+  bool wait(double seconds) {
+    py::gil_scoped_release unlocked;
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::duration<double>(seconds),
+                             [this] { return done_; });
+  }
+
+  void stop() { stop_.store(true); }
+
+  bool done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+
+  /// Why summary.json could not be written ("" when it was); only once done.
+  std::string summary_error() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_ ? result_.summary_error : std::string();
+  }
+
+ private:
+  run_command cmd_;
+  std::optional<single_run> run_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;
+  single_run_result result_;
+  std::thread worker_;
+};
+
+std::string plan_of(const std::string& job_text, const std::string& job_path,
+                    const std::vector<std::string>& sets) {
+  py::gil_scoped_release unlocked;
+  auto request = request_of(job_text, job_path, sets);
+  if (is_suite(request.json))
+    throw job_error(
+        {"a suite is validated by the troupe program: troupe.validate() hands it "
+         "there"});
+  const auto job = parse_loaded_job(request.source, request.json);
+  // The data files' headers, as `troupe validate` reads them: a missing file is found now.
+  return render_plan(make_run_plan(job, read_data_facts(job.data)));
+}
+
+bool is_suite_job(const std::string& job_text, const std::string& job_path) {
+  py::gil_scoped_release unlocked;
+  return is_suite(request_of(job_text, job_path, {}).json);
+}
+
+}  // namespace
+}  // namespace troupe
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "troupe's runs in this process (use the troupe package, not this module)";
+  // Problems with the job (every one, each naming its key) or with a data file read to plan.
+  static py::exception<troupe::job_error> job_error(m, "JobError", PyExc_ValueError);
+  static py::exception<troupe::data_error> data_error(m, "DataError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const troupe::job_error& e) {
+      std::string text;
+      for (const auto& problem : e.problems())
+        text += (text.empty() ? "" : "\n") + problem;
+      job_error(text.c_str());
+    } catch (const troupe::data_error& e) {
+      data_error(e.what());
+    }
+  });
+  py::class_<troupe::native_run>(m, "Run")
+      .def(py::init<const std::string&, const std::string&, const std::vector<std::string>&,
+                    const std::string&, bool>(),
+           py::arg("job_text"), py::arg("job_path"), py::arg("sets"), py::arg("out"),
+           py::arg("force"))
+      .def_property_readonly("folder", &troupe::native_run::folder)
+      .def_property_readonly("plan", &troupe::native_run::plan_text)
+      .def("wait", &troupe::native_run::wait, py::arg("seconds"))
+      .def("stop", &troupe::native_run::stop)
+      .def("done", &troupe::native_run::done)
+      .def("summary_error", &troupe::native_run::summary_error);
+  m.def("validate", &troupe::plan_of, py::arg("job_text"), py::arg("job_path"), py::arg("sets"));
+  m.def("is_suite", &troupe::is_suite_job, py::arg("job_text"), py::arg("job_path"));
+  m.attr("version") = TROUPE_VERSION;
+  m.attr("binary_candidates") =
+      std::vector<std::string>{TROUPE_BUILD_BINARY, TROUPE_INSTALLED_BINARY};
+}

@@ -1,0 +1,187 @@
+"""troupe from Python: run a job, follow its records, read its folder, load its model.
+
+    import troupe
+    summary = troupe.run({"name": "mlp", "training": {"steps": 200}}, out="runs/mlp")
+    print(summary["status"], summary["test_accuracy"])
+    frames = troupe.read_run("runs/mlp").metrics   # {"step": DataFrame, "eval": DataFrame, ...}
+    model = troupe.load_model("runs/mlp")          # a torch.nn.Module with the final weights
+
+A job is a dict (the job file's JSON) or the path of a job file; `sets` are `--set`
+assignments ("optimizer.lr=0.05"). A single job runs in this process, exactly as `troupe run`
+runs it, into the same folder; a suite, or a job across node processes (`local_nodes`), runs
+the troupe program. A bad job raises JobError (a ValueError) naming every problem before
+anything is written. Ctrl-C while waiting stops the run after its step, as in the terminal,
+leaving its folder whole, and is raised again as KeyboardInterrupt.
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from . import _native
+from ._folders import RunFolder, SuiteFolder, read_records, read_run, read_suite
+from ._models import load_model
+
+JobError = _native.JobError
+DataError = _native.DataError
+__version__ = _native.version
+
+__all__ = ["run", "start", "validate", "Run", "JobError", "DataError", "RunFolder",
+           "SuiteFolder", "read_run", "read_suite", "read_records", "load_model", "binary"]
+
+
+def _job_args(job):
+    """(job_text, job_path): a dict as JSON text, a path as it is."""
+    if isinstance(job, dict):
+        return json.dumps(job), ""
+    if isinstance(job, (str, os.PathLike)):
+        return "", os.fspath(job)
+    raise TypeError(f"a job is a dict or a job file's path, not {type(job).__name__}")
+
+
+def binary():
+    """The troupe program: $TROUPE_BINARY, else the one built or installed with this module,
+    else `troupe` on PATH."""
+    candidates = [os.environ.get("TROUPE_BINARY", "")] + list(_native.binary_candidates)
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    found = shutil.which("troupe")
+    if found:
+        return found
+    raise FileNotFoundError("the troupe program is not built or installed beside this module "
+                            "and not on PATH; set TROUPE_BINARY")
+
+
+def _with_job_file(job, action):
+    """Calls action(path) with the job as a file: its own path, or a temporary copy of a dict."""
+    text, path = _job_args(job)
+    if path:
+        return action(path)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="troupe-job-") as f:
+        f.write(text)
+        f.flush()
+        return action(f.name)
+
+
+def _checked_sets(sets):
+    if isinstance(sets, (str, bytes)):
+        raise TypeError("sets is a list of --set assignments, e.g. [\"optimizer.lr=0.05\"]")
+    return [str(s) for s in sets]
+
+
+def _set_args(sets):
+    args = []
+    for s in sets:
+        args += ["--set", s]
+    return args
+
+
+def validate(job, sets=()):
+    """The plan `troupe validate` prints, as text; raises JobError (or DataError) otherwise."""
+    text, path = _job_args(job)
+    sets = _checked_sets(sets)
+    if not _native.is_suite(text, path):
+        return _native.validate(text, path, sets)
+
+    def check(file):
+        done = subprocess.run([binary(), "validate", file] + _set_args(sets),
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise JobError(done.stderr.strip())
+        return done.stdout
+    return _with_job_file(job, check)
+
+
+class Run:
+    """A single job training in this process (see start()). Its folder exists from the start;
+    `records()` follows its metrics.jsonl, `wait()` returns summary.json's contents."""
+
+    def __init__(self, job, out=None, sets=(), force=False):
+        text, path = _job_args(job)
+        self._native = _native.Run(text, path, _checked_sets(sets), os.fspath(out or ""),
+                                   bool(force))
+        self.folder = self._native.folder
+        self.plan = self._native.plan
+
+    def done(self):
+        return self._native.done()
+
+    def stop(self):
+        """Asks the run to stop after its step (as Ctrl-C does); wait() then returns its
+        summary, status "failed" with "interrupted after N steps" as the error."""
+        self._native.stop()
+
+    def wait(self, timeout=None):
+        """Waits for the run to end and returns its summary (a dict); None if `timeout` seconds
+        passed first. Ctrl-C stops the run, waits for it to end whole, and raises
+        KeyboardInterrupt."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while not self._native.wait(0.1):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+        except KeyboardInterrupt:
+            self.stop()
+            while not self._native.wait(0.1):
+                pass
+            raise
+        problem = self._native.summary_error()
+        if problem:
+            raise OSError(f"{self.folder}: summary.json could not be written: {problem}")
+        return read_run(self.folder).summary
+
+    def records(self, poll=0.1):
+        """Each record of metrics.jsonl (a dict) as the run writes it, until the run ends."""
+        yield from read_records(os.path.join(self.folder, "metrics.jsonl"), follow=self.done,
+                                poll=poll)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        self._native.wait(1e9)
+        return False
+
+
+def start(job, out=None, sets=(), force=False):
+    """Plans a single job, claims its folder (`out`, default runs/NAME-TIMESTAMP; an existing
+    one only with force) and starts training it in this process; returns its Run."""
+    return Run(job, out=out, sets=sets, force=force)
+
+
+def run(job, out=None, sets=(), force=False, local_nodes=0, quiet=True):
+    """Runs a job to its end and returns its summary.json as a dict (a suite's summary for a
+    suite; status "failed" with the cause for a run that failed). A single job runs in this
+    process; a suite, or a job over `local_nodes` node processes, runs the troupe program
+    (its output shown unless quiet)."""
+    text, path = _job_args(job)
+    sets = _checked_sets(sets)
+    if not local_nodes and not _native.is_suite(text, path):
+        return start(job, out=out, sets=sets, force=force).wait()
+    if not out:
+        raise ValueError("a suite or a job over nodes from Python needs out= (its folder)")
+
+    def launch(file):
+        command = [binary(), "run", file, "--out", os.fspath(out)] + _set_args(sets)
+        if force:
+            command.append("--force")
+        if local_nodes:
+            command += ["--local-nodes", str(int(local_nodes))]
+        output = subprocess.PIPE if quiet else None
+        child = subprocess.Popen(command, stdout=output, stderr=output, text=True)
+        try:
+            stdout, stderr = child.communicate()
+        except KeyboardInterrupt:
+            child.send_signal(2)  # SIGINT: the jobs stop after their step, folders left whole
+            child.wait()
+            raise
+        summary = os.path.join(os.fspath(out), "summary.json")
+        if child.returncode == 2 or not os.path.exists(summary):
+            raise JobError((stderr or "").strip() or f"troupe exited {child.returncode}")
+        with open(summary) as f:
+            return json.load(f)
+    return _with_job_file(job, launch)

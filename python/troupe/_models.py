@@ -1,0 +1,70 @@
+"""A run's trained model as a PyTorch module (torch is imported only here, when asked for).
+
+The built-in models are rebuilt as troupe builds them (model_builder.cpp): an nn.Sequential of
+named layers whose state_dict keys are the names in final_weights.pt, each layer sized by the
+weights themselves, so the rows the run trained on need not be known. A TorchScript model is
+the run's final_model.pt, or the job's own module file with the weights asked for.
+"""
+import collections
+import json
+import os
+
+
+def _activation(nn, name):
+    return {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}[name]()
+
+
+def _built_in(model, weights):
+    from torch import nn
+    layers = collections.OrderedDict()
+    if model["type"] == "cnn":
+        k = model["kernel_size"]
+        i = 1
+        while f"conv{i}.weight" in weights:
+            out, channels = weights[f"conv{i}.weight"].shape[:2]
+            layers[f"conv{i}"] = nn.Conv2d(channels, out, k, padding=k // 2)
+            layers[f"cact{i}"] = _activation(nn, model["activation"])
+            layers[f"pool{i}"] = nn.MaxPool2d(2)
+            i += 1
+    layers["flatten"] = nn.Flatten()
+    i = 1
+    while f"fc{i}.weight" in weights:
+        out, features = weights[f"fc{i}.weight"].shape
+        layers[f"fc{i}"] = nn.Linear(features, out)
+        layers[f"act{i}"] = _activation(nn, model["activation"])
+        i += 1
+    out, features = weights["out.weight"].shape
+    layers["out"] = nn.Linear(features, out)
+    return nn.Sequential(layers)
+
+
+def _weights_file(folder, weights):
+    if weights == "final":
+        return os.path.join(folder, "final_weights.pt")
+    if weights == "best":
+        return os.path.join(folder, "best_weights.pt")
+    if isinstance(weights, int) and not isinstance(weights, bool):
+        return os.path.join(folder, f"member_{weights}.pt")
+    raise ValueError(f"weights is 'final', 'best' or a member's index, not {weights!r}")
+
+
+def load_model(folder, weights="final"):
+    """The trained model of the run in `folder`, in eval mode: its final weights, the best
+    (`weights="best"`, with training.keep_best) or a stacked ensemble member's (an int).
+    Raises FileNotFoundError when the run left no such weights (it failed, or did not keep
+    them), naming the file."""
+    import torch
+    folder = os.fspath(folder)
+    path = _weights_file(folder, weights)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such weights (the run failed or did not keep them)")
+    with open(os.path.join(folder, "job.json")) as f:
+        model = json.load(f)["model"]
+    state = torch.load(path)
+    if model["type"] == "torchscript":
+        script = os.path.join(folder, "final_model.pt")
+        module = torch.jit.load(script if os.path.exists(script) else model["path"])
+    else:
+        module = _built_in(model, state)
+    module.load_state_dict(state, strict=True)
+    return module.eval()

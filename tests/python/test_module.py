@@ -1,0 +1,194 @@
+"""The Python module, as a user drives it (ctest python.module; PYTHONPATH=build/python).
+
+  test_module.py SOURCE_DIR TROUPE_BINARY
+
+Runs the README's first Python example as written, then checks what it promises: records
+followed while a job trains, the same final weights as `troupe run` bit for bit, models that
+load and score what summary.json says, DataFrames with a row per record, stop() and Ctrl-C
+leaving the folder whole, suites through the program, and bad jobs refused by name.
+"""
+import gzip
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+import torch
+
+import troupe
+
+SOURCE, BINARY = sys.argv[1], sys.argv[2]
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+def synthetic(name, steps=40, **extra):
+    job = {"name": name, "seed": 3, "model": {"type": "mlp", "hidden": [32]},
+           "data": {"type": "synthetic", "train_samples": 1024, "test_samples": 256},
+           "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+           "training": {"steps": steps, "batch_size": 32, "eval_interval": 10},
+           "parallelism": {"policy": "sync", "replicas": 2, "threads_per_replica": 1}}
+    job.update(extra)
+    return job
+
+
+def fashion_test_set():
+    def read(name):
+        with gzip.open(f"{FASHION}/{name}", "rb") as f:
+            data = f.read()
+        dims = data[3]
+        shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+        return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+    return read("t10k-images-idx3-ubyte.gz"), read("t10k-labels-idx1-ubyte.gz")
+
+
+class Module(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="troupe-python-")
+        os.chdir(cls.tmp)
+
+    def test_readme_example_runs_and_its_model_scores_what_the_summary_says(self):
+        with open(os.path.join(SOURCE, "README.md")) as f:
+            readme = f.read()
+        section = readme[readme.index("\n## Python"):]
+        example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+        exec(compile(example, "README.md (Python example)", "exec"), {})
+        folder = re.search(r'out="([^"]+)"', example).group(1)
+        summary = troupe.read_run(folder).summary
+        self.assertEqual(summary["status"], "succeeded")
+        model = troupe.load_model(folder)
+        job = troupe.read_run(folder).job
+        p = job["data"]["preprocessing"]
+        images, labels = fashion_test_set()
+        x = (torch.from_numpy(images.astype(np.float32)) * p["scale"] - p["mean"]) / p["std"]
+        with torch.no_grad():
+            predicted = model(x.unsqueeze(1)).argmax(1).numpy()
+        accuracy = float((predicted == labels).mean())
+        self.assertAlmostEqual(accuracy, summary["test_accuracy"], places=4)
+
+    def test_records_are_followed_while_the_job_trains(self):
+        run = troupe.start(synthetic("follow", steps=60), out="follow")
+        self.assertTrue(os.path.isdir(run.folder))
+        self.assertIn("parameters", run.plan)
+        steps, evals = [], 0
+        for record in run.records():
+            if record["event"] == "step":
+                steps.append(record["step"])
+            evals += record["event"] == "eval"
+        self.assertTrue(run.done())
+        self.assertEqual(steps, list(range(60)))
+        self.assertEqual(evals, 6)
+        summary = run.wait()
+        self.assertEqual((summary["status"], summary["steps"]), ("succeeded", 60))
+        frames = troupe.read_run("follow").metrics
+        self.assertEqual(len(frames["step"]), 60)
+        self.assertEqual(len(frames["worker_step"]), 120)
+        self.assertEqual(list(frames["eval"]["step"]), [9, 19, 29, 39, 49, 59])
+
+    def test_in_process_run_equals_the_program_bit_for_bit(self):
+        job = synthetic("same")
+        with open("same.json", "w") as f:
+            json.dump(job, f)
+        subprocess.run([BINARY, "run", "same.json", "--out", "by_program", "--quiet"],
+                       check=True, capture_output=True)
+        summary = troupe.run("same.json", out="by_module", sets=["optimizer.lr=0.05"])
+        self.assertEqual(summary["status"], "succeeded")
+        ours = torch.load("by_module/final_weights.pt")
+        theirs = torch.load("by_program/final_weights.pt")
+        self.assertEqual(sorted(ours), sorted(theirs))
+        for name in ours:
+            self.assertTrue(torch.equal(ours[name], theirs[name]), name)
+
+    def test_cnn_loads_strictly_and_predicts_every_class(self):
+        job = synthetic("cnn", steps=10, model={"type": "cnn", "channels": [4, 8],
+                                                "kernel_size": 3, "hidden": [16],
+                                                "activation": "gelu"})
+        self.assertEqual(troupe.run(job, out="cnn")["status"], "succeeded")
+        model = troupe.load_model("cnn")
+        self.assertEqual(tuple(model(torch.zeros(5, 1, 28, 28)).shape), (5, 10))
+        self.assertEqual(type(model.cact1).__name__, "GELU")
+
+    def test_stop_ends_after_a_step_and_leaves_the_folder_whole(self):
+        run = troupe.start(synthetic("stop", steps=100000), out="stop")
+        for record in run.records():
+            if record["event"] == "step":
+                run.stop()
+        summary = run.wait()
+        self.assertEqual(summary["status"], "failed")
+        self.assertTrue(summary["error"].startswith("interrupted"), summary["error"])
+        self.assertFalse(os.path.exists("stop/final_weights.pt"))
+
+    def test_ctrl_c_while_waiting_stops_the_run_and_is_raised_again(self):
+        run = troupe.start(synthetic("ctrl_c", steps=100000), out="ctrl_c")
+        timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        with self.assertRaises(KeyboardInterrupt):
+            run.wait()
+        self.assertTrue(run.done())
+        summary = troupe.read_run("ctrl_c").summary
+        self.assertTrue(summary["error"].startswith("interrupted"), summary)
+
+    def test_a_run_dropped_while_training_is_stopped_and_summarized(self):
+        run = troupe.start(synthetic("dropped", steps=100000), out="dropped")
+        next(r for r in run.records() if r["event"] == "step")
+        del run
+        self.assertEqual(troupe.read_run("dropped").summary["status"], "failed")
+
+    def test_a_suite_runs_through_the_program_and_reads_as_a_leaderboard(self):
+        suite = synthetic("sweep", steps=20)
+        suite["sweep"] = {"optimizer.lr": [0.01, 0.05]}
+        summary = troupe.run(suite, out="sweep")
+        self.assertEqual(summary["status"], "succeeded")
+        board = troupe.read_suite("sweep").leaderboard
+        self.assertEqual(sorted(board["optimizer.lr"]), [0.01, 0.05])
+        self.assertEqual(list(board["rank"]), [1, 2])
+        first = board["name"][0]
+        self.assertEqual(troupe.read_suite("sweep").run(first).summary["status"], "succeeded")
+
+    def test_a_job_over_local_nodes_runs_through_the_program(self):
+        summary = troupe.run(synthetic("nodes", steps=20), out="nodes", local_nodes=2)
+        self.assertEqual((summary["status"], summary["steps"]), ("succeeded", 20))
+        self.assertTrue(os.path.exists("nodes/final_weights.pt"))
+
+    def test_bad_jobs_are_refused_by_name_before_anything_is_written(self):
+        with self.assertRaisesRegex(troupe.JobError, "/optimizer/lrr"):
+            troupe.run(synthetic("bad", optimizer={"type": "sgd", "lrr": 1}), out="bad")
+        self.assertFalse(os.path.exists("bad"))
+        with self.assertRaisesRegex(troupe.JobError, r"--set training\.steps=-1"):
+            troupe.start(synthetic("bad"), out="bad", sets=["training.steps=-1"])
+        with self.assertRaisesRegex(troupe.JobError, "no_such_job.json"):
+            troupe.run("no_such_job.json")
+        troupe.run(synthetic("taken", steps=5), out="taken")
+        with self.assertRaisesRegex(troupe.JobError, "taken.*not empty"):
+            troupe.start(synthetic("again"), out="taken")
+        with self.assertRaises(TypeError):
+            troupe.run(["not", "a", "job"])
+        with self.assertRaisesRegex(TypeError, "sets"):
+            troupe.run(synthetic("bad"), sets="optimizer.lr=0.1")
+        with self.assertRaisesRegex(troupe.DataError, "no_such_file.pt"):
+            troupe.run(synthetic("bad", data={"type": "tensors", "train": "no_such_file.pt",
+                                              "test": "no_such_file.pt"}), out="bad")
+        with self.assertRaisesRegex(ValueError, "/training/batch_size"):
+            troupe.validate(synthetic("bad"), sets=["training.batch_size=0"])
+        self.assertIn("replicas", troupe.validate(synthetic("fine")))
+
+    def test_missing_folders_and_weights_are_named(self):
+        with self.assertRaisesRegex(FileNotFoundError, "nowhere"):
+            troupe.read_run("nowhere")
+        run = troupe.start(synthetic("unfinished", steps=100000), out="unfinished")
+        run.stop()
+        run.wait()
+        with self.assertRaisesRegex(FileNotFoundError, "unfinished/final_weights.pt"):
+            troupe.load_model("unfinished")
+        with self.assertRaisesRegex(ValueError, "'worst'"):
+            troupe.load_model("unfinished", weights="worst")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
