@@ -36,6 +36,18 @@ std::string job_cell(const suite_history& s, const nlohmann::json& row) {
   return known ? fmt::format("<a href=\"{}\">{}</a>", job_href(folder), name) : name;
 }
 
+// What a job sets on the suite's base, "optimizer.lr=0.05, seed=2": its leaderboard row says
+// what the job is, whatever it is named.
+std::string overrides_text(const nlohmann::json& job) {
+  const auto overrides = job.value("overrides", nlohmann::json::object());
+  if (!overrides.is_object() || overrides.empty())
+    return "(the base job)";
+  std::string out;
+  for (const auto& [key, value] : overrides.items())
+    out += (out.empty() ? "" : ", ") + key + "=" + value.dump();
+  return echo(out);
+}
+
 std::string leaderboard_table(const suite_history& s) {
   const auto& board = s.leaderboard;
   if (!board.is_object() || !board.contains("jobs") || !board["jobs"].is_array())
@@ -43,17 +55,17 @@ std::string leaderboard_table(const suite_history& s) {
   std::string out = fmt::format("<h2>Leaderboard</h2><p class=\"note\">ranked by {}</p>",
                                 field_text(board, "ranked_by"));
   out +=
-      "<table id=\"leaderboard\"><tr><th>rank</th><th>job</th><th>status</th>"
+      "<table id=\"leaderboard\"><tr><th>rank</th><th>job</th><th>settings</th><th>status</th>"
       "<th>validation acc.</th><th>test acc.</th><th>final train loss</th><th>samples/s</th>"
       "<th>wall (s)</th></tr>";
   for (const auto& j : board["jobs"]) {
     if (!j.is_object())
       continue;
     out += fmt::format(
-        "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
+        "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-        field_text(j, "rank"), job_cell(s, j), field_text(j, "status"),
+        field_text(j, "rank"), job_cell(s, j), overrides_text(j), field_text(j, "status"),
         percent_text(j.value("validation_accuracy", nlohmann::json())),
         percent_text(j.value("test_accuracy", nlohmann::json())), field_text(j, "final_train_loss"),
         field_text(j, "samples_per_s"), field_text(j, "wall_s"));

@@ -5,6 +5,7 @@
 #include "core/config/parse_job.hpp"
 #include "core/device/device_plan.hpp"
 #include "core/errors.hpp"
+#include "core/suite/job_names.hpp"
 #include "core/suite/random_search.hpp"
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 namespace troupe {
 namespace {
 
-using assignment = std::vector<std::pair<std::string, nlohmann::json>>;
+using assignment = setting_values;
 
 const std::vector<std::string> suite_keys{"jobs",           "sweep",       "search", "devices",
                                           "max_concurrent", "stop_losers", "asha"};
@@ -223,14 +224,47 @@ struct job_origin {
   const std::string& where;
   const assignment& values;
   const std::set<std::string>& searched;  ///< keys of `values` from the search, not the sweep
-  std::size_t combination;
-  std::size_t combinations;
-  std::size_t index;
+  const std::string& name;                ///< the job's name (job_names); empty: the entry's
 };
 
+// The name of each job (entry e, combination c at e * combinations + c), empty where the entry
+// names it: a named entry keeps its name when nothing is swept; with a sweep or a search its
+// jobs are "ENTRY-SETTINGS", an unnamed entry's "SUITE-SETTINGS", else numbered as before
+// ("ENTRY-c", "SUITE-index"; see core/suite/job_names).
+std::vector<std::string> name_jobs(const std::string& suite_name,
+                                   const std::vector<nlohmann::json>& entries,
+                                   const std::vector<assignment>& combos) {
+  std::vector<std::string> keys;
+  for (const auto& combo : combos)
+    for (const auto& [key, value] : combo)
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        keys.push_back(key);
+  const auto shown = short_keys(keys);
+  std::vector<std::optional<std::string>> wanted;
+  std::vector<std::string> fallback;
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const bool named = entries[e].contains("name");
+    const auto prefix = named && entries[e]["name"].is_string()
+                            ? entries[e]["name"].get<std::string>()
+                            : suite_name;
+    for (std::size_t c = 0; c < combos.size(); ++c) {
+      if (named && combos.size() == 1) {
+        wanted.emplace_back(std::nullopt);
+        fallback.emplace_back();  // the entry's own name
+        continue;
+      }
+      const auto settings = settings_text(combos[c], shown);
+      wanted.push_back(settings ? std::optional<std::string>(prefix + "-" + *settings)
+                                : std::nullopt);
+      fallback.push_back(prefix + "-" + std::to_string(named ? c : e * combos.size() + c));
+    }
+  }
+  return pick_job_names(wanted, fallback);
+}
+
 // One job of the suite, parsed and checked; nullopt (its problems added) when it does not parse.
-std::optional<suite_job> expand_job(const nlohmann::json& base, const std::string& suite_name,
-                                    const job_origin& from, std::vector<std::string>& problems) {
+std::optional<suite_job> expand_job(const nlohmann::json& base, const job_origin& from,
+                                    std::vector<std::string>& problems) {
   auto json = base;
   json.merge_patch(from.entry);
   auto overrides = from.entry;
@@ -243,11 +277,8 @@ std::optional<suite_job> expand_job(const nlohmann::json& base, const std::strin
                          ": " + err.problems().front());
     }
   }
-  const bool named = from.entry.contains("name");
-  if (!named || from.combinations > 1)
-    json["name"] = (named && from.entry["name"].is_string() ? from.entry["name"].get<std::string>()
-                                                            : suite_name) +
-                   "-" + std::to_string(named ? from.combination : from.index);
+  if (!from.name.empty())
+    json["name"] = from.name;
   overrides.erase("name");
   suite_job job;
   job.overrides = overrides;
@@ -357,13 +388,13 @@ suite_config parse_suite(const nlohmann::json& file) {
   suite.combinations = combos.size();
   suite.trials = search ? trials : 0;
 
+  const auto job_names = name_jobs(suite.name, entries, combos);
   std::set<std::string> names;
   for (std::size_t e = 0; e < entries.size(); ++e)
     for (std::size_t c = 0; c < combos.size(); ++c) {
       const auto where = file.contains("jobs") ? "/jobs/" + std::to_string(e) : std::string("");
       auto job = expand_job(
-          base, suite.name,
-          {entries[e], where, combos[c], searched, c, combos.size(), e * combos.size() + c},
+          base, {entries[e], where, combos[c], searched, job_names[e * combos.size() + c]},
           problems);
       if (!job)
         continue;

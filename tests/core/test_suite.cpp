@@ -3,6 +3,7 @@
 // first), seed groups with their mean and standard deviation, and the stop_losers rule.
 #include "core/errors.hpp"
 #include "core/suite/asha.hpp"
+#include "core/suite/job_names.hpp"
 #include "core/suite/placement.hpp"
 #include "core/suite/seed_groups.hpp"
 #include "core/suite/stop_losers.hpp"
@@ -71,12 +72,12 @@ TEST_SUITE("suite") {
     CHECK(suite.entries == 2);
     CHECK(suite.combinations == 3);
     REQUIRE(suite.jobs.size() == 6);
-    CHECK(suite.jobs[0].job.name == "wide-0");
-    CHECK(suite.jobs[2].job.name == "wide-2");
+    CHECK(suite.jobs[0].job.name == "wide-seed=1");
+    CHECK(suite.jobs[2].job.name == "wide-seed=3");
     CHECK(suite.jobs[2].job.seed == 3);
     CHECK(suite.jobs[0].job.model.hidden == std::vector<int64_t>{512});
     CHECK(suite.jobs[0].job.optimizer.lr == 0.1);  // from the base
-    CHECK(suite.jobs[3].job.name == "base-3");
+    CHECK(suite.jobs[3].job.name == "base-seed=1");
     CHECK(suite.jobs[3].job.optimizer.kind == optimizer_kind::adam);
     CHECK(suite.jobs[3].overrides["seed"] == 1);
     CHECK(suite.jobs[5].request.threads == 1);
@@ -92,6 +93,48 @@ TEST_SUITE("suite") {
         parse_suite({{"retries", 3}, {"jobs", {{{"name", "a"}}, {{"name", "b"}, {"retries", 0}}}}});
     CHECK(retried.jobs[0].retries == 3);
     CHECK(retried.jobs[1].retries == 0);
+    CHECK(retried.jobs[1].job.name == "b");  // nothing swept: the entry's own name
+  }
+
+  TEST_CASE("jobs are named by the settings that tell them apart, else numbered") {
+    const auto names = [](const json& file) {
+      std::vector<std::string> out;
+      for (const auto& j : parse_suite(file).jobs)
+        out.push_back(j.job.name);
+      return out;
+    };
+    // The last part of each key, numbers in 4 significant digits, lists joined by "x".
+    CHECK(
+        names(
+            {{"name", "cnn"},
+             {"sweep",
+              {{"optimizer.lr", {0.05, 1e-6}}, {"model.hidden", {{256, 128}}}, {"seed", {2}}}}}) ==
+        std::vector<std::string>{"cnn-hidden=256x128,lr=0.05,seed=2",
+                                 "cnn-hidden=256x128,lr=1e-06,seed=2"});
+    CHECK(names({{"name", "s"},
+                 {"model", {{"type", "cnn"}}},
+                 {"sweep", {{"model.hidden", {{64}}}, {"model.channels", {{8}}}}}}) ==
+          std::vector<std::string>{"s-channels=8,hidden=64"});
+    // Values that round to the same name, an unspellable string and a name over 64 characters
+    // are numbered, as every job was before.
+    CHECK(names({{"name", "s"}, {"sweep", {{"optimizer.lr", {0.123451, 0.123452, 0.5}}}}}) ==
+          std::vector<std::string>{"s-0", "s-1", "s-lr=0.5"});
+    CHECK(names({{"name", "s"}, {"sweep", {{"model.activation", {"relu", "tanh"}}}}}) ==
+          std::vector<std::string>{"s-activation=relu", "s-activation=tanh"});
+    CHECK(names({{"name", std::string(60, 'n')}, {"sweep", {{"seed", {1, 2}}}}}) ==
+          std::vector<std::string>{std::string(60, 'n') + "-0", std::string(60, 'n') + "-1"});
+    // Two unnamed entries swept alike would share names: numbered by the suite's index.
+    CHECK(names({{"name", "u"},
+                 {"jobs", {json::object(), {{"optimizer", {{"lr", 0.5}}}}}},
+                 {"sweep", {{"seed", {1, 2}}}}}) ==
+          std::vector<std::string>{"u-0", "u-1", "u-2", "u-3"});
+    // Two keys ending alike keep their whole keys.
+    CHECK(short_keys({"a.b.lr", "lr", "x.y"}) ==
+          std::map<std::string, std::string>{{"a.b.lr", "a.b.lr"}, {"lr", "lr"}, {"x.y", "y"}});
+    CHECK(!settings_text({{"data", json{{"path", "/x"}}}}, {{"data", "data"}}));
+    CHECK(!settings_text({{"name", "a b"}}, {{"name", "name"}}));
+    CHECK(*settings_text({{"training.on", true}, {"x", 1e6}},
+                         {{"training.on", "on"}, {"x", "x"}}) == "on=true,x=1e06");
   }
 
   TEST_CASE("random search: trials drawn from the seed, within each space, beside a sweep") {
@@ -171,10 +214,11 @@ TEST_SUITE("suite") {
         "their distance too"));
     CHECK(any_contains(problems_of(with({{"trials", 2}, {"space", lr}, {"zz", 1}})),
                        "/search/zz: unknown key"));
-    CHECK(any_contains(
-        problems_of({{"search",
-                      {{"trials", 2}, {"space", {{"optimizer.lrr", {{"uniform", {0.1, 0.2}}}}}}}}}),
-        "job suite-0: /optimizer/lrr: unknown key (did you mean \"lr\"?"));
+    // The job is named by its draw ("suite-lrr=0.1374"), as a job that parses would be.
+    const auto misspelled = problems_of(
+        {{"search", {{"trials", 2}, {"space", {{"optimizer.lrr", {{"uniform", {0.1, 0.2}}}}}}}}});
+    CHECK(any_contains(misspelled, "job suite-lrr=0.1"));
+    CHECK(any_contains(misspelled, ": /optimizer/lrr: unknown key (did you mean \"lr\"?"));
     CHECK(any_contains(
         problems_of({{"sweep", {{"optimizer.lr", {0.1}}}},
                      {"search",

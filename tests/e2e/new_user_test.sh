@@ -150,13 +150,14 @@ cat >"$tmp/suite.json" <<'JSON'
  "faults": {"slow_worker": 0, "slow_ms": 40},
  "sweep": {"seed": [1, 2]}, "devices": [{"device": "cpu", "threads": 2}]}
 JSON
-expect 0 "  live-0: running step " -- "$troupe" run "$tmp/suite.json" --out "$tmp/suite"
-lines=$(grep -c "step [0-9]*/60 loss" "$tmp/suite/logs/live-0.log")
-[ "$lines" -ge 3 ] && pass || fail "live-0.log holds $lines progress lines: $(cat "$tmp/suite/logs/live-0.log")"
+expect 0 "  live-seed=1: running step " -- "$troupe" run "$tmp/suite.json" --out "$tmp/suite"
+lines=$(grep -c "step [0-9]*/60 loss" "$tmp/suite/logs/live-seed=1.log")
+[ "$lines" -ge 3 ] && pass ||
+  fail "live-seed=1.log holds $lines progress lines: $(cat "$tmp/suite/logs/live-seed=1.log")"
 if script -qec true /dev/null >/dev/null 2>&1; then
   script -qec "'$troupe' run '$tmp/suite.json' --out '$tmp/suite_tty'" /dev/null >"$tmp/suite_tty.log" 2>&1
   grep -qE "job +status +step +loss +accuracy" "$tmp/suite_tty.log" &&
-    grep -qE "live-1 +succeeded +60/60" "$tmp/suite_tty.log" && pass ||
+    grep -qE "live-seed=2 +succeeded +60/60" "$tmp/suite_tty.log" && pass ||
     fail "no live table on a terminal: $(tail -c 1500 "$tmp/suite_tty.log")"
 fi
 

@@ -75,10 +75,12 @@ if "$troupe" run "$tmp/suite.json" --out "$tmp/suite" >"$tmp/suite.log" 2>&1; th
   check "suite: report" $? 0 "$tmp/suite.report.log" "wrote $tmp/suite/report.html"
   if /usr/bin/python3 "$browser" static "file://$tmp/suite/report.html" "$tmp/suite" \
     "$artifacts/report-suite.png"; then pass; else fail "suite: the page in Chromium"; fi
-  for f in 'id="leaderboard"' 'id="settings"' 'href="./wide-1/report.html"'; do
+  # Each leaderboard row says what its job sets on the base, whatever the job is named.
+  for f in 'id="leaderboard"' 'id="settings"' 'href="./wide-seed%3D2/report.html"' \
+    '<th>settings</th>' ', seed=2</td>'; do
     grep -qF "$f" "$tmp/suite/report.html" && pass || fail "suite page lacks $f"
   done
-  [ -s "$tmp/suite/wide-1/report.html" ] && pass || fail "suite: no page for job wide-1"
+  [ -s "$tmp/suite/wide-seed=2/report.html" ] && pass || fail "suite: no page for job wide-seed=2"
 else
   fail "suite: run failed"$'\n'"$(tail -5 "$tmp/suite.log")"
 fi

@@ -50,23 +50,23 @@ status=$?
 [ $status -eq 1 ] && pass || fail "suite with failing jobs should exit 1, got $status: $out"
 grep -qF "6 of 10 jobs did not succeed" <<<"$out" && pass || fail "count of failures: $out"
 check "plain and wide succeed" \
-  'all(jobs[n]["status"] == "succeeded" for n in ["plain-0", "plain-1", "wide-0", "wide-1"])'
+  'all(jobs[n]["status"] == "succeeded" for n in ["plain-seed=1", "plain-seed=2", "wide-seed=1", "wide-seed=2"])'
 check "broken fails with its cause" \
-  '"mat1 and mat2 shapes" in jobs["broken-0"]["error"] and jobs["broken-1"]["status"] == "failed"'
-check "hog is stopped over its memory limit" '"over its memory limit" in jobs["hog-0"]["error"]'
+  '"mat1 and mat2 shapes" in jobs["broken-seed=1"]["error"] and jobs["broken-seed=2"]["status"] == "failed"'
+check "hog is stopped over its memory limit" '"over its memory limit" in jobs["hog-seed=1"]["error"]'
 check "slow is stopped over its time budget" \
-  '"over its wall-time budget of 2 s" in jobs["slow-1"]["error"]'
+  '"over its wall-time budget of 2 s" in jobs["slow-seed=2"]["error"]'
 check "leaderboard ranks the four that succeeded first, by test accuracy (no validation sets)" \
   '[e["rank"] for e in b["jobs"][:4]] == [1, 2, 3, 4] and all(e["rank"] is None for e in b["jobs"][4:]) and b["ranked_by"] == "test_accuracy"'
 check "jobs that differ only in seed form settings" \
   'len(b["settings"]) == 5 and s["settings"] == b["settings"] and b["settings"][0]["succeeded"] == 2'
 check "suite status failed" 's["status"] == "failed"'
-for job in plain-0 wide-1; do
+for job in plain-seed=1 wide-seed=2; do
   [ -f "$tmp/out/$job/final_weights.pt" ] && [ -f "$tmp/out/$job/metrics.jsonl" ] && pass ||
     fail "$job: outputs missing"
 done
 /usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["status"]=="failed" and "memory" in s["error"] else 1)' \
-  "$tmp/out/hog-0/summary.json" && pass || fail "hog-0/summary.json does not say why"
+  "$tmp/out/hog-seed=1/summary.json" && pass || fail "hog-seed=1/summary.json does not say why"
 
 # Every job succeeding: exit 0.
 cat >"$tmp/ok.json" <<'JSON'
@@ -138,6 +138,9 @@ lrs = set()
 for row in board["jobs"]:
     job = json.load(open(f"{sys.argv[1]}/{row['name']}/job.json"))
     assert job["optimizer"]["lr"] == row["overrides"]["optimizer.lr"], (job, row)
+    # Named by its draws, as Python's format spells 4 significant digits.
+    name = f"rs-lr={job['optimizer']['lr']:.4g},batch_size={job['training']['batch_size']}"
+    assert row["name"] == name, (row["name"], name)
     assert 0.001 <= job["optimizer"]["lr"] <= 0.1
     assert 16 <= job["training"]["batch_size"] <= 32
     lrs.add(job["optimizer"]["lr"])
