@@ -15,6 +15,9 @@ rounds, each after untimed warm-up steps):
   ensemble*_over_loop     torch.func (stack_module_state, vmap, functional_call) training the
                           same members, and over them trained one after another, in
                           member-samples/s (each batch row trains every member)
+  resnet18_fp16_over_amp  troupe's ResNet-18 with training.precision "fp16" (autocast, dynamic
+                          loss scaling) over PyTorch's autocast(float16) + GradScaler loop
+  resnet18_fp16_over_fp32 troupe's fp16 ResNet-18 over its float32 one, in this run
   gpu_vs_cpu_max_abs_diff 50 sync steps of the built-in MLP, 2 replicas, GPU against CPU, both
                           with the job key `deterministic` (TF32 off); the CNN's under notes
   deterministic_rerun_bitwise  the GPU's run of those 50 steps twice, MLP and CNN: the same bits?
@@ -77,13 +80,16 @@ def timed(step, warmup, steps):
     return time.perf_counter() - start
 
 
-def plain_loop(model, x, y, batch, warmup, steps):
-    """Samples/s of the loop anyone would write: zero_grad, forward, loss, backward, step."""
+def plain_loop(model, x, y, batch, warmup, steps, amp=False):
+    """Samples/s of the loop anyone would write: zero_grad, forward, loss, backward, step; with
+    amp, the forward under autocast(float16) and the loss scaled by a GradScaler, as the
+    PyTorch recipe has it."""
     torch.manual_seed(1)
     model = model.cuda().train()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator(device="cuda").manual_seed(1)
     order = torch.randint(0, x.shape[0], ((warmup + steps) * batch,), device="cuda", generator=gen)
+    scaler = torch.amp.GradScaler("cuda") if amp else None
 
     def step(i):
         idx = order[i * batch:(i + 1) * batch]
@@ -91,7 +97,16 @@ def plain_loop(model, x, y, batch, warmup, steps):
         F.cross_entropy(model(x[idx]), y[idx]).backward()
         opt.step()
 
-    return steps * batch / timed(step, warmup, steps)
+    def amp_step(i):
+        idx = order[i * batch:(i + 1) * batch]
+        opt.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            logits = model(x[idx])
+        scaler.scale(F.cross_entropy(logits.float(), y[idx])).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    return steps * batch / timed(amp_step if amp else step, warmup, steps)
 
 
 def ensemble_loop(members, x, y, batch, warmup, steps):
@@ -135,12 +150,13 @@ def ensemble_vmap(members, x, y, batch, warmup, steps):
     return members * steps * batch / timed(step, warmup, steps)
 
 
-def troupe_bench(build, data, model, batch, warmup, steps, rounds, equivalence, members=0):
+def troupe_bench(build, data, model, batch, warmup, steps, rounds, equivalence, members=0,
+                 precision="fp32"):
     """gpu_train_bench's JSON: troupe 1 replica and its C++ plain loop on this GPU, or (members)
     a stacked ensemble."""
     command = [os.path.join(build, "bench", "gpu_train_bench"), "--data", data, "--model", model,
                "--batch", str(batch), "--warmup", str(warmup), "--steps", str(steps),
-               "--rounds", str(rounds), "--replicas", "1"]
+               "--rounds", str(rounds), "--replicas", "1", "--precision", precision]
     if members:
         command += ["--members", str(members)]
     if not equivalence:
@@ -191,28 +207,32 @@ def main():
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().split(", ")
     figures = {k: None for k in (
-        "mlp_over_pytorch", "resnet18_over_pytorch", "ensemble32_over_vmap",
+        "mlp_over_pytorch", "resnet18_over_pytorch", "resnet18_fp16_over_amp",
+        "resnet18_fp16_over_fp32", "ensemble32_over_vmap",
         "ensemble128_over_vmap", "ensemble32_over_loop", "suite8_over_sequential",
         "gpu_vs_cpu_max_abs_diff", "deterministic_rerun_bitwise", "pipeline_bubble",
         "pipeline_step_s")}
     notes, baselines, troupe = {}, {}, {}
     x, y = load_images(args.data)
 
-    def against_pytorch(key, rounds, pytorch, model, batch, warmup, steps):
+    def against_pytorch(key, rounds, pytorch, model, batch, warmup, steps, precision="fp32",
+                        figure=None):
         """PyTorch's loop and troupe's run of the same training, alternated `rounds` times: the
         best samples/s of each; troupe's None (the reason in notes) when its run failed."""
+        figure = figure or f"{key}_over_pytorch"
         ours, theirs = [], []
         for _ in range(rounds):
             theirs.append(pytorch())
             try:
                 troupe[key] = troupe_bench(args.build, args.data, model, batch, warmup, steps, 1,
-                                           False)
+                                           False, precision=precision)
                 ours.append(troupe[key]["troupe"][0]["samples_per_s"])
             except Exception as e:  # noqa: BLE001  the reason goes into the notes
-                notes[f"{key}_over_pytorch"] = str(e)
+                notes[figure] = str(e)
                 break
         if ours:
-            figures[f"{key}_over_pytorch"] = max(ours) / max(theirs)
+            figures[figure] = max(ours) / max(theirs)
+            troupe[f"{key}_best_samples_per_s"] = max(ours)
         return max(theirs)
 
     # 1. The MLP at batch 128: troupe against PyTorch eager, alternated round by round.
@@ -229,6 +249,14 @@ def main():
         "resnet18", max(1, args.rounds - 1), lambda: plain_loop(resnet18(), x, y, 256, 10, 60),
         script, 256, 10, 60)
     log("pytorch ResNet-18 profile:\n" + profile_table(resnet18(), x, y, 256))
+    # ... and in fp16: troupe's autocast and loss scaling against PyTorch's AMP recipe.
+    baselines["pytorch_amp_resnet18_b256"] = against_pytorch(
+        "resnet18_fp16", max(1, args.rounds - 1),
+        lambda: plain_loop(resnet18(), x, y, 256, 10, 60, amp=True), script, 256, 10, 60,
+        precision="fp16", figure="resnet18_fp16_over_amp")
+    if "resnet18_fp16_best_samples_per_s" in troupe and "resnet18_best_samples_per_s" in troupe:
+        figures["resnet18_fp16_over_fp32"] = (troupe["resnet18_fp16_best_samples_per_s"] /
+                                              troupe["resnet18_best_samples_per_s"])
 
     # 3. Ensembles of MLPs at batch 128, in member-samples/s: troupe's stacked ensemble against
     # torch.func's vmap of the same members, alternated, and against them one after another.

@@ -30,7 +30,7 @@ namespace {
 // path of a TorchScript module.
 // `members` > 0: a stacked ensemble of that many, in place of the replicas.
 job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, int64_t batch,
-                     int64_t members = 0) {
+                     int64_t members = 0, precision_kind precision = precision_kind::fp32) {
   job_config job;
   job.name = "gpu_bench";
   job.seed = 1;
@@ -50,7 +50,14 @@ job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, 
   job.parallelism.replicas = members > 0 ? 1 : replicas;
   job.ensemble.members = members;
   job.device = {*parse_device("cuda:0")};
+  job.training.precision = precision;
   return job;
+}
+
+precision_kind precision_of(const std::string& name) {
+  return name == "fp16"   ? precision_kind::fp16
+         : name == "bf16" ? precision_kind::bf16
+                          : precision_kind::fp32;
 }
 
 void synchronize_cuda() {
@@ -83,6 +90,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "global batch")->check(CLI::Range(4, 100000));
   app.add_option("--rounds", rounds, "alternated rounds; the best of each is kept")
       ->check(CLI::Range(1, 100));
+  std::string precision = "fp32";
+  app.add_option("--precision", precision,
+                 "troupe's runs in fp32, bf16 or fp16 (the plain loop stays float32)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   CLI11_PARSE(app, argc, argv);
   try {
     if (!torch::cuda::is_available())
@@ -98,10 +109,11 @@ int main(int argc, char** argv) {
             plain, bench::plain_loop(bench_job(model, 1, warmup + steps, batch), *data, 1, warmup,
                                      steps, at::Device(at::kCUDA, 0), synchronize_cuda));
       for (std::size_t i = 0; i < replica_counts.size(); ++i)
-        best[i] = std::max(best[i], bench::timed_run(bench_job(model, replica_counts[i],
-                                                               warmup + steps, batch, members),
-                                                     data, warmup, steps)
-                                        .samples_per_s);
+        best[i] =
+            std::max(best[i], bench::timed_run(bench_job(model, replica_counts[i], warmup + steps,
+                                                         batch, members, precision_of(precision)),
+                                               data, warmup, steps)
+                                  .samples_per_s);
     }
     nlohmann::json troupe_runs = nlohmann::json::array();
     for (std::size_t i = 0; i < replica_counts.size(); ++i) {
@@ -132,6 +144,7 @@ int main(int argc, char** argv) {
     }
     nlohmann::json out = {{"benchmark", "gpu_train"},
                           {"model", model},
+                          {"precision", precision},
                           {"batch", batch},
                           {"steps", steps},
                           {"plain", members > 0 ? nlohmann::json(nullptr) : nlohmann::json(plain)},

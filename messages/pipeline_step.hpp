@@ -45,7 +45,7 @@ using stage_stats = stage_timing;
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_timing& x) {
   return f(caf::meta::type_name("stage_stats"), x.worker, x.step, x.busy_s, x.first_op_ns,
-           x.last_op_ns, x.peak_live, x.comm_s, x.apply_s);
+           x.last_op_ns, x.peak_live, x.comm_s, x.apply_s, x.data_wait_s);
 }
 
 }  // namespace troupe

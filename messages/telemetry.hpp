@@ -19,12 +19,16 @@ struct step_stats {
   double apply_s = 0;      ///< copy in + optimizer step
   double span_s = 0;       ///< since the end of the worker's previous step (0: not measured)
   double data_wait_s = 0;  ///< waiting for the batch's rows (not in compute_s)
+  /// fp16: the loss scale after this step's update, and the steps skipped so far for an
+  /// overflowed gradient (core/train/loss_scaler); 0 and 0 for other precisions.
+  double loss_scale = 0;
+  int64_t skipped_steps = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_stats& x) {
   return f(caf::meta::type_name("step_stats"), x.worker, x.step, x.loss, x.samples, x.compute_s,
-           x.comm_s, x.apply_s, x.span_s, x.data_wait_s);
+           x.comm_s, x.apply_s, x.span_s, x.data_wait_s, x.loss_scale, x.skipped_steps);
 }
 
 struct eval_report {

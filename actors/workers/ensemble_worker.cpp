@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -67,13 +68,15 @@ void evaluate(self_pointer self, int64_t step) {
 void run_step(self_pointer self, int64_t step) {
   auto& st = self->state;
   const auto start = clock_type::now();
-  const double loss = engine_of(st).step(step, st.plan->lr_at(step));
-  const double compute_s = seconds_since(start);
+  auto& engine = engine_of(st);
+  const double loss = engine.step(step, st.plan->lr_at(step));
+  const double data_wait_s = engine.take_data_wait_s();
+  const double compute_s = std::max(0.0, seconds_since(start) - data_wait_s);
   const bool checkpoint = st.pace.finish(step);
   const double span_s = seconds_since(st.last_step_end);
   st.last_step_end = clock_type::now();
   self->send(st.driver, step_stats{0, step, loss, st.plan->job.training.batch_size, compute_s, 0.0,
-                                   0.0, span_s});
+                                   0.0, span_s, data_wait_s, 0.0, 0});
   const auto outcome = st.plan->rules.outcome_of(step);
   if (outcome.evaluate)
     evaluate(self, step);

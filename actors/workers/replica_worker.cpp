@@ -28,10 +28,11 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
   const auto now = clock_type::now();
   const double span_s = std::chrono::duration<double>(now - st.last_step_end).count();
   st.last_step_end = now;
-  report_step(self,
-              step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s,
-                         span_s, st.data_wait_s},
-              outcome.evaluate || checkpoint || outcome.last);
+  report_step(
+      self,
+      step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s, span_s,
+                 st.data_wait_s, st.engine->loss_scale(), st.engine->skipped_steps()},
+      outcome.evaluate || checkpoint || outcome.last);
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
     tell_driver(self, evaluation_report(st.rank, outcome.step, st.engine->evaluate(),
@@ -134,7 +135,7 @@ void compute_step(self_pointer self, int64_t step) {
     return step_locally(self, step, meta);
   // async: comm_s is how long this worker waited for the weights it just computed on.
   tell_driver(self, step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0,
-                               0.0, st.data_wait_s});
+                               0.0, st.data_wait_s, 0.0, 0});
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none)
     return tell_driver(self, push_atom_v, async_push{meta, st.version, st.engine->gradient()});

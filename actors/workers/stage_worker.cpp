@@ -172,6 +172,7 @@ void finish_step(self_pointer self, const update_meta& meta, const at::Tensor& c
   stats.peak_live = st.peak_live;
   stats.comm_s = comm_s;
   stats.apply_s = seconds_since(apply_start);
+  stats.data_wait_s = st.engine->take_data_wait_s();
   self->send(st.driver, stats);
   if (meta.last)
     self->send(st.driver, weights_atom_v, st.worker, st.engine->weights().clone());

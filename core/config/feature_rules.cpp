@@ -43,19 +43,34 @@ void check_pipeline(const job_config& job, problem_list& problems) {
                        to_string(par.policy) + "\"");
 }
 
-// Clipping and the validation figures: what each needs.
+// What each precision runs: bf16 everywhere but pipelines; fp16 where float16 autocast exists
+// (CUDA) and every replica applies the gradient its own loss scaler scaled (sync, local_sgd,
+// schedules: a parameter server would skip steps its workers' scalers never hear of).
 void check_precision(const job_config& job, problem_list& problems) {
   const auto precision = job.training.precision;
   if (precision == precision_kind::fp32 || reported_at(problems, "/training/precision"))
     return;
-  if (precision == precision_kind::fp16)
-    return problems.push_back(
-        "/training/precision: fp16 needs dynamic loss scaling, which troupe does not do yet; "
-        "use bf16 (the same range as float32, no scaling needed)");
+  const auto name = std::string(to_string(precision));
   if (job.parallelism.pipelined())
+    problems.push_back("/training/precision: " + name +
+                       " runs replicas and stacked ensembles for now; pipelines train in fp32");
+  if (precision != precision_kind::fp16)
+    return;
+  bool all_cuda = true;
+  for (const auto& d : job.device)
+    all_cuda = all_cuda && d.is_cuda();
+  if (!all_cuda)
     problems.push_back(
-        "/training/precision: bf16 runs replicas (sync, async, local_sgd, schedules) and stacked "
-        "ensembles for now; pipelines train in fp32");
+        "/training/precision: fp16 runs on GPUs (\"device\": \"cuda\"); float16 autocast is "
+        "CUDA's: on a CPU use bf16 (float32's range, no loss scaling needed)");
+  if (job.parallelism.policy == policy_kind::async)
+    problems.push_back(
+        "/training/precision: fp16 runs sync, local_sgd and schedules: under async the "
+        "parameter server would skip overflowed steps its workers' loss scales never hear of; "
+        "use bf16");
+  if (job.ensemble.members > 0)
+    problems.push_back(
+        "/training/precision: fp16 trains replicas for now; a stacked ensemble takes bf16");
 }
 
 void check_training(const job_config& job, problem_list& problems) {

@@ -75,6 +75,9 @@ json data_json(const data_config& d) {
       data["image"]["mean"] = d.image.mean;
     if (!d.image.std.empty())
       data["image"]["std"] = d.image.std;
+    data["image"]["cache"] = d.image.cache_on_disk ? "disk" : "memory";
+    if (!d.image.cache_dir.empty())
+      data["image"]["cache_dir"] = d.image.cache_dir;
     data["augment"] = {{"random_crop_padding", d.augment.random_crop_padding},
                        {"horizontal_flip", d.augment.horizontal_flip}};
     data["bad_images"] = d.skip_bad_images ? "skip" : "error";
@@ -127,6 +130,9 @@ json training_json(const training_config& t) {
   training["loss"] = to_string(t.loss);
   if (t.precision != precision_kind::fp32)
     training["precision"] = to_string(t.precision);
+  if (t.precision == precision_kind::fp16)
+    training["loss_scale"] = {{"initial", t.loss_scale.initial},
+                              {"growth_interval", t.loss_scale.growth_interval}};
   training["batch_size"] = t.batch_size;
   training["eval_interval"] = t.eval_interval;
   add_training_options(t, training);

@@ -135,7 +135,15 @@ void read_image(object_reader r, image_config& image) {
   r.number_array("mean", image.mean, -1e6, 1e6, channels);
   r.number_array("std", image.std, 1e-9, 1e6, channels);
   r.boolean("center_crop", image.center_crop);
-  r.finish({"size", "channels", "mean", "std", "center_crop"});
+  std::string cache = "memory";
+  if (r.string(
+          "cache", cache, [](const std::string& c) { return c == "memory" || c == "disk"; },
+          "\"memory\" or \"disk\""))
+    image.cache_on_disk = cache == "disk";
+  r.string("cache_dir", image.cache_dir, non_empty, "a non-empty string (a folder)");
+  if (r.has("cache_dir") && !image.cache_on_disk && r.valid())
+    r.problem("cache_dir", "is where cache \"disk\" keeps the decoded images; give cache \"disk\"");
+  r.finish({"size", "channels", "mean", "std", "center_crop", "cache", "cache_dir"});
 }
 
 void read_augment(object_reader r, augment_config& augment) {

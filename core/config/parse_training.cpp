@@ -22,6 +22,19 @@ void read_early_stopping(object_reader& parent, std::optional<early_stopping_con
   out = e;
 }
 
+// fp16's loss scaling: GradScaler's init_scale and growth_interval. Scales beyond 2^127 would
+// overflow float32 on their own.
+void read_loss_scale(object_reader& parent, training_config& t) {
+  if (!parent.has("loss_scale"))
+    return;
+  auto r = parent.object("loss_scale");
+  r.number("initial", t.loss_scale.initial, 1, false, 0x1p127, false);
+  r.integer("growth_interval", t.loss_scale.growth_interval, 1, 1000000000);
+  r.finish({"initial", "growth_interval"});
+  if (t.precision != precision_kind::fp16 && r.valid())
+    parent.problem("loss_scale", "scales fp16's losses; give it with precision \"fp16\" only");
+}
+
 // true (early stopping's metric, or the validation loss), false, or a metric's name.
 void read_keep_best(object_reader& r, training_config& t) {
   const auto* v = r.peek("keep_best");
@@ -70,8 +83,9 @@ void read_training(object_reader r, training_config& t) {
   }
   read_early_stopping(r, t.early_stopping);
   read_keep_best(r, t);
-  r.finish({"epochs", "steps", "loss", "precision", "batch_size", "eval_interval", "clip_grad_norm",
-            "clip_grad_value", "early_stopping", "keep_best"});
+  read_loss_scale(r, t);
+  r.finish({"epochs", "steps", "loss", "precision", "loss_scale", "batch_size", "eval_interval",
+            "clip_grad_norm", "clip_grad_value", "early_stopping", "keep_best"});
 }
 
 namespace {

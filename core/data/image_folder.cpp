@@ -2,6 +2,7 @@
 
 #include "core/data/image_decode.hpp"
 #include "core/errors.hpp"
+#include "core/io/scratch_mapping.hpp"
 #include "core/io/whole_file.hpp"
 
 #include <ATen/ATen.h>
@@ -61,7 +62,11 @@ decoded_split decode_split(const image_listing& listing, const image_config& con
                            bool skip_bad) {
   const auto n = static_cast<int64_t>(listing.files.size());
   const auto channels = config.channels;
-  auto images = at::empty({n, channels, config.size[0], config.size[1]}, at::kByte);
+  const std::vector<int64_t> sizes{n, channels, config.size[0], config.size[1]};
+  auto images = config.cache_on_disk
+                    ? scratch_bytes(sizes, config.cache_dir.empty() ? default_scratch_folder()
+                                                                    : config.cache_dir)
+                    : at::empty(sizes, at::kByte);
   std::vector<std::string> errors(listing.files.size());
   std::atomic<int64_t> next{0};
   const auto work = [&] {
@@ -103,9 +108,14 @@ decoded_split decode_split(const image_listing& listing, const image_config& con
   }
   if (kept.empty())
     throw data_error("no image could be decoded; the first: " + out.skipped.front());
-  const auto index = at::tensor(kept, at::kLong);
-  out.images = out.skipped.empty() ? images : images.index_select(0, index);
-  out.labels = at::tensor(listing.labels, at::kLong).index_select(0, index);
+  // The images kept, moved up over those left out in their own storage (memory or scratch
+  // file): no second copy of a folder that may not fit twice. Row i comes from row kept[i] >= i,
+  // which no earlier move has written over.
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] != static_cast<int64_t>(i))
+      images[static_cast<int64_t>(i)].copy_(images[kept[i]]);
+  out.images = images.narrow(0, 0, static_cast<int64_t>(kept.size()));
+  out.labels = at::tensor(listing.labels, at::kLong).index_select(0, at::tensor(kept, at::kLong));
   return out;
 }
 

@@ -16,10 +16,31 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/functional/loss.h>
 
+#include <chrono>
 #include <cmath>
 
 namespace troupe {
 namespace {
+
+// The members' rows of `step` on the host: one batch all share ([B, row...], labels [B]), or one
+// per member in its own order ([K, B, row...], [K, B]).
+loaded_batch gather_members(const dataset& data, std::vector<batch_plan>& plans, int64_t batch,
+                            int64_t step) {
+  if (plans.size() == 1) {
+    const auto index = plans[0].indices(step, {0, batch});
+    return {step, data.train.images.gather(index, step), data.train.labels.index_select(0, index)};
+  }
+  std::vector<at::Tensor> indices;
+  for (auto& plan : plans)
+    indices.push_back(plan.indices(step, {0, batch}));
+  const auto index = at::stack(indices);  // [K, B]
+  const auto k = static_cast<int64_t>(plans.size());
+  std::vector<int64_t> shape{k, batch};
+  const auto& row = data.train.images.row_shape();
+  shape.insert(shape.end(), row.begin(), row.end());
+  return {step, data.train.images.gather(index.reshape({-1}), step).reshape(shape),
+          data.train.labels.index_select(0, index.reshape({-1})).reshape({k, batch})};
+}
 
 std::vector<at::Tensor> every_member_initial_weights(const ensemble_plan& plan, int64_t classes) {
   std::vector<at::Tensor> initial;
@@ -45,6 +66,12 @@ ensemble_engine::ensemble_engine(const ensemble_plan& plan, dataset_ptr data,
   const int64_t plans = plan.ensemble.distinct_data_order ? k : 1;
   for (int64_t p = 0; p < plans; ++p)
     plans_.emplace_back(data_->train.size(), batch_, settings.seed + static_cast<uint64_t>(p));
+  if (settings.prefetch > 0)
+    loader_ = std::make_unique<batch_loader>(
+        [data = data_, plans = plans_, batch = batch_](int64_t step) mutable {
+          return gather_members(*data, plans, batch, step);
+        },
+        settings.prefetch);
   if (!plan.ensemble.lrs.empty()) {
     std::vector<float> scale;
     for (double lr : plan.ensemble.lrs)
@@ -66,25 +93,24 @@ at::Tensor ensemble_engine::forward(const at::Tensor& inputs, bool per_member) c
                       [&] { return model_.forward(inputs, per_member); });
 }
 
+loaded_batch ensemble_engine::gather(int64_t step) {
+  if (loader_) {
+    auto [taken, waited] = loader_->take(step);
+    data_wait_s_ += waited;
+    return std::move(taken);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto b = gather_members(*data_, plans_, batch_, step);
+  data_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return b;
+}
+
 double ensemble_engine::step(int64_t step, double lr) {
   const auto k = model_.members();
-  at::Tensor images, labels;
-  if (plans_.size() == 1) {
-    auto index = plans_[0].indices(step, {0, batch_});
-    images = to_device(data_->train.images.gather(index, step));
-    labels = to_device(data_->train.labels.index_select(0, index)).unsqueeze(0).expand({k, batch_});
-  } else {
-    std::vector<at::Tensor> indices;
-    for (auto& plan : plans_)
-      indices.push_back(plan.indices(step, {0, batch_}));
-    auto index = at::stack(indices);        // [K, B]
-    std::vector<int64_t> shape{k, batch_};  // [K, B, row...]
-    const auto& row = data_->train.images.row_shape();
-    shape.insert(shape.end(), row.begin(), row.end());
-    images = to_device(data_->train.images.gather(index.reshape({-1}), step).reshape(shape));
-    labels =
-        to_device(data_->train.labels.index_select(0, index.reshape({-1})).reshape({k, batch_}));
-  }
+  const auto b = gather(step);
+  const auto images = to_device(b.images);
+  const auto labels = plans_.size() == 1 ? to_device(b.labels).unsqueeze(0).expand({k, batch_})
+                                         : to_device(b.labels);
   optimizer_->zero_grad();
   const auto logits = forward(images, plans_.size() > 1);  // [K, B, classes]
   // Per member: the mean loss over its rows. Their sum's gradient is each member's own.

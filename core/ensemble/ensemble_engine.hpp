@@ -4,11 +4,14 @@
 // `distinct_data_order` on the order of seed job.seed + k; with `lrs` it steps with its own
 // learning rate (SGD, as a per-member gradient scale, which momentum carries over exactly).
 // With a device_transfer the stacked model lives on its device (a GPU) and every batch goes
-// there through it; what leaves the engine (weights, each member's) is on the host.
+// there through it; what leaves the engine (weights, each member's) is on the host. With
+// settings.prefetch > 0 a loader thread gathers the members' rows of the next steps ahead
+// (core/data/batch_loader): the same batches, so no bit of training changes.
 //
 // Thread safety: none; one thread drives it.
 #pragma once
 
+#include "core/data/batch_loader.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/device/device_transfer.hpp"
@@ -18,6 +21,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -45,6 +49,10 @@ class ensemble_engine {
   /// finite.
   double step(int64_t step, double lr);
 
+  /// Seconds the steps since the last call waited for their rows (on the loader when it was
+  /// behind, or gathering them without one): the step's data_wait_s.
+  double take_data_wait_s() { return std::exchange(data_wait_s_, 0.0); }
+
   /// Every member, and their averaged prediction, on the whole test set.
   ensemble_evaluation evaluate(const labeled_images& set) const;
 
@@ -65,6 +73,8 @@ class ensemble_engine {
 
  private:
   at::Tensor to_device(const at::Tensor& host) const;
+  /// `step`'s rows for every member, on the host: what the loader makes ahead.
+  loaded_batch gather(int64_t step);
   /// The stacked forward in the job's precision (core/train/autocast_scope), widened to float32.
   at::Tensor forward(const at::Tensor& inputs, bool per_member) const;
 
@@ -76,6 +86,9 @@ class ensemble_engine {
   std::vector<batch_plan> plans_;  ///< one shared plan, or one per member
   at::Tensor lr_scale_;            ///< [K], or undefined when every member has the job's lr
   training_config training_;       ///< its clipping
+  double data_wait_s_ = 0;
+  /// Last: its thread reads data_ and its own copies of plans_ until the destructor stops it.
+  std::unique_ptr<batch_loader> loader_;
 };
 
 }  // namespace troupe

@@ -51,6 +51,10 @@ struct image_config {
   int64_t channels = 3;      ///< 1 (gray) or 3 (RGB)
   std::vector<double> mean;  ///< per channel, of pixels / 255; empty: 0
   std::vector<double> std;   ///< per channel; empty: 1
+  /// Where the decoded images are kept: the process's memory, or (true) a scratch file in
+  /// `cache_dir` mapped into it (core/io/scratch_mapping), for folders larger than memory.
+  bool cache_on_disk = false;
+  std::string cache_dir;  ///< empty: $TMPDIR, else /tmp
 };
 
 /// image_folder only: what training draws for each image at each step, from the seed.
@@ -168,9 +172,17 @@ enum class loss_kind { cross_entropy, mse, l1, bce_with_logits };
 /// autocast with the weights, gradients and optimizer in float32.
 enum class precision_kind { fp32, bf16, fp16 };
 
+/// training.precision "fp16": dynamic loss scaling (core/train/loss_scaler), as
+/// torch.amp.GradScaler's init_scale and growth_interval.
+struct loss_scale_config {
+  double initial = 65536.0;        ///< 2^16; powers of two scale and unscale exactly
+  int64_t growth_interval = 2000;  ///< finite steps in a row before the scale doubles
+};
+
 struct training_config {
   loss_kind loss = loss_kind::cross_entropy;
   precision_kind precision = precision_kind::fp32;
+  loss_scale_config loss_scale;  ///< fp16 only
   /// Exactly one of epochs and steps is set (> 0); the other is 0. An epoch is every full global
   /// batch of the shuffled train set (an incomplete last batch is dropped).
   int64_t epochs = 1;

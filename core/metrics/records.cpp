@@ -155,6 +155,15 @@ std::vector<std::optional<double>> per_class_accuracy(const confusion& r) {
   return accuracy;
 }
 
+nlohmann::json to_json(const loss_scale& r) {
+  return {{"event", loss_scale::event},
+          {"step", r.step},
+          {"worker", r.worker},
+          {"scale", r.scale},
+          {"skipped_steps", r.skipped_steps},
+          {"t", r.t}};
+}
+
 nlohmann::json to_json(const confusion& r) {
   auto accuracy = nlohmann::json::array();
   for (const auto& a : per_class_accuracy(r))

@@ -210,8 +210,21 @@ struct confusion {
   double t = 0;
 };
 
+/// fp16 (core/train/loss_scaler): a worker's loss scale from this step on, written at its first
+/// step and whenever it changes (halved for an overflowed gradient, whose step was skipped, or
+/// doubled after a run of finite ones).
+struct loss_scale {
+  static constexpr const char* event = "loss_scale";
+  int64_t step = 0;
+  int64_t worker = 0;
+  double scale = 0;
+  int64_t skipped_steps = 0;  ///< so far, on this worker
+  double t = 0;
+};
+
 nlohmann::json to_json(const step& r);
 nlohmann::json to_json(const worker_step& r);
+nlohmann::json to_json(const loss_scale& r);
 nlohmann::json to_json(const stage_step& r);
 nlohmann::json to_json(const eval& r);
 nlohmann::json to_json(const member_eval& r);

@@ -196,6 +196,11 @@ void render_data(std::ostringstream& out, const run_plan& p) {
   if (p.job.training.precision != precision_kind::fp32)
     out << "  precision: " << to_string(p.job.training.precision)
         << " autocast of the forward (weights, gradients and optimizer in float32)\n";
+  if (p.job.training.precision == precision_kind::fp16)
+    out << "  loss scale: " << p.job.training.loss_scale.initial
+        << " at the start, halved (and the step skipped) when the gradient overflows, doubled "
+           "after "
+        << p.job.training.loss_scale.growth_interval << " finite steps in a row\n";
 }
 
 void render_optimizer(std::ostringstream& out, const run_plan& p) {

@@ -45,8 +45,13 @@ void set_dtype(c10::DeviceType d, c10::ScalarType t) {
 
 }  // namespace
 
+// float16 autocast is CUDA's (LibTorch's CPU kernels have no float16 matrix products): the plan
+// refuses fp16 elsewhere, and on a CPU (the engine's tests) the forward stays float32 while the
+// loss scaling around it runs as it does on a GPU.
 autocast_scope::autocast_scope(precision_kind precision, c10::DeviceType device)
-    : on_(precision != precision_kind::fp32), device_(device) {
+    : on_(precision == precision_kind::bf16 ||
+          (precision == precision_kind::fp16 && device == c10::DeviceType::CUDA)),
+      device_(device) {
   if (!on_)
     return;
   was_enabled_ = enabled(device_);

@@ -1,8 +1,9 @@
-// training.precision "bf16" for the length of a forward: LibTorch's autocast on the calling
-// thread, as Python's torch.autocast(device, dtype) does. Inside, matrix products and
-// convolutions run in the lower precision on float32 weights (cast once per scope and cached);
-// the backward follows the forward's types; weights, gradients and the optimizer stay float32.
-// The loss is computed outside, on the logits widened to float32.
+// training.precision "bf16" (or "fp16" on a GPU) for the length of a forward: LibTorch's
+// autocast on the calling thread, as Python's torch.autocast(device, dtype) does. Inside, matrix
+// products and convolutions run in the lower precision on float32 weights (cast once per scope
+// and cached); the backward follows the forward's types; weights, gradients and the optimizer
+// stay float32. The loss is computed outside, on the logits widened to float32 (and, for fp16,
+// scaled by core/train/loss_scaler before the backward).
 //
 // Thread safety: autocast's switch is per thread; make and drop the scope on one thread.
 #pragma once

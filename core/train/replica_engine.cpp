@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -49,6 +50,8 @@ replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
   optimizer_ =
       std::make_unique<flat_optimizer>(plan.settings.optimizer, *flat_, model_.parameters());
   draws_ = !model_.random_ops().empty();
+  if (training_.precision == precision_kind::fp16)
+    scaler_.emplace(training_.loss_scale);
   start_loader();
 }
 
@@ -118,7 +121,13 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
   const double share = static_cast<double>(rows_.size()) / static_cast<double>(global_batch_);
   if (scaled)
     loss = loss * share;
+  if (scaler_)  // fp16: small gradients kept clear of float16's underflow, unscaled just after
+    loss = loss * scaler_->scale();
   loss.backward();
+  if (scaler_) {
+    torch::NoGradGuard no_grad;
+    flat_->parameter_grads().mul_(1.0 / scaler_->scale());
+  }
   flat_->gather_buffers(scaled ? share : 1.0);
   // Read after backward is queued, so that a GPU is not left idle while the host waits.
   const double value = unscaled.item<double>();
@@ -135,8 +144,17 @@ void replica_engine::apply(const at::Tensor& combined, double lr) {
     if (!combined.is_same(flat_->grads()))
       flat_->grads().copy_(combined);
   }
-  clip_gradient(flat_->parameter_grads(), training_);
-  optimizer_->step(lr);
+  // Replicas that sum their gradients all see the same sum, so all of them skip, or none.
+  const bool finite = !scaler_ || at::isfinite(flat_->parameter_grads()).all().item<bool>();
+  const bool at_floor = scaler_ && scaler_->scale() == loss_scaler::smallest;
+  if (!scaler_ || scaler_->record(finite)) {
+    clip_gradient(flat_->parameter_grads(), training_);
+    optimizer_->step(lr);
+  } else if (at_floor) {
+    throw diverged_error("the gradient is not finite even at the smallest loss scale (2^-24), " +
+                         std::to_string(scaler_->skipped_steps()) + " steps skipped, on replica " +
+                         std::to_string(rank_));
+  }
   flat_->adopt_combined_buffers();
 }
 
@@ -157,13 +175,29 @@ void replica_engine::set_weights(const at::Tensor& flat) {
   flat_->load_buffers();
 }
 
+namespace {
+
+// Under fp16 a checkpoint's optimizer state is the loss scaler's line, then the optimizer's bytes.
+constexpr char scaler_tag[] = "loss_scale ";
+
+}  // namespace
+
 std::string replica_engine::optimizer_state() const {
-  return optimizer_->save();
+  if (!scaler_)
+    return optimizer_->save();
+  return scaler_tag + scaler_->save() + "\n" + optimizer_->save();
 }
 
 void replica_engine::restore(const at::Tensor& flat, const std::string& optimizer_state) {
   set_weights(flat.to(flat_->weights().device()));
-  optimizer_->load(optimizer_state);
+  if (!scaler_)
+    return optimizer_->load(optimizer_state);
+  const auto end = optimizer_state.find('\n');
+  if (optimizer_state.rfind(scaler_tag, 0) != 0 || end == std::string::npos)
+    throw std::invalid_argument("the checkpoint holds no loss scale, which an fp16 run needs");
+  const auto skip = sizeof(scaler_tag) - 1;
+  scaler_->load(optimizer_state.substr(skip, end - skip));
+  optimizer_->load(optimizer_state.substr(end + 1));
 }
 
 namespace {

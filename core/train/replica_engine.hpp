@@ -13,8 +13,10 @@
 #include "core/model/network.hpp"
 #include "core/optim/flat_optimizer.hpp"
 #include "core/train/engine_plans.hpp"
+#include "core/train/loss_scaler.hpp"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace troupe {
@@ -69,7 +71,13 @@ class replica_engine {
   /// Makes `combined` this replica's gradient, clips it as the job says, and takes one optimizer
   /// step with learning rate `lr` (the plan's rate for the step, times the async policy's
   /// staleness scale where that applies). Passing gradient() steps on this replica's own one.
+  /// Under fp16 a gradient that is not finite (the scaled backward overflowed) is not applied:
+  /// the step is skipped and the loss scale halves (core/train/loss_scaler).
   void apply(const at::Tensor& combined, double lr);
+
+  /// fp16: the scale of the next backward, and the steps skipped so far; 0 and 0 otherwise.
+  double loss_scale() const { return scaler_ ? scaler_->scale() : 0.0; }
+  int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
 
   /// This replica's share from now on: position `position` of `count` live replicas (a node
   /// was lost, or a replacement joined). Its rows of every global batch, and of the evaluation
@@ -80,7 +88,8 @@ class replica_engine {
   /// Overwrites the weights (e.g. with the replicas' average).
   void set_weights(const at::Tensor& flat);
 
-  /// The optimizer's state as bytes (core/optim/make_optimizer), for a checkpoint.
+  /// The optimizer's state as bytes (core/optim/make_optimizer), for a checkpoint; under fp16
+  /// led by the loss scaler's state.
   std::string optimizer_state() const;
   /// Puts a checkpoint's weights and optimizer state back.
   void restore(const at::Tensor& flat, const std::string& optimizer_state);
@@ -121,6 +130,7 @@ class replica_engine {
   network model_;
   std::unique_ptr<flat_parameters> flat_;
   std::unique_ptr<flat_optimizer> optimizer_;
+  std::optional<loss_scaler> scaler_;  ///< fp16 only
   batch_plan plan_;
   row_range rows_;
   device_transfer* transfer_;

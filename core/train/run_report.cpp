@@ -30,6 +30,10 @@ nlohmann::json to_json(const worker_report& w, double wall_s) {
     j["bubble_fraction"] = w.compute_s + w.idle_s > 0 ? w.idle_s / (w.compute_s + w.idle_s) : 0.0;
     j["peak_live_activations"] = w.peak_live_activations;
   }
+  if (w.loss_scale > 0) {
+    j["loss_scale"] = w.loss_scale;
+    j["skipped_steps"] = w.skipped_steps;
+  }
   return j;
 }
 

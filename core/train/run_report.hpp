@@ -32,6 +32,10 @@ struct worker_report {
   int64_t stage = -1;
   double idle_s = 0;
   int64_t peak_live_activations = 0;
+  /// fp16 only (loss_scale > 0): the loss scale at the end, and the steps skipped for an
+  /// overflowed gradient (core/train/loss_scaler).
+  double loss_scale = 0;
+  int64_t skipped_steps = 0;
 };
 
 /// A stacked ensemble's member: how it was set up and how it scored at the last evaluation.

@@ -108,6 +108,17 @@ void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute
   windows_.add(records::worker_step{step, worker_id, compute_s, comm_s, apply_s, data_wait_s});
 }
 
+void run_tracker::on_loss_scale(int64_t worker_id, int64_t step, double scale,
+                                int64_t skipped_steps) {
+  auto* w = worker(worker_id);
+  if (w == nullptr)
+    return;
+  if (scale != w->loss_scale)
+    record(records::loss_scale{step, worker_id, scale, skipped_steps, 0.0});
+  w->loss_scale = scale;
+  w->skipped_steps = skipped_steps;
+}
+
 std::optional<progress_update> run_tracker::on_eval_shard(int64_t worker_id, int64_t step,
                                                           double loss_sum, double metric_sum,
                                                           int64_t count, double eval_s,
@@ -218,7 +229,7 @@ void run_tracker::on_stage_timing(const stage_timing& t) {
     throw std::logic_error("run_tracker: a stage timing in a run without pipelines");
   for (const auto& x : stage_windows_->add(t)) {
     const auto& s = x.timing;
-    on_worker_step(s.worker, s.step, s.busy_s, s.comm_s, s.apply_s);
+    on_worker_step(s.worker, s.step, s.busy_s, s.comm_s, s.apply_s, s.data_wait_s);
     auto* w = worker(s.worker);
     if (w == nullptr)
       continue;

@@ -60,6 +60,10 @@ class run_tracker {
   void on_worker_step(int64_t worker, int64_t step, double compute_s, double comm_s, double apply_s,
                       double data_wait_s = 0);
 
+  /// fp16: a worker's loss scale after `step` and its skipped steps so far. A scale that
+  /// differs from the worker's last one (or its first) is written as a loss_scale record.
+  void on_loss_scale(int64_t worker, int64_t step, double scale, int64_t skipped_steps);
+
   /// One worker's evaluation shard, with its confusion counts for a classification (else
   /// empty). Returns a snapshot once `expected` shards of `step` are in. Throws
   /// std::invalid_argument for counts that do not match the other shards'.

@@ -10,6 +10,7 @@
 #include "core/train/confusion.hpp"
 #include "core/train/loss.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -50,9 +51,28 @@ stage_engine::stage_engine(const stage_plan& plan, dataset_ptr data,
   optimizer_ =
       std::make_unique<flat_optimizer>(plan.settings.optimizer, *flat_, module_.parameters());
   draws_ = !module_.random_ops().empty();
+  // Stage 0 reads the data; the loader gathers its pipeline's rows of the next steps ahead.
+  if (where_.first() && plan.settings.prefetch > 0)
+    loader_ = std::make_unique<batch_loader>(
+        [data = data_, plan = plan_, rows = rows_](int64_t step) mutable {
+          return loaded_batch{step, data->train.images.gather(plan.indices(step, rows), step), {}};
+        },
+        plan.settings.prefetch);
 }
 
 stage_engine::~stage_engine() = default;
+
+at::Tensor stage_engine::fetch_rows(int64_t step) {
+  if (loader_) {
+    auto [taken, waited] = loader_->take(step);
+    data_wait_s_ += waited;
+    return taken.images;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto images = data_->train.images.gather(plan_.indices(step, rows_), step);
+  data_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return images;
+}
 
 at::Tensor stage_engine::forward_slice(const at::Tensor& input, int64_t step, int64_t part) {
   if (!draws_)
@@ -67,6 +87,8 @@ row_range stage_engine::micro_range(int64_t micro) const {
 }
 
 void stage_engine::begin_step(int64_t step) {
+  if (where_.first())
+    step_images_ = fetch_rows(step);
   flat_->grads().zero_();
   module_.set_training(true);
   step_ = step;
@@ -78,12 +100,14 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
   TORCH_CHECK(saved_.count(micro) == 0, "forward of micro-batch ", micro, " twice in step ", step_);
   const auto rows = micro_range(micro);
   at::Tensor index;
-  if (where_.first() || where_.last())
+  if (where_.last())
     index = plan_.indices(step_, rows);
   saved_activation saved;
   at::Tensor x;
   if (where_.first()) {
-    x = data_->train.images.gather(index, step_);
+    // The micro-batch's rows of the step's: gathered row by row (augmentation is drawn per row
+    // and step), the same rows and pixels as a gather of the micro-batch alone.
+    x = step_images_.narrow(0, rows.begin - rows_.begin, rows.size());
   } else {
     TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for micro-batch ",
                 micro);

@@ -10,6 +10,7 @@
 // Thread safety: none. All calls must come from one thread at a time (the owning actor's).
 #pragma once
 
+#include "core/data/batch_loader.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
 #include "core/model/flat_parameters.hpp"
@@ -20,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 
 namespace troupe {
 
@@ -50,6 +52,9 @@ class stage_engine {
   double step_loss() const;
   /// This pipeline's rows in a step.
   int64_t step_rows() const { return rows_.size(); }
+  /// Stage 0: seconds the steps since the last call waited for their rows (on the loader when
+  /// it was behind, or gathering them without one); 0 on the other stages.
+  double take_data_wait_s() { return std::exchange(data_wait_s_, 0.0); }
 
   /// After the step's last backward: the accumulated gradient, with the buffers' slots filled
   /// (their values times this pipeline's share of the global batch).
@@ -83,6 +88,10 @@ class stage_engine {
   /// of this pipeline, step, part) under core/model/random_draws.
   at::Tensor forward_slice(const at::Tensor& input, int64_t step, int64_t part);
 
+  /// Stage 0: `step`'s rows of this pipeline on the host, from the loader (or gathered here
+  /// without one); adds what it waited to data_wait_s_.
+  at::Tensor fetch_rows(int64_t step);
+
   stage_position where_;
   training_config training_;
   std::vector<row_range> micro_batches_;
@@ -99,6 +108,10 @@ class stage_engine {
   int64_t step_ = 0;
   double loss_sum_ = 0;  ///< sum over micro-batches of mean loss x rows
   std::map<int64_t, saved_activation> saved_;
+  at::Tensor step_images_;  ///< stage 0: the step's rows of this pipeline, cut into micro-batches
+  double data_wait_s_ = 0;
+  /// Stage 0 with settings.prefetch > 0. Last: its thread reads data_ until it is stopped.
+  std::unique_ptr<batch_loader> loader_;
 };
 
 }  // namespace troupe

@@ -16,6 +16,7 @@ struct stage_timing {
   int64_t peak_live = 0;    ///< most activations held at once
   double comm_s = 0;        ///< gradient sent -> combined gradient received
   double apply_s = 0;       ///< optimizer step
+  double data_wait_s = 0;   ///< stage 0: waiting for the step's rows (not in busy_s)
 };
 
 }  // namespace troupe

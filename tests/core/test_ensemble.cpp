@@ -122,6 +122,35 @@ TEST_SUITE("ensemble") {
     }
   }
 
+  TEST_CASE(
+      "a loader gathers the members' batches ahead: the same bits as gathering them in "
+      "the step") {
+    for (const bool distinct : {false, true}) {
+      CAPTURE(distinct);
+      auto job = small_ensemble(model_kind::mlp, 3);
+      job.ensemble.distinct_data_order = distinct;
+      job.data.prefetch = 0;
+      auto ahead = job;
+      ahead.data.prefetch = 3;
+      const auto data = data_for(job);
+      ensemble_engine inline_gather(ensemble_plan_of(job), data);
+      ensemble_engine loaded(ensemble_plan_of(ahead), data);
+      double waited = 0;
+      for (int64_t s = 0; s < 25; ++s) {  // past an epoch of 400 rows in batches of 20
+        CHECK(inline_gather.step(s, job.optimizer.lr) == loaded.step(s, job.optimizer.lr));
+        waited += inline_gather.take_data_wait_s();
+      }
+      CHECK(at::equal(inline_gather.weights(), loaded.weights()));
+      CHECK(waited > 0);  // without a loader, every gather is waited for
+      CHECK(inline_gather.take_data_wait_s() == 0);
+      // A step the loader did not expect (a resume) restarts it there.
+      ensemble_engine resumed(ensemble_plan_of(ahead), data);
+      resumed.restore(loaded.weights(), loaded.optimizer_state());
+      for (int64_t s = 25; s < 30; ++s)
+        CHECK(resumed.step(s, job.optimizer.lr) == inline_gather.step(s, job.optimizer.lr));
+    }
+  }
+
   TEST_CASE("members export under the unstacked model's names and shapes") {
     const auto job = small_ensemble(model_kind::cnn, 2);
     auto data = data_for(job);

@@ -6,6 +6,7 @@
 #include "core/data/image_decode.hpp"
 #include "core/data/image_folder.hpp"
 #include "core/errors.hpp"
+#include "core/io/scratch_mapping.hpp"
 #include "data_error_text.hpp"
 #include "temp_folder.hpp"
 
@@ -199,6 +200,35 @@ TEST_SUITE("data") {
 
     fs::rename(t.path / "test/class_1", t.path / "test/class_2");
     CHECK(contains(load_error(config), "holds the classes class_0, class_2, the training folder"));
+  }
+
+  TEST_CASE("decoded into a scratch file (cache \"disk\"): the same rows, nothing left behind") {
+    temp_folder t;
+    write_folder(t.path / "train", {3, 2});
+    write_folder(t.path / "test", {1, 1});
+    t.write("train/class_0/broken.png", "not a PNG at all");  // left out: the rows move up
+    auto config = folders(t);
+    config.image.size = {4, 4};
+    config.skip_bad_images = true;
+    const auto in_memory = load_dataset(config, 1);
+    fs::create_directories(t.path / "cache");
+    config.image.cache_on_disk = true;
+    config.image.cache_dir = (t.path / "cache").string();
+    {
+      const auto on_disk = load_dataset(config, 1);
+      CHECK(on_disk->train.size() == 5);
+      CHECK(at::equal(on_disk->train.images.whole(), in_memory->train.images.whole()));
+      CHECK(at::equal(on_disk->train.labels, in_memory->train.labels));
+      CHECK(at::equal(on_disk->test.images.whole(), in_memory->test.images.whole()));
+      CHECK(fs::is_empty(t.path / "cache"));  // unlinked while mapped
+    }
+    config.image.cache_dir = (t.path / "nowhere").string();
+    CHECK(contains(load_error(config), (t.path / "nowhere").string() + ": cannot hold scratch"));
+    const auto bytes = scratch_bytes({3, 5}, (t.path / "cache").string());
+    CHECK(bytes.is_contiguous());
+    CHECK(bytes.sizes().vec() == std::vector<int64_t>{3, 5});
+    CHECK_THROWS_WITH_AS(scratch_bytes({int64_t{1} << 50}, (t.path / "cache").string()),
+                         doctest::Contains("MB free, the decoded images need"), data_error);
   }
 
   TEST_CASE("augmentation is drawn from (seed, step, row): the same each time, none to evaluate") {

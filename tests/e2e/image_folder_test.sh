@@ -53,6 +53,25 @@ for run in sync no_prefetch; do
   grep -q '"data_wait_s"' "$tmp/$run/summary.json" && grep -q '"data_wait_s"' "$tmp/$run/metrics.jsonl" &&
     pass || fail "$run: no data_wait_s in summary.json or metrics.jsonl"
 done
+# A pipeline's first stage and a stacked ensemble load ahead too: the same weights without.
+for run in pipeline ensemble; do
+  expect 0 "succeeded" -- "$troupe" run "$tmp/$run/job.json" --out "$tmp/${run}_inline" --quiet \
+    --set data.prefetch=0
+done
+cmp -s "$tmp/pipeline/final_weights.pt" "$tmp/pipeline_inline/final_weights.pt" && pass ||
+  fail "a pipeline without its loader trains other weights"
+cmp -s "$tmp/ensemble/member_2.pt" "$tmp/ensemble_inline/member_2.pt" && pass ||
+  fail "an ensemble without its loader trains other weights"
+# Decoded into a scratch file rather than memory (data.image.cache "disk"): the same weights,
+# and the file gone with the run; a cache folder that is not there is refused before it runs.
+mkdir -p "$tmp/cache"
+expect 0 "succeeded" -- "$troupe" run "$tmp/sync/job.json" --out "$tmp/on_disk" --quiet \
+  --set data.image.cache=disk --set data.image.cache_dir="$tmp/cache"
+cmp -s "$tmp/sync/final_weights.pt" "$tmp/on_disk/final_weights.pt" && pass ||
+  fail "cache disk trains other weights than cache memory"
+[ -z "$(ls -A "$tmp/cache")" ] && pass || fail "scratch files left in the cache folder: $(ls "$tmp/cache")"
+expect 2 "$tmp/nowhere: cannot hold scratch files" -- "$troupe" validate "$tmp/sync/job.json" \
+  --set data.image.cache=disk --set data.image.cache_dir="$tmp/nowhere"
 # RGB JPEGs of another size, a CNN on them.
 job jpg_train jpg_test '{"size": [32, 32], "channels": 3, "mean": [0.3, 0.2, 0.7], "std": [0.3, 0.2, 0.3]}'
 expect 0 "rows of shape [3, 32, 32]" -- "$troupe" validate "$tmp/job.json"

@@ -40,6 +40,17 @@ done
 if find "$prefix/include" -name '*.cpp' | grep -q .; then fail "sources installed as headers"; else pass; fi
 "$prefix/bin/troupe" --version >"$tmp/version.txt" 2>&1
 has "$tmp/version.txt" "0\.[0-9]+\.[0-9]+"
+# The Python module, where the build made one: importable from the install alone, and it plans.
+if [ -d "$build/python/troupe" ]; then
+  PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 -c '
+import troupe, sys
+assert troupe.__file__.startswith(sys.argv[1]), troupe.__file__
+print(troupe.__version__)
+print(troupe.validate({"data": {"type": "synthetic"}, "training": {"steps": 3}}))' \
+    "$prefix" >"$tmp/python.txt" 2>&1
+  has "$tmp/python.txt" "^0\.[0-9]+\.[0-9]+$"
+  has "$tmp/python.txt" "parameters"
+fi
 
 # The examples on their own: only the prefix tells CMake where troupe is.
 examples=$tmp/examples

@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 using namespace troupe;
 
 namespace {
@@ -84,6 +86,36 @@ TEST_SUITE("gpu_training") {
     REQUIRE_MESSAGE(first.succeeded(), first.error);
     REQUIRE_MESSAGE(second.succeeded(), second.error);
     CHECK(at::equal(first.final_weights, second.final_weights));
+  }
+
+  // float16 carries about 3 decimal digits: 50 steps end near float32's weights, not at them,
+  // and a scale that starts far too high is brought down by skipped steps, not by a failure.
+  TEST_CASE("fp16 with dynamic loss scaling trains near the float32 run on the GPU") {
+    auto job = test::small_job(2, 50);
+    job.device = {*parse_device("cuda:0")};
+    const auto data = test::small_data(job);
+    const auto fp32 = plan_and_run(job, data, {});
+    REQUIRE_MESSAGE(fp32.succeeded(), fp32.error);
+    job.training.precision = precision_kind::fp16;
+    const auto fp16 = plan_and_run(job, data, {});
+    REQUIRE_MESSAGE(fp16.succeeded(), fp16.error);
+    const double gap = max_abs_diff(fp16.final_weights, fp32.final_weights);
+    CAPTURE(gap);
+    CHECK(gap > 0);  // the forward did run in float16
+    CHECK(gap < 0.05);
+    CHECK(std::abs(*fp16.final_train_loss - *fp32.final_train_loss) < 0.05);
+    REQUIRE(fp16.workers.size() == 2);
+    CHECK(fp16.workers[0].loss_scale == 65536.0);
+    CHECK(fp16.workers[0].skipped_steps == 0);
+    // At 2^24 the scaled gradient of the logits passes float16's largest value (65504).
+    job.training.loss_scale.initial = 0x1p24;
+    const auto high = plan_and_run(job, data, {});
+    REQUIRE_MESSAGE(high.succeeded(), high.error);
+    CHECK(high.workers[0].skipped_steps > 0);
+    CHECK(high.workers[0].skipped_steps == high.workers[1].skipped_steps);  // sync: in step
+    CHECK(high.workers[0].loss_scale <= 0x1p23);
+    CHECK(high.workers[0].skipped_steps < 50);  // and then it trained
+    CHECK(at::isfinite(high.final_weights).all().item<bool>());
   }
 
   // Reported as skipped where fewer than two GPUs are visible: NCCL needs one per replica.
