@@ -2,13 +2,18 @@
 "memory" against "disk"), side by side in one run (issue 40: image folders larger than memory).
 
   /usr/bin/python3 bench/image_cache_memory.py [--build build] [--images 5000] [--steps 150]
-      [--keep DIR]
+      [--memory-limit-mb MB] [--keep DIR]
 
 Makes a folder of --images 224x224 RGB JPEGs from Fashion-MNIST (bench/image_loading.py's, a
 folder per class; 500 more as the test folder), then trains the same job on it with each cache:
 an MLP (hidden 64) on the 3x224x224 images, 1 replica of 2 threads, batch 32, --steps steps,
 random crops and flips. While each runs, the troupe process's anonymous memory (RssAnon in
 /proc/PID/status: not the page cache a scratch file's pages belong to) is sampled every 50 ms.
+
+With --memory-limit-mb each run is a cgroup's only process (cgroup v1's memory controller, as
+root), limited to that much memory, page cache included (the kernel reclaims page cache first;
+anonymous memory it cannot reclaim without swap): below the decoded bytes, "disk" should train
+and "memory" be killed, which the JSON says ("completed", the exit status).
 
 Prints JSON: per cache the largest RssAnon and the training steps per second (after the first
 10% of step records), and
@@ -31,7 +36,26 @@ from image_loading import fashion, make_folder  # noqa: E402
 from npy_memory import rss_anon, steps_per_second  # noqa: E402
 
 
-def train(troupe, folder, cache, steps):
+CGROUP_ROOT = "/sys/fs/cgroup/memory"
+
+
+def memory_cgroup(limit_mb):
+    """A fresh cgroup v1 memory cgroup limited to limit_mb (swap too, where accounted)."""
+    if not os.access(CGROUP_ROOT, os.W_OK):
+        sys.exit(f"--memory-limit-mb needs cgroup v1's memory controller, writable, at {CGROUP_ROOT}")
+    path = os.path.join(CGROUP_ROOT, f"troupe-image-cache-{os.getpid()}")
+    os.makedirs(path, exist_ok=True)
+    limit = str(limit_mb * 2**20)
+    with open(os.path.join(path, "memory.limit_in_bytes"), "w") as f:
+        f.write(limit)
+    swap = os.path.join(path, "memory.memsw.limit_in_bytes")
+    if os.path.exists(swap):
+        with open(swap, "w") as f:
+            f.write(limit)
+    return path
+
+
+def train(troupe, folder, cache, steps, cgroup=None):
     data = {"type": "image_folder", "train": os.path.join(folder, "train"),
             "test": os.path.join(folder, "test"),
             "image": {"size": [224, 224], "channels": 3, "cache": cache},
@@ -46,8 +70,14 @@ def train(troupe, folder, cache, steps):
     with open(path, "w") as f:
         json.dump(job, f)
     out = os.path.join(folder, f"cache_{cache}")
+    def join_cgroup():  # in the child, before troupe starts: all it allocates is charged there
+        if cgroup:
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+
     child = subprocess.Popen([troupe, "run", path, "--out", out, "--quiet"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=join_cgroup)
     peak = [0]
 
     def sample():
@@ -60,8 +90,10 @@ def train(troupe, folder, cache, steps):
     _, err = child.communicate()
     sampler.join()
     if child.returncode != 0:
-        sys.exit(f"cache {cache}: troupe failed: {err.decode()}")
-    return {"rss_anon_max_bytes": peak[0],
+        if not cgroup:
+            sys.exit(f"cache {cache}: troupe failed: {err.decode()}")
+        return {"completed": False, "exit_status": child.returncode, "rss_anon_max_bytes": peak[0]}
+    return {"completed": True, "rss_anon_max_bytes": peak[0],
             "steps_per_s": steps_per_second(os.path.join(out, "metrics.jsonl"))}
 
 
@@ -70,6 +102,8 @@ def main():
     p.add_argument("--build", default="build")
     p.add_argument("--images", type=int, default=5000)
     p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--memory-limit-mb", type=int, default=0,
+                   help="run each variant in a memory cgroup of this many MB (0: none)")
     p.add_argument("--keep", help="a folder to keep the images and runs in (else a temporary one)")
     a = p.parse_args()
     troupe = os.path.abspath(os.path.join(a.build, "apps", "troupe"))
@@ -80,15 +114,21 @@ def main():
         if not os.path.isdir(os.path.join(folder, "train")):
             make_folder(os.path.join(folder, "train"), x[:a.images], y[:a.images], "jpg")
             make_folder(os.path.join(folder, "test"), x[-500:], y[-500:], "jpg")
-        runs = {cache: train(troupe, folder, cache, a.steps) for cache in ("memory", "disk")}
-        decoded = a.images * 3 * 224 * 224
-        print(json.dumps({
-            "benchmark": "image_cache_memory", "images": a.images, "steps": a.steps,
-            "decoded_bytes": decoded, "runs": runs,
-            "rss_anon_saved_bytes": runs["memory"]["rss_anon_max_bytes"] -
-            runs["disk"]["rss_anon_max_bytes"],
-            "step_rate_ratio": runs["disk"]["steps_per_s"] / runs["memory"]["steps_per_s"]},
-            indent=2))
+        cgroup = memory_cgroup(a.memory_limit_mb) if a.memory_limit_mb else None
+        try:
+            runs = {cache: train(troupe, folder, cache, a.steps, cgroup)
+                    for cache in ("memory", "disk")}
+        finally:
+            if cgroup:
+                os.rmdir(cgroup)
+        result = {"benchmark": "image_cache_memory", "images": a.images, "steps": a.steps,
+                  "memory_limit_mb": a.memory_limit_mb or None,
+                  "decoded_bytes": a.images * 3 * 224 * 224, "runs": runs}
+        if all(r["completed"] for r in runs.values()):
+            result["rss_anon_saved_bytes"] = (runs["memory"]["rss_anon_max_bytes"] -
+                                              runs["disk"]["rss_anon_max_bytes"])
+            result["step_rate_ratio"] = runs["disk"]["steps_per_s"] / runs["memory"]["steps_per_s"]
+        print(json.dumps(result, indent=2))
     finally:
         if not a.keep:
             shutil.rmtree(folder, ignore_errors=True)
