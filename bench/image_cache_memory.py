@@ -25,15 +25,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from image_loading import fashion, make_folder  # noqa: E402
-from npy_memory import rss_anon, steps_per_second  # noqa: E402
+from npy_memory import run_sampled, steps_per_second  # noqa: E402
 
 
 CGROUP_ROOT = "/sys/fs/cgroup/memory"
@@ -75,25 +72,13 @@ def train(troupe, folder, cache, steps, cgroup=None):
             with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
 
-    child = subprocess.Popen([troupe, "run", path, "--out", out, "--quiet"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             preexec_fn=join_cgroup)
-    peak = [0]
-
-    def sample():
-        while child.poll() is None:
-            peak[0] = max(peak[0], rss_anon(child.pid))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    _, err = child.communicate()
-    sampler.join()
-    if child.returncode != 0:
+    status, err, peak = run_sampled([troupe, "run", path, "--out", out, "--quiet"],
+                                    preexec_fn=join_cgroup)
+    if status != 0:
         if not cgroup:
-            sys.exit(f"cache {cache}: troupe failed: {err.decode()}")
-        return {"completed": False, "exit_status": child.returncode, "rss_anon_max_bytes": peak[0]}
-    return {"completed": True, "rss_anon_max_bytes": peak[0],
+            sys.exit(f"cache {cache}: troupe failed: {err}")
+        return {"completed": False, "exit_status": status, "rss_anon_max_bytes": peak}
+    return {"completed": True, "rss_anon_max_bytes": peak,
             "steps_per_s": steps_per_second(os.path.join(out, "metrics.jsonl"))}
 
 

@@ -88,6 +88,25 @@ def rss_anon(pid):
     return 0
 
 
+def run_sampled(command, preexec_fn=None):
+    """Runs command (its output dropped, its stderr kept), sampling its RssAnon every 50 ms:
+    (exit status, stderr text, the largest RssAnon in bytes)."""
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=preexec_fn)
+    peak = [0]
+
+    def sample():
+        while child.poll() is None:
+            peak[0] = max(peak[0], rss_anon(child.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    _, err = child.communicate()
+    sampler.join()
+    return child.returncode, err.decode(), peak[0]
+
+
 def steps_per_second(metrics):
     records = [json.loads(line) for line in open(metrics)]
     times = [r["t"] for r in records if r.get("event") == "step"]
@@ -105,22 +124,10 @@ def train(troupe, folder, name, data, steps):
     path = os.path.join(folder, name + ".json")
     json.dump(job, open(path, "w"))
     out = os.path.join(folder, name)
-    child = subprocess.Popen([troupe, "run", path, "--out", out, "--quiet"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak = [0]
-
-    def sample():
-        while child.poll() is None:
-            peak[0] = max(peak[0], rss_anon(child.pid))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    _, err = child.communicate()
-    sampler.join()
-    if child.returncode != 0:
-        sys.exit(f"{name}: troupe failed: {err.decode()}")
-    return {"rss_anon_max_bytes": peak[0], "steps_per_s": steps_per_second(
+    status, err, peak = run_sampled([troupe, "run", path, "--out", out, "--quiet"])
+    if status != 0:
+        sys.exit(f"{name}: troupe failed: {err}")
+    return {"rss_anon_max_bytes": peak, "steps_per_s": steps_per_second(
         os.path.join(out, "metrics.jsonl"))}
 
 

@@ -43,6 +43,17 @@ job_request request_of(const std::string& job_text, const std::string& job_path,
   return job_request_from_json("the job", std::move(json), sets);
 }
 
+// request_of for what runs here: a single job. A suite's jobs are processes of the troupe
+// program, which troupe.<call>() (python/troupe/__init__.py) hands it to.
+job_request single_job_request(const std::string& job_text, const std::string& job_path,
+                               const std::vector<std::string>& sets, const std::string& call) {
+  auto request = request_of(job_text, job_path, sets);
+  if (is_suite(request.json))
+    throw job_error(
+        {"a suite runs as processes of the troupe program: troupe." + call + "() hands it there"});
+  return request;
+}
+
 class native_run {
  public:
   native_run(const std::string& job_text, const std::string& job_path,
@@ -53,12 +64,7 @@ class native_run {
     cmd_.quiet = true;
     {
       py::gil_scoped_release unlocked;
-      auto request = request_of(job_text, job_path, sets);
-      if (is_suite(request.json))
-        throw job_error(
-            {"a suite runs its jobs as processes: troupe.run() hands it to the "
-             "troupe program"});
-      run_.emplace(prepare_single_run(cmd_, std::move(request)));
+      run_.emplace(prepare_single_run(cmd_, single_job_request(job_text, job_path, sets, "run")));
     }
     worker_ = std::thread([this] {
       auto result = complete_single_run(cmd_, *run_, stop_);
@@ -119,11 +125,7 @@ class native_run {
 std::string plan_of(const std::string& job_text, const std::string& job_path,
                     const std::vector<std::string>& sets) {
   py::gil_scoped_release unlocked;
-  auto request = request_of(job_text, job_path, sets);
-  if (is_suite(request.json))
-    throw job_error(
-        {"a suite is validated by the troupe program: troupe.validate() hands it "
-         "there"});
+  const auto request = single_job_request(job_text, job_path, sets, "validate");
   const auto job = parse_loaded_job(request.source, request.json);
   // The data files' headers, as `troupe validate` reads them: a missing file is found now.
   return render_plan(make_run_plan(job, read_data_facts(job.data)));
