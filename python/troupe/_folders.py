@@ -23,6 +23,7 @@ def read_records(path, follow=None, poll=0.1):
     if not os.path.exists(path):
         return
     pending = ""
+    number = 0
     with open(path) as f:
         while True:
             finished = follow is None or follow()  # asked before reading: nothing is missed
@@ -30,12 +31,23 @@ def read_records(path, follow=None, poll=0.1):
             pending += chunk
             *lines, pending = pending.split("\n")
             for line in lines:
+                number += 1
                 if line.strip():
-                    yield json.loads(line)
+                    yield _record(path, number, line)
             if finished:
                 return
             if not chunk:
                 time.sleep(poll)
+
+
+def _record(path, number, line):
+    try:
+        record = json.loads(line)
+    except ValueError as e:
+        raise ValueError(f"{path}:{number}: not a JSON record ({e})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}:{number}: not a JSON record (a {type(record).__name__})")
+    return record
 
 
 def _frames_by_event(records):

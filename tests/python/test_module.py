@@ -181,6 +181,11 @@ class Module(unittest.TestCase):
     def test_missing_folders_and_weights_are_named(self):
         with self.assertRaisesRegex(FileNotFoundError, "nowhere"):
             troupe.read_run("nowhere")
+        os.makedirs("garbled", exist_ok=True)
+        with open("garbled/metrics.jsonl", "w") as f:
+            f.write('{"event": "step", "step": 0}\n[1, 2]\n')
+        with self.assertRaisesRegex(ValueError, r"garbled/metrics.jsonl:2: not a JSON record"):
+            troupe.read_run("garbled")
         run = troupe.start(synthetic("unfinished", steps=100000), out="unfinished")
         run.stop()
         run.wait()
