@@ -9,6 +9,7 @@
 #include "core/run/ensemble_ending.hpp"
 #include "core/run/run_ending.hpp"
 #include "core/train/replica_engine.hpp"
+#include "gpu/memory_cap.hpp"
 
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
@@ -58,6 +59,7 @@ run_report run_job(const run_plan& plan, dataset_ptr data, const run_options& op
     throw job_error({"/cluster/nodes: a job for " + std::to_string(plan.job.cluster.nodes) +
                      " node(s) needs an address to wait for them on"});
   const deterministic_kernels kernels(plan.job.deterministic);
+  const gpu::memory_cap cap(plan.job.gpu_memory_mb, plan.devices.workers);
   auto report = plan.job.cluster.enabled() ? run_cluster(plan, data, options)
                                            : run_in_process(plan, data, options);
   if (plan.mode == run_mode::ensemble)

@@ -18,6 +18,11 @@ rounds, each after untimed warm-up steps):
   resnet18_fp16_over_amp  troupe's ResNet-18 with training.precision "fp16" (autocast, dynamic
                           loss scaling) over PyTorch's autocast(float16) + GradScaler loop
   resnet18_fp16_over_fp32 troupe's fp16 ResNet-18 over its float32 one, in this run
+  suite8_over_sequential  8 MLP jobs (300 steps) sharing the GPU as one suite, each in its own
+                          process capped at 2 GB (gpu_memory_mb), over the same 8 one after
+                          another, in wall time
+  cap_fails_alone         in a suite of three on the GPU, one capped at 1 MB fails naming its
+                          cap while the other two end with the weights of their runs alone
   gpu_vs_cpu_max_abs_diff 50 sync steps of the built-in MLP, 2 replicas, GPU against CPU, both
                           with the job key `deterministic` (TF32 off); the CNN's under notes
   deterministic_rerun_bitwise  the GPU's run of those 50 steps twice, MLP and CNN: the same bits?
@@ -28,9 +33,11 @@ What this run cannot measure is null, with the reason under "notes". Writes the 
 import argparse
 import copy
 import datetime
+import filecmp
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -171,6 +178,64 @@ def troupe_bench(build, data, model, batch, warmup, steps, rounds, equivalence, 
     return result
 
 
+def suite_figures(build, data):
+    """Wall seconds of 8 MLP jobs (300 steps, batch 128) on cuda:0 as one suite, 8 at once, each
+    capped at 2 GB (gpu_memory_mb), and of the same 8 run one after another; then a suite of
+    three where one is capped at 1 MB: it must fail naming its cap while the two others succeed
+    with the weights of their runs alone."""
+    troupe = os.path.join(build, "apps", "troupe")
+    folder = tempfile.mkdtemp(prefix="troupe-gpu-suite-")
+    base = {"name": "gpu_suite", "model": {"type": "mlp", "hidden": [256, 128]},
+            "data": {"type": "fashion_mnist", "path": data},
+            "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+            "training": {"steps": 300, "batch_size": 128, "eval_interval": 300},
+            "parallelism": {"replicas": 1, "threads_per_replica": 1},
+            "device": "cuda:0", "deterministic": True, "gpu_memory_mb": 2048}
+
+    def run(job, out):
+        path = os.path.join(folder, out + ".json")
+        with open(path, "w") as f:
+            json.dump(job, f)
+        start = time.perf_counter()
+        done = subprocess.run([troupe, "run", path, "--out", os.path.join(folder, out), "--quiet"],
+                              capture_output=True, text=True, timeout=900)
+        return time.perf_counter() - start, done
+
+    suite = dict(base, devices=[{"device": "cuda:0", "threads": 8}], sweep={"seed": list(range(8))})
+    suite_s, done = run(suite, "suite8")
+    log(f"suite of 8: {suite_s:.1f} s, exit {done.returncode}")
+    if done.returncode != 0:
+        raise RuntimeError(f"the suite of 8 exited {done.returncode}: {done.stderr[-400:]}")
+    sequential_s = 0.0
+    for seed in range(8):
+        seconds, done = run(dict(base, seed=seed), f"alone{seed}")
+        if done.returncode != 0:
+            raise RuntimeError(f"job {seed} alone exited {done.returncode}: {done.stderr[-400:]}")
+        sequential_s += seconds
+    log(f"8 one after another: {sequential_s:.1f} s")
+
+    capped = dict(base, devices=[{"device": "cuda:0", "threads": 3}],
+                  jobs=[{"name": "a", "seed": 0}, {"name": "starved", "gpu_memory_mb": 1},
+                        {"name": "b", "seed": 1}])
+    _, done = run(capped, "capped")
+    with open(os.path.join(folder, "capped", "summary.json")) as f:
+        jobs = {j["name"]: j for j in json.load(f)["jobs"]}
+    starved = jobs.get("starved", {})
+    same = all(filecmp.cmp(os.path.join(folder, "capped", name, "final_weights.pt"),
+                           os.path.join(folder, f"alone{seed}", "final_weights.pt"), shallow=False)
+               for name, seed in (("a", 0), ("b", 1))
+               if jobs.get(name, {}).get("status") == "succeeded")
+    fails_alone = (starved.get("status") == "failed" and
+                   "gpu_memory_mb caps" in (starved.get("error") or "") and
+                   jobs.get("a", {}).get("status") == "succeeded" and
+                   jobs.get("b", {}).get("status") == "succeeded" and same)
+    log(f"capped suite: starved {starved.get('status')}: {starved.get('error')}; "
+        f"the others equal alone: {same}")
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"suite_s": suite_s, "sequential_s": sequential_s, "cap_fails_alone": fails_alone,
+            "starved_error": starved.get("error")}
+
+
 def profile_table(model, x, y, batch):
     """Where a PyTorch step's time goes: the profiler's ten costliest operators over 20 steps."""
     from torch.profiler import ProfilerActivity, profile
@@ -210,7 +275,8 @@ def main():
         "mlp_over_pytorch", "resnet18_over_pytorch", "resnet18_fp16_over_amp",
         "resnet18_fp16_over_fp32", "ensemble32_over_vmap",
         "ensemble128_over_vmap", "ensemble32_over_loop", "suite8_over_sequential",
-        "gpu_vs_cpu_max_abs_diff", "deterministic_rerun_bitwise", "pipeline_bubble",
+        "cap_fails_alone", "gpu_vs_cpu_max_abs_diff", "deterministic_rerun_bitwise",
+        "pipeline_bubble",
         "pipeline_step_s")}
     notes, baselines, troupe = {}, {}, {}
     x, y = load_images(args.data)
@@ -298,8 +364,15 @@ def main():
         notes["cnn_gpu_vs_cpu_max_abs_diff"] = (
             f"{troupe['cnn']['gpu_vs_cpu_max_abs_diff']:.3g}: max-pool ties on flat image "
             "regions send gradients to different inputs on cuDNN and on the CPU")
-    notes["suite8_over_sequential"] = "not measured yet: suites of CUDA jobs have no memory cap " \
-                                      "per job (gpu_memory_fraction) yet"
+    # 5. A suite of 8 MLP jobs sharing the GPU, each in its own process under a memory cap,
+    # against the same 8 run one after another; and a job over its cap failing alone.
+    try:
+        suite = suite_figures(args.build, args.data)
+        troupe["suite"] = suite
+        figures["suite8_over_sequential"] = suite["sequential_s"] / suite["suite_s"]
+        figures["cap_fails_alone"] = suite["cap_fails_alone"]
+    except Exception as e:  # noqa: BLE001
+        notes["suite8_over_sequential"] = str(e)
     notes["pipeline_bubble"] = notes["pipeline_step_s"] = "pipelines are refused on CUDA (/device)"
 
     result = {

@@ -5,6 +5,7 @@
 #include "core/run/run_ending.hpp"
 #include "messages/error_code.hpp"
 
+#include <fmt/format.h>
 #include <caf/all.hpp>
 
 namespace troupe {
@@ -24,6 +25,15 @@ void add_kept(const run_driver_state& st, run_report& report) {
   }
   if (k.stopped_at() && !st.plan->rules.is_last(*k.stopped_at()))
     report.stopped_early_at = k.stopped_at();
+}
+
+// CUDA's out-of-memory error says what was asked for; a job under gpu_memory_mb ran out of its
+// cap, not of the GPU, and is told so.
+std::string cap_note(const run_plan& plan, const std::string& why) {
+  if (!plan.job.gpu_memory_mb || why.find("out of memory") == std::string::npos)
+    return "";
+  return fmt::format(" (the job's gpu_memory_mb caps its process at {} MB on each GPU)",
+                     *plan.job.gpu_memory_mb);
 }
 
 }  // namespace
@@ -138,7 +148,7 @@ void end_run_on_failures(driver_pointer self) {
           self, (server ? "the parameter server" : "an actor") + std::string(" failed: ") + why);
     }
     // A loss that is not a number: the job's settings, not the run, went wrong.
-    finish(self, st.roster->describe(rank) + " failed: " + why, {},
+    finish(self, st.roster->describe(rank) + " failed: " + why + cap_note(*st.plan, why), {},
            is_error(msg.reason, errc::diverged) ? run_status::diverged : run_status::failed);
   });
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {

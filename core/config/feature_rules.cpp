@@ -198,6 +198,10 @@ void check_cluster(const job_config& job, problem_list& problems) {
 // What CUDA workers support so far: sync data-parallel replicas inside one process, all on one
 // kind of device. Checked before any machine is asked what it has (make_device_plan).
 void check_devices(const job_config& job, problem_list& problems) {
+  if (job.gpu_memory_mb && !job.on_cuda() && !reported_at(problems, "/gpu_memory_mb"))
+    problems.push_back(
+        "/gpu_memory_mb: caps what the job's process holds on its GPUs, and the job runs on the "
+        "CPU (\"device\": \"cuda\" puts it on one)");
   if (reported_at(problems, "/device"))
     return;
   const auto& par = job.parallelism;

@@ -257,6 +257,8 @@ nlohmann::ordered_json to_json(const job_config& job) {
   }
   if (job.deterministic)
     out["deterministic"] = true;
+  if (job.gpu_memory_mb)
+    out["gpu_memory_mb"] = *job.gpu_memory_mb;
   if (auto faults = faults_json(job.faults); !faults.empty())
     out["faults"] = faults;
   return out;

@@ -308,8 +308,11 @@ job_config parse_job(const nlohmann::json& json) {
   read_faults(top.object("faults"), job.faults);
   read_device(top, job.device);
   top.boolean("deterministic", job.deterministic);
+  double gpu_memory_mb = 0;
+  if (top.has("gpu_memory_mb") && top.number("gpu_memory_mb", gpu_memory_mb, 0, true, 1e9, false))
+    job.gpu_memory_mb = gpu_memory_mb;
   top.finish({"name", "seed", "model", "data", "optimizer", "training", "parallelism", "ensemble",
-              "cluster", "checkpoint", "faults", "device", "deterministic"});
+              "cluster", "checkpoint", "faults", "device", "deterministic", "gpu_memory_mb"});
 
   check_feature_combinations(job, problems);
   if (!problems.empty())

@@ -359,6 +359,9 @@ struct job_config {
   /// LibTorch's deterministic kernels for the run, TF32 off (core/run/deterministic_kernels): a
   /// rerun on the same GPU gives the same bits.
   bool deterministic = false;
+  /// GPUs only: the most this process's caching allocator may hold on each GPU it uses, in MB
+  /// (gpu/memory_cap): jobs sharing a GPU cannot take each other's memory. None: no cap.
+  std::optional<double> gpu_memory_mb;
 
   bool on_cuda() const {
     for (const auto& d : device)

@@ -50,6 +50,8 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
   if (p.hardware_threads > 0 && p.threads_total > static_cast<int64_t>(p.hardware_threads))
     out << "  [warning: oversubscribed, expect contention]";
   out << "\n  devices: " << render_device_plan(p.devices);
+  if (p.job.gpu_memory_mb)
+    out << "; this process holds at most " << *p.job.gpu_memory_mb << " MB on each GPU";
 }
 
 void render_model(std::ostringstream& out, const run_plan& p) {

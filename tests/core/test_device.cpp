@@ -131,6 +131,19 @@ TEST_SUITE("device") {
     }
   }
 
+  TEST_CASE("gpu_memory_mb: a cap in MB for GPU jobs, refused for CPU ones") {
+    CHECK(!parse_job(json::object()).gpu_memory_mb);
+    CHECK(!to_json(parse_job(json::object())).contains("gpu_memory_mb"));
+    const auto capped = parse_job({{"device", "cuda"}, {"gpu_memory_mb", 2048}});
+    CHECK(*capped.gpu_memory_mb == 2048.0);
+    CHECK(to_json(capped)["gpu_memory_mb"] == 2048.0);
+    CHECK(any_contains(job_problems({{"gpu_memory_mb", 100}}),
+                       "/gpu_memory_mb: caps what the job's process holds on its GPUs"));
+    for (const auto& bad : {json(0), json(-1), json("2 GB"), json(1e12)})
+      CHECK(any_contains(job_problems({{"device", "cuda"}, {"gpu_memory_mb", bad}}),
+                         "/gpu_memory_mb"));
+  }
+
   TEST_CASE("a CPU build refuses CUDA at plan time, saying why") {
     CHECK(plan_error(replicas_job(1, "cuda:0"), cpu_build) ==
           "/device: asks for cuda:0, but this build of troupe has no CUDA: it was built against "

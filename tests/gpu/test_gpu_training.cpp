@@ -118,6 +118,23 @@ TEST_SUITE("gpu_training") {
     CHECK(at::isfinite(high.final_weights).all().item<bool>());
   }
 
+  // The cap is the caching allocator's, for this process: a run over it fails naming it, and
+  // the next run, without one, has the whole GPU again.
+  TEST_CASE("gpu_memory_mb: a run over its cap fails naming it; the cap goes with the run") {
+    auto job = test::small_job(1, 5);
+    job.device = {*parse_device("cuda:0")};
+    job.gpu_memory_mb = 0.01;  // 10 KB: less than the model's weights
+    const auto data = test::small_data(job);
+    const auto capped = plan_and_run(job, data, {});
+    CHECK(!capped.succeeded());
+    CAPTURE(capped.error);
+    CHECK(capped.error.find("out of memory") != std::string::npos);
+    CHECK(capped.error.find("gpu_memory_mb caps its process at 0.01 MB") != std::string::npos);
+    job.gpu_memory_mb.reset();
+    const auto free = plan_and_run(job, data, {});
+    CHECK_MESSAGE(free.succeeded(), free.error);
+  }
+
   // Reported as skipped where fewer than two GPUs are visible: NCCL needs one per replica.
   TEST_CASE("a GPU per replica sums with NCCL and ends at the CPU run's weights" *
             doctest::skip(local_inventory().cuda_devices < 2)) {
