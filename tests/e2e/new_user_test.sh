@@ -5,7 +5,8 @@
 # the weights; the plan before the progress in one log; one step-count wording; an existing
 # --out refused before the plan; "did you mean" for unknown keys, blaming the --set that wrote
 # them; the optimizer line; a progress line that fits the terminal; a suite's live view and its
-# jobs' logs; Ctrl-C's exit status (130) and how to continue.
+# jobs' logs, each job named by the setting it sweeps (live-seed=1); Ctrl-C's exit status (130)
+# and how to continue.
 #   new_user_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
@@ -143,7 +144,7 @@ else
   echo "SKIP: no script(1) to give troupe a terminal"
 fi
 
-# --- 7: a suite's live view and its jobs' logs -----------------------------------------------
+# --- 7: a suite's live view and its jobs' logs, the jobs named by their settings ---------------
 cat >"$tmp/suite.json" <<'JSON'
 {"name": "live", "data": {"type": "synthetic", "train_samples": 1024, "test_samples": 128},
  "model": {"hidden": [16]}, "training": {"steps": 60, "batch_size": 32, "eval_interval": 20},
