@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace py = pybind11;
@@ -70,7 +71,6 @@ class native_run {
       auto result = complete_single_run(cmd_, *run_, stop_);
       std::lock_guard<std::mutex> lock(mutex_);
       result_ = std::move(result);
-      done_ = true;
       changed_.notify_all();
     });
   }
@@ -95,20 +95,20 @@ class native_run {
     py::gil_scoped_release unlocked;
     std::unique_lock<std::mutex> lock(mutex_);
     return changed_.wait_for(lock, std::chrono::duration<double>(seconds),
-                             [this] { return done_; });
+                             [this] { return result_.has_value(); });
   }
 
   void stop() { stop_.store(true); }
 
   bool done() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return done_;
+    return result_.has_value();
   }
 
   /// Why summary.json could not be written ("" when it was); only once done.
   std::string summary_error() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return done_ ? result_.summary_error : std::string();
+    return result_ ? result_->summary_error : std::string();
   }
 
  private:
@@ -117,8 +117,7 @@ class native_run {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool done_ = false;
-  single_run_result result_;
+  std::optional<single_run_result> result_;  ///< once the run has ended
   std::thread worker_;
 };
 

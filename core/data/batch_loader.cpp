@@ -7,6 +7,19 @@
 
 namespace troupe {
 
+loaded_batch take_batch(batch_loader* loader, int64_t step,
+                        const std::function<loaded_batch(int64_t)>& gather, double& waited) {
+  if (loader != nullptr) {
+    auto [taken, seconds] = loader->take(step);
+    waited += seconds;
+    return std::move(taken);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto made = gather(step);
+  waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return made;
+}
+
 batch_loader::batch_loader(std::function<loaded_batch(int64_t)> gather, int64_t depth)
     : gather_(std::move(gather)), depth_(std::max<int64_t>(1, depth)) {
   thread_ = std::thread([this] { run(); });

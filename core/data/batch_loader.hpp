@@ -30,6 +30,14 @@ struct loaded_batch {
   at::Tensor labels;
 };
 
+class batch_loader;
+
+/// `step`'s batch from `loader` where the worker has one (made ahead), else made by `gather` on
+/// the calling thread; the seconds the caller waited for it either way are added to `waited`
+/// (the step's data_wait_s).
+loaded_batch take_batch(batch_loader* loader, int64_t step,
+                        const std::function<loaded_batch(int64_t)>& gather, double& waited);
+
 class batch_loader {
  public:
   /// `gather(step)`: the batch of `step`, as the caller would make it; `depth` >= 1 batches

@@ -16,7 +16,6 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/functional/loss.h>
 
-#include <chrono>
 #include <cmath>
 
 namespace troupe {
@@ -94,15 +93,9 @@ at::Tensor ensemble_engine::forward(const at::Tensor& inputs, bool per_member) c
 }
 
 loaded_batch ensemble_engine::gather(int64_t step) {
-  if (loader_) {
-    auto [taken, waited] = loader_->take(step);
-    data_wait_s_ += waited;
-    return std::move(taken);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  auto b = gather_members(*data_, plans_, batch_, step);
-  data_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return b;
+  return take_batch(
+      loader_.get(), step, [this](int64_t s) { return gather_members(*data_, plans_, batch_, s); },
+      data_wait_s_);
 }
 
 double ensemble_engine::step(int64_t step, double lr) {

@@ -14,7 +14,6 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/optim/sgd.h>
 
-#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -88,16 +87,9 @@ void replica_engine::start_loader() {
 replica_engine::batch replica_engine::fetch(int64_t step) {
   if (prefetched_.step == step)
     return std::exchange(prefetched_, batch{});
-  batch b;
-  if (loader_) {
-    auto [taken, waited] = loader_->take(step);
-    b = std::move(taken);
-    data_wait_s_ += waited;
-  } else {
-    const auto start = std::chrono::steady_clock::now();
-    b = gather_rows(*data_, plan_, rows_, step);
-    data_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  auto b = take_batch(
+      loader_.get(), step, [this](int64_t s) { return gather_rows(*data_, plan_, rows_, s); },
+      data_wait_s_);
   if (transfer_ != nullptr) {
     b.images = transfer_->upload(b.images);
     b.labels = transfer_->upload(b.labels);

@@ -10,7 +10,6 @@
 #include "core/train/confusion.hpp"
 #include "core/train/loss.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -31,6 +30,12 @@ network slice_of(const model_config& model, int64_t classes, const at::Tensor& i
     flat.load_buffers();
   }
   return whole.slice(slice.begin, slice.end);
+}
+
+// Pipeline rows `rows` of `step`'s global batch, the images only (the last stage reads the
+// labels itself): what the first stage's loader makes ahead.
+loaded_batch pipeline_rows(const dataset& data, batch_plan& plan, row_range rows, int64_t step) {
+  return {step, data.train.images.gather(plan.indices(step, rows), step), {}};
 }
 
 }  // namespace
@@ -55,7 +60,7 @@ stage_engine::stage_engine(const stage_plan& plan, dataset_ptr data,
   if (where_.first() && plan.settings.prefetch > 0)
     loader_ = std::make_unique<batch_loader>(
         [data = data_, plan = plan_, rows = rows_](int64_t step) mutable {
-          return loaded_batch{step, data->train.images.gather(plan.indices(step, rows), step), {}};
+          return pipeline_rows(*data, plan, rows, step);
         },
         plan.settings.prefetch);
 }
@@ -63,15 +68,10 @@ stage_engine::stage_engine(const stage_plan& plan, dataset_ptr data,
 stage_engine::~stage_engine() = default;
 
 at::Tensor stage_engine::fetch_rows(int64_t step) {
-  if (loader_) {
-    auto [taken, waited] = loader_->take(step);
-    data_wait_s_ += waited;
-    return taken.images;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  auto images = data_->train.images.gather(plan_.indices(step, rows_), step);
-  data_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return images;
+  return take_batch(
+             loader_.get(), step,
+             [this](int64_t s) { return pipeline_rows(*data_, plan_, rows_, s); }, data_wait_s_)
+      .images;
 }
 
 at::Tensor stage_engine::forward_slice(const at::Tensor& input, int64_t step, int64_t part) {

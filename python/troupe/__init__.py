@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from . import _native
-from ._folders import RunFolder, SuiteFolder, read_records, read_run, read_suite
+from ._folders import RunFolder, SuiteFolder, read_records, read_run, read_suite, read_summary
 from ._models import load_model
 
 JobError = _native.JobError
@@ -29,7 +29,8 @@ DataError = _native.DataError
 __version__ = _native.version
 
 __all__ = ["run", "start", "validate", "Run", "JobError", "DataError", "RunFolder",
-           "SuiteFolder", "read_run", "read_suite", "read_records", "load_model", "binary"]
+           "SuiteFolder", "read_run", "read_suite", "read_summary", "read_records", "load_model",
+           "binary"]
 
 
 def _job_args(job):
@@ -131,7 +132,7 @@ class Run:
         problem = self._native.summary_error()
         if problem:
             raise OSError(f"{self.folder}: summary.json could not be written: {problem}")
-        return read_run(self.folder).summary
+        return read_summary(self.folder)  # not read_run: its records may be many megabytes
 
     def records(self, poll=0.1):
         """Each record of metrics.jsonl (a dict) as the run writes it, until the run ends."""
@@ -179,9 +180,8 @@ def run(job, out=None, sets=(), force=False, local_nodes=0, quiet=True):
             child.send_signal(2)  # SIGINT: the jobs stop after their step, folders left whole
             child.wait()
             raise
-        summary = os.path.join(os.fspath(out), "summary.json")
-        if child.returncode == 2 or not os.path.exists(summary):
+        summary = read_summary(out)
+        if child.returncode == 2 or summary is None:
             raise JobError((stderr or "").strip() or f"troupe exited {child.returncode}")
-        with open(summary) as f:
-            return json.load(f)
+        return summary
     return _with_job_file(job, launch)

@@ -12,6 +12,11 @@ def _read_json(path):
         return json.load(f)
 
 
+def read_summary(folder):
+    """A run's or a suite's summary.json as a dict; None where it is not written (yet)."""
+    return _read_json(os.path.join(os.fspath(folder), "summary.json"))
+
+
 def read_records(path, follow=None, poll=0.1):
     """Each record of a metrics.jsonl file, as a dict, in the order written. With `follow` (a
     function saying whether the writer has finished), waits for records still to come until it
@@ -68,7 +73,7 @@ class RunFolder:
         self.folder = os.fspath(folder)
         if not os.path.isdir(self.folder):
             raise FileNotFoundError(f"{self.folder}: no such run folder")
-        self.summary = _read_json(os.path.join(self.folder, "summary.json"))
+        self.summary = read_summary(self.folder)
         self.job = _read_json(os.path.join(self.folder, "job.json"))
         self.records = list(read_records(os.path.join(self.folder, "metrics.jsonl")))
         self._metrics = None
@@ -96,7 +101,7 @@ class SuiteFolder:
         if board is None:
             raise FileNotFoundError(f"{self.folder}: no leaderboard.json (not a suite's folder, "
                                     "or the suite has not finished)")
-        self.summary = _read_json(os.path.join(self.folder, "summary.json"))
+        self.summary = read_summary(self.folder)
         self.ranked_by = board.get("ranked_by")
         rows = []
         for job in board["jobs"]:
