@@ -23,7 +23,7 @@ using replica_worker_actor = caf::typed_actor<
     caf::reacts_to<membership_atom, membership_note, caf::actor>,
     caf::reacts_to<handover_atom, int64_t>, caf::reacts_to<state_atom, state_chunk>,
     caf::reacts_to<evaluate_atom, int64_t>, caf::reacts_to<probe_atom>,
-    caf::reacts_to<digest_atom, int64_t>>;
+    caf::reacts_to<digest_atom, int64_t>, caf::reacts_to<link_atom, std::vector<caf::actor>>>;
 
 /// A stacked ensemble's one worker: steps every member at once (core/ensemble/ensemble_engine)
 /// as a replica alone would, its steps released, evaluated and checkpointed by the driver.
@@ -46,9 +46,22 @@ using stage_worker_actor = caf::typed_actor<
 /// gradients, hands its weights to workers, evaluates, and answers with its final weights, all
 /// in the order the driver asked.
 using parameter_server_actor = caf::typed_actor<
-    caf::reacts_to<apply_atom, double, at::Tensor>, caf::reacts_to<hand_out_atom, hand_out>,
-    caf::reacts_to<evaluate_atom, int64_t>, caf::replies_to<weights_atom>::with<at::Tensor>,
-    caf::reacts_to<checkpoint_atom, int64_t>, caf::reacts_to<restore_atom, restored_state>>;
+    caf::reacts_to<apply_atom, double, int64_t, at::Tensor>,
+    caf::reacts_to<hand_out_atom, hand_out>, caf::reacts_to<evaluate_atom, int64_t>,
+    caf::replies_to<weights_atom>::with<at::Tensor>, caf::reacts_to<checkpoint_atom, int64_t>,
+    caf::reacts_to<restore_atom, restored_state>>;
+
+/// async with a sharded server: one shard, its slice of the weights and of the optimizer. The
+/// server passes the driver's words on (the tensor of an apply is undefined: the gradient's
+/// slice came from the worker, acknowledged before the worker told the driver); the server
+/// gathers the slices for evaluations, checkpoints and the final weights.
+using server_shard_actor =
+    caf::typed_actor<caf::reacts_to<apply_atom, double, int64_t, at::Tensor>,
+                     caf::reacts_to<hand_out_atom, hand_out>,
+                     caf::replies_to<push_atom, async_push>::with<caf::ok_atom>,
+                     caf::replies_to<weights_atom>::with<at::Tensor>,
+                     caf::replies_to<checkpoint_atom, int64_t>::with<checkpoint_part>,
+                     caf::reacts_to<restore_atom, restored_state>>;
 
 /// The run driver: starts and monitors the workers, runs the policy's strategy, and answers the
 /// run request with the report.

@@ -18,11 +18,19 @@
 // async (parameter server: an actor of its own holds the weights and the optimizer):
 //   server -> worker  (params_atom, server_weights{version, step, weights})  compute `step`
 //   worker -> driver  (push_atom, async_push{meta, version, gradient})
-//   driver -> server  (apply_atom, lr, grad)                   apply it at once
-//   driver -> server  (hand_out_atom, hand_out{worker, version, step})  send it the weights
+//   driver -> server  (apply_atom, lr, rank, grad)             apply it at once
+//   driver -> server  (hand_out_atom, hand_out{worker, rank, version, step})  send it the weights
 //   the driver hands out the next weights when the staleness bound lets the worker go on,
 //   and nothing once the worker has done every step; the server evaluates when told
 //   (evaluate_atom, step) and answers a weights request with its final weights.
+// async with a sharded server (parallelism.ps_shards > 1: actors/workers/server_shard): the
+// server in the driver's process passes the driver's words on to every shard in order, and the
+// tensors go between workers and shards directly:
+//   server -> shard   (apply_atom, lr, rank, undefined), (hand_out_atom, hand_out)
+//   shard -> worker   (params_atom, server_weights{version, step, shard, slice})
+//   worker -> shard   (push_atom, async_push{meta, version, slice}) -> ok   (to every shard;
+//                     then the push to the driver, with an undefined gradient)
+//   server -> worker  (link_atom, shards)   the shards, at the start and after one was replaced
 //
 // A message of more than two fields is one inspectable struct (beside its atom); tensors in it
 // travel by handle inside a process (no copy: CAF never serializes a local message) and as
@@ -107,24 +115,27 @@ typename Inspector::result_type inspect(Inspector& f, async_push& x) {
 struct server_weights {
   int64_t version = 0;
   int64_t step = 0;
-  at::Tensor weights;  ///< whole, or packed as the difference from the worker's copy
+  int64_t shard = 0;   ///< a sharded server: whose slice this is (0 for a whole server)
+  at::Tensor weights;  ///< whole (or a shard's slice), or packed as the difference from the
+                       ///< worker's copy
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, server_weights& x) {
-  return f(caf::meta::type_name("server_weights"), x.version, x.step, x.weights);
+  return f(caf::meta::type_name("server_weights"), x.version, x.step, x.shard, x.weights);
 }
 
 /// async: the driver's word to the server to send `worker` its weights for `step`.
 struct hand_out {
   caf::actor worker;
+  int64_t rank = 0;
   int64_t version = 0;  ///< the version the worker holds
   int64_t step = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, hand_out& x) {
-  return f(caf::meta::type_name("hand_out"), x.worker, x.version, x.step);
+  return f(caf::meta::type_name("hand_out"), x.worker, x.rank, x.version, x.step);
 }
 
 /// A replica's socket ring ended a sum (`round` >= 0, `error` empty when it succeeded), or the

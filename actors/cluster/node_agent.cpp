@@ -6,6 +6,7 @@
 
 #include "actors/cluster/shipped_job_files.hpp"
 #include "actors/workers/replica_worker.hpp"
+#include "actors/workers/server_shard.hpp"
 #include "core/cluster/join_check.hpp"
 #include "core/data/data_source.hpp"
 #include "core/run/node_fit.hpp"
@@ -38,6 +39,8 @@ void stop(agent_actor* self, const std::string& error) {
     st.context->host->abort("node " + st.node_name + " stopped");
   for (const auto& w : st.workers)
     self->send_exit(w, caf::exit_reason::user_shutdown);
+  for (const auto& s : st.shards)
+    self->send_exit(s, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -187,6 +190,19 @@ caf::result<caf::actor> start_replica(agent_actor* self, int64_t rank, const caf
   return caf::actor_cast<caf::actor>(w);
 }
 
+// A shard of async's sharded parameter server (actors/workers/server_shard), for the
+// coordinator's server.
+caf::result<caf::actor> start_shard(agent_actor* self, int64_t shard) {
+  auto& st = self->state;
+  if (!st.context || !st.context->plan->sharded_server() || shard < 0 ||
+      shard >= st.context->plan->server_shards())
+    return caf::make_error(caf::sec::invalid_argument,
+                           "cannot start parameter server shard " + std::to_string(shard));
+  auto s = spawn_server_shard(self->system(), st.context, shard);
+  st.shards.push_back(s);
+  return caf::actor_cast<caf::actor>(s);
+}
+
 // The run is over: answer, so the coordinator knows the word got out, then leave.
 caf::response_promise run_over(agent_actor* self, const std::string& status) {
   const bool refused = !sender_trusted(self, self->state.trusted.get());
@@ -235,6 +251,11 @@ caf::behavior node_agent(agent_actor* self, agent_state init) {
         if (!sender_trusted(self, trusted))
           return caf::sec::invalid_argument;
         return start_replica(self, rank, driver);
+      },
+      [self, trusted](caf::spawn_atom, shard_atom, int64_t shard) -> caf::result<caf::actor> {
+        if (!sender_trusted(self, trusted))
+          return caf::sec::invalid_argument;
+        return start_shard(self, shard);
       },
       [self](shm_atom, const host_segment& segment) { return open_segment(self, segment); },
       [self](shm_atom, caf::close_atom, bool keep) { return settle_segment(self, keep); },

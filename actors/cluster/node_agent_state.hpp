@@ -37,6 +37,7 @@ struct agent_state {
   /// Outlives the agent (run_node's, destroyed after the agent has quit).
   guarded_links* links = nullptr;
   std::vector<replica_worker_actor> workers;
+  std::vector<server_shard_actor> shards;  ///< async's server shards started here
   /// This node's private folder (mode 0700) for what the coordinator ships: the model file.
   std::string scratch;
   static inline const char* name = "node_agent";

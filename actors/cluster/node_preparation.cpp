@@ -49,6 +49,32 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
   return "";
 }
 
+// async with a sharded server: every worker pushes to and pulls from every shard, one on each
+// node in turn, so every two nodes get a direct connection (no detour through the coordinator).
+std::string link_for_shards(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
+                            int64_t shards, bool tls, const log_function& log) {
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    for (std::size_t j = i + 1; j < nodes.size(); ++j) {
+      const auto& a = nodes[i];
+      const auto& b = nodes[j];
+      if (b.peer_port == 0)
+        return "node " + b.name + " takes no peer connections";
+      if (auto err = ask(self, a.agent, 30s, caf::connect_atom_v, b.peer_host, b.peer_port, b.name);
+          !err.empty())
+        return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
+                           b.peer_host, b.peer_port, err);
+    }
+  std::string places;
+  for (int64_t k = 0; k < shards; ++k)
+    places += fmt::format("{}{} on {}", k == 0 ? "" : ", ", k,
+                          nodes[static_cast<std::size_t>(k) % nodes.size()].name);
+  log(
+      fmt::format("parameter server in {} shards ({}); workers push and pull every shard "
+                  "directly ({})",
+                  shards, places, tls ? "TLS 1.3" : "plain TCP"));
+  return "";
+}
+
 // Asks the nodes of `group` (indices into `nodes`) to open `segment`, the first one creating
 // it; then all keep it (its name removed) or, when one could not, all drop it. Returns the error
 // text ("node NAME: why"), or "".
@@ -240,6 +266,8 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
       if (a.agent.node() != b.agent.node())
         if (auto err = ask(self, a.agent, 10s, trust_atom_v, b.agent.node()); !err.empty())
           return "node " + a.name + " did not take the roster: " + err;
+  if (plan.sharded_server())
+    return link_for_shards(self, nodes, plan.server_shards(), tls, log);
   if (plan.gradients != gradient_meeting::ring)
     return "";
   // The shared-memory sum waits for every node of the host at its barriers: a run that goes on

@@ -107,8 +107,10 @@ run_report train_on_nodes(caf::actor_system& system, const run_plan& plan, datas
     d.worker_places.push_back("node " + nodes[static_cast<std::size_t>(n)].name);
   }
   d.node_of = node_of;
-  for (const auto& n : nodes)
+  for (const auto& n : nodes) {
     d.nodes.push_back({n.name, n.peer_host, n.peer_port});
+    d.shard_hosts.push_back(n.agent);
+  }
   if (plan.job.cluster.carries_on())
     d.gatekeeper = gate;
   return await_report(system, spawn_run_driver(system, std::move(d)));

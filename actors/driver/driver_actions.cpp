@@ -128,7 +128,7 @@ void run(driver_pointer self, const act::evaluate& a) {
 void run(driver_pointer self, const act::apply_push& a) {
   auto& st = self->state;
   auto& held = st.held[static_cast<std::size_t>(a.rank)];
-  self->send(st.server, apply_atom_v, st.plan->lr_at(a.global_step) * a.lr_scale,
+  self->send(st.server, apply_atom_v, st.plan->lr_at(a.global_step) * a.lr_scale, a.rank,
              std::exchange(held.tensor, at::Tensor()));
   st.tracker->on_applied(a.rank, a.step, a.version, a.staleness);
 }
@@ -141,8 +141,9 @@ void run(driver_pointer self, const act::hand_out& a) {
     st.members->deferred_hand_outs.push_back(a);  // too few nodes: nobody starts a step
     return;
   }
-  self->send(st.server, hand_out_atom_v,
-             hand_out{caf::actor_cast<caf::actor>(st.roster->at(a.rank)), a.version, a.step});
+  self->send(
+      st.server, hand_out_atom_v,
+      hand_out{caf::actor_cast<caf::actor>(st.roster->at(a.rank)), a.rank, a.version, a.step});
 }
 
 void run(driver_pointer self, const act::waited& a) {

@@ -69,7 +69,9 @@ void begin(driver_pointer self) {
   auto& st = self->state;
   connect_workers(self);
   if (st.plan->parameter_server()) {
-    st.server = spawn_parameter_server(self->system(), st.options.context, run_driver_actor{self});
+    st.server = spawn_parameter_server(
+        self->system(), st.options.context, run_driver_actor{self}, st.options.shard_hosts,
+        st.options.run.cluster ? st.options.run.cluster->log : nullptr);
     self->monitor(st.server);
   }
   st.tracker->start();
@@ -257,6 +259,11 @@ void on_weights(driver_pointer self, const gradient_meta& meta, const at::Tensor
 void on_push(driver_pointer self, const gradient_meta& meta, const at::Tensor& grad) {
   if (!accept(self, meta.worker, meta.step, "a gradient"))
     return;
+  // A sharded server's shards hold the pushed slices already (actors/workers/server_shard).
+  if (self->state.plan->sharded_server() == grad.defined())
+    return fail_protocol(self, "a push from worker " + std::to_string(meta.worker) +
+                                   (grad.defined() ? " with a gradient, which goes to the shards"
+                                                   : " without a gradient"));
   hold(self, meta.worker, grad);
   execute(self, self->state.strategy->on_push(arrival_of(meta), self->state.tracker->elapsed_s()));
 }

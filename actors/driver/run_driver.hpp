@@ -60,6 +60,9 @@ struct driver_options {
   /// all its ranks; a replacement takes a slot over). Empty inside one process.
   std::vector<int64_t> node_of;
   std::vector<node_slot> nodes;
+  /// Across processes, async with a sharded server: the node agents (in node order) that start
+  /// its shards, one on each in turn. Empty: the shards start in this process.
+  std::vector<caf::actor> shard_hosts;
   /// Across processes with cluster.on_node_loss "continue": the gatekeeper, which hands the
   /// driver the replacement nodes that join during the run (replace_atom). May be null.
   caf::actor gatekeeper;

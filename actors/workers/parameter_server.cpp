@@ -1,6 +1,8 @@
 #include "actors/workers/parameter_server.hpp"
 
-#include "actors/workers/evaluation_report.hpp"
+#include "actors/workers/held_weights.hpp"
+#include "actors/workers/server_evaluation.hpp"
+#include "actors/workers/sharded_server.hpp"
 #include "core/collective/compact_encoding.hpp"
 #include "core/train/replica_engine.hpp"
 #include "messages/error_code.hpp"
@@ -9,8 +11,7 @@
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
-#include <chrono>
-#include <map>
+#include <optional>
 
 namespace troupe {
 
@@ -18,10 +19,7 @@ struct parameter_server_state {
   context_ptr context;
   run_driver_actor driver;
   std::unique_ptr<replica_engine> engine;  ///< the master weights and optimizer
-  /// parallelism.compression: by worker, the weights it holds (what it was sent, as it decoded
-  /// them). A worker not here is sent the weights whole; one here, master - held, packed, so
-  /// what packing dropped goes out with the next hand-out.
-  std::map<caf::actor_addr, at::Tensor> held;
+  std::optional<held_weights> held;        ///< what each worker holds (parallelism.compression)
   static inline const char* name = "parameter_server";
 };
 
@@ -37,48 +35,17 @@ replica_engine& engine_of(parameter_server_state& st) {
   return *st.engine;
 }
 
-// The whole evaluation set on the master weights; with keep_best or early stopping, the weights
-// that were evaluated go to the driver too.
-void evaluate(self_pointer self, int64_t step) {
-  auto& st = self->state;
-  auto& engine = engine_of(st);
-  const auto start = std::chrono::steady_clock::now();
-  const auto& set = evaluation_set(*st.context->data);
-  auto r = engine.evaluate(set, {0, set.size()});
-  const double eval_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  self->send(st.driver, evaluation_report(0, step, std::move(r), eval_s));
-  if (st.context->plan->snapshots())
-    self->send(st.driver, snapshot_atom_v, evaluated_weights{step, 0, engine.weights().clone()});
-}
-
-// What a worker is sent: the master weights, or under parallelism.compression the change from
-// what it holds, packed.
-at::Tensor snapshot_for(parameter_server_state& st, const caf::actor_addr& worker) {
-  const auto& weights = engine_of(st).weights();
-  const auto compression = st.context->plan->job.parallelism.compression;
-  if (compression == compression_kind::none)
-    return weights.clone();
-  auto it = st.held.find(worker);
-  if (it == st.held.end()) {
-    st.held.emplace(worker, weights.clone());
-    return weights.clone();
-  }
-  auto packed = pack(weights - it->second, compression);
-  it->second += unpack(packed).view_as(it->second);
-  return packed;
-}
-
 parameter_server_actor::behavior_type parameter_server(self_pointer self, context_ptr context,
                                                        run_driver_actor driver) {
   // One intra-op thread: the server's figures equal the one-thread replica's, run after run.
   at::set_num_threads(1);
   self->state.context = std::move(context);
   self->state.driver = std::move(driver);
+  self->state.held.emplace(self->state.context->plan->job.parallelism.compression);
   self->set_exception_handler(
       [](caf::scheduled_actor*, std::exception_ptr& ep) { return make_error_from_exception(ep); });
   return {
-      [self](apply_atom, double lr, const at::Tensor& gradient) {
+      [self](apply_atom, double lr, int64_t, const at::Tensor& gradient) {
         auto& engine = engine_of(self->state);
         if (is_packed(gradient))
           engine.apply(unpack(gradient).view_as(engine.weights()), lr);
@@ -87,11 +54,15 @@ parameter_server_actor::behavior_type parameter_server(self_pointer self, contex
       },
       [self](hand_out_atom, const hand_out& h) {
         // A snapshot: the master weights change with the next push while the worker computes.
-        self->send(
-            caf::actor_cast<replica_worker_actor>(h.worker), params_atom_v,
-            server_weights{h.version, h.step, snapshot_for(self->state, h.worker.address())});
+        self->send(caf::actor_cast<replica_worker_actor>(h.worker), params_atom_v,
+                   server_weights{h.version, h.step, 0,
+                                  self->state.held->hand_out(h.worker.address(),
+                                                             engine_of(self->state).weights())});
       },
-      [self](evaluate_atom, int64_t step) { evaluate(self, step); },
+      [self](evaluate_atom, int64_t step) {
+        auto& st = self->state;
+        evaluate_server(self, engine_of(st), *st.context, st.driver, step);
+      },
       [self](weights_atom) -> at::Tensor { return engine_of(self->state).weights().clone(); },
       [self](checkpoint_atom, int64_t step) {
         // Asked right after the push that completed `step` was applied (the driver's messages
@@ -109,7 +80,12 @@ parameter_server_actor::behavior_type parameter_server(self_pointer self, contex
 }  // namespace
 
 parameter_server_actor spawn_parameter_server(caf::actor_system& system, context_ptr context,
-                                              run_driver_actor driver) {
+                                              run_driver_actor driver,
+                                              std::vector<caf::actor> shard_hosts,
+                                              std::function<void(const std::string&)> log) {
+  if (context->plan->sharded_server())
+    return spawn_sharded_server(system, std::move(context), std::move(driver),
+                                std::move(shard_hosts), std::move(log));
   return system.spawn<caf::detached>(parameter_server, std::move(context), std::move(driver));
 }
 

@@ -15,9 +15,18 @@
 #include "actors/workers/worker_context.hpp"
 #include "messages/interfaces.hpp"
 
+#include <functional>
+#include <string>
+#include <vector>
+
 namespace troupe {
 
+/// With a sharded server (run_plan::sharded_server) the server spawned passes the driver's words
+/// on to its shards (actors/workers/sharded_server), started on `shard_hosts` (node agents, a
+/// shard on each in turn) or, with none, in this process.
 parameter_server_actor spawn_parameter_server(caf::actor_system& system, context_ptr context,
-                                              run_driver_actor driver);
+                                              run_driver_actor driver,
+                                              std::vector<caf::actor> shard_hosts = {},
+                                              std::function<void(const std::string&)> log = {});
 
 }  // namespace troupe

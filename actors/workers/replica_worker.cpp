@@ -136,6 +136,8 @@ void compute_step(self_pointer self, int64_t step) {
   // async: comm_s is how long this worker waited for the weights it just computed on.
   tell_driver(self, step_stats{st.rank, step, st.loss, st.samples, st.compute_s, st.comm_s, 0.0,
                                0.0, st.data_wait_s, 0.0, 0});
+  if (st.plan->sharded_server())
+    return push_to_shards(self, meta);
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none)
     return tell_driver(self, push_atom_v, async_push{meta, st.version, st.engine->gradient()});
@@ -190,6 +192,15 @@ void on_params(self_pointer self, int64_t version, int64_t step, const at::Tenso
   st.version = version;
   compute_step(self, step);
 }
+
+}  // namespace
+
+void replica_internal::compute_on(self_pointer self, int64_t version, int64_t step) {
+  self->state.version = version;
+  compute_step(self, step);
+}
+
+namespace {
 
 // Starts the next step when the driver has released it and none is running.
 void advance(self_pointer self) {
@@ -305,8 +316,12 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
         on_averaged(self, a.outcome, a.weights, a.momenta);
       },
       [self](params_atom, const server_weights& w) {
-        on_params(self, w.version, w.step, w.weights);
+        if (self->state.plan->sharded_server())
+          on_shard_slice(self, w);
+        else
+          on_params(self, w.version, w.step, w.weights);
       },
+      [self](link_atom, const std::vector<caf::actor>& shards) { take_shards(self, shards); },
       [self](membership_atom, const membership_note& note, const caf::actor& successor) {
         on_membership(self, note, successor);
       },

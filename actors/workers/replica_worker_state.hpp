@@ -9,6 +9,8 @@
 #include "actors/workers/replica_worker.hpp"
 #include "core/checkpoint/state_transfer.hpp"
 #include "core/collective/compact_encoding.hpp"
+#include "core/policy/server_shards.hpp"
+#include "core/policy/slice_gather.hpp"
 #include "core/policy/step_pace.hpp"
 #include "core/train/replica_engine.hpp"
 #include "gpu/worker_device.hpp"
@@ -45,8 +47,19 @@ struct replica_worker_state {
   /// them too. Weights are handed in as their difference from it, packed; undefined (hand them
   /// in whole) until the first average and after anything else set the weights.
   at::Tensor average_base;
-  double loss = 0;      ///< of the step in flight
-  int64_t samples = 0;  ///< of the step in flight
+  /// async with a sharded server (replica_shards.cpp): the shards, each one's slice of the flat
+  /// weights, which slices of the next weights are in, and the push in flight (its slices,
+  /// packed where the run compresses, by shard; which shards acknowledged theirs).
+  std::vector<caf::actor> shards;
+  std::vector<server_shard> shard_slices;
+  std::optional<slice_gather> gathering;
+  std::vector<error_feedback> shard_encoders;
+  std::optional<gradient_meta> pushing;
+  std::vector<at::Tensor> push_slices;
+  std::vector<bool> acked;
+  int64_t push_count = 0;  ///< numbers the pushes, so an answer to an older one is known
+  double loss = 0;         ///< of the step in flight
+  int64_t samples = 0;     ///< of the step in flight
   /// Sync with a ring meeting: this replica's side of the ring all-reduce over actors...
   std::optional<ring_exchange<replica_worker_actor>> ring;
   /// ...or over the socket ring, on a thread of its own (worker_context::socket_rings).
@@ -96,6 +109,17 @@ ring_exchange<replica_worker_actor>& ring_of(replica_worker_state& st);
 /// This rank's socket ring of the current membership epoch, if the node formed one (the first
 /// sync step of the epoch takes it over); null: the ring runs over actors in this epoch.
 ring_runner* socket_ring_of(self_pointer self);
+
+// replica_shards.cpp: async with a sharded server
+/// Pushes the step's gradient (clipped here: no shard sees all of it) to every shard; the push
+/// goes to the driver once each shard has acknowledged its slice.
+void push_to_shards(self_pointer self, const gradient_meta& meta);
+/// A shard's slice of the next weights; the step starts when every shard's is in.
+void on_shard_slice(self_pointer self, const server_weights& w);
+/// The shards (at the start, and after one was replaced): unacknowledged slices go again.
+void take_shards(self_pointer self, const std::vector<caf::actor>& shards);
+/// After a slice gathering completed: the step on weights of `version`.
+void compute_on(self_pointer self, int64_t version, int64_t step);
 
 // replica_membership.cpp
 void on_membership(self_pointer self, const membership_note& note, const caf::actor& successor);

@@ -178,6 +178,8 @@ json parallelism_json(const parallelism_config& par) {
     // The default is left out, so a resolved job of before the key reads the same.
     if (par.compression != compression_kind::none)
       parallelism["compression"] = to_string(par.compression);
+    if (par.ps_shards > 0)
+      parallelism["ps_shards"] = par.ps_shards;
   }
   if (par.pipelined()) {
     parallelism["stages"] = par.stages;

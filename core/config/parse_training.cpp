@@ -164,7 +164,7 @@ void read_outer_optimizer(object_reader& r, outer_optimizer_config& o) {
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
     skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
-                 "compression", "phases", "outer_optimizer"});
+                 "compression", "phases", "outer_optimizer", "ps_shards"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   read_pipeline(r, p);
@@ -179,8 +179,9 @@ void read_parallelism(object_reader r, parallelism_config& p) {
     r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);
     read_enum(r, "compression", compression_names, p.compression);
+    r.integer("ps_shards", p.ps_shards, 1, 256);
     r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "max_staleness", "staleness_lr_scaling", "compression"});
+              "split", "max_staleness", "staleness_lr_scaling", "compression", "ps_shards"});
   } else if (p.policy == policy_kind::schedule) {
     auto phases = r.object_array("phases", 1, 1000);
     if (!r.has("phases"))

@@ -244,6 +244,11 @@ struct parallelism_config {
   std::optional<int64_t> max_staleness;
   /// async only: apply a gradient of staleness k with lr / (1 + k).
   bool staleness_lr_scaling = false;
+  /// async only: the parameter server's shards (core/policy/server_shards), each an actor with
+  /// its slice of the weights and of the optimizer; across nodes one on each node in turn, the
+  /// workers pushing and pulling every shard's slice directly. 0 (the job does not say): one per
+  /// node across nodes, one in a single process (run_plan::server_shards).
+  int64_t ps_shards = 0;
   /// async and local_sgd: what crosses the wire in a compact encoding (core/collective/
   /// compact_encoding): async's pushed gradients (with error feedback) and handed-out weights,
   /// local_sgd's weights to average and the average. none sends float32 as is.

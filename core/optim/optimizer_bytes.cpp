@@ -196,6 +196,44 @@ parsed_state parse(std::string_view bytes) {
   return s;
 }
 
+// Writes a parsed state back, byte for byte as save_optimizer_bytes would have.
+std::string emit(const parsed_state& s) {
+  std::size_t values = 0;
+  for (const auto& g : s.groups)
+    for (const auto& p : g.params)
+      for (const auto& t : p.tensors)
+        values += t.defined() ? t.nbytes() : 0;
+  writer out(magic.size() + values + 4096);
+  for (char c : magic)
+    out.put<char>(c);
+  out.put<uint8_t>(s.kind);
+  out.put<uint64_t>(s.groups.size());
+  for (const auto& g : s.groups) {
+    for (double o : g.options)
+      out.put<double>(o);
+    out.put<uint8_t>(g.flag);
+    out.put<uint64_t>(g.params.size());
+    for (const auto& p : g.params) {
+      out.put<uint8_t>(p.has_state);
+      if (!p.has_state)
+        continue;
+      if (has_step(s.kind))
+        out.put<int64_t>(p.step);
+      for (const auto& t : p.tensors)
+        out.tensor(t);
+    }
+  }
+  return out.take();
+}
+
+parsed_state parse_one_group(std::string_view bytes) {
+  auto s = parse(bytes);
+  if (s.groups.size() != 1)
+    throw std::runtime_error("a sharded server's optimizer state has one parameter group, not " +
+                             std::to_string(s.groups.size()));
+  return s;
+}
+
 template <class Options>
 void put_adam_options(writer& out, const Options& o) {
   out.put<double>(o.lr());
@@ -272,6 +310,33 @@ void set_adam_options(torch::optim::OptimizerOptions& options, const group_recor
 }
 
 }  // namespace
+
+std::string optimizer_bytes_part(std::string_view bytes, int64_t first, int64_t count) {
+  auto s = parse_one_group(bytes);
+  auto& params = s.groups[0].params;
+  if (first < 0 || count < 0 || first + count > static_cast<int64_t>(params.size()))
+    throw std::runtime_error("parameters " + std::to_string(first) + " to " +
+                             std::to_string(first + count) + " of a state of " +
+                             std::to_string(params.size()));
+  params = std::vector<param_record>(params.begin() + first, params.begin() + first + count);
+  return emit(s);
+}
+
+std::string join_optimizer_bytes(const std::vector<std::string>& parts) {
+  if (parts.empty())
+    throw std::runtime_error("no optimizer states to join");
+  auto joined = parse_one_group(parts[0]);
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    auto s = parse_one_group(parts[i]);
+    if (s.kind != joined.kind)
+      throw std::runtime_error("optimizer states of " + std::string(kind_name(s.kind)) + " and " +
+                               kind_name(joined.kind) + " do not join");
+    auto& to = joined.groups[0].params;
+    for (auto& p : s.groups[0].params)
+      to.push_back(std::move(p));
+  }
+  return emit(joined);
+}
 
 bool is_optimizer_bytes(std::string_view bytes) {
   return bytes.substr(0, magic.size()) == magic;

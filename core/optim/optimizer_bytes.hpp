@@ -21,6 +21,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace troupe {
 
@@ -39,5 +40,13 @@ std::string optimizer_bytes_problem(std::string_view bytes);
 /// sizes and types. Throws std::runtime_error naming what differs; the optimizer is unchanged
 /// then.
 void load_optimizer_bytes(torch::optim::Optimizer& optimizer, std::string_view bytes);
+
+/// A sharded parameter server's part of a state (core/policy/server_shards): the state of
+/// `count` parameters from parameter `first` on, of a state with one parameter group. Throws
+/// std::runtime_error for another format, several groups, or parameters it does not hold.
+std::string optimizer_bytes_part(std::string_view bytes, int64_t first, int64_t count);
+/// The parts of one split back into one state, in order: the first part's options, every
+/// part's parameters. optimizer_bytes_part's exact inverse.
+std::string join_optimizer_bytes(const std::vector<std::string>& parts);
 
 }  // namespace troupe

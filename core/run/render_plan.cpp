@@ -34,7 +34,9 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
     out << "]";
   }
   if (par.policy == policy_kind::async)
-    out << " (parameter server, max staleness "
+    out << " (parameter server"
+        << (p.sharded_server() ? " in " + std::to_string(p.server_shards()) + " shards" : "")
+        << ", max staleness "
         << (par.max_staleness ? std::to_string(*par.max_staleness) : std::string("unbounded"))
         << (par.staleness_lr_scaling ? ", lr / (1 + staleness)" : "")
         << (par.compression != compression_kind::none
@@ -224,7 +226,10 @@ void render_optimizer(std::ostringstream& out, const run_plan& p) {
   out << "; lr schedule: " << describe_schedule(o, p.rules.total_steps()) << '\n';
   if (t.clip_grad_norm)
     out << "  clipping: the combined gradient's global norm to " << *t.clip_grad_norm
-        << (p.parameter_server() ? " (each pushed gradient)" : "") << '\n';
+        << (p.sharded_server()     ? " (each pushed gradient, by its worker)"
+            : p.parameter_server() ? " (each pushed gradient)"
+                                   : "")
+        << '\n';
   if (t.clip_grad_value)
     out << "  clipping: every gradient element to +-" << *t.clip_grad_value << '\n';
   if (t.early_stopping)

@@ -297,6 +297,67 @@ std::vector<int64_t> run_plan::stage_parameters() const {
   return counts;
 }
 
+namespace {
+
+// The values of each parameter tensor, in model order (the layout's buffers left out).
+std::vector<int64_t> parameter_sizes(const model_facts& model) {
+  std::vector<int64_t> sizes;
+  int64_t values = 0;
+  for (const auto& [name, shape] : model.parameter_layout) {
+    if (values >= model.parameters)
+      break;  // the buffers, behind the parameters
+    int64_t n = 1;
+    for (auto d : shape)
+      n *= d;
+    sizes.push_back(n);
+    values += n;
+  }
+  return sizes;
+}
+
+}  // namespace
+
+int64_t run_plan::server_shards() const {
+  if (!parameter_server())
+    return 0;
+  if (job.parallelism.ps_shards > 0)
+    return job.parallelism.ps_shards;
+  const bool on_gpus = std::any_of(devices.workers.begin(), devices.workers.end(),
+                                   [](const device_spec& d) { return d.is_cuda(); });
+  if (!job.cluster.enabled() || on_gpus)
+    return 1;
+  // One per node, but no more than the model has tensors.
+  const auto tensors = static_cast<int64_t>(parameter_sizes(model).size());
+  return std::max<int64_t>(1, std::min(job.cluster.nodes, tensors));
+}
+
+std::vector<server_shard> server_shards_of(const run_plan& plan) {
+  return split_server(parameter_sizes(plan.model), plan.model.buffer_values,
+                      std::max<int64_t>(1, plan.server_shards()));
+}
+
+namespace {
+
+// A sharded server holds its slices on the host and splits the parameters by whole tensors.
+void check_server_shards(const run_plan& p) {
+  if (!p.sharded_server())
+    return;
+  const auto shards = p.server_shards();
+  const std::string where = "/parallelism/ps_shards: ";
+  for (const auto& d : p.devices.workers)
+    if (d.is_cuda())
+      throw job_error({where + std::to_string(shards) +
+                       " parameter server shards run on the CPU; GPU workers take one server "
+                       "(\"ps_shards\": 1)"});
+  try {
+    server_shards_of(p);
+  } catch (const std::invalid_argument& e) {
+    throw job_error({where + e.what()});
+  }
+}
+
+}  // namespace
+
 int64_t run_plan::eval_shards() const {
   if (mode == run_mode::ensemble || parameter_server())
     return 1;
@@ -318,6 +379,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
   else
     describe_builtin(p, inventory);
   p.workers = workers_in_process(job);
+  check_server_shards(p);
   p.gradients = meeting_of(p);
   p.ring.bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));

@@ -14,6 +14,7 @@
 #include "core/model/model_builder.hpp"
 #include "core/pipeline/stage_split.hpp"
 #include "core/policy/policy_schedule.hpp"
+#include "core/policy/server_shards.hpp"
 #include "core/policy/step_rules.hpp"
 #include "core/train/engine_plans.hpp"
 
@@ -94,6 +95,11 @@ struct run_plan {
   }
   /// async: a parameter server holds the weights and the optimizer.
   bool parameter_server() const { return job.parallelism.policy == policy_kind::async; }
+  /// async: the server's shards (parallelism.ps_shards; by default one per node across nodes,
+  /// else one). 0 for the other policies.
+  int64_t server_shards() const;
+  /// async with more than one shard: the workers push and pull slices to and from each shard.
+  bool sharded_server() const { return server_shards() > 1; }
   /// The most steps one worker may run: total_steps, or under async every push of the run
   /// (replicas x steps) when one worker is that much quicker than the rest.
   int64_t worker_steps() const;
@@ -129,6 +135,9 @@ replica_plan replica_plan_of(const run_plan& plan, int64_t rank);
 ensemble_plan ensemble_plan_of(const run_plan& plan);
 /// Stage `stage` of pipeline `pipeline`: its layers, place, rows and micro-batches.
 stage_plan stage_plan_of(const run_plan& plan, int64_t pipeline, int64_t stage);
+
+/// The parameter server's shards over the plan's model (core/policy/server_shards).
+std::vector<server_shard> server_shards_of(const run_plan& plan);
 
 /// Human-readable, several lines, ending with a newline.
 std::string render_plan(const run_plan& plan);

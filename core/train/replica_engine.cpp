@@ -150,6 +150,10 @@ void replica_engine::apply(const at::Tensor& combined, double lr) {
   flat_->adopt_combined_buffers();
 }
 
+void replica_engine::clip_own_gradient() {
+  clip_gradient(flat_->parameter_grads(), training_);
+}
+
 void replica_engine::set_share(int64_t position, int64_t count) {
   TORCH_CHECK(count > 0 && position >= 0 && position < count, "set_share: position ", position,
               " of ", count);

@@ -74,6 +74,9 @@ class replica_engine {
   /// Under fp16 a gradient that is not finite (the scaled backward overflowed) is not applied:
   /// the step is skipped and the loss scale halves (core/train/loss_scaler).
   void apply(const at::Tensor& combined, double lr);
+  /// Clips gradient() as the job says (apply does it too): where the gradient is applied in
+  /// parts, by a sharded parameter server, none of which can see its whole norm.
+  void clip_own_gradient();
 
   /// fp16: the scale of the next backward, and the steps skipped so far; 0 and 0 otherwise.
   double loss_scale() const { return scaler_ ? scaler_->scale() : 0.0; }

@@ -326,11 +326,16 @@ TEST_SUITE("training") {
   }
 
   TEST_CASE("async applies every gradient once and keeps staleness within the bound") {
-    for (std::optional<int64_t> bound :
-         {std::optional<int64_t>{0}, std::optional<int64_t>{2}, std::optional<int64_t>{}}) {
+    // One server, and the server in 3 shards (actors/workers/sharded_server).
+    for (auto [bound, shards] :
+         {std::pair{std::optional<int64_t>{0}, 1}, std::pair{std::optional<int64_t>{2}, 1},
+          std::pair{std::optional<int64_t>{}, 1}, std::pair{std::optional<int64_t>{0}, 3},
+          std::pair{std::optional<int64_t>{}, 3}}) {
       CAPTURE(bound.value_or(-1));
+      CAPTURE(shards);
       auto job = test::small_job(3, 30);
       job.parallelism.policy = policy_kind::async;
+      job.parallelism.ps_shards = shards;
       job.parallelism.max_staleness = bound;
       job.parallelism.staleness_lr_scaling = true;
       // Every push is a full optimizer step on a third of a batch: a smaller lr than sync's.

@@ -12,7 +12,8 @@
 #     it, it is fenced (its late messages are dropped) and told to leave; the run completes;
 #   - the socket ring, formed again at every regroup, refused after a loss: the survivors sum
 #     over actors and the run completes within the tolerance;
-#   - async, local_sgd and local_sgd with DiLoCo's outer optimizer lose a node and complete;
+#   - async (its server sharded over the nodes, and in one piece), local_sgd and local_sgd with
+#     DiLoCo's outer optimizer lose a node and complete;
 #   - a replacement joins mid-run: at the step boundary where it joins the driver compares a
 #     digest of every replica's weights (a replicas_checked record, a log line), and the run
 #     completes with identical replicas (the driver's final-weights check) within the tolerance;
@@ -225,10 +226,15 @@ check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
 }
 
 # --- async, local_sgd and DiLoCo: a node killed mid-run; the run completes every step ----------
-for policy in async local_sgd diloco; do
+# async's server is in a shard per node by default: node a's shard starts again in the
+# coordinator; async_one keeps one server, in the coordinator.
+for policy in async async_one local_sgd diloco; do
   section "$policy" || continue
   if [ $policy = async ]; then
     start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2
+  elif [ $policy = async_one ]; then
+    start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2 \
+      --set parallelism.ps_shards=1
   elif [ $policy = local_sgd ]; then
     start_run "$policy" --set parallelism.policy=local_sgd --set parallelism.period=4
   else  # the survivors' average stepped by the outer optimizer
@@ -239,6 +245,10 @@ for policy in async local_sgd diloco; do
   kill -9 $node_a
   finish $coord 120
   check "$policy: a node killed" $status 0 "$tmp/coord_$policy.log" "node a lost at step"
+  if [ $policy = async ]; then
+    grep -qF "parameter server shard 0 lost; started again here from" \
+      "$tmp/coord_$policy.log" && pass || fail "async: shard 0 was not started again"
+  fi
   /usr/bin/python3 - "$tmp/$policy" <<'PY' && pass || fail "$policy: $(tail -2 "$tmp/coord_$policy.log")"
 import json, sys
 s = json.load(open(sys.argv[1] + "/summary.json"))
