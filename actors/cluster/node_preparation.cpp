@@ -20,6 +20,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Node a's agent opens a direct connection to node b's (actors/cluster/node_agent: connect_peer).
+// Returns the error text, or "".
+std::string connect_nodes(caf::scoped_actor& self, const joined_node& a, const joined_node& b) {
+  if (b.peer_port == 0)
+    return "node " + b.name + " takes no peer connections";
+  if (auto err = ask(self, a.agent, 30s, caf::connect_atom_v, b.peer_host, b.peer_port, b.name);
+      !err.empty())
+    return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
+                       b.peer_host, b.peer_port, err);
+  return "";
+}
+
 // Nodes hosting ring neighbors connect directly (ring traffic would otherwise relay through
 // this process). `standby`: the socket ring carries the sums, these links only a ring over
 // actors that a regroup falls back to. Each link's log line says what carries it: the
@@ -35,12 +47,8 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
   for (const auto& [from, to] : links) {
     const auto& a = nodes[static_cast<std::size_t>(from)];
     const auto& b = nodes[static_cast<std::size_t>(to)];
-    if (b.peer_port == 0)
-      return "node " + b.name + " takes no peer connections";
-    if (auto err = ask(self, a.agent, 30s, caf::connect_atom_v, b.peer_host, b.peer_port, b.name);
-        !err.empty())
-      return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
-                         b.peer_host, b.peer_port, err);
+    if (auto err = connect_nodes(self, a, b); !err.empty())
+      return err;
     log(fmt::format("ring link {} -> {}{} ({}:{}, {})", a.name, b.name,
                     standby ? " over actors, should the socket ring not form again" : "",
                     b.peer_host, b.peer_port,
@@ -54,16 +62,9 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
 std::string link_for_shards(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                             int64_t shards, bool tls, const log_function& log) {
   for (std::size_t i = 0; i < nodes.size(); ++i)
-    for (std::size_t j = i + 1; j < nodes.size(); ++j) {
-      const auto& a = nodes[i];
-      const auto& b = nodes[j];
-      if (b.peer_port == 0)
-        return "node " + b.name + " takes no peer connections";
-      if (auto err = ask(self, a.agent, 30s, caf::connect_atom_v, b.peer_host, b.peer_port, b.name);
-          !err.empty())
-        return fmt::format("node {} could not connect to node {} at {}:{}: {}", a.name, b.name,
-                           b.peer_host, b.peer_port, err);
-    }
+    for (std::size_t j = i + 1; j < nodes.size(); ++j)
+      if (auto err = connect_nodes(self, nodes[i], nodes[j]); !err.empty())
+        return err;
   std::string places;
   for (int64_t k = 0; k < shards; ++k)
     places += fmt::format("{}{} on {}", k == 0 ? "" : ", ", k,

@@ -10,14 +10,21 @@
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace troupe {
+
+struct gathering {
+  std::vector<bool> have;
+  std::function<void(std::size_t)> ask;
+};
 
 struct sharded_server_state {
   context_ptr context;
@@ -35,6 +42,12 @@ struct sharded_server_state {
   restored_state last_state;
   int64_t optimizer_step = -1;                  ///< the step of last_state.optimizer
   std::function<void(const std::string&)> log;  ///< the coordinator's log; may be empty
+  /// Questions to every shard still open (gather), by number: which shards answered, and how
+  /// to ask shard k again.
+  std::map<int64_t, std::shared_ptr<gathering>> gatherings;
+  int64_t next_gathering = 0;
+  /// Shards replaced: their exits, when they come, are not the driver's.
+  std::set<caf::actor_addr> replaced;
   static inline const char* name = "sharded_server";
 };
 
@@ -60,10 +73,12 @@ void adopt_shard(self_pointer self, int64_t k, const caf::actor& shard) {
   self->link_to(shard);
 }
 
-// Shard `k`, lost, starts again here from the last checkpoint's state of its slice; the workers
-// learn of it, and the hand-outs it owed go out again (a worker drops a slice it has).
+// Shard `k`, lost, starts again here from its slice of the newest state this server gathered
+// (sharded_server.hpp); the workers learn of it, the hand-outs it owed go out again (a worker
+// drops a slice it has), and the questions it did not answer are asked again.
 void replace_shard(self_pointer self, int64_t k) {
   auto& st = self->state;
+  st.replaced.insert(st.shards[static_cast<std::size_t>(k)].address());
   adopt_shard(self, k,
               caf::actor_cast<caf::actor>(spawn_server_shard(self->system(), st.context, k)));
   auto& shard = st.shards[static_cast<std::size_t>(k)];
@@ -82,6 +97,9 @@ void replace_shard(self_pointer self, int64_t k) {
     self->send(caf::actor_cast<replica_worker_actor>(worker), link_atom_v, list);
   for (const auto& [rank, h] : st.owed)
     self->send(shard, hand_out_atom_v, h);
+  for (const auto& [id, g] : st.gatherings)
+    if (!g->have[static_cast<std::size_t>(k)])
+      g->ask(static_cast<std::size_t>(k));
 }
 
 // Which shard an exit came from, or -1.
@@ -100,42 +118,44 @@ void on_shard_exit(self_pointer self, int64_t k, const caf::error& reason) {
 }
 
 // Asks every shard the same question and gives `done` the answers in shard order. A shard
-// replaced meanwhile is asked again.
+// replaced before it answered is asked again (replace_shard): a request to a node that was lost
+// may never be answered at all.
 template <class Reply, class Done, class... Ts>
 void gather(self_pointer self, Done done, Ts... question) {
-  struct pending {
-    std::vector<Reply> parts;
-    std::size_t left = 0;
-  };
   auto& st = self->state;
-  auto p = std::make_shared<pending>();
-  p->parts.resize(st.shards.size());
-  p->left = st.shards.size();
-  // The asking function holds itself weakly; a request in flight holds it.
-  auto ask = std::make_shared<std::function<void(std::size_t)>>();
-  *ask = [self, p, done, weak = std::weak_ptr<std::function<void(std::size_t)>>(ask),
-          question...](std::size_t k) {
+  const auto id = st.next_gathering++;
+  auto g = std::make_shared<gathering>();
+  auto parts = std::make_shared<std::vector<Reply>>(st.shards.size());
+  g->have.assign(st.shards.size(), false);
+  g->ask = [self, id, parts, done, question...](std::size_t k) {
     auto asked = self->state.shards[k];
-    auto again = weak.lock();
     self->request(asked, caf::infinite, question...)
         .then(
-            [p, done, k](Reply& r) mutable {
-              p->parts[k] = std::move(r);
-              if (--p->left == 0)
-                done(p->parts);
+            [self, id, parts, done, k](Reply& r) mutable {
+              auto& gatherings = self->state.gatherings;
+              auto it = gatherings.find(id);
+              if (it == gatherings.end() || it->second->have[k])
+                return;  // answered already (by the shard that replaced this one, or it)
+              it->second->have[k] = true;
+              (*parts)[k] = std::move(r);
+              if (std::find(it->second->have.begin(), it->second->have.end(), false) !=
+                  it->second->have.end())
+                return;
+              gatherings.erase(it);
+              done(*parts);
             },
-            [self, again, k, asked](caf::error& e) {
+            [self, k, asked](caf::error& e) {
               auto& st = self->state;
               if (!st.context->plan->job.cluster.carries_on())
                 return fail(self, "shard " + std::to_string(k) + " did not answer (" +
                                       self->system().render(e) + ")");
-              if (st.shards[k] == asked)
+              if (st.shards[k] == asked)  // gone, and its exit not yet here
                 replace_shard(self, static_cast<int64_t>(k));
-              (*again)(k);
             });
   };
+  st.gatherings.emplace(id, g);
   for (std::size_t k = 0; k < st.shards.size(); ++k)
-    (*ask)(k);
+    g->ask(k);
 }
 
 at::Tensor joined_weights(const std::vector<at::Tensor>& slices) {
@@ -213,6 +233,8 @@ parameter_server_actor::behavior_type sharded_server(self_pointer self, context_
   self->set_exit_handler([self](caf::exit_msg& msg) {
     if (const auto k = shard_of(self->state, msg.source); k >= 0)
       return on_shard_exit(self, k, msg.reason);
+    if (self->state.replaced.count(msg.source) > 0)
+      return;                // a shard already replaced (its request failed first)
     self->quit(msg.reason);  // the driver's: the linked shards end too
   });
   start_shards(self);
