@@ -150,7 +150,8 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
                                            "join may carry ({} bytes)",
                                            plan_json.size(), pre_join_message_bytes - (1 << 20)));
   caf::actor_system_config cfg;
-  caf::actor_system system{configure_networked(cfg)};
+  caf::actor_system system{
+      configure_networked(cfg, coordinator_heartbeat_s(job.cluster.node_timeout_s))};
   std::optional<guarded_links> links;  // after `system`: it must go first
   try {
     links.emplace(system, coordinator_links(plan, cluster, plan_json.size(), log));

@@ -7,6 +7,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/timespan.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace troupe {
@@ -29,12 +30,16 @@ caf::actor_system_config& configure_system(caf::actor_system_config& cfg) {
   return cfg;
 }
 
-caf::actor_system_config& configure_networked(caf::actor_system_config& cfg) {
+double coordinator_heartbeat_s(double node_timeout_s) {
+  return std::min(1.0, node_timeout_s / 5);
+}
+
+caf::actor_system_config& configure_networked(caf::actor_system_config& cfg, double heartbeat_s) {
   configure_system(cfg);
   cfg.load<caf::io::middleman>();
   // Both ends send heartbeats, so a live peer is never silent for long; guarded_links closes a
   // connection that is (CAF's default sends none, and a hung process would never be noticed).
-  cfg.set("middleman.heartbeat-interval", seconds(heartbeat_interval_s));
+  cfg.set("middleman.heartbeat-interval", seconds(heartbeat_s));
   cfg.set("middleman.connection-timeout", caf::timespan{0});
   return cfg;
 }

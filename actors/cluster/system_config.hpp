@@ -6,8 +6,14 @@
 
 namespace troupe {
 
-/// Heartbeats go out this often on every connection between troupe processes.
+/// Heartbeats go out this often on every connection a node opens: before the job arrives it
+/// cannot know the job's cluster.node_timeout_s, which may be as short as 0.1 s.
 constexpr double heartbeat_interval_s = 0.1;
+
+/// The coordinator's heartbeats, which know the job: five in each cluster.node_timeout_s (so a
+/// node never takes it for lost), at most one a second: with many idle nodes, sending each of
+/// them 10 a second was half of what an idle coordinator cost.
+double coordinator_heartbeat_s(double node_timeout_s);
 
 /// One cooperative thread (only the run driver, gatekeeper and agents run there; compute actors are
 /// detached), troupe's message types and its error category.
@@ -18,6 +24,7 @@ caf::actor_system_config& configure_system(caf::actor_system_config& cfg);
 /// timeout, not by CAF's own check, which is off: CAF 0.17 starts the silence of a connection it
 /// opened at time zero, so its check closes that connection on the next heartbeat tick (0.1 s)
 /// unless the peer's first frame came first, which TLS handshakes make rare.
-caf::actor_system_config& configure_networked(caf::actor_system_config& cfg);
+caf::actor_system_config& configure_networked(caf::actor_system_config& cfg,
+                                              double heartbeat_s = heartbeat_interval_s);
 
 }  // namespace troupe

@@ -9,7 +9,7 @@
 //   weights_atom                   the shards' slices, gathered: the final weights
 //   (checkpoint_atom, step)        the shards' states, joined into a whole server's state
 //                                  (core/train/shard_engine): the checkpoint is the same for
-//                                  any number of shards, and resumes under any number
+//                                  any number of shards
 //   (restore_atom, restored_state) to every shard, each taking its part
 // A shard that is lost (its node, under cluster.on_node_loss "continue") starts again in this
 // process from its slice of the newest whole weights this server gathered (the last
