@@ -3,7 +3,8 @@ hosts on slow links: the test accuracy each reaches per wall-second, side by sid
 
   /usr/bin/python3 bench/diloco_hosts.py [--build build] [--hosts 4] [--rates 200mbit,20mbit]
       [--steps 400] [--evals 8] [--period 8] [--outer '{"lr": 0.7, "momentum": 0.9}']
-      [--job configs/fashion_mlp_sync.json]
+      [--job configs/fashion_mlp_sync.json] [--svg PLOT.svg]
+  /usr/bin/python3 bench/diloco_hosts.py --replot RESULT.json --svg PLOT.svg
 
 Runs the job (parallelism.replicas = HOSTS, a node on each host) over scripts/emulate_hosts.sh
 (each host link shaped to RATE both ways) at each rate as
@@ -15,7 +16,8 @@ at each evaluation against the wall-seconds since the first step (the curve a pl
 the final accuracy, accuracy per wall-second, the seconds to reach the lowest final accuracy of
 the three, and the bytes each worker sends per step (sync: 2(N - 1)/N of the weights' bytes in
 the ring; local SGD: the weights once a period, and as much back). Where the machine
-cannot emulate hosts, prints why and exits 0.
+cannot emulate hosts, prints why and exits 0. --svg draws the curves (test accuracy against
+wall-seconds, a panel per rate); --replot draws them from a result printed before.
 """
 import argparse
 import json
@@ -61,6 +63,47 @@ def gradient_bytes(out, ranks):
     return round(int(m.group(1)) * ranks / (2 * (ranks - 1))) if m else None
 
 
+COLORS = {"sync": "#1f77b4", "local_sgd": "#2ca02c", "diloco": "#d62728"}
+
+
+def plot(result, path):
+    """The accuracy curves as an SVG: one panel per rate, one line per policy."""
+    rates = list(result["rates"])
+    w, h, pad = 420, 300, 50
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * len(rates)}" height="{h}" '
+           'font-family="sans-serif" font-size="11">']
+    for i, rate in enumerate(rates):
+        runs = result["rates"][rate]
+        x0 = i * w
+        t_max = max(p[0] for r in runs.values() for p in r["curve"]) or 1
+        accs = [p[1] for r in runs.values() for p in r["curve"]]
+        a_lo, a_hi = min(accs) - 0.02, max(accs) + 0.02
+
+        def xy(t, a):
+            return (x0 + pad + (w - 2 * pad) * t / t_max,
+                    h - pad - (h - 2 * pad) * (a - a_lo) / (a_hi - a_lo))
+        out.append(f'<text x="{x0 + w / 2}" y="20" text-anchor="middle">{rate}: test accuracy '
+                   'against wall-seconds</text>')
+        out.append(f'<line x1="{x0 + pad}" y1="{h - pad}" x2="{x0 + w - pad}" y2="{h - pad}" '
+                   'stroke="black"/>')
+        out.append(f'<line x1="{x0 + pad}" y1="{pad}" x2="{x0 + pad}" y2="{h - pad}" '
+                   'stroke="black"/>')
+        out.append(f'<text x="{x0 + w - pad}" y="{h - pad + 16}" text-anchor="end">'
+                   f'{t_max:.1f} s</text>')
+        out.append(f'<text x="{x0 + pad - 4}" y="{pad + 4}" text-anchor="end">{a_hi:.2f}</text>')
+        out.append(f'<text x="{x0 + pad - 4}" y="{h - pad}" text-anchor="end">{a_lo:.2f}</text>')
+        for k, (name, r) in enumerate(runs.items()):
+            points = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(t, a) for t, a in r["curve"]))
+            color = COLORS.get(name, "black")
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" '
+                       f'points="{points}"/>')
+            out.append(f'<text x="{x0 + w - pad}" y="{h - pad - 40 + 14 * k}" fill="{color}" '
+                       f'text-anchor="end">{name}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -71,7 +114,15 @@ def main():
     p.add_argument("--period", type=int, default=8)
     p.add_argument("--outer", default='{"lr": 0.7, "momentum": 0.9}')
     p.add_argument("--job", default=os.path.join(HERE, "..", "configs", "fashion_mlp_sync.json"))
+    p.add_argument("--svg", help="draw the curves into this SVG file")
+    p.add_argument("--replot", help="draw --svg from this result JSON and run nothing")
     args = p.parse_args()
+    if args.replot:
+        if not args.svg:
+            sys.exit("--replot needs --svg")
+        with open(args.replot) as f:
+            plot(json.load(f), args.svg)
+        return
     variants = {
         "sync": [],
         "local_sgd": ["--set", "parallelism.policy=local_sgd",
@@ -114,6 +165,8 @@ def main():
             for r in runs.values():
                 r["seconds_to_reach_" + str(floor)] = next(t for t, a in r["curve"] if a >= floor)
             result["rates"][rate] = runs
+    if args.svg:
+        plot(result, args.svg)
     print(json.dumps(result, indent=2))
 
 
