@@ -28,7 +28,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from emulated_hosts import SKIPPED, emulate  # noqa: E402
+from emulated_hosts import Skipped, emulate_run  # noqa: E402
 
 
 def write_job(job, steps, evals, work):
@@ -137,19 +137,12 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         job = write_job(args.job, args.steps, args.evals, work)
         for rate in args.rates.split(","):
-            emulation = argparse.Namespace(hosts=args.hosts, nodes_per_host=1, rate=rate,
-                                           build=args.build)
             runs = {}
             for name, sets in variants.items():
                 out = os.path.join(work, f"{rate}-{name}")
-                status, text = emulate(emulation, job, out, None,
-                                       ["--set", f"parallelism.replicas={args.hosts}"] + sets)
-                if status == SKIPPED:
-                    print(json.dumps({"benchmark": "diloco_hosts",
-                                      "skipped": text.strip().splitlines()[-1]}, indent=2))
-                    return
-                if status != 0:
-                    raise RuntimeError(f"{rate} {name}: exit {status}\n{text[-2000:]}")
+                emulate_run(args.hosts, 1, rate, args.build, job, out,
+                            ["--set", f"parallelism.replicas={args.hosts}"] + sets,
+                            f"{rate} {name}")
                 points = curve(out)
                 weights = gradient_bytes(out, args.hosts)
                 seconds, final = points[-1]
@@ -171,4 +164,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Skipped as why:
+        print(json.dumps({"benchmark": "diloco_hosts", "skipped": str(why)}, indent=2))

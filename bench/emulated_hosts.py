@@ -46,6 +46,21 @@ def emulate(args, job, out, delay, extra):
     return done.returncode, done.stdout + done.stderr
 
 
+class Skipped(Exception):
+    """This machine cannot emulate hosts (the script's last line says why)."""
+
+
+def emulate_run(hosts, nodes_per_host, rate, build, job, out, extra, what):
+    """One run over the emulated hosts that must succeed: raises Skipped where the machine
+    cannot emulate hosts, RuntimeError naming `what` when the run fails."""
+    status, text = emulate(argparse.Namespace(hosts=hosts, nodes_per_host=nodes_per_host,
+                                              rate=rate, build=build), job, out, None, extra)
+    if status == SKIPPED:
+        raise Skipped(text.strip().splitlines()[-1])
+    if status != 0:
+        raise RuntimeError(f"{what}: exit {status}\n{text[-2000:]}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(HERE, "..", "build"))

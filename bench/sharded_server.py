@@ -27,7 +27,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from emulated_hosts import SKIPPED, emulate  # noqa: E402
+from emulated_hosts import Skipped, emulate_run  # noqa: E402
 from nodes_training import timed_rate, write_job  # noqa: E402
 
 
@@ -56,8 +56,6 @@ def main():
     result = {"benchmark": "sharded_server", "hosts": args.hosts,
               "nodes_per_host": args.nodes_per_host, "rate": args.rate, "steps": args.steps,
               "warmup": args.warmup, "repeats": args.repeats, "job": os.path.basename(args.job)}
-    emulation = argparse.Namespace(hosts=args.hosts, nodes_per_host=args.nodes_per_host,
-                                   rate=args.rate, build=args.build)
     rates = {v: [] for v in variants}
     accuracy = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as work:
@@ -66,13 +64,8 @@ def main():
         for repeat in range(args.repeats):
             for name, sets in variants.items():
                 out = os.path.join(work, f"{name}-{repeat}")
-                status, text = emulate(emulation, job, out, None, extra + sets)
-                if status == SKIPPED:
-                    print(json.dumps({"benchmark": "sharded_server",
-                                      "skipped": text.strip().splitlines()[-1]}, indent=2))
-                    return
-                if status != 0:
-                    raise RuntimeError(f"{name}: exit {status}\n{text[-2000:]}")
+                emulate_run(args.hosts, args.nodes_per_host, args.rate, args.build, job, out,
+                            extra + sets, name)
                 rates[name].append(timed_rate(out, args.warmup))
                 with open(os.path.join(out, "summary.json")) as f:
                     accuracy[name].append(json.load(f).get("test_accuracy"))
@@ -91,4 +84,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Skipped as why:
+        print(json.dumps({"benchmark": "sharded_server", "skipped": str(why)}, indent=2))
