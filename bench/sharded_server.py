@@ -3,7 +3,7 @@ hosts on a slow link, side by side.
 
   /usr/bin/python3 bench/sharded_server.py [--build build] [--hosts 4] [--nodes-per-host 1]
       [--rate 200mbit] [--steps 300] [--warmup 30] [--repeats 2] [--shards 1,2,4]
-      [--job configs/fashion_mlp_sync.json]
+      [--job configs/fashion_mlp_sync.json] [--straggler RANK:MS]
 
 Runs the job (parallelism.replicas = HOSTS x NODES_PER_HOST, one per node) over
 scripts/emulate_hosts.sh (HOSTS network namespaces, each link shaped to RATE both ways) as
@@ -15,8 +15,9 @@ alternated repeat by repeat so that machine noise hits all alike. samples/s coun
 steps after WARMUP (an async step is `replicas` pushes: the samples of a sync step). Prints
 JSON: the median samples/s of each variant, every repeat, the test accuracy each reached, the
 bytes on the wire per step (plan's figure), and async_S / sync and async_S / async_1 (target:
-async with 2 and 4 shards >= 1.5x sync). Where the machine cannot emulate hosts, prints why and
-exits 0.
+async with 2 and 4 shards >= 1.5x sync). --straggler makes worker RANK sleep MS milliseconds in
+every step in every variant (faults.slow_worker, faults.slow_ms): where workers differ in speed,
+which is what async is for. Where the machine cannot emulate hosts, prints why and exits 0.
 """
 import argparse
 import json
@@ -42,6 +43,7 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--shards", default="1,2,4")
     p.add_argument("--job", default=os.path.join(HERE, "..", "configs", "fashion_mlp_sync.json"))
+    p.add_argument("--straggler", help="RANK:MS, a worker that sleeps MS ms every step")
     args = p.parse_args()
     if not 0 <= args.warmup < args.steps - 1:
         sys.exit("--warmup must be below --steps - 1")
@@ -49,18 +51,28 @@ def main():
     shards = [int(s) for s in args.shards.split(",")]
     if any(s < 1 or s > ranks for s in shards):
         sys.exit(f"--shards: each between 1 and the {ranks} nodes")
+    slow = []
+    if args.straggler:
+        try:
+            rank, ms = (int(x) for x in args.straggler.split(":"))
+        except ValueError:
+            sys.exit(f"--straggler: expected RANK:MS, got {args.straggler!r}")
+        if not 0 <= rank < ranks or ms < 0:
+            sys.exit(f"--straggler: a rank below {ranks} and a non-negative MS")
+        slow = ["--set", f"faults.slow_worker={rank}", "--set", f"faults.slow_ms={ms}"]
     variants = {"sync": []}
     for s in shards:
         variants[f"async_{s}"] = ["--set", "parallelism.policy=async",
                                   "--set", f"parallelism.ps_shards={s}"]
     result = {"benchmark": "sharded_server", "hosts": args.hosts,
               "nodes_per_host": args.nodes_per_host, "rate": args.rate, "steps": args.steps,
-              "warmup": args.warmup, "repeats": args.repeats, "job": os.path.basename(args.job)}
+              "warmup": args.warmup, "repeats": args.repeats, "job": os.path.basename(args.job),
+              "straggler": args.straggler}
     rates = {v: [] for v in variants}
     accuracy = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as work:
         job = write_job(args.job, args.steps, work)
-        extra = ["--set", f"parallelism.replicas={ranks}"]
+        extra = ["--set", f"parallelism.replicas={ranks}"] + slow
         for repeat in range(args.repeats):
             for name, sets in variants.items():
                 out = os.path.join(work, f"{name}-{repeat}")
