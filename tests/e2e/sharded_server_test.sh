@@ -4,7 +4,7 @@
 # worker clipping its gradient before it is cut); it learns Fashion-MNIST with 2 workers and 3
 # shards, with and without int8 on the wire; killed after a checkpoint and resumed it ends bit
 # for bit where the uninterrupted run ends; across 3 local nodes the shards are one per node by
-# default and the run completes; absurd shard counts are refused naming the key.
+# default and the run completes, also under --tls; absurd shard counts are refused naming the key.
 #   sharded_server_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
@@ -54,6 +54,12 @@ finish $last_pid 120
 check "async across 3 nodes, 3 shards" $status 0 "$tmp/nodes.log" "parameter server in 3 shards"
 /usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["status"] == "succeeded" and s["steps"] == 150 else 1)' \
   "$tmp/nodes/summary.json" && pass || fail "across nodes: $(tail -5 "$tmp/nodes.log")"
+# The same under mutual TLS: the nodes' direct connections to the shards are encrypted too.
+start nodes_tls "$troupe" run "$tmp/job.json" --local-nodes 3 --tls --set parallelism.replicas=3 \
+  --set training.steps=60 --out "$tmp/nodes_tls" --quiet
+finish $last_pid 120
+check "async across 3 nodes under --tls" $status 0 "$tmp/nodes_tls.log" \
+  "workers push and pull every shard directly (TLS 1.3)"
 
 expect 2 "/parallelism/ps_shards" -- "$troupe" validate "$tmp/job.json" \
   --set parallelism.ps_shards=50
