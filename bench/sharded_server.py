@@ -3,7 +3,7 @@ hosts on a slow link, side by side.
 
   /usr/bin/python3 bench/sharded_server.py [--build build] [--hosts 4] [--nodes-per-host 1]
       [--rate 200mbit] [--steps 300] [--warmup 30] [--repeats 2] [--shards 1,2,4]
-      [--job configs/fashion_mlp_sync.json] [--straggler RANK:MS]
+      [--job configs/fashion_mlp_sync.json] [--straggler RANK:MS] [--compression int8]
 
 Runs the job (parallelism.replicas = HOSTS x NODES_PER_HOST, one per node) over
 scripts/emulate_hosts.sh (HOSTS network namespaces, each link shaped to RATE both ways) as
@@ -17,7 +17,8 @@ JSON: the median samples/s of each variant, every repeat, the test accuracy each
 bytes on the wire per step (plan's figure), and async_S / sync and async_S / async_1 (target:
 async with 2 and 4 shards >= 1.5x sync). --straggler makes worker RANK sleep MS milliseconds in
 every step in every variant (faults.slow_worker, faults.slow_ms): where workers differ in speed,
-which is what async is for. Where the machine cannot emulate hosts, prints why and exits 0.
+which is what async is for. --compression packs async's pushes and hand-outs (bf16 or int8; sync
+stays float32). Where the machine cannot emulate hosts, prints why and exits 0.
 """
 import argparse
 import json
@@ -44,6 +45,7 @@ def main():
     p.add_argument("--shards", default="1,2,4")
     p.add_argument("--job", default=os.path.join(HERE, "..", "configs", "fashion_mlp_sync.json"))
     p.add_argument("--straggler", help="RANK:MS, a worker that sleeps MS ms every step")
+    p.add_argument("--compression", choices=["none", "bf16", "int8"], default="none")
     args = p.parse_args()
     if not 0 <= args.warmup < args.steps - 1:
         sys.exit("--warmup must be below --steps - 1")
@@ -63,11 +65,12 @@ def main():
     variants = {"sync": []}
     for s in shards:
         variants[f"async_{s}"] = ["--set", "parallelism.policy=async",
-                                  "--set", f"parallelism.ps_shards={s}"]
+                                  "--set", f"parallelism.ps_shards={s}",
+                                  "--set", f"parallelism.compression={args.compression}"]
     result = {"benchmark": "sharded_server", "hosts": args.hosts,
               "nodes_per_host": args.nodes_per_host, "rate": args.rate, "steps": args.steps,
               "warmup": args.warmup, "repeats": args.repeats, "job": os.path.basename(args.job),
-              "straggler": args.straggler}
+              "straggler": args.straggler, "compression": args.compression}
     rates = {v: [] for v in variants}
     accuracy = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as work:
