@@ -58,10 +58,12 @@ std::string link_ring(caf::scoped_actor& self, const std::vector<joined_node>& n
 }
 
 // async with a sharded server: every worker pushes to and pulls from every shard, one on each
-// node in turn, so every two nodes get a direct connection (no detour through the coordinator).
+// node in turn (nodes 0..shards-1), so every node gets a direct connection to every node that
+// holds a shard (no detour through the coordinator); two nodes without a shard need none.
 std::string link_for_shards(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                             int64_t shards, bool tls, const log_function& log) {
-  for (std::size_t i = 0; i < nodes.size(); ++i)
+  const auto holders = std::min(nodes.size(), static_cast<std::size_t>(shards));
+  for (std::size_t i = 0; i < holders; ++i)
     for (std::size_t j = i + 1; j < nodes.size(); ++j)
       if (auto err = connect_nodes(self, nodes[i], nodes[j]); !err.empty())
         return err;

@@ -30,8 +30,7 @@ using self_pointer = parameter_server_actor::stateful_pointer<parameter_server_s
 replica_engine& engine_of(parameter_server_state& st) {
   // Built in a handler, so that its exceptions reach the exception handler.
   if (!st.engine)
-    st.engine = std::make_unique<replica_engine>(replica_plan_of(*st.context->plan, 0),
-                                                 st.context->data, st.context->initial_weights);
+    st.engine = make_server_engine(*st.context);
   return *st.engine;
 }
 

@@ -1,9 +1,9 @@
 // async: the parameter server, an actor of its own on a thread of its own, so that the run
 // driver never waits for an optimizer step or an evaluation. It owns the master weights and
 // the optimizer (a replica_engine) and does, in the order the driver asked:
-//   (apply_atom, lr, gradient)              one optimizer step with that gradient and rate
-//   (hand_out_atom, worker, version, step)  send the worker (params_atom, version, step, a
-//                                           snapshot of the weights)
+//   (apply_atom, lr, rank, gradient)        one optimizer step with that gradient and rate
+//   (hand_out_atom, worker, rank, version, step)  send the worker (params_atom, version, step,
+//                                           a snapshot of the weights)
 //   (evaluate_atom, step)                   evaluate the whole evaluation set; the eval_report
 //                                           (and, with keep_best or early stopping, the
 //                                           weights) go to the driver

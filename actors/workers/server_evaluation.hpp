@@ -1,6 +1,7 @@
-// The parameter server's evaluation (whole or sharded: actors/workers/parameter_server,
-// sharded_server): the whole evaluation set on the master weights `engine` holds, reported to
-// the driver; with keep_best or early stopping the evaluated weights go along.
+// What the parameter server (whole or sharded: actors/workers/parameter_server, sharded_server)
+// computes with: its engine, and its evaluation of the whole evaluation set on the master
+// weights, reported to the driver (with keep_best or early stopping the evaluated weights go
+// along).
 #pragma once
 
 #include "actors/workers/evaluation_report.hpp"
@@ -9,8 +10,17 @@
 #include "messages/interfaces.hpp"
 
 #include <chrono>
+#include <memory>
 
 namespace troupe {
+
+/// The server's engine: rank 0's model and optimizer over the run's first weights, without a
+/// loader (a server computes no gradient: rows gathered ahead would be work thrown away).
+inline std::unique_ptr<replica_engine> make_server_engine(const worker_context& context) {
+  auto plan = replica_plan_of(*context.plan, 0);
+  plan.settings.prefetch = 0;
+  return std::make_unique<replica_engine>(plan, context.data, context.initial_weights);
+}
 
 template <class Self>
 void evaluate_server(Self* self, replica_engine& engine, const worker_context& context,

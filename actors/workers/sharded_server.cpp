@@ -168,11 +168,10 @@ void evaluate(self_pointer self, int64_t step) {
       [self, step](const std::vector<at::Tensor>& slices) {
         auto& st = self->state;
         if (!st.evaluator)
-          st.evaluator = std::make_unique<replica_engine>(
-              replica_plan_of(*st.context->plan, 0), st.context->data, st.context->initial_weights);
-        st.evaluator->set_weights(joined_weights(slices));
+          st.evaluator = make_server_engine(*st.context);
         st.last_state.step = step;
-        st.last_state.weights = st.evaluator->weights().clone();
+        st.last_state.weights = joined_weights(slices);  // a new tensor: set_weights copies it
+        st.evaluator->set_weights(st.last_state.weights);
         evaluate_server(self, *st.evaluator, *st.context, st.driver, step);
       },
       weights_atom_v);
