@@ -69,8 +69,14 @@ void fail(self_pointer self, const std::string& why) {
 void adopt_shard(self_pointer self, int64_t k, const caf::actor& shard) {
   auto& st = self->state;
   st.shards[static_cast<std::size_t>(k)] = caf::actor_cast<server_shard_actor>(shard);
-  // Linked: the shards end with this server; a shard that ends first says so (exit handler).
-  self->link_to(shard);
+  // A shard here is linked: it ends with this server. One on a node is monitored, not linked:
+  // its node's agent ends it with the run, and with remote shards linked a coordinator once in
+  // about twenty runs under load waited at exit for ever on this actor's thread (the exits a
+  // terminating actor sends its remote links go through the middleman; monitors send none).
+  if (shard.node() == self->node())
+    self->link_to(shard);
+  else
+    self->monitor(shard);
 }
 
 // Shard `k`, lost, starts again here from its slice of the newest state this server gathered
@@ -235,6 +241,10 @@ parameter_server_actor::behavior_type sharded_server(self_pointer self, context_
     if (self->state.replaced.count(msg.source) > 0)
       return;                // a shard already replaced (its request failed first)
     self->quit(msg.reason);  // the driver's: the linked shards end too
+  });
+  self->set_down_handler([self](caf::down_msg& msg) {
+    if (const auto k = shard_of(self->state, msg.source); k >= 0)
+      on_shard_exit(self, k, msg.reason);  // else a shard already replaced
   });
   start_shards(self);
   return {
