@@ -320,15 +320,10 @@ std::vector<int64_t> parameter_sizes(const model_facts& model) {
 int64_t run_plan::server_shards() const {
   if (!parameter_server())
     return 0;
-  if (job.parallelism.ps_shards > 0)
-    return job.parallelism.ps_shards;
-  const bool on_gpus = std::any_of(devices.workers.begin(), devices.workers.end(),
-                                   [](const device_spec& d) { return d.is_cuda(); });
-  if (!job.cluster.enabled() || on_gpus)
-    return 1;
-  // One per node, but no more than the model has tensors.
-  const auto tensors = static_cast<int64_t>(parameter_sizes(model).size());
-  return std::max<int64_t>(1, std::min(job.cluster.nodes, tensors));
+  // One unless the job asks for more: across nodes a run with shards can still leave the
+  // coordinator waiting at exit (rarely, under load; the cause is not found yet), so shards are
+  // not the default.
+  return std::max<int64_t>(1, job.parallelism.ps_shards);
 }
 
 std::vector<server_shard> server_shards_of(const run_plan& plan) {

@@ -328,12 +328,12 @@ TEST_SUITE("server_shards") {
     const auto problems = test::problems_of(
         [](const job_config& j) { return make_run_plan(j, describe_data(j.data)); }, many);
     CHECK(test::any_contains(problems, "/parallelism/ps_shards"));
-    // Unsaid: one in a process; across nodes one per node, no more than the tensors.
+    // Unsaid: one, in a process and across nodes.
     auto alone = parse_job({{"parallelism", {{"policy", "async"}}}});
     CHECK(make_run_plan(alone, describe_data(alone.data)).server_shards() == 1);
     CHECK_FALSE(make_run_plan(alone, describe_data(alone.data)).sharded_server());
     auto nodes = parse_job(
         {{"parallelism", {{"policy", "async"}, {"replicas", 3}}}, {"cluster", {{"nodes", 3}}}});
-    CHECK(make_run_plan(nodes, describe_data(nodes.data)).server_shards() == 3);
+    CHECK(make_run_plan(nodes, describe_data(nodes.data)).server_shards() == 1);
   }
 }

@@ -226,12 +226,13 @@ check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
 }
 
 # --- async, local_sgd and DiLoCo: a node killed mid-run; the run completes every step ----------
-# async's server is in a shard per node by default: node a's shard starts again in the
-# coordinator; async_one keeps one server, in the coordinator.
+# async with a shard on each node: node a's shard starts again in the coordinator; async_one
+# keeps one server, in the coordinator.
 for policy in async async_one local_sgd diloco; do
   section "$policy" || continue
   if [ $policy = async ]; then
-    start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2
+    start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2 \
+      --set parallelism.ps_shards=3
   elif [ $policy = async_one ]; then
     start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2 \
       --set parallelism.ps_shards=1
