@@ -8,6 +8,7 @@
 #include "core/run/deterministic_kernels.hpp"
 #include "core/run/ensemble_ending.hpp"
 #include "core/run/run_ending.hpp"
+#include "core/run/thread_team.hpp"
 #include "core/train/replica_engine.hpp"
 #include "gpu/memory_cap.hpp"
 
@@ -38,9 +39,9 @@ void evaluate_test_set(const run_plan& plan, const dataset_ptr& data, const run_
 }
 
 run_report run_in_process(const run_plan& plan, dataset_ptr data, const run_options& options) {
-  // Threads that have not run an ATen op yet take this default: the driver's reductions stay
-  // on its one thread, and each worker sets its own team size.
-  at::set_num_threads(1);
+  // The plan's threads here too: the final evaluation runs on this thread, and its products
+  // must not reset OpenBLAS's count under the workers (core/run/thread_team.hpp).
+  use_plan_threads(plan);
   driver_options d;
   d.context = make_worker_context(plan, std::move(data));
   d.run = options;

@@ -8,6 +8,7 @@
 #include "actors/links/guarded_links.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/run/plan_wire.hpp"
+#include "core/run/thread_team.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -140,7 +141,7 @@ gatekeeper_options gate_options(const run_plan& plan, const cluster_options& clu
 }  // namespace
 
 run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options& options) {
-  at::set_num_threads(1);
+  use_plan_threads(plan);  // as the server's and the final evaluation's (thread_team.hpp)
   const auto& job = plan.job;
   const auto& cluster = *options.cluster;
   const log_function log = cluster.log ? cluster.log : [](const std::string&) {};

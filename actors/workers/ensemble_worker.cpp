@@ -2,6 +2,7 @@
 
 #include "core/ensemble/ensemble_engine.hpp"
 #include "core/policy/step_pace.hpp"
+#include "core/run/thread_team.hpp"
 #include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
@@ -98,7 +99,7 @@ void advance(self_pointer self) {
 ensemble_worker_actor::behavior_type ensemble_worker(self_pointer self, context_ptr context,
                                                      run_driver_actor driver) {
   // On the worker's own (detached) thread: the team size set here is this worker's.
-  at::set_num_threads(static_cast<int>(context->plan->job.parallelism.threads_per_replica));
+  use_plan_threads(*context->plan);
   auto& st = self->state;
   st.plan = context->plan.get();
   st.context = std::move(context);

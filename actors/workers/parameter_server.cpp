@@ -4,6 +4,7 @@
 #include "actors/workers/server_evaluation.hpp"
 #include "actors/workers/sharded_server.hpp"
 #include "core/collective/compact_encoding.hpp"
+#include "core/run/thread_team.hpp"
 #include "core/train/replica_engine.hpp"
 #include "messages/error_code.hpp"
 
@@ -36,8 +37,7 @@ replica_engine& engine_of(parameter_server_state& st) {
 
 parameter_server_actor::behavior_type parameter_server(self_pointer self, context_ptr context,
                                                        run_driver_actor driver) {
-  // One intra-op thread: the server's figures equal the one-thread replica's, run after run.
-  at::set_num_threads(1);
+  use_plan_threads(*context->plan);  // as the workers': core/run/thread_team.hpp says why
   self->state.context = std::move(context);
   self->state.driver = std::move(driver);
   self->state.held.emplace(self->state.context->plan->job.parallelism.compression);

@@ -4,6 +4,7 @@
 #include "actors/workers/replica_reducers.hpp"
 #include "actors/workers/replica_worker_state.hpp"
 #include "actors/workers/worker_faults.hpp"
+#include "core/run/thread_team.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
@@ -261,7 +262,7 @@ caf::error on_failure(self_pointer self, std::exception_ptr& ep) {
 void init_worker(self_pointer self, context_ptr context, int64_t rank, run_driver_actor driver) {
   // This runs on the worker's own (detached) thread: the OpenMP team size set here bounds this
   // replica's intra-op threads only.
-  at::set_num_threads(static_cast<int>(context->plan->job.parallelism.threads_per_replica));
+  use_plan_threads(*context->plan);
   auto& st = self->state;
   st.plan = context->plan.get();
   st.context = std::move(context);

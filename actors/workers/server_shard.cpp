@@ -2,6 +2,7 @@
 
 #include "actors/workers/held_weights.hpp"
 #include "core/collective/compact_encoding.hpp"
+#include "core/run/thread_team.hpp"
 #include "core/train/shard_engine.hpp"
 #include "messages/error_code.hpp"
 
@@ -74,8 +75,7 @@ void apply(self_pointer self, double lr, int64_t rank) {
 
 server_shard_actor::behavior_type shard_behavior(self_pointer self, context_ptr context,
                                                  int64_t shard) {
-  // One intra-op thread, as the whole server: the same figures run after run.
-  at::set_num_threads(1);
+  use_plan_threads(*context->plan);  // as the workers': core/run/thread_team.hpp says why
   auto& st = self->state;
   st.context = std::move(context);
   st.shard = shard;

@@ -3,6 +3,7 @@
 #include "actors/workers/server_evaluation.hpp"
 #include "actors/workers/server_shard.hpp"
 #include "core/optim/optimizer_bytes.hpp"
+#include "core/run/thread_team.hpp"
 #include "core/train/replica_engine.hpp"
 #include "messages/error_code.hpp"
 
@@ -227,7 +228,7 @@ parameter_server_actor::behavior_type sharded_server(self_pointer self, context_
                                                      run_driver_actor driver,
                                                      std::vector<caf::actor> hosts,
                                                      std::function<void(const std::string&)> log) {
-  at::set_num_threads(1);  // the evaluation's, as the whole server's
+  use_plan_threads(*context->plan);  // the evaluation's, as the workers' (thread_team.hpp)
   auto& st = self->state;
   st.context = std::move(context);
   st.driver = std::move(driver);

@@ -4,6 +4,7 @@
 #include "actors/workers/worker_faults.hpp"
 #include "core/errors.hpp"
 #include "core/pipeline/pipeline_schedule.hpp"
+#include "core/run/thread_team.hpp"
 #include "core/train/confusion.hpp"
 #include "messages/error_code.hpp"
 
@@ -208,7 +209,7 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
                                                stage_position where, run_driver_actor driver) {
   // On the stage's own (detached) thread: bounds this stage's intra-op threads only.
   const auto& par = context->plan->job.parallelism;
-  at::set_num_threads(static_cast<int>(par.threads_per_replica));
+  use_plan_threads(*context->plan);
   auto& st = self->state;
   st.ops = make_pipeline_schedule(par.stages, par.micro_batches,
                                   par.schedule)[static_cast<std::size_t>(where.stage)];
