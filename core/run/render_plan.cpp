@@ -154,7 +154,17 @@ void render_exchange(std::ostringstream& out, const run_plan& p) {
   }
   if (job.cluster.enabled()) {
     out << "\n  across " << job.cluster.nodes << " node process(es)";
-    if (p.gradients == gradient_meeting::ring) {
+    if (job.parallelism.policy == policy_kind::async) {
+      out << ": each worker pushes " << p.bytes_sent_per_step
+          << " bytes of gradient per step to the parameter server and pulls as many of weights"
+          << (p.sharded_server() ? " (a slice from each shard, straight from its node)"
+                                 : " (through the coordinator)")
+          << (job.parallelism.compression == compression_kind::bf16 ? ", half on the wire (bf16)"
+              : job.parallelism.compression == compression_kind::int8
+                  ? ", about a quarter on the wire (int8)"
+                  : "")
+          << "\n";
+    } else if (p.gradients == gradient_meeting::ring) {
       const auto grad_bytes = p.model.flat_size() * 4;
       const auto n = job.parallelism.replicas;
       out << ": each replica sends " << grad_bytes * 2 * (n - 1) / n

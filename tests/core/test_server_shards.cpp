@@ -336,4 +336,20 @@ TEST_SUITE("server_shards") {
         {{"parallelism", {{"policy", "async"}, {"replicas", 3}}}, {"cluster", {{"nodes", 3}}}});
     CHECK(make_run_plan(nodes, describe_data(nodes.data)).server_shards() == 1);
   }
+
+  TEST_CASE("plan.txt says what an async worker across nodes sends: pushes and pulls, no ring") {
+    using nlohmann::json;
+    const json base = {{"parallelism", {{"policy", "async"}, {"replicas", 3}}},
+                       {"cluster", {{"nodes", 3}}}};
+    auto job = parse_job(base);
+    const auto whole = render_plan(make_run_plan(job, describe_data(job.data)));
+    CHECK(whole.find("pushes") != std::string::npos);
+    CHECK(whole.find("(through the coordinator)") != std::string::npos);
+    CHECK(whole.find("ring all-reduce") == std::string::npos);
+    job.parallelism.ps_shards = 3;
+    job.parallelism.compression = compression_kind::int8;
+    const auto sharded = render_plan(make_run_plan(job, describe_data(job.data)));
+    CHECK(sharded.find("a slice from each shard") != std::string::npos);
+    CHECK(sharded.find("a quarter on the wire (int8)") != std::string::npos);
+  }
 }
