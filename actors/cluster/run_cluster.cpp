@@ -1,5 +1,6 @@
 #include "actors/cluster/run_cluster.hpp"
 
+#include "actors/cluster/bounded_stop.hpp"
 #include "actors/cluster/gatekeeper.hpp"
 #include "actors/cluster/node_preparation.hpp"
 #include "actors/cluster/shipped_job_files.hpp"
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 
 namespace troupe {
@@ -138,22 +140,13 @@ gatekeeper_options gate_options(const run_plan& plan, const cluster_options& clu
   return o;
 }
 
-}  // namespace
-
-run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options& options) {
-  use_plan_threads(plan);  // as the server's and the final evaluation's (thread_team.hpp)
+// The run on `system`: what it starts ends here, before the system is stopped.
+run_report run_on(caf::actor_system& system, const run_plan& plan, dataset_ptr data,
+                  const run_options& options, const std::string& plan_json,
+                  const log_function& log) {
   const auto& job = plan.job;
   const auto& cluster = *options.cluster;
-  const log_function log = cluster.log ? cluster.log : [](const std::string&) {};
-  const auto plan_json = plan_to_json(plan).dump();
-  if (plan_json.size() + (1 << 20) > pre_join_message_bytes)
-    return failed_report(plan, fmt::format("the plan to ship to the nodes is {} bytes, more than a "
-                                           "join may carry ({} bytes)",
-                                           plan_json.size(), pre_join_message_bytes - (1 << 20)));
-  caf::actor_system_config cfg;
-  caf::actor_system system{
-      configure_networked(cfg, coordinator_heartbeat_s(job.cluster.node_timeout_s))};
-  std::optional<guarded_links> links;  // after `system`: it must go first
+  std::optional<guarded_links> links;
   try {
     links.emplace(system, coordinator_links(plan, cluster, plan_json.size(), log));
   } catch (const std::exception& e) {
@@ -210,6 +203,31 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   self->send_exit(gate, caf::exit_reason::user_shutdown);
   if (model_server)
     self->send_exit(model_server, caf::exit_reason::user_shutdown);
+  return report;
+}
+
+}  // namespace
+
+run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options& options) {
+  use_plan_threads(plan);  // as the server's and the final evaluation's (thread_team.hpp)
+  const auto& cluster = *options.cluster;
+  const log_function log = cluster.log ? cluster.log : [](const std::string&) {};
+  const auto plan_json = plan_to_json(plan).dump();
+  if (plan_json.size() + (1 << 20) > pre_join_message_bytes)
+    return failed_report(plan, fmt::format("the plan to ship to the nodes is {} bytes, more than a "
+                                           "join may carry ({} bytes)",
+                                           plan_json.size(), pre_join_message_bytes - (1 << 20)));
+  owned_system owned;
+  owned.system = std::make_unique<caf::actor_system>(
+      configure_networked(*owned.config, coordinator_heartbeat_s(plan.job.cluster.node_timeout_s)));
+  auto report = run_on(*owned.system, plan, std::move(data), options, plan_json, log);
+  // The nodes were told the run is over: what the system still holds ends within seconds.
+  auto limit = std::chrono::milliseconds(30'000);
+  if (std::getenv("TROUPE_FAULT_STUCK_EXIT")) {  // tests/e2e: a detached actor never released
+    new caf::actor(owned.system->spawn<caf::detached>([] {}));
+    limit = std::chrono::milliseconds(1'000);
+  }
+  stop_within(std::move(owned), limit, log);
   return report;
 }
 

@@ -10,6 +10,7 @@
 //   troupe help [SUBCOMMAND]
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
+#include "actors/cluster/bounded_stop.hpp"
 #include "apps/troupe/commands.hpp"
 #include "core/run/allocator_settings.hpp"
 
@@ -193,9 +194,9 @@ int main(int argc, char** argv) {
   if (help_cmd->parsed())
     return print_help(app, help_topic, overview);
   if (run_cmd->parsed())
-    return troupe::run_job_command(run);
+    return troupe::end_process(troupe::run_job_command(run));
   if (coord_cmd->parsed())
-    return troupe::run_job_command(coord);
+    return troupe::end_process(troupe::run_job_command(coord));
   if (node_cmd->parsed())
     return troupe::run_node_command(node);
   if (report_cmd->parsed())
