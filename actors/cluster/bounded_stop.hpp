@@ -30,7 +30,8 @@ bool stop_within(owned_system s, std::chrono::milliseconds limit,
                  const std::function<void(const std::string&)>& log);
 
 /// Ends the program with `code`: at once (std::_Exit, streams flushed) when stop_within left a
-/// system stopping, else by returning it to the caller's normal exit.
+/// system stopping, else by returning it to the caller's normal exit. A program of its own that
+/// runs over nodes through troupe's library ends through it too, as the troupe program does.
 int end_process(int code);
 
 }  // namespace troupe

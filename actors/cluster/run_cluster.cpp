@@ -223,7 +223,7 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   auto report = run_on(*owned.system, plan, std::move(data), options, plan_json, log);
   // The nodes were told the run is over: what the system still holds ends within seconds.
   auto limit = std::chrono::milliseconds(30'000);
-  if (std::getenv("TROUPE_FAULT_STUCK_EXIT")) {  // tests/e2e: a detached actor never released
+  if (std::getenv("TROUPE_FAULT_STUCK_EXIT")) {  // integration.cluster: an actor never released
     new caf::actor(owned.system->spawn<caf::detached>([] {}));
     limit = std::chrono::milliseconds(1'000);
   }
