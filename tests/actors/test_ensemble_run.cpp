@@ -23,9 +23,10 @@ job_config small_ensemble(int64_t members, int64_t steps) {
   auto job = test::small_job(1, steps);
   job.ensemble.members = members;
   job.training.eval_interval = 20;
-  // One intra-op thread in the worker and in the engine alone: with two, on an AMD EPYC the
-  // engine in a worker's thread and the same engine in the test's thread ended 2e-7 apart (a
-  // parallel kernel's split is not the same in every thread); on one thread they are bitwise.
+  // One intra-op thread in the worker and in the engine alone: OpenBLAS keeps one thread count
+  // per process and once 1 it stays 1 (core/run/thread_team.hpp), so after earlier tests in this
+  // binary a 2-thread worker and a 2-thread engine alone could multiply on different counts
+  // (2e-7 apart on an AMD EPYC); on one thread each they are bitwise alike wherever they run.
   job.parallelism.threads_per_replica = 1;
   return job;
 }
