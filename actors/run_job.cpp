@@ -12,7 +12,6 @@
 #include "core/train/replica_engine.hpp"
 #include "gpu/memory_cap.hpp"
 
-#include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
 #include <chrono>

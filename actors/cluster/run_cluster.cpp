@@ -11,7 +11,6 @@
 #include "core/run/plan_wire.hpp"
 #include "core/run/thread_team.hpp"
 
-#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>

@@ -6,7 +6,6 @@
 #include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
-#include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
 #include <algorithm>

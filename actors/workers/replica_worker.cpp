@@ -8,7 +8,6 @@
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
 #include <algorithm>

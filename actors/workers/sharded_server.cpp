@@ -8,7 +8,6 @@
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
 #include <algorithm>
@@ -71,9 +70,8 @@ void adopt_shard(self_pointer self, int64_t k, const caf::actor& shard) {
   auto& st = self->state;
   st.shards[static_cast<std::size_t>(k)] = caf::actor_cast<server_shard_actor>(shard);
   // A shard here is linked: it ends with this server. One on a node is monitored, not linked:
-  // its node's agent ends it with the run, and with remote shards linked a coordinator once in
-  // about twenty runs under load waited at exit for ever on this actor's thread (the exits a
-  // terminating actor sends its remote links go through the middleman; monitors send none).
+  // its node's agent ends it with the run, so this server need not send it an exit across the
+  // middleman at the end.
   if (shard.node() == self->node())
     self->link_to(shard);
   else
