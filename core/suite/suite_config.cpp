@@ -289,7 +289,8 @@ std::optional<suite_job> expand_job(const nlohmann::json& base, const job_origin
                        render_value(json["device"]));
   read_limits(json, from.where, job.limits, problems);
   read_retries(json, from.where, job.retries, problems);
-  json.erase("device");
+  // The job keeps its device kind: its rules depend on it (gpu_memory_mb needs a GPU). The
+  // device the queue places it on is set when it starts ("cuda" becomes one GPU).
   json.erase("limits");
   json.erase("retries");
   try {

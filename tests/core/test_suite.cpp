@@ -254,6 +254,14 @@ TEST_SUITE("suite") {
                        "CUDA"));
     CHECK(any_contains(problems_of({{"jobs", {{{"name", "g"}, {"device", "cuda"}}}}}),
                        "job g: asks for device \"cuda\", which no entry of devices offers"));
+    // A job's rules see its device kind: gpu_memory_mb is refused on a CPU job only (the CPU
+    // build refuses the GPU job too, but for the device it asks for, not for its cap).
+    CHECK(any_contains(
+        problems_of({{"jobs", {{{"name", "c"}, {"gpu_memory_mb", 64}}}}}),
+        "job c (/jobs/0): /gpu_memory_mb: caps what the job's process holds on its GPUs"));
+    CHECK_FALSE(any_contains(
+        problems_of({{"jobs", {{{"name", "g"}, {"device", "cuda"}, {"gpu_memory_mb", 64}}}}}),
+        "/gpu_memory_mb"));
     CHECK(any_contains(
         problems_of({{"devices", {{{"device", "cpu"}, {"threads", 2}}}},
                      {"jobs", {{{"name", "big"}, {"parallelism", {{"replicas", 4}}}}}}}),
