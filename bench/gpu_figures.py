@@ -6,11 +6,13 @@ scripts/gpu.sh runs it on the device machine after building troupe with CUDA. Ev
 ratio of samples per second measured here, in this run, on this GPU (best of --rounds alternated
 rounds, each after untimed warm-up steps):
 
-  mlp_over_pytorch        troupe 1 replica (gpu_train_bench --model mlp) over a plain PyTorch
-                          eager loop: the built-in MLP 784-256-128-10, SGD lr 0.05 momentum 0.9,
-                          batch 128, the data resident on the GPU
+  mlp_over_pytorch        troupe 1 replica (gpu_train_bench --model mlp --cuda-graph) over a
+                          plain PyTorch eager loop: the built-in MLP 784-256-128-10, SGD lr 0.05
+                          momentum 0.9, batch 128, the data resident on the GPU; troupe's step
+                          captured as a CUDA graph (mlp_eager_over_pytorch: without)
   resnet18_over_pytorch   the same with torchvision's ResNet-18 (1-channel conv1, 10 classes),
-                          scripted for troupe, eager for PyTorch, batch 256
+                          scripted for troupe, eager for PyTorch, batch 256, troupe eager
+                          (resnet18_graph_over_pytorch: its step captured)
   ensemble*_over_vmap     troupe's stacked ensemble of MLPs (gpu_train_bench --members K) over
   ensemble*_over_loop     torch.func (stack_module_state, vmap, functional_call) training the
                           same members, and over them trained one after another, in
@@ -26,6 +28,9 @@ rounds, each after untimed warm-up steps):
   gpu_vs_cpu_max_abs_diff 50 sync steps of the built-in MLP, 2 replicas, GPU against CPU, both
                           with the job key `deterministic` (TF32 off); the CNN's under notes
   deterministic_rerun_bitwise  the GPU's run of those 50 steps twice, MLP and CNN: the same bits?
+  pipeline_bubble         an MLP (4 hidden layers of 2048, batch 512) as 2 stages on cuda:0 with
+  pipeline_step_s         4 micro-batches: the measured bubble and seconds per step (troupe_runs
+                          holds the 1-replica step time and the predicted bubble beside them)
 
 What this run cannot measure is null, with the reason under "notes". Writes the whole object to
 --out (bench/results/gpu-DATE-KIND.json's shape) and prints it.
@@ -158,14 +163,16 @@ def ensemble_vmap(members, x, y, batch, warmup, steps):
 
 
 def troupe_bench(build, data, model, batch, warmup, steps, rounds, equivalence, members=0,
-                 precision="fp32"):
+                 precision="fp32", cuda_graph=False):
     """gpu_train_bench's JSON: troupe 1 replica and its C++ plain loop on this GPU, or (members)
-    a stacked ensemble."""
+    a stacked ensemble; with cuda_graph, troupe's steps captured (training.cuda_graph)."""
     command = [os.path.join(build, "bench", "gpu_train_bench"), "--data", data, "--model", model,
                "--batch", str(batch), "--warmup", str(warmup), "--steps", str(steps),
                "--rounds", str(rounds), "--replicas", "1", "--precision", precision]
     if members:
         command += ["--members", str(members)]
+    if cuda_graph:
+        command.append("--cuda-graph")
     if not equivalence:
         command.append("--no-equivalence")
     log("$", " ".join(command))
@@ -178,12 +185,54 @@ def troupe_bench(build, data, model, batch, warmup, steps, rounds, equivalence, 
     return result
 
 
+def run_troupe(build, folder, job, out):
+    """`troupe run` of `job` into folder/out: (wall seconds, the finished process)."""
+    path = os.path.join(folder, out + ".json")
+    with open(path, "w") as f:
+        json.dump(job, f)
+    start = time.perf_counter()
+    done = subprocess.run([os.path.join(build, "apps", "troupe"), "run", path, "--out",
+                           os.path.join(folder, out), "--quiet"],
+                          capture_output=True, text=True, timeout=900)
+    return time.perf_counter() - start, done
+
+
+def pipeline_figures(build, data):
+    """Figure 5: an MLP of four 2048-wide hidden layers at batch 512 as a pipeline of 2 stages
+    on cuda:0 with 4 micro-batches (1F1B), against the same job as 1 replica: the measured
+    bubble (idle share of the stages' step windows), the predicted one, and the step times."""
+    folder = tempfile.mkdtemp(prefix="troupe-gpu-pipeline-")
+    job = {"name": "gpu_pipeline", "model": {"type": "mlp", "hidden": [2048, 2048, 2048, 2048]},
+           "data": {"type": "fashion_mnist", "path": data},
+           "optimizer": {"type": "sgd", "lr": 0.01, "momentum": 0.9},
+           "training": {"steps": 200, "batch_size": 512, "eval_interval": 200},
+           "parallelism": {"replicas": 1, "threads_per_replica": 1}, "device": "cuda:0"}
+    out = {}
+    for key, parallelism in (("replica", {}),
+                             ("pipeline", {"stages": 2, "micro_batches": 4,
+                                           "schedule": "1f1b"})):
+        run = copy.deepcopy(job)
+        run["parallelism"].update(parallelism)
+        _, done = run_troupe(build, folder, run, key)
+        if done.returncode != 0:
+            raise RuntimeError(f"the {key} run exited {done.returncode}: {done.stderr[-400:]}")
+        with open(os.path.join(folder, key, "summary.json")) as f:
+            summary = json.load(f)
+        out[key + "_step_s"] = summary["train_s"] / summary["steps"]
+        out[key + "_test_accuracy"] = summary.get("test_accuracy")
+        if key == "pipeline":
+            out["bubble"] = summary.get("bubble_fraction")
+            out["predicted_bubble"] = summary.get("predicted_bubble_fraction")
+    log(f"pipeline on cuda:0: {out}")
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
 def suite_figures(build, data):
     """Wall seconds of 8 MLP jobs (300 steps, batch 128) on cuda:0 as one suite, 8 at once, each
     capped at 2 GB (gpu_memory_mb), and of the same 8 run one after another; then a suite of
     three where one is capped at 1 MB: it must fail naming its cap while the two others succeed
     with the weights of their runs alone."""
-    troupe = os.path.join(build, "apps", "troupe")
     folder = tempfile.mkdtemp(prefix="troupe-gpu-suite-")
     base = {"name": "gpu_suite", "model": {"type": "mlp", "hidden": [256, 128]},
             "data": {"type": "fashion_mnist", "path": data},
@@ -193,13 +242,7 @@ def suite_figures(build, data):
             "device": "cuda:0", "deterministic": True, "gpu_memory_mb": 2048}
 
     def run(job, out):
-        path = os.path.join(folder, out + ".json")
-        with open(path, "w") as f:
-            json.dump(job, f)
-        start = time.perf_counter()
-        done = subprocess.run([troupe, "run", path, "--out", os.path.join(folder, out), "--quiet"],
-                              capture_output=True, text=True, timeout=900)
-        return time.perf_counter() - start, done
+        return run_troupe(build, folder, job, out)
 
     suite = dict(base, devices=[{"device": "cuda:0", "threads": 8}], sweep={"seed": list(range(8))})
     suite_s, done = run(suite, "suite8")
@@ -272,7 +315,8 @@ def main():
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().split(", ")
     figures = {k: None for k in (
-        "mlp_over_pytorch", "resnet18_over_pytorch", "resnet18_fp16_over_amp",
+        "mlp_over_pytorch", "mlp_eager_over_pytorch", "resnet18_over_pytorch",
+        "resnet18_graph_over_pytorch", "resnet18_fp16_over_amp",
         "resnet18_fp16_over_fp32", "ensemble32_over_vmap",
         "ensemble128_over_vmap", "ensemble32_over_loop", "suite8_over_sequential",
         "cap_fails_alone", "gpu_vs_cpu_max_abs_diff", "deterministic_rerun_bitwise",
@@ -282,7 +326,7 @@ def main():
     x, y = load_images(args.data)
 
     def against_pytorch(key, rounds, pytorch, model, batch, warmup, steps, precision="fp32",
-                        figure=None):
+                        figure=None, cuda_graph=False):
         """PyTorch's loop and troupe's run of the same training, alternated `rounds` times: the
         best samples/s of each; troupe's None (the reason in notes) when its run failed."""
         figure = figure or f"{key}_over_pytorch"
@@ -291,7 +335,7 @@ def main():
             theirs.append(pytorch())
             try:
                 troupe[key] = troupe_bench(args.build, args.data, model, batch, warmup, steps, 1,
-                                           False, precision=precision)
+                                           False, precision=precision, cuda_graph=cuda_graph)
                 ours.append(troupe[key]["troupe"][0]["samples_per_s"])
             except Exception as e:  # noqa: BLE001  the reason goes into the notes
                 notes[figure] = str(e)
@@ -301,9 +345,13 @@ def main():
             troupe[f"{key}_best_samples_per_s"] = max(ours)
         return max(theirs)
 
-    # 1. The MLP at batch 128: troupe against PyTorch eager, alternated round by round.
+    # 1. The MLP at batch 128: troupe against PyTorch eager, alternated round by round, troupe's
+    # step captured as a CUDA graph (training.cuda_graph: the figure) and eager (beside it).
     baselines["pytorch_mlp_b128"] = against_pytorch(
-        "mlp", args.rounds, lambda: plain_loop(mlp(), x, y, 128, 30, 300), "mlp", 128, 30, 300)
+        "mlp", args.rounds, lambda: plain_loop(mlp(), x, y, 128, 30, 300), "mlp", 128, 30, 300,
+        cuda_graph=True)
+    against_pytorch("mlp_eager", args.rounds, lambda: plain_loop(mlp(), x, y, 128, 30, 300),
+                    "mlp", 128, 30, 300)
     log("pytorch MLP profile:\n" + profile_table(mlp(), x, y, 128))
 
     # 2. ResNet-18 at batch 256 (scripted for troupe: the same module, the same initial weights).
@@ -314,6 +362,9 @@ def main():
     baselines["pytorch_resnet18_b256"] = against_pytorch(
         "resnet18", max(1, args.rounds - 1), lambda: plain_loop(resnet18(), x, y, 256, 10, 60),
         script, 256, 10, 60)
+    against_pytorch("resnet18_graph", max(1, args.rounds - 1),
+                    lambda: plain_loop(resnet18(), x, y, 256, 10, 60), script, 256, 10, 60,
+                    cuda_graph=True)
     log("pytorch ResNet-18 profile:\n" + profile_table(resnet18(), x, y, 256))
     # ... and in fp16: troupe's autocast and loss scaling against PyTorch's AMP recipe.
     baselines["pytorch_amp_resnet18_b256"] = against_pytorch(
@@ -373,7 +424,14 @@ def main():
         figures["cap_fails_alone"] = suite["cap_fails_alone"]
     except Exception as e:  # noqa: BLE001
         notes["suite8_over_sequential"] = str(e)
-    notes["pipeline_bubble"] = notes["pipeline_step_s"] = "pipelines are refused on CUDA (/device)"
+    # 6. A pipeline of 2 stages on cuda:0 with 4 micro-batches against 1 replica.
+    try:
+        pipeline = pipeline_figures(args.build, args.data)
+        troupe["pipeline"] = pipeline
+        figures["pipeline_bubble"] = pipeline["bubble"]
+        figures["pipeline_step_s"] = pipeline["pipeline_step_s"]
+    except Exception as e:  # noqa: BLE001
+        notes["pipeline_bubble"] = notes["pipeline_step_s"] = str(e)
 
     result = {
         "device": smi[0] if smi else None,

@@ -30,7 +30,8 @@ namespace {
 // path of a TorchScript module.
 // `members` > 0: a stacked ensemble of that many, in place of the replicas.
 job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, int64_t batch,
-                     int64_t members = 0, precision_kind precision = precision_kind::fp32) {
+                     int64_t members = 0, precision_kind precision = precision_kind::fp32,
+                     bool cuda_graph = false) {
   job_config job;
   job.name = "gpu_bench";
   job.seed = 1;
@@ -51,6 +52,7 @@ job_config bench_job(const std::string& model, int64_t replicas, int64_t steps, 
   job.ensemble.members = members;
   job.device = {*parse_device("cuda:0")};
   job.training.precision = precision;
+  job.training.cuda_graph = cuda_graph;
   return job;
 }
 
@@ -94,6 +96,9 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision,
                  "troupe's runs in fp32, bf16 or fp16 (the plain loop stays float32)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  bool cuda_graph = false;
+  app.add_flag("--cuda-graph", cuda_graph,
+               "troupe's replicas capture their step as a CUDA graph (training.cuda_graph)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (!torch::cuda::is_available())
@@ -109,11 +114,12 @@ int main(int argc, char** argv) {
             plain, bench::plain_loop(bench_job(model, 1, warmup + steps, batch), *data, 1, warmup,
                                      steps, at::Device(at::kCUDA, 0), synchronize_cuda));
       for (std::size_t i = 0; i < replica_counts.size(); ++i)
-        best[i] =
-            std::max(best[i], bench::timed_run(bench_job(model, replica_counts[i], warmup + steps,
-                                                         batch, members, precision_of(precision)),
-                                               data, warmup, steps)
-                                  .samples_per_s);
+        best[i] = std::max(
+            best[i],
+            bench::timed_run(bench_job(model, replica_counts[i], warmup + steps, batch, members,
+                                       precision_of(precision), cuda_graph && members == 0),
+                             data, warmup, steps)
+                .samples_per_s);
     }
     nlohmann::json troupe_runs = nlohmann::json::array();
     for (std::size_t i = 0; i < replica_counts.size(); ++i) {
@@ -145,6 +151,7 @@ int main(int argc, char** argv) {
     nlohmann::json out = {{"benchmark", "gpu_train"},
                           {"model", model},
                           {"precision", precision},
+                          {"cuda_graph", cuda_graph && members == 0},
                           {"batch", batch},
                           {"steps", steps},
                           {"plain", members > 0 ? nlohmann::json(nullptr) : nlohmann::json(plain)},

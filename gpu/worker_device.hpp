@@ -32,6 +32,8 @@ class worker_device final : public device_transfer {
 
   c10::Device device() const override;
   at::Tensor upload(const at::Tensor& host) override;
+  /// CUDA: a graph recorded on the worker's compute stream; CPU: nullptr.
+  std::unique_ptr<step_graph> new_step_graph() override;
 
   /// Blocks until the worker's stream has run everything queued on it: before a tensor the
   /// stream writes leaves the actor.

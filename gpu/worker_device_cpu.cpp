@@ -29,6 +29,10 @@ at::Tensor worker_device::upload(const at::Tensor& host) {
   return host;
 }
 
+std::unique_ptr<step_graph> worker_device::new_step_graph() {
+  return nullptr;
+}
+
 void worker_device::finish_work() {}
 void worker_device::follow_shared_work(const at::Tensor&) {}
 

@@ -3,6 +3,7 @@
 #include "gpu/worker_device.hpp"
 
 #include "gpu/cuda_check.hpp"
+#include "gpu/cuda_step_graph.hpp"
 #include "gpu/nccl_comm.hpp"
 
 #include <ATen/ATen.h>
@@ -72,6 +73,12 @@ at::Tensor worker_device::upload(const at::Tensor& host) {
   // out again until the compute stream is done with it too.
   on_device.record_stream(*impl_->compute);
   return on_device;
+}
+
+std::unique_ptr<step_graph> worker_device::new_step_graph() {
+  if (!impl_->compute)
+    return nullptr;
+  return make_cuda_step_graph(impl_->who);
 }
 
 void worker_device::finish_work() {

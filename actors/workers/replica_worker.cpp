@@ -91,6 +91,13 @@ void exchange_sync(self_pointer self, int64_t step) {
     apply_own_sum(self, step, seconds_since(st.sent_at));
 }
 
+// What a worker hands to the driver outside sync steps (local SGD's weights and momenta, async
+// pushes): a GPU worker's on the host, where the driver averages and the parameter server
+// steps, copied once the worker's stream has written them; a CPU worker's by handle, as is.
+at::Tensor on_host(const at::Tensor& tensor) {
+  return tensor.defined() ? tensor.to(at::kCPU) : tensor;
+}
+
 // A local_sgd step: step alone; hand the weights in at averaging steps.
 void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   auto& st = self->state;
@@ -105,14 +112,14 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   st.sent_at = clock_type::now();
   at::Tensor momenta;
   if (schedule.averages_momenta_after(step))
-    momenta = st.engine->momenta();
+    momenta = on_host(st.engine->momenta());
+  const auto weights = on_host(st.engine->weights());
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none || !st.average_base.defined())
-    tell_driver(self, average_atom_v, weights_hand_in{meta, st.engine->weights(), momenta});
+    tell_driver(self, average_atom_v, weights_hand_in{meta, weights, momenta});
   else
-    tell_driver(
-        self, average_atom_v,
-        weights_hand_in{meta, pack(st.engine->weights() - st.average_base, compression), momenta});
+    tell_driver(self, average_atom_v,
+                weights_hand_in{meta, pack(weights - st.average_base, compression), momenta});
   st.apply_s = apply_s;
 }
 
@@ -139,12 +146,12 @@ void compute_step(self_pointer self, int64_t step) {
   if (st.plan->sharded_server())
     return push_to_shards(self, meta);
   const auto compression = st.plan->job.parallelism.compression;
+  const auto gradient = on_host(st.engine->gradient());
   if (compression == compression_kind::none)
-    return tell_driver(self, push_atom_v, async_push{meta, st.version, st.engine->gradient()});
+    return tell_driver(self, push_atom_v, async_push{meta, st.version, gradient});
   if (!st.push_encoder)
     st.push_encoder.emplace(compression);
-  tell_driver(self, push_atom_v,
-              async_push{meta, st.version, st.push_encoder->encode(st.engine->gradient())});
+  tell_driver(self, push_atom_v, async_push{meta, st.version, st.push_encoder->encode(gradient)});
 }
 
 // The messages that arrive with a result of someone else's: the combined gradient, the averaged
@@ -185,9 +192,10 @@ void on_params(self_pointer self, int64_t version, int64_t step, const at::Tenso
   ensure_engine(st);
   // Under parallelism.compression the server sends the first weights whole, then what changed
   // since the last, packed (actors/workers/parameter_server).
-  if (is_packed(weights))
-    st.engine->set_weights(st.engine->weights() + unpack(weights).view_as(st.engine->weights()));
-  else
+  if (is_packed(weights)) {
+    const auto& current = st.engine->weights();
+    st.engine->set_weights(current + unpack(weights).view_as(current).to(current.device()));
+  } else
     st.engine->set_weights(weights);
   st.version = version;
   compute_step(self, step);

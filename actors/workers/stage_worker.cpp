@@ -6,6 +6,7 @@
 #include "core/pipeline/pipeline_schedule.hpp"
 #include "core/run/thread_team.hpp"
 #include "core/train/confusion.hpp"
+#include "gpu/worker_device.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/ATen.h>
@@ -24,8 +25,9 @@ struct stage_worker_state {
   stage_position where;
   int64_t worker = 0;
   run_driver_actor driver;
-  caf::actor previous;  ///< invalid on the first stage
-  caf::actor next;      ///< invalid on the last stage
+  caf::actor previous;                         ///< invalid on the first stage
+  caf::actor next;                             ///< invalid on the last stage
+  std::unique_ptr<gpu::worker_device> device;  ///< before engine: the engine uploads through it
   std::unique_ptr<stage_engine> engine;
   std::vector<pipeline_op> ops;  ///< this stage's operations in every step
   int64_t step = 0;              ///< the step running, or the next one to run
@@ -60,6 +62,33 @@ int64_t nanoseconds(clock_type::time_point t) {
   throw protocol_error("stage " + std::to_string(st.where.stage) + ": " + what);
 }
 
+// A tensor this stage computed, for another actor: on a GPU, the stage's stream must have
+// written it before anyone else's thread reads it.
+at::Tensor finished(stage_worker_state& st, at::Tensor tensor) {
+  st.device->finish_work();
+  return tensor;
+}
+
+// A tensor another actor computed (and finished), on this stage's device: one on the same GPU
+// is read in place, its memory kept until this stage's stream is done with it; one on another
+// GPU is copied over, the copy waited for, so that its sender may reuse the memory.
+at::Tensor arrived(stage_worker_state& st, const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.is_cuda())
+    return tensor;
+  if (tensor.device() == st.device->device()) {
+    st.device->follow_shared_work(tensor);
+    return tensor;
+  }
+  auto here = tensor.to(st.device->device());
+  st.device->finish_work();
+  return here;
+}
+
+// The weights as they are now, on the host, owned by the message (the engine goes on).
+at::Tensor host_weights(const stage_worker_state& st) {
+  return st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+}
+
 // The step's work is done: hand the accumulated stage gradient to the driver.
 void send_gradient(self_pointer self) {
   auto& st = self->state;
@@ -67,7 +96,7 @@ void send_gradient(self_pointer self) {
   const gradient_meta meta{st.worker, st.step, st.where.last() ? st.engine->step_loss() : 0.0,
                            st.engine->step_rows()};
   st.sent_at = clock_type::now();
-  self->send(st.driver, gradient_atom_v, meta, st.engine->step_gradient());
+  self->send(st.driver, gradient_atom_v, meta, finished(st, st.engine->step_gradient()));
 }
 
 // Runs operations in schedule order while their inputs are at hand.
@@ -91,7 +120,7 @@ void advance(self_pointer self) {
       st.peak_live = std::max(st.peak_live, st.engine->live_activations());
       if (!st.where.last())
         self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v, meta,
-                   std::move(out));
+                   finished(st, std::move(out)));
     } else {
       at::Tensor grad;
       if (!st.where.last()) {
@@ -106,7 +135,7 @@ void advance(self_pointer self) {
       st.busy_s += seconds_since(start);
       if (!st.where.first())
         self->send(caf::actor_cast<stage_worker_actor>(st.previous), backward_atom_v, meta,
-                   std::move(back));
+                   finished(st, std::move(back)));
     }
     ++st.next_op;
   }
@@ -125,7 +154,7 @@ void receive_input(self_pointer self, std::map<int64_t, at::Tensor>& inbox, cons
       inbox.count(meta.micro) > 0)
     violated(st,
              std::string("unexpected ") + what + " of micro-batch " + std::to_string(meta.micro));
-  inbox.emplace(meta.micro, std::move(tensor));
+  inbox.emplace(meta.micro, arrived(st, tensor));
   advance(self);
 }
 
@@ -134,10 +163,10 @@ void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Te
   auto& st = self->state;
   if (st.eval_chunks_seen == 0)
     st.eval_began = clock_type::now();
-  auto out = st.engine->eval_forward(chunk, input);
+  auto out = st.engine->eval_forward(chunk, arrived(st, input));
   if (!st.where.last()) {
     self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v,
-               micro_meta{step, chunk, true}, std::move(out));
+               micro_meta{step, chunk, true}, finished(st, std::move(out)));
     return;
   }
   const auto r = st.engine->eval_score(chunk, out);
@@ -162,7 +191,7 @@ void finish_step(self_pointer self, const update_meta& meta, const at::Tensor& c
         st, "update for step " + std::to_string(meta.step) + " at step " + std::to_string(st.step));
   const double comm_s = seconds_since(st.sent_at);
   const auto apply_start = clock_type::now();
-  st.engine->apply(combined, st.context->plan->lr_at(meta.step));
+  st.engine->apply(arrived(st, combined), st.context->plan->lr_at(meta.step));
   stage_stats stats;
   stats.worker = st.worker;
   stats.step = meta.step;
@@ -175,7 +204,7 @@ void finish_step(self_pointer self, const update_meta& meta, const at::Tensor& c
   stats.data_wait_s = st.engine->take_data_wait_s();
   self->send(st.driver, stats);
   if (meta.last)
-    self->send(st.driver, weights_atom_v, st.worker, st.engine->weights().clone());
+    self->send(st.driver, weights_atom_v, st.worker, host_weights(st));
   st.step = meta.step + 1;
 }
 
@@ -187,10 +216,7 @@ void hand_in_state(self_pointer self, int64_t step) {
     violated(st, "asked for the state after step " + std::to_string(step) + " at step " +
                      std::to_string(st.step));
   self->send(st.driver, checkpoint_atom_v,
-             checkpoint_part{step, st.where.stage,
-                             st.engine->weights().to(at::kCPU, /*non_blocking=*/false,
-                                                     /*copy=*/true),
-                             st.engine->optimizer_state()});
+             checkpoint_part{step, st.where.stage, host_weights(st), st.engine->optimizer_state()});
 }
 
 // A resumed run: before the first compute, after the link that built the engine.
@@ -224,10 +250,14 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         st.previous = std::move(previous);
         st.next = std::move(next);
         // Built here rather than at spawn, so that its exceptions reach the exception handler.
+        // On this stage's own thread, where the device's stream is made current.
         const auto& context = *st.context;
+        const auto device = context.plan->devices.workers.at(static_cast<std::size_t>(st.worker));
+        st.device =
+            std::make_unique<gpu::worker_device>(device, "worker " + std::to_string(st.worker));
         st.engine = std::make_unique<stage_engine>(
             stage_plan_of(*context.plan, st.where.pipeline, st.where.stage), context.data,
-            context.initial_weights);
+            context.initial_weights, device.is_cuda() ? st.device.get() : nullptr);
       },
       [self](compute_atom, int64_t step) {
         auto& st = self->state;
@@ -260,7 +290,7 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         // step's.
         auto& st = self->state;
         self->send(st.driver, snapshot_atom_v,
-                   evaluated_weights{step, st.where.stage, st.engine->weights().clone()});
+                   evaluated_weights{step, st.where.stage, host_weights(st)});
       },
       [self](checkpoint_atom, int64_t step) { hand_in_state(self, step); },
       [self](restore_atom, const restored_state& r) {

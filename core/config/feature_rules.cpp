@@ -195,8 +195,28 @@ void check_cluster(const job_config& job, problem_list& problems) {
         "a schedule of phases fails on a lost node (use \"fail\" and --resume)");
 }
 
-// What CUDA workers support so far: sync data-parallel replicas inside one process, all on one
-// kind of device. Checked before any machine is asked what it has (make_device_plan).
+// A captured step replays the same kernels on the same tensors: a replica's float32 step on a
+// GPU (an fp16 step's loss scale and skipped steps, a pipeline's messages between stages and a
+// stacked ensemble's members are not captured yet).
+void check_cuda_graph(const job_config& job, problem_list& problems) {
+  if (!job.training.cuda_graph || reported_at(problems, "/training/cuda_graph"))
+    return;
+  const std::string where = "/training/cuda_graph: ";
+  if (!job.on_cuda())
+    return problems.push_back(where +
+                              "captures GPU steps as CUDA graphs, and the job runs on the CPU "
+                              "(\"device\": \"cuda\" puts it on one)");
+  if (job.training.precision != precision_kind::fp32)
+    problems.push_back(where + "captures float32 steps for now; precision " +
+                       to_string(job.training.precision) + " runs without it");
+  if (job.parallelism.pipelined() || job.ensemble.enabled())
+    problems.push_back(where +
+                       "captures data-parallel replicas' steps; pipelines and stacked ensembles "
+                       "run without it");
+}
+
+// What CUDA workers support so far: everything inside one process, all on one kind of device.
+// Checked before any machine is asked what it has (make_device_plan).
 void check_devices(const job_config& job, problem_list& problems) {
   if (job.gpu_memory_mb && !job.on_cuda() && !reported_at(problems, "/gpu_memory_mb"))
     problems.push_back(
@@ -217,11 +237,10 @@ void check_devices(const job_config& job, problem_list& problems) {
     if (!d.is_cuda())
       return problems.push_back(
           "/device: the workers of a job run on one kind of device, got both cpu and cuda");
-  if (par.policy != policy_kind::sync || par.pipelined() || job.cluster.enabled())
+  if (job.cluster.enabled())
     problems.push_back(
-        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble in one "
-        "process for now (policy sync, stages 1, micro_batches 1, no cluster); use \"cpu\" for "
-        "the rest");
+        "/device: CUDA workers run in one process for now (every policy, pipelines and stacked "
+        "ensembles, but no cluster); use \"cpu\" for workers on several nodes");
 }
 
 }  // namespace
@@ -235,6 +254,7 @@ void check_feature_combinations(const job_config& job, problem_list& problems) {
   check_ensemble(job, problems);
   check_cluster(job, problems);
   check_devices(job, problems);
+  check_cuda_graph(job, problems);
   if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
     problems.push_back(
         "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "

@@ -39,6 +39,8 @@ void add_training_options(const training_config& t, nlohmann::ordered_json& trai
                                   {"min_delta", t.early_stopping->min_delta}};
   if (t.keep_best)
     training["keep_best"] = to_string(*t.keep_best);
+  if (t.cuda_graph)
+    training["cuda_graph"] = true;
 }
 
 using json = nlohmann::ordered_json;

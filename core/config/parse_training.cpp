@@ -73,6 +73,7 @@ void read_training(object_reader r, training_config& t) {
   r.integer("steps", t.steps, 1, INT64_C(1) << 40);
   read_enum(r, "loss", loss_names, t.loss);
   read_enum(r, "precision", precision_names, t.precision);
+  r.boolean("cuda_graph", t.cuda_graph);
   r.integer("batch_size", t.batch_size, 1, 1 << 20);
   r.integer("eval_interval", t.eval_interval, 0, INT64_MAX);
   for (const auto& [key, out] : {std::pair{"clip_grad_norm", &t.clip_grad_norm},
@@ -85,7 +86,7 @@ void read_training(object_reader r, training_config& t) {
   read_keep_best(r, t);
   read_loss_scale(r, t);
   r.finish({"epochs", "steps", "loss", "precision", "loss_scale", "batch_size", "eval_interval",
-            "clip_grad_norm", "clip_grad_value", "early_stopping", "keep_best"});
+            "clip_grad_norm", "clip_grad_value", "early_stopping", "keep_best", "cuda_graph"});
 }
 
 namespace {

@@ -200,6 +200,9 @@ struct training_config {
   std::optional<early_stopping_config> early_stopping;
   /// Keep the weights at the best validation figure (by this metric) as best_weights.pt.
   std::optional<monitor_metric> keep_best;
+  /// GPU replicas: record a step's gradient (forward, loss, backward) as a CUDA graph once and
+  /// replay it every step after (core/train/replica_engine), one launch instead of dozens.
+  bool cuda_graph = false;
 };
 
 enum class policy_kind { sync, local_sgd, async, schedule };

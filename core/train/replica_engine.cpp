@@ -51,6 +51,14 @@ replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
   draws_ = !model_.random_ops().empty();
   if (training_.precision == precision_kind::fp16)
     scaler_.emplace(training_.loss_scale);
+  if (training_.cuda_graph && transfer_ != nullptr) {
+    // A replay draws nothing anew: dropout's masks would repeat every step.
+    if (draws_)
+      throw std::invalid_argument(
+          "training.cuda_graph: the model draws random numbers in its forward (dropout), which "
+          "a captured step would replay unchanged; run it without cuda_graph");
+    graphed_ = transfer_->new_step_graph() != nullptr;  // whether the device records graphs
+  }
   start_loader();
 }
 
@@ -97,21 +105,15 @@ replica_engine::batch replica_engine::fetch(int64_t step) {
   return b;
 }
 
-gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_global) {
-  const auto b = fetch(step);
-  // On a GPU the next batch's copy overlaps this step's kernels.
-  if (transfer_ != nullptr)
-    prefetched_ = fetch(step + 1);
+at::Tensor replica_engine::queue_gradient(const at::Tensor& images, const at::Tensor& labels,
+                                          int64_t step, double share) {
   flat_->grads().zero_();
-  model_.set_training(true);
   auto loss = mean_loss(training_.loss,
-                        in_precision(training_.precision, b.images.device().type(),
-                                     [&] { return forward(b.images, step, 0); }),
-                        b.labels);
-  const auto unscaled = loss.detach();
-  const bool scaled = scale_to_global && rows_.size() != global_batch_;
-  const double share = static_cast<double>(rows_.size()) / static_cast<double>(global_batch_);
-  if (scaled)
+                        in_precision(training_.precision, images.device().type(),
+                                     [&] { return forward(images, step, 0); }),
+                        labels);
+  auto unscaled = loss.detach();
+  if (share != 1.0)
     loss = loss * share;
   if (scaler_)  // fp16: small gradients kept clear of float16's underflow, unscaled just after
     loss = loss * scaler_->scale();
@@ -120,7 +122,60 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
     torch::NoGradGuard no_grad;
     flat_->parameter_grads().mul_(1.0 / scaler_->scale());
   }
-  flat_->gather_buffers(scaled ? share : 1.0);
+  flat_->gather_buffers(share);
+  return unscaled;
+}
+
+at::Tensor replica_engine::graphed_gradient(const batch& b, int64_t step, double share) {
+  const bool fits = captured_ && captured_->share == share &&
+                    captured_->images.sizes() == b.images.sizes() &&
+                    captured_->labels.sizes() == b.labels.sizes();
+  if (eager_steps_ < graph_warmup_steps || (captured_ && !fits)) {
+    ++eager_steps_;
+    return queue_gradient(b.images, b.labels, step, share);
+  }
+  if (!captured_) {
+    // The inputs the graph reads are its own, allocated before the capture; the tensors the
+    // work allocates (activations, the loss) come from the graph's private pool and stay.
+    auto& c = captured_.emplace();
+    c.images = b.images.clone();
+    c.labels = b.labels.clone();
+    c.share = share;
+    c.graph = transfer_->new_step_graph();
+    try {
+      c.graph->capture([this, step] {
+        auto& now = *captured_;
+        now.loss = queue_gradient(now.images, now.labels, step, now.share);
+      });
+    } catch (...) {
+      captured_.reset();
+      throw;
+    }
+  } else {
+    captured_->images.copy_(b.images);
+    captured_->labels.copy_(b.labels);
+  }
+  captured_->graph->replay();
+  ++replayed_steps_;
+  return captured_->loss;
+}
+
+void replica_engine::move_gradient_into(at::Tensor storage) {
+  captured_.reset();  // it wrote into the old buffer
+  flat_->move_grads_into(std::move(storage));
+}
+
+gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_global) {
+  const auto b = fetch(step);
+  // On a GPU the next batch's copy overlaps this step's kernels.
+  if (transfer_ != nullptr)
+    prefetched_ = fetch(step + 1);
+  model_.set_training(true);
+  const bool scaled = scale_to_global && rows_.size() != global_batch_;
+  const double share =
+      scaled ? static_cast<double>(rows_.size()) / static_cast<double>(global_batch_) : 1.0;
+  const auto unscaled =
+      graphed_ ? graphed_gradient(b, step, share) : queue_gradient(b.images, b.labels, step, share);
   // Read after backward is queued, so that a GPU is not left idle while the host waits.
   const double value = unscaled.item<double>();
   if (!std::isfinite(value))
@@ -161,6 +216,7 @@ void replica_engine::set_share(int64_t position, int64_t count) {
   replicas_ = count;
   rows_ = shard_of(global_batch_, count, position);
   prefetched_ = batch{};  // a batch fetched for the old share
+  captured_.reset();      // recorded for the old share
   start_loader();
 }
 

@@ -60,13 +60,22 @@ class replica_engine {
   /// rows/global batch, so the sum of all replicas' gradients is the gradient of the global
   /// batch's mean loss; without (local_sgd, async) it is the gradient of this replica's own mean
   /// loss, for a step of its own.
+  /// With training.cuda_graph (and a transfer that offers graphs) the kernels of that work are
+  /// recorded once, after `graph_warmup_steps` run eagerly, and replayed from then on.
   /// Throws diverged_error on a non-finite loss.
   gradient_result compute_gradient(int64_t step, bool scale_to_global);
 
   /// The flat gradient buffer. Must not be modified while another actor reads it.
   const at::Tensor& gradient() const { return flat_->grads(); }
   /// Makes `storage` the gradient buffer (flat_parameters::move_grads_into).
-  void move_gradient_into(at::Tensor storage) { flat_->move_grads_into(std::move(storage)); }
+  void move_gradient_into(at::Tensor storage);
+
+  /// Eager steps before a step is captured: LibTorch initializes lazily (cuBLAS's handle and
+  /// workspace, autograd's device threads, a TorchScript model's profiled runs), and none of
+  /// that may happen inside a capture.
+  static constexpr int64_t graph_warmup_steps = 3;
+  /// Steps whose gradient came from a replay of the captured graph so far.
+  int64_t replayed_steps() const { return replayed_steps_; }
 
   /// Makes `combined` this replica's gradient, clips it as the job says, and takes one optimizer
   /// step with learning rate `lr` (the plan's rate for the step, times the async policy's
@@ -121,6 +130,21 @@ class replica_engine {
   /// The model's forward; one that draws random numbers draws them seeded by (seed, rank, step,
   /// part) under core/model/random_draws.
   at::Tensor forward(const at::Tensor& input, int64_t step, int64_t part);
+  /// Queues the gradient of `images` against `labels` into gradient() (zeroed first), the loss
+  /// times `share`, the buffers' slots filled; returns the unscaled loss, on the device.
+  at::Tensor queue_gradient(const at::Tensor& images, const at::Tensor& labels, int64_t step,
+                            double share);
+  /// queue_gradient through the captured graph: eager while warming up or for a batch of
+  /// another shape or share than the captured one, else the graph's inputs refilled and replayed.
+  at::Tensor graphed_gradient(const batch& b, int64_t step, double share);
+
+  /// training.cuda_graph: the recorded gradient step and the tensors it reads and writes.
+  struct captured_step {
+    std::unique_ptr<step_graph> graph;
+    at::Tensor images, labels;  ///< refilled before each replay
+    at::Tensor loss;            ///< written by each replay
+    double share = 1.0;
+  };
 
   int64_t rank_;
   int64_t position_;  ///< among the live replicas (the rank while none was lost)
@@ -137,7 +161,11 @@ class replica_engine {
   batch_plan plan_;
   row_range rows_;
   device_transfer* transfer_;
-  batch prefetched_;  ///< with a transfer: the next step's batch, on its way to the device
+  batch prefetched_;      ///< with a transfer: the next step's batch, on its way to the device
+  bool graphed_ = false;  ///< training.cuda_graph and the transfer offers graphs
+  int64_t eager_steps_ = 0;
+  int64_t replayed_steps_ = 0;
+  std::optional<captured_step> captured_;
   int64_t prefetch_;
   double data_wait_s_ = 0.0;  ///< since the last compute_gradient returned
   /// Last: its thread reads data_ and stops before the members above are destroyed.

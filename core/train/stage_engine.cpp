@@ -19,7 +19,7 @@ namespace {
 // The stage's layers, taken out of a whole model that holds the job's initial weights, so that
 // the stage starts exactly where an unpartitioned replica would.
 network slice_of(const model_config& model, int64_t classes, const at::Tensor& initial_weights,
-                 const stage_slice& slice) {
+                 const stage_slice& slice, device_transfer* transfer) {
   network whole(model, classes);
   {
     flat_parameters flat(whole.named_parameters(), whole.named_buffers());
@@ -29,7 +29,10 @@ network slice_of(const model_config& model, int64_t classes, const at::Tensor& i
     flat.weights().copy_(initial_weights);
     flat.load_buffers();
   }
-  return whole.slice(slice.begin, slice.end);
+  auto part = whole.slice(slice.begin, slice.end);
+  if (transfer != nullptr && !transfer->device().is_cpu())
+    part.to(transfer->device());
+  return part;
 }
 
 // Pipeline rows `rows` of `step`'s global batch, the images only (the last stage reads the
@@ -41,14 +44,16 @@ loaded_batch pipeline_rows(const dataset& data, batch_plan& plan, row_range rows
 }  // namespace
 
 stage_engine::stage_engine(const stage_plan& plan, dataset_ptr data,
-                           const at::Tensor& initial_weights)
+                           const at::Tensor& initial_weights, device_transfer* transfer)
     : where_(plan.where),
       training_(plan.settings.training),
       micro_batches_(plan.micro_batches),
       global_batch_(plan.settings.global_batch),
       seed_(plan.settings.seed),
       data_(std::move(data)),
-      module_(slice_of(plan.settings.model, data_->classes, initial_weights, plan.layers)),
+      transfer_(transfer),
+      module_(
+          slice_of(plan.settings.model, data_->classes, initial_weights, plan.layers, transfer)),
       plan_(data_->train.size(), plan.settings.global_batch, plan.settings.seed),
       rows_(plan.rows),
       eval_rows_(shard_of(evaluation_set(*data_).size(), where_.pipelines, where_.pipeline)) {
@@ -74,6 +79,10 @@ at::Tensor stage_engine::fetch_rows(int64_t step) {
       .images;
 }
 
+at::Tensor stage_engine::on_device(const at::Tensor& host) const {
+  return transfer_ != nullptr ? transfer_->upload(host) : host;
+}
+
 at::Tensor stage_engine::forward_slice(const at::Tensor& input, int64_t step, int64_t part) {
   if (!draws_)
     return module_.forward(input);
@@ -88,7 +97,7 @@ row_range stage_engine::micro_range(int64_t micro) const {
 
 void stage_engine::begin_step(int64_t step) {
   if (where_.first())
-    step_images_ = fetch_rows(step);
+    step_images_ = on_device(fetch_rows(step));
   flat_->grads().zero_();
   module_.set_training(true);
   step_ = step;
@@ -121,7 +130,7 @@ at::Tensor stage_engine::forward(int64_t micro, const at::Tensor& input) {
     saved_.emplace(micro, std::move(saved));
     return out;
   }
-  auto labels = data_->train.labels.index_select(0, index);
+  auto labels = on_device(data_->train.labels.index_select(0, index));
   auto loss = mean_loss(training_.loss, out, labels);
   const double value = loss.item<double>();
   if (!std::isfinite(value))
@@ -201,7 +210,8 @@ at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
   module_.set_training(false);
   if (where_.first()) {
     const auto rows = eval_range(chunk);
-    return forward_slice(evaluation_set(*data_).images.range(rows.begin, rows.size()), -1, chunk);
+    return forward_slice(on_device(evaluation_set(*data_).images.range(rows.begin, rows.size())),
+                         -1, chunk);
   }
   TORCH_CHECK(input.defined(), "stage ", where_.stage, " got no activation for test chunk ", chunk);
   return forward_slice(input, -1, chunk);
@@ -210,7 +220,7 @@ at::Tensor stage_engine::eval_forward(int64_t chunk, const at::Tensor& input) {
 evaluation_result stage_engine::eval_score(int64_t chunk, const at::Tensor& logits) const {
   torch::NoGradGuard no_grad;
   const auto rows = eval_range(chunk);
-  auto labels = evaluation_set(*data_).labels.narrow(0, rows.begin, rows.size());
+  auto labels = on_device(evaluation_set(*data_).labels.narrow(0, rows.begin, rows.size()));
   TORCH_CHECK(logits.size(0) == rows.size(), "test chunk ", chunk, " has ", logits.size(0),
               " rows of logits for ", rows.size(), " labels");
   evaluation_result r;

@@ -7,12 +7,18 @@
 // gradients accumulated over all micro-batches (and summed over pipelines) are exactly the
 // gradient of the global batch's mean loss: the same mini-batch SGD as unpartitioned training.
 //
+// On a GPU (a `device_transfer` given) the slice, its flat parameters and optimizer state live on
+// the device; stage 0's images and the last stage's labels go there through the transfer. The
+// activations and gradients a stage is handed must already be on its device (the stage actor
+// brings them there); weights() and step_gradient() stay on the device.
+//
 // Thread safety: none. All calls must come from one thread at a time (the owning actor's).
 #pragma once
 
 #include "core/data/batch_loader.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
+#include "core/device/device_transfer.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
 #include "core/optim/flat_optimizer.hpp"
@@ -28,7 +34,9 @@ namespace troupe {
 class stage_engine {
  public:
   /// `initial_weights` is the whole model's flat weight vector; the stage keeps its slice.
-  stage_engine(const stage_plan& plan, dataset_ptr data, const at::Tensor& initial_weights);
+  /// `transfer` (GPU stages; nullptr on the CPU) must outlive the engine.
+  stage_engine(const stage_plan& plan, dataset_ptr data, const at::Tensor& initial_weights,
+               device_transfer* transfer = nullptr);
   ~stage_engine();
 
   /// Zeroes the accumulated gradient and the step's loss; call before a step's first operation.
@@ -91,6 +99,8 @@ class stage_engine {
   /// Stage 0: `step`'s rows of this pipeline on the host, from the loader (or gathered here
   /// without one); adds what it waited to data_wait_s_.
   at::Tensor fetch_rows(int64_t step);
+  /// `host` on the stage's device (itself on the CPU).
+  at::Tensor on_device(const at::Tensor& host) const;
 
   stage_position where_;
   training_config training_;
@@ -98,6 +108,7 @@ class stage_engine {
   int64_t global_batch_;
   uint64_t seed_;
   dataset_ptr data_;
+  device_transfer* transfer_;
   network module_;
   bool draws_ = false;  ///< the slice's forward draws random numbers
   std::unique_ptr<flat_parameters> flat_;

@@ -9,12 +9,17 @@
 #include "core/run/deterministic_kernels.hpp"
 #include "core/run/run_plan.hpp"
 #include "core/train/replica_engine.hpp"
+#include "core/train/stage_engine.hpp"
 #include "job_problems.hpp"
 
 #include <ATen/Context.h>
 #include <doctest/doctest.h>
+#include <torch/script.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 
 using namespace troupe;
@@ -73,27 +78,26 @@ TEST_SUITE("device") {
                        "/device: the workers of a job run on one kind of device"));
   }
 
-  TEST_CASE("CUDA jobs are sync data-parallel replicas or an ensemble in one process, for now") {
-    json async = replicas_job(2, "cuda:0");
-    async["parallelism"]["policy"] = "async";
-    CHECK(any_contains(
-        job_problems(async),
-        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble"));
-    json pipeline = replicas_job(1, "cuda:0");
+  TEST_CASE("CUDA jobs run every policy and layout in one process, for now") {
+    for (const char* policy : {"async", "local_sgd"}) {
+      json job = replicas_job(2, "cuda:0");
+      job["parallelism"]["policy"] = policy;
+      CHECK(!any_contains(job_problems(job), "/device"));
+    }
+    json pipeline = replicas_job(2, "cuda:0");
     pipeline["parallelism"]["stages"] = 2;
-    CHECK(any_contains(
-        job_problems(pipeline),
-        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble"));
+    pipeline["parallelism"]["micro_batches"] = 4;
+    CHECK(!any_contains(job_problems(pipeline), "/device"));
     json cluster = replicas_job(2, "cuda");
     cluster["cluster"] = {{"nodes", 2}};
-    CHECK(any_contains(
-        job_problems(cluster),
-        "/device: CUDA workers run sync data-parallel replicas or a stacked ensemble"));
+    CHECK(any_contains(job_problems(cluster),
+                       "/device: CUDA workers run in one process for now (every policy, "
+                       "pipelines and stacked ensembles, but no cluster)"));
     const json ensemble = {{"ensemble", {{"members", 4}}}, {"device", "cuda:0"}};
     CHECK(!any_contains(job_problems(ensemble), "/device"));
     // The CPU runs everything, as before.
-    async["device"] = "cpu";
-    CHECK(job_problems(async).empty());
+    cluster["device"] = "cpu";
+    CHECK(job_problems(cluster).empty());
   }
 
   TEST_CASE("the resolved job names its devices") {
@@ -179,6 +183,32 @@ TEST_SUITE("device") {
     CHECK(!make_device_plan(parse_job(replicas_job(1, "cuda")), two_gpus).gpu_each);
   }
 
+  TEST_CASE("a pipeline's stages each have a GPU, stage s of every pipeline the same one") {
+    auto pipelines = [](json device) {
+      auto j = replicas_job(2, std::move(device));
+      j["parallelism"]["stages"] = 2;
+      return j;
+    };
+    // "cuda" deals each pipeline's stages over the GPUs: stage s on cuda:s for every pipeline.
+    const auto dealt = make_device_plan(parse_job(pipelines("cuda")), two_gpus);
+    CHECK(render_device_plan(dealt) == "cuda:0 cuda:1 cuda:0 cuda:1");
+    CHECK(!dealt.gpu_each);  // the driver sums each stage's gradients, never NCCL
+    CHECK(render_device_plan(make_device_plan(parse_job(pipelines("cuda:1")), two_gpus)) ==
+          "cuda:1 (all 4 workers)");
+    CHECK(render_device_plan(make_device_plan(
+              parse_job(pipelines({"cuda:1", "cuda:0", "cuda:1", "cuda:0"})), two_gpus)) ==
+          "cuda:1 cuda:0 cuda:1 cuda:0");
+    CHECK(plan_error(pipelines({"cuda:0", "cuda:1", "cuda:1", "cuda:1"}), two_gpus) ==
+          "/device/2: stage 0 of every pipeline runs on one GPU (the coordinator sums its "
+          "gradients there), but worker 2 is on cuda:1 and worker 0 on cuda:0");
+    // One pipeline micro-batched on one GPU.
+    auto micro = replicas_job(1, "cuda");
+    micro["parallelism"]["micro_batches"] = 4;
+    CHECK(render_device_plan(make_device_plan(parse_job(micro), two_gpus)) == "cuda:0");
+    CHECK(plan_error(pipelines("cuda"), cpu_build).find("this build of troupe has no CUDA") !=
+          std::string::npos);
+  }
+
   TEST_CASE("the run plan shows the devices and refuses what this build lacks") {
     auto job = parse_job({{"data", {{"type", "synthetic"}}}});
     const auto facts = describe_data(job.data);
@@ -229,9 +259,105 @@ struct counting_transfer final : device_transfer {
   }
 };
 
+// A graph on the CPU: capture records the work without running it, replay runs it again, as a
+// CUDA graph replays its kernels on the tensors the capture saw.
+struct rerun_graph final : step_graph {
+  std::function<void()> work;
+  int64_t* replays;
+  explicit rerun_graph(int64_t* r) : replays(r) {}
+  void capture(const std::function<void()>& w) override { work = w; }
+  void replay() override {
+    ++*replays;
+    work();
+  }
+};
+
+struct graph_transfer final : device_transfer {
+  int64_t graphs = 0;
+  int64_t replays = 0;
+  c10::Device device() const override { return c10::Device(c10::kCPU); }
+  at::Tensor upload(const at::Tensor& host) override { return host.clone(); }
+  std::unique_ptr<step_graph> new_step_graph() override {
+    ++graphs;
+    return std::make_unique<rerun_graph>(&replays);
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("device") {
+  TEST_CASE("cuda_graph: GPU replicas' float32 steps, refused elsewhere by key") {
+    json graphed = {{"device", "cuda:0"}, {"training", {{"cuda_graph", true}}}};
+    CHECK(job_problems(graphed).empty());
+    CHECK(parse_job(graphed).training.cuda_graph);
+    CHECK(to_json(parse_job(graphed))["training"]["cuda_graph"] == true);
+    CHECK(!to_json(parse_job(json::object()))["training"].contains("cuda_graph"));
+    CHECK(any_contains(job_problems({{"training", {{"cuda_graph", 1}}}}),
+                       "/training/cuda_graph: must be"));
+    CHECK(any_contains(job_problems({{"training", {{"cuda_graph", true}}}}),
+                       "/training/cuda_graph: captures GPU steps as CUDA graphs, and the job runs "
+                       "on the CPU"));
+    auto fp16 = graphed;
+    fp16["training"]["precision"] = "fp16";
+    CHECK(any_contains(job_problems(fp16),
+                       "/training/cuda_graph: captures float32 steps for now; precision fp16"));
+    auto pipeline = graphed;
+    pipeline["parallelism"] = {{"stages", 2}};
+    CHECK(any_contains(job_problems(pipeline),
+                       "/training/cuda_graph: captures data-parallel replicas' steps"));
+    auto ensemble = graphed;
+    ensemble["ensemble"] = {{"members", 2}};
+    CHECK(any_contains(job_problems(ensemble),
+                       "/training/cuda_graph: captures data-parallel replicas' steps"));
+  }
+
+  TEST_CASE("cuda_graph: eager warm-up, then one capture replayed on refilled inputs") {
+    json spec = {{"seed", 6},
+                 {"data", {{"type", "synthetic"}, {"train_samples", 256}, {"test_samples", 64}}},
+                 {"model", {{"hidden", {16}}}},
+                 {"training", {{"steps", 8}, {"batch_size", 32}}},
+                 {"parallelism", {{"replicas", 2}}},
+                 {"optimizer", {{"momentum", 0.9}}}};
+    auto job = parse_job(spec);
+    const auto data = std::make_shared<const dataset>(make_synthetic(256, 64, 1.0, 6));
+    const auto start = initial_weights(settings_of(job), data->classes);
+    replica_engine plain(replica_plan_of(job, 1), data, start);
+    job.training.cuda_graph = true;
+    graph_transfer transfer;
+    replica_engine graphed(replica_plan_of(job, 1), data, start, &transfer);
+    for (int64_t step = 0; step < 8; ++step) {
+      // sync's scaled gradient, then local SGD's own (another share: eager, the graph kept).
+      const bool sync = step != 5;
+      CHECK(plain.compute_gradient(step, sync).loss == graphed.compute_gradient(step, sync).loss);
+      CHECK(at::equal(plain.gradient(), graphed.gradient()));
+      plain.apply(plain.gradient(), job.optimizer.lr);
+      graphed.apply(graphed.gradient(), job.optimizer.lr);
+    }
+    CHECK(at::equal(plain.weights(), graphed.weights()));
+    // Steps 0-2 warm up; 3 captures and replays; 5 has another share; 4, 6, 7 replay.
+    CHECK(graphed.replayed_steps() == 4);
+    CHECK(transfer.replays == 4);
+    CHECK(transfer.graphs == 2);  // the probe at construction, the capture
+    // A model that draws (dropout) would replay its masks: refused when the engine is built.
+    torch::jit::Module module("Dropped");
+    module.register_parameter("w", at::randn({2, 16}).requires_grad_(), false);
+    module.define(R"(
+      def forward(self, x):
+          return torch.dropout(torch.matmul(x.flatten(1), self.w.t()), 0.5, True)
+    )");
+    const auto path = std::filesystem::temp_directory_path() / "troupe_dropout_module.pt";
+    module.save(path.string());
+    auto dropout = job;
+    dropout.model.kind = model_kind::torchscript;
+    dropout.model.path = path.string();
+    CHECK_THROWS_WITH_AS(
+        replica_engine(replica_plan_of(dropout, 0), data,
+                       initial_weights(settings_of(dropout), data->classes), &transfer),
+        doctest::Contains("training.cuda_graph: the model draws random numbers"),
+        std::invalid_argument);
+    std::filesystem::remove(path);
+  }
+
   TEST_CASE("an engine with a transfer trains exactly as one without, prefetching each batch") {
     auto job =
         parse_job({{"seed", 4},
@@ -284,5 +410,53 @@ TEST_SUITE("device") {
       CHECK(e.correct == plain.evaluate(data->test).correct);
       CHECK(uploaded.member_weights(1).front().second.is_cpu());
     }
+  }
+
+  TEST_CASE("pipeline stages with a transfer train exactly as without, uploading their inputs") {
+    const json spec = {
+        {"seed", 5},
+        {"data", {{"type", "synthetic"}, {"train_samples", 256}, {"test_samples", 64}}},
+        {"model", {{"hidden", {16}}}},
+        {"training", {{"steps", 3}, {"batch_size", 32}}},
+        {"parallelism", {{"stages", 2}, {"micro_batches", 2}}},
+        {"optimizer", {{"momentum", 0.9}}}};
+    const auto job = parse_job(spec);
+    const auto plan = make_run_plan(job, describe_data(job.data));
+    const auto data = std::make_shared<const dataset>(make_synthetic(256, 64, 1.0, 5));
+    const auto start = initial_weights(settings_of(job), data->classes);
+    counting_transfer first_transfer, last_transfer;
+    // [0]: plain, [1]: through the transfers.
+    std::vector<std::unique_ptr<stage_engine>> first, last;
+    for (auto* transfer : {static_cast<counting_transfer*>(nullptr), &first_transfer}) {
+      first.push_back(
+          std::make_unique<stage_engine>(stage_plan_of(plan, 0, 0), data, start, transfer));
+      last.push_back(std::make_unique<stage_engine>(stage_plan_of(plan, 0, 1), data, start,
+                                                    transfer ? &last_transfer : nullptr));
+    }
+    for (int64_t step = 0; step < 3; ++step) {
+      for (std::size_t k = 0; k < 2; ++k) {
+        first[k]->begin_step(step);
+        last[k]->begin_step(step);
+        for (int64_t m = 0; m < 2; ++m)
+          last[k]->forward(m, first[k]->forward(m, at::Tensor()));
+        for (int64_t m = 0; m < 2; ++m)
+          first[k]->backward(m, last[k]->backward(m, at::Tensor()));
+        first[k]->apply(first[k]->step_gradient(), job.optimizer.lr);
+        last[k]->apply(last[k]->step_gradient(), job.optimizer.lr);
+      }
+      CHECK(last[0]->step_loss() == last[1]->step_loss());
+    }
+    CHECK(at::equal(first[0]->weights(), first[1]->weights()));
+    CHECK(at::equal(last[0]->weights(), last[1]->weights()));
+    CHECK(first_transfer.uploads == 3);     // each step's images, once
+    CHECK(last_transfer.uploads == 3 * 2);  // each micro-batch's labels
+    for (std::size_t k = 0; k < 2; ++k) {
+      CHECK(first[k]->eval_chunks() == 1);
+      const auto r =
+          last[k]->eval_score(0, last[k]->eval_forward(0, first[k]->eval_forward(0, {})));
+      CHECK(r.count == 64);
+    }
+    CHECK(first_transfer.uploads == 3 + 1);
+    CHECK(last_transfer.uploads == 3 * 2 + 1);
   }
 }

@@ -1,8 +1,10 @@
 // GPU workers through the actors (CUDA builds, on a GPU): batches reach the device intact, and
-// sync training on one GPU, shared by 1, 2 or 4 replicas, or with a GPU per replica (NCCL),
-// ends at the CPU run's weights within float tolerance.
+// training on one GPU (sync replicas sharing it, pipelines, local SGD, async, a schedule, a
+// stacked ensemble), or with a GPU per replica (NCCL), ends at the CPU run's weights within
+// float tolerance; captured steps (training.cuda_graph) end at the eager ones'.
 #include "../actors/training_fixtures.hpp"
 #include "core/device/device_plan.hpp"
+#include "core/train/replica_engine.hpp"
 #include "gpu/worker_device.hpp"
 
 #include <ATen/ATen.h>
@@ -73,6 +75,139 @@ TEST_SUITE("gpu_training") {
         CHECK(gpu[i].second.is_cpu());
         CHECK(max_abs_diff(gpu[i].second, cpu[i].second) <= gpu_tolerance);
       }
+    }
+  }
+
+  // Activations and their gradients pass stage to stage on the GPU (each stage on its own
+  // stream), the coordinator sums a stage's gradients over the pipelines there.
+  TEST_CASE("pipelines on one GPU end at the CPU pipeline's weights") {
+    struct layout {
+      int64_t replicas, stages, micro_batches;
+    };
+    for (auto l : {layout{1, 2, 4}, layout{2, 2, 2}, layout{1, 3, 4}}) {
+      CAPTURE(l.replicas);
+      CAPTURE(l.stages);
+      CAPTURE(l.micro_batches);
+      auto cpu_job = test::small_job(l.replicas, 50);
+      cpu_job.parallelism.stages = l.stages;
+      cpu_job.parallelism.micro_batches = l.micro_batches;
+      const auto data = test::small_data(cpu_job);
+      const auto on_cpu = plan_and_run(cpu_job, data, {});
+      REQUIRE_MESSAGE(on_cpu.succeeded(), on_cpu.error);
+      auto job = cpu_job;
+      job.device = {*parse_device("cuda:0")};
+      const auto on_gpu = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(on_gpu.succeeded(), on_gpu.error);
+      CHECK(on_gpu.final_weights.is_cpu());
+      CHECK(max_abs_diff(on_gpu.final_weights, on_cpu.final_weights) <= gpu_tolerance);
+      // The evaluation flows through the stages on the GPU too.
+      REQUIRE(on_gpu.test_accuracy.has_value());
+      CHECK(std::abs(*on_gpu.test_accuracy - *on_cpu.test_accuracy) <= 0.02);
+    }
+  }
+
+  // Outside sync steps a GPU worker hands its weights (local SGD) or gradient (async) to the host,
+  // where the driver averages and the parameter server steps, and takes the result back.
+  TEST_CASE("local SGD, async and a schedule on one GPU end at the CPU run's weights") {
+    // A compact encoding rounds the host's copies: a last-bit difference of the GPU's sums can
+    // round one value to the neighbouring code, a step of the encoding (int8: 1/127 of the
+    // largest change), not of float32; those runs are held to a looser bound.
+    constexpr double encoded_tolerance = 5e-3;
+    struct variant {
+      const char* name;
+      void (*set)(job_config&);
+      double tolerance;
+    };
+    const variant variants[] = {
+        {"local_sgd, period 4, momenta averaged",
+         [](job_config& j) {
+           j.parallelism.policy = policy_kind::local_sgd;
+           j.parallelism.period = 4;
+           j.parallelism.average_momenta = true;
+         },
+         gpu_tolerance},
+        {"local_sgd, DiLoCo's outer step, int8 averages",
+         [](job_config& j) {
+           j.parallelism.policy = policy_kind::local_sgd;
+           j.parallelism.period = 5;
+           j.parallelism.outer_optimizer.enabled = true;
+           j.parallelism.compression = compression_kind::int8;
+         },
+         encoded_tolerance},
+        {"async, 1 worker (one order of pushes)",
+         [](job_config& j) {
+           j.parallelism.replicas = 1;
+           j.parallelism.policy = policy_kind::async;
+         },
+         gpu_tolerance},
+        {"async, 1 worker, bf16 pushes and hand-outs",
+         [](job_config& j) {
+           j.parallelism.replicas = 1;
+           j.parallelism.policy = policy_kind::async;
+           j.parallelism.compression = compression_kind::bf16;
+         },
+         encoded_tolerance},
+        {"schedule: sync 20 steps, then local_sgd period 5",
+         [](job_config& j) {
+           j.parallelism.policy = policy_kind::schedule;
+           j.parallelism.phases = {{policy_kind::sync, 20, 8, false},
+                                   {policy_kind::local_sgd, 0, 5, false}};
+         },
+         gpu_tolerance},
+    };
+    for (const auto& v : variants) {
+      CAPTURE(v.name);
+      auto cpu_job = test::small_job(2, 50);
+      v.set(cpu_job);
+      const auto data = test::small_data(cpu_job);
+      const auto on_cpu = plan_and_run(cpu_job, data, {});
+      REQUIRE_MESSAGE(on_cpu.succeeded(), on_cpu.error);
+      auto job = cpu_job;
+      job.device = {*parse_device("cuda:0")};
+      const auto on_gpu = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(on_gpu.succeeded(), on_gpu.error);
+      CHECK(on_gpu.steps == 50);
+      CHECK(max_abs_diff(on_gpu.final_weights, on_cpu.final_weights) <= v.tolerance);
+    }
+  }
+
+  // training.cuda_graph: after the eager warm-up steps every gradient comes from one replay.
+  TEST_CASE("a replica's step captured as a CUDA graph trains as the eager one") {
+    auto job = test::small_job(1, 20);
+    job.device = {*parse_device("cuda:0")};
+    const auto data = test::small_data(job);
+    const auto start = initial_weights(settings_of(job), data->classes);
+    gpu::worker_device device(*parse_device("cuda:0"), "test");  // one stream for both engines
+    replica_engine eager(replica_plan_of(job, 0), data, start, &device);
+    job.training.cuda_graph = true;
+    replica_engine graphed(replica_plan_of(job, 0), data, start, &device);
+    for (int64_t step = 0; step < 20; ++step) {
+      const auto a = eager.compute_gradient(step, true);
+      const auto b = graphed.compute_gradient(step, true);
+      CHECK(std::abs(a.loss - b.loss) <= 1e-5);
+      eager.apply(eager.gradient(), job.optimizer.lr);
+      graphed.apply(graphed.gradient(), job.optimizer.lr);
+    }
+    CHECK(graphed.replayed_steps() == 20 - replica_engine::graph_warmup_steps);
+    CHECK(max_abs_diff(eager.weights(), graphed.weights()) <= 1e-5);
+    // An evaluation between steps runs eagerly beside the graph's memory.
+    CHECK(graphed.evaluate().count == eager.evaluate().count);
+  }
+
+  TEST_CASE("cuda_graph runs end at the eager runs' weights: sync on a shared GPU, async") {
+    for (const auto policy : {policy_kind::sync, policy_kind::async}) {
+      const int64_t replicas = policy == policy_kind::sync ? 2 : 1;
+      CAPTURE(replicas);
+      auto job = test::small_job(replicas, 50);
+      job.parallelism.policy = policy;
+      job.device = {*parse_device("cuda:0")};
+      const auto data = test::small_data(job);
+      const auto eager = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(eager.succeeded(), eager.error);
+      job.training.cuda_graph = true;
+      const auto graphed = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(graphed.succeeded(), graphed.error);
+      CHECK(max_abs_diff(graphed.final_weights, eager.final_weights) <= gpu_tolerance);
     }
   }
 
