@@ -176,7 +176,7 @@ def troupe_bench(build, data, model, batch, warmup, steps, rounds, equivalence, 
     if not equivalence:
         command.append("--no-equivalence")
     log("$", " ".join(command))
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     log(done.stderr.strip())
     if done.returncode != 0:
         raise RuntimeError(f"gpu_train_bench exited {done.returncode}: {done.stderr.strip()[-400:]}")
@@ -193,7 +193,7 @@ def run_troupe(build, folder, job, out):
     start = time.perf_counter()
     done = subprocess.run([os.path.join(build, "apps", "troupe"), "run", path, "--out",
                            os.path.join(folder, out), "--quiet"],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=150)
     return time.perf_counter() - start, done
 
 

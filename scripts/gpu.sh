@@ -135,7 +135,7 @@ run() {
   fi
   local data=$deps/root/usr/share/datasets/fashion-mnist
   phase "tests"
-  (cd "$build" && ctest -R 'troupe_gpu_tests' --output-on-failure --timeout 240) \
+  (cd "$build" && ctest -R 'troupe_gpu_tests' --output-on-failure --timeout 150) \
     > "$out/gpu_tests.log" 2>&1 || status=1
   tail -5 "$out/gpu_tests.log"
   phase "nccl"
