@@ -7,6 +7,8 @@
 #                           CLI11, fmt, zlib headers, OpenSSL and Fashion-MNIST as .deb files and
 #                           unpacks them (dpkg -x) into .gpu-deps/ (ignored by git; ~40 MiB; the
 #                           device tool carries it with `carry: [".gpu-deps"]`)
+#   scripts/gpu.sh tests    there: the same build of troupe_gpu_tests alone and its run, for a
+#                           second call that checks a fix to the tests (gpu_tests.log)
 #   scripts/gpu.sh run      there, in a copy of the tree that carries .gpu-deps/: configures
 #                           against python3's LibTorch (torch.utils.cmake_prefix_path) with
 #                           TROUPE_CUDA=ON, builds only what the check runs with every core (and
@@ -72,6 +74,7 @@ wheel_home() {
 }
 
 run() {
+  local only_tests=${1:-}
   [ -d "$deps/root/usr" ] || { echo "gpu.sh: $deps is missing: run 'scripts/gpu.sh bundle' first" >&2; exit 2; }
   local out=${OUT:-$root/.gpu-out}
   mkdir -p "$out"
@@ -124,8 +127,9 @@ run() {
       ${nccl_home:+-DNCCL_HOME="$nccl_home"}
     phase "build"
     # -k 0: on past a failed file, so that one run shows every file LibTorch 2.x breaks.
-    cmake --build "$build" -j "$(nproc)" --target troupe_gpu_tests gpu_train_bench \
-      nccl_allreduce_bench troupe -- -k 0
+    local targets=(troupe_gpu_tests gpu_train_bench nccl_allreduce_bench troupe)
+    [ -n "$only_tests" ] && targets=(troupe_gpu_tests)
+    cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" -- -k 0
     phase "built"
   } > "$out/gpu_build.log" 2>&1 || status=1
   grep -E 'error|Error|FAILED' "$out/gpu_build.log" | head -60 || true
@@ -138,6 +142,11 @@ run() {
   (cd "$build" && ctest -R 'troupe_gpu_tests' --output-on-failure --timeout 150) \
     > "$out/gpu_tests.log" 2>&1 || status=1
   tail -5 "$out/gpu_tests.log"
+  if [ -n "$only_tests" ]; then
+    grep -E 'ERROR|values|logged' "$out/gpu_tests.log" | head -40 || true
+    phase "done (status $status)"
+    exit $status
+  fi
   phase "nccl"
   "$build/bench/nccl_allreduce_bench" > "$out/nccl_allreduce.json" 2>&1 || true
   phase "figures"
@@ -151,5 +160,6 @@ run() {
 case "${1:-}" in
   bundle) bundle ;;
   run) run ;;
-  *) echo "usage: scripts/gpu.sh bundle|run" >&2; exit 2 ;;
+  tests) run only_tests ;;
+  *) echo "usage: scripts/gpu.sh bundle|run|tests" >&2; exit 2 ;;
 esac

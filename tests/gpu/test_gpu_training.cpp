@@ -126,11 +126,15 @@ TEST_SUITE("gpu_training") {
            j.parallelism.average_momenta = true;
          },
          gpu_tolerance},
-        {"local_sgd, DiLoCo's outer step, int8 averages",
+        // DiLoCo's own outer rate and momentum (0.7, 0.9) diverge on this small job, on the CPU
+        // too: a milder outer step, so that both runs train and can be compared.
+        {"local_sgd, an outer step, int8 averages",
          [](job_config& j) {
            j.parallelism.policy = policy_kind::local_sgd;
            j.parallelism.period = 5;
            j.parallelism.outer_optimizer.enabled = true;
+           j.parallelism.outer_optimizer.lr = 0.5;
+           j.parallelism.outer_optimizer.momentum = 0.5;
            j.parallelism.compression = compression_kind::int8;
          },
          encoded_tolerance},
@@ -156,7 +160,8 @@ TEST_SUITE("gpu_training") {
          gpu_tolerance},
     };
     for (const auto& v : variants) {
-      CAPTURE(v.name);
+      const std::string name = v.name;
+      CAPTURE(name);
       auto cpu_job = test::small_job(2, 50);
       v.set(cpu_job);
       const auto data = test::small_data(cpu_job);
