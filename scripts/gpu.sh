@@ -124,11 +124,12 @@ run() {
       -DZLIB_INCLUDE_DIR="$deps/root/usr/include" -DZLIB_LIBRARY="$lib/libz.a" \
       -DOPENSSL_ROOT_DIR="$deps/root/usr" \
       -DMHD_INCLUDE_DIR="$deps/root/usr/include" -DMHD_LIB="$lib/libmicrohttpd.so" \
+      -DTROUPE_FASHION_MNIST="$deps/root/usr/share/datasets/fashion-mnist" \
       ${nccl_home:+-DNCCL_HOME="$nccl_home"}
     phase "build"
     # -k 0: on past a failed file, so that one run shows every file LibTorch 2.x breaks.
     local targets=(troupe_gpu_tests gpu_train_bench nccl_allreduce_bench troupe)
-    [ -n "$only_tests" ] && targets=(troupe_gpu_tests)
+    [ -n "$only_tests" ] && targets=(troupe_gpu_tests troupe)
     cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" -- -k 0
     phase "built"
   } > "$out/gpu_build.log" 2>&1 || status=1

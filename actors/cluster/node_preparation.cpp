@@ -279,12 +279,10 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
   if (plan.job.cluster.shared_memory && membership_may_change)
     log("cluster.on_node_loss is \"continue\": sync gradients go round the ring, which survives "
         "a lost node (the shared-memory sum would wait for it)");
-  // The socket ring carries no device memory: GPU runs keep the ring over actors, whose tensors
-  // carry the gradients off the device. Under --tls the socket ring is encrypted (TLS 1.3 with
-  // the nodes' certificates). Ring links over actors are made either way: a regroup whose socket
-  // ring cannot be formed falls back to them.
-  const bool on_cpu = std::none_of(plan.devices.workers.begin(), plan.devices.workers.end(),
-                                   [](const device_spec& d) { return d.is_cuda(); });
+  // Every way below sums host memory: a GPU worker hands its gradient's copy in pinned host
+  // memory (actors/workers/replica_worker.cpp). Under --tls the socket ring is encrypted (TLS
+  // 1.3 with the nodes' certificates). Ring links over actors are made either way: a regroup
+  // whose socket ring cannot be formed falls back to them.
   std::vector<int64_t> every_rank(node_of.size());
   std::iota(every_rank.begin(), every_rank.end(), 0);
   if (plan.job.cluster.shared_memory && !membership_may_change) {
@@ -304,31 +302,24 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
       }
       log("the nodes could not share this host's memory (" + why +
           "): the ring runs over the network");
-    } else if (groups.size() < nodes.size() && on_cpu) {
+    } else if (groups.size() < nodes.size()) {
       const auto why = sum_by_host(self, nodes, node_of, groups, tls, log);
       socket = why.empty();
       if (socket)
         return "";
       log("the sum by host could not be set up (" + why + "): every rank joins the ring");
-    } else if (groups.size() < nodes.size()) {
-      log(
-          fmt::format("the nodes are on {} hosts ({}): on GPUs every rank joins the ring (no "
-                      "sum by host)",
-                      groups.size(), describe_hosts(nodes, groups)));
     } else {
       log(fmt::format(
           "no two of the {} nodes share a host's memory: the ring runs over the network",
           nodes.size()));
     }
   }
-  if (on_cpu) {
-    const auto why = form_socket_ring(self, nodes, node_of, every_rank, tls, log);
-    socket = why.empty();
-    if (socket && !membership_may_change)
-      return "";
-    if (!socket)
-      log("the socket ring could not be formed (" + why + "): the ring runs over actors");
-  }
+  const auto why = form_socket_ring(self, nodes, node_of, every_rank, tls, log);
+  socket = why.empty();
+  if (socket && !membership_may_change)
+    return "";
+  if (!socket)
+    log("the socket ring could not be formed (" + why + "): the ring runs over actors");
   return link_ring(self, nodes, node_of, log, socket, tls);
 }
 

@@ -53,12 +53,27 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
     self->send(self, advance_atom_v);
 }
 
-// The replica's gradient now holds the sum over all replicas (or is its own, alone): apply it,
-// as the driver's combined gradient would have been. `comm_s`: how long the sum took.
+// The tensor a sync step's sum is taken over, in place: the gradient itself, or a GPU worker's
+// copy of it on the host where its gradients meet between processes (state: host_gradient).
+const at::Tensor& gradient_to_sum(replica_worker_state& st) {
+  const auto& gradient = st.engine->gradient();
+  if (!gradient.is_cuda() || st.plan->gradients != gradient_meeting::ring)
+    return gradient;
+  if (!st.host_gradient.defined())
+    st.host_gradient =
+        at::empty(gradient.sizes(), gradient.options().device(at::kCPU).pinned_memory(true));
+  st.host_gradient.copy_(gradient);  // waits for the worker's stream
+  return st.host_gradient;
+}
+
+// The replica's gradient (or its host copy) now holds the sum over all replicas (or is its own,
+// alone): apply it, as the driver's combined gradient would have been. `comm_s`: how long the
+// sum took.
 void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
   auto& st = self->state;
   const auto apply_start = clock_type::now();
-  st.engine->apply(st.engine->gradient(), st.plan->lr_at(step));
+  st.engine->apply(st.host_gradient.defined() ? st.host_gradient : st.engine->gradient(),
+                   st.plan->lr_at(step));
   finish_step(self, st.plan->rules.outcome_of(step), comm_s, seconds_since(apply_start));
 }
 
@@ -87,7 +102,7 @@ void exchange_sync(self_pointer self, int64_t step) {
   auto& st = self->state;
   if (!st.reducer)
     st.reducer = make_reducer(self);
-  if (st.reducer->start(step, st.engine->gradient()) == reduce_outcome::summed)
+  if (st.reducer->start(step, gradient_to_sum(st)) == reduce_outcome::summed)
     apply_own_sum(self, step, seconds_since(st.sent_at));
 }
 

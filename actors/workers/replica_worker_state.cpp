@@ -57,7 +57,8 @@ void ensure_engine(replica_worker_state& st) {
                                                device.is_cuda() ? st.device.get() : nullptr);
   if (st.context->reduction)
     st.context->reduction->attach(st.rank, st.engine->gradient());
-  if (st.context->host)  // backward writes where the other processes sum
+  // Backward writes where the other processes sum, on the CPU; a GPU's gradient is copied there.
+  if (st.context->host && !device.is_cuda())
     st.engine->move_gradient_into(st.context->host->slot_tensor(host_slot(*st.context, st.rank)));
 }
 

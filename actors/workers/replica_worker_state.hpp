@@ -66,6 +66,10 @@ struct replica_worker_state {
   std::unique_ptr<ring_runner> socket;
   /// Where this epoch's sync gradients meet (replica_reducers), made at its first sync step.
   std::unique_ptr<gradient_reducer> reducer;
+  /// A GPU worker whose sync gradients meet between processes (the ring, the host's shared
+  /// memory: host memory all): its gradient's copy in pinned host memory, which the sum is
+  /// taken over in place and apply brings back to the device (replica_worker.cpp).
+  at::Tensor host_gradient;
   /// Which steps the driver released, which one runs, and which go into a checkpoint.
   step_pace pace;
   /// The membership this worker computes in (messages/membership.hpp): its epoch, and this

@@ -215,7 +215,7 @@ void check_cuda_graph(const job_config& job, problem_list& problems) {
                        "run without it");
 }
 
-// What CUDA workers support so far: everything inside one process, all on one kind of device.
+// CUDA workers: all of a job's workers on one kind of device, and as many devices as workers.
 // Checked before any machine is asked what it has (make_device_plan).
 void check_devices(const job_config& job, problem_list& problems) {
   if (job.gpu_memory_mb && !job.on_cuda() && !reported_at(problems, "/gpu_memory_mb"))
@@ -237,10 +237,6 @@ void check_devices(const job_config& job, problem_list& problems) {
     if (!d.is_cuda())
       return problems.push_back(
           "/device: the workers of a job run on one kind of device, got both cpu and cuda");
-  if (job.cluster.enabled())
-    problems.push_back(
-        "/device: CUDA workers run in one process for now (every policy, pipelines and stacked "
-        "ensembles, but no cluster); use \"cpu\" for workers on several nodes");
 }
 
 }  // namespace

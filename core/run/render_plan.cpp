@@ -146,8 +146,11 @@ const char* meeting_text(gradient_meeting g) {
 
 void render_exchange(std::ostringstream& out, const run_plan& p) {
   const auto& job = p.job;
-  if (job.parallelism.policy != policy_kind::async)
+  if (job.parallelism.policy != policy_kind::async) {
     out << "\n  gradients of sync steps: " << meeting_text(p.gradients);
+    if (p.gradients == gradient_meeting::ring && job.on_cuda())
+      out << ", each GPU's copied to pinned host memory and the sum back";
+  }
   if (p.mode == run_mode::ensemble) {
     out << "\n  one worker: nothing is exchanged\n";
     return;

@@ -78,7 +78,7 @@ TEST_SUITE("device") {
                        "/device: the workers of a job run on one kind of device"));
   }
 
-  TEST_CASE("CUDA jobs run every policy and layout in one process, for now") {
+  TEST_CASE("CUDA jobs run every policy and layout, and across nodes") {
     for (const char* policy : {"async", "local_sgd"}) {
       json job = replicas_job(2, "cuda:0");
       job["parallelism"]["policy"] = policy;
@@ -90,14 +90,9 @@ TEST_SUITE("device") {
     CHECK(!any_contains(job_problems(pipeline), "/device"));
     json cluster = replicas_job(2, "cuda");
     cluster["cluster"] = {{"nodes", 2}};
-    CHECK(any_contains(job_problems(cluster),
-                       "/device: CUDA workers run in one process for now (every policy, "
-                       "pipelines and stacked ensembles, but no cluster)"));
+    CHECK(job_problems(cluster).empty());
     const json ensemble = {{"ensemble", {{"members", 4}}}, {"device", "cuda:0"}};
     CHECK(!any_contains(job_problems(ensemble), "/device"));
-    // The CPU runs everything, as before.
-    cluster["device"] = "cpu";
-    CHECK(job_problems(cluster).empty());
   }
 
   TEST_CASE("the resolved job names its devices") {
@@ -233,6 +228,17 @@ TEST_SUITE("device") {
     auto across = replicas_job(2, "cpu");
     across["cluster"] = {{"nodes", 2}};
     CHECK(meeting(across, cpu_build) == gradient_meeting::ring);
+    // GPU workers on nodes: the ring, through host memory, when they share a GPU index; NCCL
+    // between them when each has its own.
+    auto across_gpus = replicas_job(2, "cuda:0");
+    across_gpus["cluster"] = {{"nodes", 2}};
+    CHECK(meeting(across_gpus, two_gpus) == gradient_meeting::ring);
+    across_gpus["data"] = {{"type", "synthetic"}};
+    CHECK(render_plan(make_run_plan(parse_job(across_gpus), describe_data({}), two_gpus))
+              .find("ring all-reduce, each GPU's copied to pinned host memory and the sum back") !=
+          std::string::npos);
+    across_gpus["device"] = "cuda";
+    CHECK(meeting(across_gpus, two_gpus) == gradient_meeting::nccl);
     auto pipeline = replicas_job(2, "cpu");
     pipeline["parallelism"]["stages"] = 2;
     CHECK(meeting(pipeline, cpu_build) == gradient_meeting::driver);
