@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <optional>
 
 namespace troupe {
@@ -222,7 +221,7 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   auto report = run_on(*owned.system, plan, std::move(data), options, plan_json, log);
   // The nodes were told the run is over: what the system still holds ends within seconds.
   auto limit = std::chrono::milliseconds(30'000);
-  if (std::getenv("TROUPE_FAULT_STUCK_EXIT")) {  // integration.cluster: an actor never released
+  if (plan.job.faults.stuck_exit) {  // an actor never released (integration.cluster)
     new caf::actor(owned.system->spawn<caf::detached>([] {}));
     limit = std::chrono::milliseconds(1'000);
   }

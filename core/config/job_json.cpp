@@ -224,6 +224,8 @@ json faults_json(const faults_config& f) {
     faults["refuse_socket_ring"] = true;
   if (f.refuse_ring_reform)
     faults["refuse_ring_reform"] = true;
+  if (f.stuck_exit)
+    faults["stuck_exit"] = true;
   return faults;
 }
 

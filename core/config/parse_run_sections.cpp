@@ -72,8 +72,9 @@ void read_faults(object_reader r, faults_config& f) {
   r.integer("slow_ms", f.slow_ms, 0, 3600 * 1000);
   r.boolean("refuse_socket_ring", f.refuse_socket_ring);
   r.boolean("refuse_ring_reform", f.refuse_ring_reform);
+  r.boolean("stuck_exit", f.stuck_exit);
   r.finish({"throw_worker", "throw_step", "slow_worker", "slow_ms", "refuse_socket_ring",
-            "refuse_ring_reform"});
+            "refuse_ring_reform", "stuck_exit"});
 }
 
 }  // namespace troupe

@@ -347,6 +347,10 @@ struct faults_config {
   /// Make every node refuse to form the socket ring again at a regroup (cluster.on_node_loss
   /// "continue"), as a firewall on the new ports would: that epoch's ring runs over actors.
   bool refuse_ring_reform = false;
+  /// Make the coordinator's actor system keep an actor that never ends (as once seen at the end
+  /// of a sharded run under load), so that its exit waits 1 s instead of 30 before it goes on
+  /// (actors/cluster/bounded_stop).
+  bool stuck_exit = false;
 };
 
 struct job_config {

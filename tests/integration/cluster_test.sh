@@ -172,7 +172,7 @@ same_weights "sync 3 nodes, ring" "$tmp/local3" "$tmp/dist3_ring"
 # A coordinator whose actor system does not stop (a detached actor never released, as once seen
 # at the end of a sharded run under load) still ends: it says so, writes every output and exits
 # with the run's status instead of waiting for ever.
-start stuck env TROUPE_FAULT_STUCK_EXIT=1 "$troupe" run "$tmp/job.json" --local-nodes 2 \
+start stuck "$troupe" run "$tmp/job.json" --local-nodes 2 --set faults.stuck_exit=true \
   --out "$tmp/stuck" --quiet
 finish $last_pid 60
 check "a system that does not stop" $status 0 "$tmp/stuck.log" "did not stop within 1 s"
