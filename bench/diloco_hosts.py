@@ -3,6 +3,7 @@ hosts on slow links: the test accuracy each reaches per wall-second, side by sid
 
   /usr/bin/python3 bench/diloco_hosts.py [--build build] [--hosts 4] [--rates 200mbit,20mbit]
       [--steps 400] [--evals 8] [--period 8] [--outer '{"lr": 0.7, "momentum": 0.9}']
+      [--fragments 4]
       [--job configs/fashion_mlp_sync.json] [--svg PLOT.svg]
   /usr/bin/python3 bench/diloco_hosts.py --replot RESULT.json --svg PLOT.svg
 
@@ -11,6 +12,8 @@ Runs the job (parallelism.replicas = HOSTS, a node on each host) over scripts/em
   sync       the ring all-reduce every step
   local_sgd  parallelism.policy "local_sgd", period PERIOD: the plain average
   diloco     the same with parallelism.outer_optimizer OUTER (Nesterov by default)
+  streaming  diloco with parallelism.fragments FRAGMENTS: one fragment averaged (and outer-
+             stepped) every PERIOD / FRAGMENTS steps instead of the whole model every PERIOD
 one after the other, evaluating EVALS times. Prints JSON: per rate and variant the test accuracy
 at each evaluation against the wall-seconds since the first step (the curve a plot would draw),
 the final accuracy, accuracy per wall-second, the seconds to reach the lowest final accuracy of
@@ -63,7 +66,8 @@ def gradient_bytes(out, ranks):
     return round(int(m.group(1)) * ranks / (2 * (ranks - 1))) if m else None
 
 
-COLORS = {"sync": "#1f77b4", "local_sgd": "#2ca02c", "diloco": "#d62728"}
+COLORS = {"sync": "#1f77b4", "local_sgd": "#2ca02c", "diloco": "#d62728",
+          "streaming": "#9467bd"}
 
 
 def plot(result, path):
@@ -113,6 +117,7 @@ def main():
     p.add_argument("--evals", type=int, default=8)
     p.add_argument("--period", type=int, default=8)
     p.add_argument("--outer", default='{"lr": 0.7, "momentum": 0.9}')
+    p.add_argument("--fragments", type=int, default=4)
     p.add_argument("--job", default=os.path.join(HERE, "..", "configs", "fashion_mlp_sync.json"))
     p.add_argument("--svg", help="draw the curves into this SVG file")
     p.add_argument("--replot", help="draw --svg from this result JSON and run nothing")
@@ -130,9 +135,14 @@ def main():
         "diloco": ["--set", "parallelism.policy=local_sgd",
                    "--set", f"parallelism.period={args.period}",
                    "--set", f"parallelism.outer_optimizer={args.outer}"],
+        "streaming": ["--set", "parallelism.policy=local_sgd",
+                      "--set", f"parallelism.period={args.period}",
+                      "--set", f"parallelism.outer_optimizer={args.outer}",
+                      "--set", f"parallelism.fragments={args.fragments}"],
     }
     result = {"benchmark": "diloco_hosts", "hosts": args.hosts, "steps": args.steps,
               "period": args.period, "outer": json.loads(args.outer),
+              "fragments": args.fragments,
               "job": os.path.basename(args.job), "rates": {}}
     with tempfile.TemporaryDirectory() as work:
         job = write_job(args.job, args.steps, args.evals, work)

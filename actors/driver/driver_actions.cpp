@@ -9,6 +9,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -31,15 +32,27 @@ std::vector<at::Tensor> take_held(run_driver_state& st, const std::vector<int64_
 }
 
 // DiLoCo's outer step (parallelism.outer_optimizer) from the replicas' `average`, which
-// becomes the next round's base; without one, the average itself.
-at::Tensor outer_weights(run_driver_state& st, at::Tensor average) {
+// becomes the next round's base; without one, the average itself. `fragment`: the average is
+// of that streaming fragment alone, and so is the step.
+at::Tensor outer_weights(run_driver_state& st, at::Tensor average,
+                         const std::optional<server_shard>& fragment) {
   if (!st.outer)
     return average;
   if (!st.outer->base().defined())  // the run's first round started from the initial weights
     st.outer->set_base(st.options.context->initial_weights.to(at::kCPU).reshape({-1}));
+  if (fragment)
+    return st.outer->step_part(average, fragment->begin);
   auto next = st.outer->step(average);
   st.outer->set_base(next);
   return next;
+}
+
+// The streaming fragment averaged after `step`, or none when the whole model is.
+std::optional<server_shard> fragment_after(const run_driver_state& st, int64_t step) {
+  const auto f = st.plan->schedule.fragment_after(step);
+  if (f < 0)
+    return std::nullopt;
+  return fragments_of(*st.plan).at(static_cast<std::size_t>(f));
 }
 
 // local_sgd: the weighted average of the replicas' weights, as it goes to them. Under
@@ -48,7 +61,8 @@ at::Tensor outer_weights(run_driver_state& st, at::Tensor average) {
 // the base, or there is none yet): then the average goes whole and becomes the base. With an
 // outer optimizer, what goes back is its step from the average (outer_weights).
 at::Tensor average_weights(run_driver_state& st, std::vector<at::Tensor> parts,
-                           const std::vector<double>& weights) {
+                           const std::vector<double>& weights,
+                           const std::optional<server_shard>& fragment) {
   const auto compression = st.plan->job.parallelism.compression;
   bool whole = !st.average_base.defined();
   for (auto& part : parts) {
@@ -60,7 +74,7 @@ at::Tensor average_weights(run_driver_state& st, std::vector<at::Tensor> parts,
       part = st.average_base + unpack(part).view_as(st.average_base);
     }
   }
-  auto averaged = outer_weights(st, weighted_sum_in_order(parts, weights));
+  auto averaged = outer_weights(st, weighted_sum_in_order(parts, weights), fragment);
   if (compression == compression_kind::none)
     return averaged;
   if (whole) {
@@ -84,7 +98,8 @@ void run(driver_pointer self, const act::combine& a) {
       tell(self, st.roster->at(rank), update_atom_v, a.outcome, combined);
     return;
   }
-  auto averaged = average_weights(st, take_held(st, a.from, false), a.weights);
+  auto averaged = average_weights(st, take_held(st, a.from, false), a.weights,
+                                  fragment_after(st, a.outcome.step));
   auto momenta = take_held(st, a.from, true);
   at::Tensor averaged_momenta;
   if (momenta.front().defined())

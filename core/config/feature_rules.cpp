@@ -241,6 +241,27 @@ void check_devices(const job_config& job, problem_list& problems) {
 
 }  // namespace
 
+// Streaming fragments average one fragment at a time, each at its own offset in the period: the
+// offsets must differ, and what is averaged is plain weights (no packed differences, momenta).
+void check_fragments(const job_config& job, problem_list& problems) {
+  const auto& par = job.parallelism;
+  if (par.fragments <= 1 || reported_at(problems, "/parallelism/fragments"))
+    return;
+  const std::string where = "/parallelism/fragments: ";
+  if (par.period < par.fragments)
+    problems.push_back(where + std::to_string(par.fragments) +
+                       " fragments need a period of at least as many steps (one fragment's "
+                       "average every period / fragments steps), got period " +
+                       std::to_string(par.period));
+  if (par.compression != compression_kind::none)
+    problems.push_back(where + "fragments travel as float32 for now; leave out compression (\"" +
+                       to_string(par.compression) + "\")");
+  if (par.average_momenta)
+    problems.push_back(where +
+                       "fragments average the weights only for now; leave out "
+                       "average_momenta");
+}
+
 void check_feature_combinations(const job_config& job, problem_list& problems) {
   check_batch(job, problems);
   check_pipeline(job, problems);
@@ -251,6 +272,7 @@ void check_feature_combinations(const job_config& job, problem_list& problems) {
   check_cluster(job, problems);
   check_devices(job, problems);
   check_cuda_graph(job, problems);
+  check_fragments(job, problems);
   if (job.parallelism.average_momenta && job.optimizer.kind != optimizer_kind::sgd)
     problems.push_back(
         "/parallelism/average_momenta: supported with optimizer sgd only (its momentum "

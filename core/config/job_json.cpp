@@ -169,6 +169,8 @@ json parallelism_json(const parallelism_config& par) {
     if (const auto& o = par.outer_optimizer; o.enabled)
       parallelism["outer_optimizer"] = {
           {"type", "sgd"}, {"lr", o.lr}, {"momentum", o.momentum}, {"nesterov", o.nesterov}};
+    if (par.fragments > 1)  // the default is left out, so a resolved job of before reads the same
+      parallelism["fragments"] = par.fragments;
   }
   if (par.policy == policy_kind::schedule)
     parallelism["phases"] = phases_json(par.phases);

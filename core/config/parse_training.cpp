@@ -165,7 +165,7 @@ void read_outer_optimizer(object_reader& r, outer_optimizer_config& o) {
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
     skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
-                 "compression", "phases", "outer_optimizer", "ps_shards"});
+                 "compression", "phases", "outer_optimizer", "ps_shards", "fragments"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   read_pipeline(r, p);
@@ -174,8 +174,9 @@ void read_parallelism(object_reader r, parallelism_config& p) {
     r.boolean("average_momenta", p.average_momenta);
     read_enum(r, "compression", compression_names, p.compression);
     read_outer_optimizer(r, p.outer_optimizer);
+    r.integer("fragments", p.fragments, 1, 4096);
     r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "period", "average_momenta", "compression", "outer_optimizer"});
+              "split", "period", "average_momenta", "compression", "outer_optimizer", "fragments"});
   } else if (p.policy == policy_kind::async) {
     r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);

@@ -242,6 +242,12 @@ struct parallelism_config {
   bool average_momenta = false;
   /// local_sgd only: DiLoCo's outer step in place of the plain average.
   outer_optimizer_config outer_optimizer;
+  /// local_sgd only: streaming fragments. The flat weights are cut into this many fragments of
+  /// whole parameter tensors (core/policy/server_shards' split); fragment f is averaged every
+  /// `period` steps, offset by f * period / fragments, so that one fragment's average goes out
+  /// every period / fragments steps instead of the whole model every period. Evaluations and
+  /// the last step average every fragment. 1: the whole model at once.
+  int64_t fragments = 1;
   /// async only: how many steps a worker may run ahead of the slowest live worker (stale-
   /// synchronous parallel); unset means unbounded. 0 keeps all workers on the same clock.
   std::optional<int64_t> max_staleness;

@@ -8,6 +8,7 @@ namespace troupe {
 
 void outer_optimizer::restore(at::Tensor base, at::Tensor buffer) {
   base_ = std::move(base);
+  owns_base_ = false;
   buffer_ = std::move(buffer);
 }
 
@@ -31,6 +32,35 @@ at::Tensor outer_optimizer::step(const at::Tensor& average) {
       gradient = buffer_;
   }
   return base_.add(gradient, -config_.lr);
+}
+
+at::Tensor outer_optimizer::step_part(const at::Tensor& average, int64_t begin) {
+  if (!base_.defined())
+    throw std::logic_error("outer_optimizer: a step before the base weights were set");
+  const auto size = average.numel();
+  if (begin < 0 || size < 1 || begin + size > base_.numel())
+    throw std::invalid_argument("outer_optimizer: a fragment of " + std::to_string(size) +
+                                " values at " + std::to_string(begin) + " for weights of " +
+                                std::to_string(base_.numel()));
+  if (!owns_base_) {  // set_base may have handed in a tensor others hold
+    base_ = base_.clone();
+    owns_base_ = true;
+  }
+  auto base = base_.view({-1}).narrow(0, begin, size);
+  auto gradient = base - average.view_as(base);
+  if (config_.momentum != 0) {
+    if (!buffer_.defined())
+      buffer_ = at::zeros_like(base_);
+    auto buffer = buffer_.view({-1}).narrow(0, begin, size);
+    buffer.mul_(config_.momentum).add_(gradient);
+    if (config_.nesterov)
+      gradient = gradient.add(buffer, config_.momentum);
+    else
+      gradient = buffer;
+  }
+  auto next = base.add(gradient, -config_.lr);
+  base.copy_(next);
+  return next;
 }
 
 }  // namespace troupe

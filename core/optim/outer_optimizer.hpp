@@ -21,7 +21,10 @@ class outer_optimizer {
 
   /// The weights every replica starts the next round from (the run's initial weights, then
   /// what each step returned, as the replicas hold it).
-  void set_base(at::Tensor base) { base_ = std::move(base); }
+  void set_base(at::Tensor base) {
+    base_ = std::move(base);
+    owns_base_ = false;
+  }
   const at::Tensor& base() const { return base_; }
   /// The momentum buffer; undefined before the first step.
   const at::Tensor& momentum_buffer() const { return buffer_; }
@@ -31,10 +34,17 @@ class outer_optimizer {
   /// The new weights from the replicas' `average` (flat, as the base). Throws
   /// std::logic_error without a base, std::invalid_argument for another size.
   at::Tensor step(const at::Tensor& average);
+  /// Streaming fragments: the step of the values [begin, begin + average.numel()) alone, from
+  /// the replicas' average of that fragment; the base takes the result there (in place: the
+  /// base is this optimizer's own copy), and so does the momentum buffer, zero elsewhere until
+  /// a fragment's first step (0 x momentum + g is g, bit for bit, as torch's first step). Every
+  /// value steps as a whole step would. Throws as step does, and for a fragment outside.
+  at::Tensor step_part(const at::Tensor& average, int64_t begin);
 
  private:
   outer_optimizer_config config_;
   at::Tensor base_;
+  bool owns_base_ = false;  ///< base_ was cloned here (step_part writes into it)
   at::Tensor buffer_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 namespace troupe {
 
 policy_schedule::policy_schedule(const parallelism_config& p, const step_rules& rules)
@@ -14,6 +16,8 @@ policy_schedule::policy_schedule(const parallelism_config& p, const step_rules& 
     whole.period = p.period;
     whole.average_momenta = p.average_momenta;
     configs = {whole};
+    if (p.policy == policy_kind::local_sgd)
+      fragments_ = std::max<int64_t>(1, p.fragments);
   }
   int64_t first = 0;
   for (std::size_t i = 0; i < configs.size() && first < total_steps; ++i) {
@@ -34,12 +38,28 @@ const policy_schedule::phase& policy_schedule::at(int64_t step) const {
   return phases_.back();
 }
 
-bool policy_schedule::averages_after(int64_t step) const {
+bool policy_schedule::averages_whole_after(int64_t step) const {
   const auto& ph = at(step);
   if (ph.config.policy != policy_kind::local_sgd)
     return false;
-  return (step - ph.first_step + 1) % ph.config.period == 0 || step + 1 == ph.end_step ||
-         rules_.evaluates_after(step);
+  return (fragments_ == 1 && (step - ph.first_step + 1) % ph.config.period == 0) ||
+         step + 1 == ph.end_step || rules_.evaluates_after(step);
+}
+
+int64_t policy_schedule::fragment_after(int64_t step) const {
+  if (fragments_ == 1 || averages_whole_after(step))
+    return -1;
+  const auto& ph = at(step);
+  const int64_t period = ph.config.period;
+  const int64_t into = step - ph.first_step + 1;
+  for (int64_t f = 0; f < fragments_; ++f)
+    if ((into + f * period / fragments_) % period == 0)
+      return f;
+  return -1;
+}
+
+bool policy_schedule::averages_after(int64_t step) const {
+  return averages_whole_after(step) || fragment_after(step) >= 0;
 }
 
 bool policy_schedule::averages_momenta_after(int64_t step) const {

@@ -33,8 +33,15 @@ class policy_schedule {
 
   /// In a local_sgd phase: whether replicas average after `step`: every `period` steps into the
   /// phase, at every evaluation (one model is evaluated, not N drifting ones) and at the end of
-  /// the phase (the run, and whatever phase follows, starts from one model).
+  /// the phase (the run, and whatever phase follows, starts from one model). With streaming
+  /// fragments, also whenever one fragment's average is due (fragment_after).
   bool averages_after(int64_t step) const;
+  /// With streaming fragments (parallelism.fragments F > 1): the fragment averaged after
+  /// `step`, alone: fragment f every `period` steps, offset by f * period / F (fragment 0 where
+  /// the whole model would be averaged without fragments). -1 where every fragment is averaged
+  /// (evaluations, the end of the phase), where none is, and without fragments.
+  int64_t fragment_after(int64_t step) const;
+  int64_t fragments() const { return fragments_; }
   /// Whether that averaging includes SGD's momenta: when the phase asks for it, or when a sync
   /// phase follows (sync needs replicas with identical optimizer states).
   bool averages_momenta_after(int64_t step) const;
@@ -46,8 +53,12 @@ class policy_schedule {
   bool switches_after(int64_t step) const;
 
  private:
+  /// Whether every fragment (the whole model) is averaged after `step`.
+  bool averages_whole_after(int64_t step) const;
+
   std::vector<phase> phases_;
   step_rules rules_;
+  int64_t fragments_ = 1;
 };
 
 }  // namespace troupe

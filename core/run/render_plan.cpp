@@ -17,7 +17,10 @@ namespace {
 void render_policy(std::ostringstream& out, const run_plan& p) {
   const auto& par = p.job.parallelism;
   out << "  policy: " << to_string(par.policy);
-  if (par.policy == policy_kind::local_sgd)
+  if (par.policy == policy_kind::local_sgd && par.fragments > 1)
+    out << " (" << par.fragments << " streaming fragments, each averaged every " << par.period
+        << " steps, one every " << par.period / par.fragments << ")";
+  else if (par.policy == policy_kind::local_sgd)
     out << " (average every " << par.period << " steps"
         << (par.average_momenta ? ", momenta too" : "")
         << (par.compression != compression_kind::none

@@ -330,7 +330,22 @@ std::vector<server_shard> server_shards_of(const run_plan& plan) {
                       std::max<int64_t>(1, plan.server_shards()));
 }
 
+std::vector<server_shard> fragments_of(const run_plan& plan) {
+  return split_server(parameter_sizes(plan.model), plan.model.buffer_values,
+                      plan.schedule.fragments());
+}
+
 namespace {
+
+// Fragments are runs of whole parameter tensors: at most one per tensor.
+void check_fragments(const run_plan& p) {
+  const auto fragments = p.schedule.fragments();
+  const auto tensors = static_cast<int64_t>(parameter_sizes(p.model).size());
+  if (fragments > tensors)
+    throw job_error({"/parallelism/fragments: " + std::to_string(fragments) +
+                     " fragments over a model of " + std::to_string(tensors) +
+                     " parameter tensors: each fragment holds at least one whole tensor"});
+}
 
 // A sharded server holds its slices on the host and splits the parameters by whole tensors.
 void check_server_shards(const run_plan& p) {
@@ -374,6 +389,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
     describe_builtin(p, inventory);
   p.workers = workers_in_process(job);
   check_server_shards(p);
+  check_fragments(p);
   p.gradients = meeting_of(p);
   p.ring.bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(job.cluster.bucket_mb * (1 << 20) / 4));

@@ -138,6 +138,9 @@ stage_plan stage_plan_of(const run_plan& plan, int64_t pipeline, int64_t stage);
 
 /// The parameter server's shards over the plan's model (core/policy/server_shards).
 std::vector<server_shard> server_shards_of(const run_plan& plan);
+/// local_sgd's streaming fragments over the plan's model, cut as the server's shards are (one,
+/// the whole model, without parallelism.fragments).
+std::vector<server_shard> fragments_of(const run_plan& plan);
 
 /// Human-readable, several lines, ending with a newline.
 std::string render_plan(const run_plan& plan);

@@ -71,6 +71,12 @@ at::Tensor replica_engine::forward(const at::Tensor& input, int64_t step, int64_
   return model_.forward(input);
 }
 
+void replica_engine::set_weights_part(const at::Tensor& part, int64_t begin) {
+  torch::NoGradGuard no_grad;
+  flat_->weights().narrow(0, begin, part.numel()).copy_(part.reshape({-1}));
+  flat_->load_buffers();
+}
+
 namespace {
 
 // `rows` of `step`'s global batch, on the host: what the loader makes ahead, or fetch makes

@@ -99,6 +99,9 @@ class replica_engine {
 
   /// Overwrites the weights (e.g. with the replicas' average).
   void set_weights(const at::Tensor& flat);
+  /// Overwrites the values [begin, begin + part.numel()) of the flat weights (a streaming
+  /// fragment's average).
+  void set_weights_part(const at::Tensor& part, int64_t begin);
 
   /// The optimizer's state as bytes (core/optim/make_optimizer), for a checkpoint; under fp16
   /// led by the loss scaler's state.

@@ -66,12 +66,23 @@ std::vector<int64_t> checkpoint_steps(const fs::path& dir) {
 
 TEST_SUITE("checkpoints") {
   TEST_CASE("every checkpoint of a run resumes to the uninterrupted run's weights, bit for bit") {
-    for (auto [policy, stages] :
-         {std::pair{policy_kind::sync, int64_t{1}}, std::pair{policy_kind::local_sgd, int64_t{1}},
-          std::pair{policy_kind::sync, int64_t{2}}}) {
+    // local_sgd also with 3 streaming fragments (one averaged after every step) and DiLoCo's
+    // outer step, whose base and momentum the checkpoints carry.
+    struct variant {
+      policy_kind policy;
+      int64_t stages;
+      int64_t fragments;
+    };
+    for (auto [policy, stages, fragments] :
+         {variant{policy_kind::sync, 1, 1}, variant{policy_kind::local_sgd, 1, 1},
+          variant{policy_kind::sync, 2, 1}, variant{policy_kind::local_sgd, 1, 3}}) {
       CAPTURE(to_string(policy));
       CAPTURE(stages);
-      const auto job = job_of(policy, stages);
+      CAPTURE(fragments);
+      auto job = job_of(policy, stages);
+      job.parallelism.fragments = fragments;
+      if (fragments > 1)
+        job.parallelism.outer_optimizer = {true, 0.7, 0.5, true};
       run_folder full("full");
       const auto reference = run_with(job, full.path.string());
       REQUIRE_MESSAGE(reference.succeeded(), reference.error);

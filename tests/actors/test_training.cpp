@@ -1,5 +1,10 @@
 // Training through the actors: replicas equal one worker on the same global batch, runs are
 // deterministic, and a failing worker ends the run with its name and cause instead of a hang.
+#include "core/collective/sum_in_order.hpp"
+#include "core/optim/outer_optimizer.hpp"
+#include "core/run/run_plan.hpp"
+#include "core/run/thread_team.hpp"
+#include "core/train/replica_engine.hpp"
 #include "training_fixtures.hpp"
 
 #include <ATen/ATen.h>
@@ -207,6 +212,66 @@ TEST_SUITE("training") {
       sync.parallelism.policy = policy_kind::sync;
       auto s = plan_and_run(sync, test::small_data(job), {});
       CHECK(max_abs_diff(r.final_weights, s.final_weights) > 1e-4);
+    }
+  }
+
+  // Streaming fragments (parallelism.fragments), with and without DiLoCo's outer step: the run
+  // ends exactly where two engines end that step alone and average, by hand, each fragment at
+  // the steps the schedule names (and the whole model at evaluations and the last step).
+  TEST_CASE("streaming fragments average each fragment at its own steps, as done by hand") {
+    for (const bool outer : {false, true}) {
+      CAPTURE(outer);
+      auto job = test::small_job(2, 24);  // evaluations after steps 9, 19 and 23
+      job.parallelism.policy = policy_kind::local_sgd;
+      job.parallelism.period = 4;
+      job.parallelism.fragments = 2;
+      job.parallelism.outer_optimizer = {outer, 0.7, 0.5, true};
+      const auto data = test::small_data(job);
+      const auto run = plan_and_run(job, data, {});
+      REQUIRE_MESSAGE(run.succeeded(), run.error);
+      CHECK(run.steps == 24);
+
+      const auto plan = make_run_plan(job, describe_data(job.data));
+      use_plan_threads(plan);  // the workers' OpenBLAS threads (core/run/thread_team.hpp)
+      const auto start = initial_weights(settings_of(job), data->classes);
+      const auto fragments = fragments_of(plan);
+      REQUIRE(fragments.size() == 2);
+      replica_engine a(replica_plan_of(plan, 0), data, start);
+      replica_engine b(replica_plan_of(plan, 1), data, start);
+      outer_optimizer outer_step(job.parallelism.outer_optimizer);
+      outer_step.set_base(start.reshape({-1}));
+      std::vector<int64_t> fragment_steps;
+      for (int64_t step = 0; step < 24; ++step) {
+        for (auto* e : {&a, &b}) {
+          e->compute_gradient(step, false);
+          e->apply(e->gradient(), plan.lr_at(step));
+        }
+        if (!plan.schedule.averages_after(step))
+          continue;
+        const auto f = plan.schedule.fragment_after(step);
+        if (f >= 0) {
+          fragment_steps.push_back(step);
+          const auto& part = fragments[static_cast<std::size_t>(f)];
+          auto average = weighted_sum_in_order({a.weights().narrow(0, part.begin, part.size),
+                                                b.weights().narrow(0, part.begin, part.size)},
+                                               {0.5, 0.5});
+          if (outer)
+            average = outer_step.step_part(average, part.begin);
+          a.set_weights_part(average, part.begin);
+          b.set_weights_part(average, part.begin);
+        } else {
+          auto average = weighted_sum_in_order({a.weights(), b.weights()}, {0.5, 0.5});
+          if (outer) {
+            average = outer_step.step(average);
+            outer_step.set_base(average);
+          }
+          a.set_weights(average);
+          b.set_weights(average);
+        }
+      }
+      CHECK(fragment_steps == std::vector<int64_t>{1, 3, 5, 7, 11, 13, 15, 17, 21});
+      CHECK(at::equal(run.final_weights, a.weights()));
+      CHECK(at::equal(a.weights(), b.weights()));
     }
   }
 

@@ -105,6 +105,39 @@ TEST_SUITE("optim") {
     CHECK_THROWS_AS(outer_optimizer({true}).step(averages[0]), std::logic_error);
   }
 
+  TEST_CASE("the outer optimizer's fragment steps are its whole steps, value by value") {
+    for (const bool nesterov : {true, false}) {
+      CAPTURE(nesterov);
+      const auto base = at::randn({10});
+      const std::vector<at::Tensor> averages = {at::randn({10}), at::randn({10}), at::randn({10})};
+      outer_optimizer whole({true, 0.7, 0.9, nesterov});
+      outer_optimizer parts({true, 0.7, 0.9, nesterov});
+      whole.set_base(base);
+      parts.set_base(base);
+      for (const auto& average : averages) {
+        const auto next = whole.step(average);
+        whole.set_base(next);
+        // The two fragments [0, 4) and [4, 10), stepped one after the other.
+        const auto first = parts.step_part(average.narrow(0, 0, 4), 0);
+        const auto second = parts.step_part(average.narrow(0, 4, 6), 4);
+        CHECK(at::equal(at::cat({first, second}), next));
+        CHECK(at::equal(parts.base(), next));
+        CHECK(at::equal(parts.momentum_buffer(), whole.momentum_buffer()));
+      }
+    }
+    // Fragments stepped at different times: each value follows its own history; the tensor
+    // handed to set_base is not written.
+    outer_optimizer outer({true, 0.5, 0.9, true});
+    const auto base = at::ones({4});
+    outer.set_base(base);
+    outer.step_part(at::zeros({2}), 2);
+    CHECK(at::equal(base, at::ones({4})));
+    CHECK(at::equal(outer.base().narrow(0, 0, 2), at::ones({2})));
+    CHECK(at::equal(outer.momentum_buffer().narrow(0, 0, 2), at::zeros({2})));
+    CHECK_THROWS_AS(outer.step_part(at::zeros({3}), 2), std::invalid_argument);
+    CHECK_THROWS_AS(outer_optimizer({true}).step_part(at::zeros({1}), 0), std::logic_error);
+  }
+
   TEST_CASE("the outer optimizer without momentum, lr 1: the average, up to rounding") {
     outer_optimizer outer({true, 1.0, 0.0, false});
     const auto base = at::randn({1000});

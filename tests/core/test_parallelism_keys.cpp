@@ -24,6 +24,43 @@ TEST_SUITE("job_config") {
     CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.policy == policy_kind::local_sgd);
   }
 
+  TEST_CASE("fragments: local_sgd's, at most the period and the model's tensors, float32") {
+    const json base = {{"parallelism", {{"policy", "local_sgd"}, {"period", 8}, {"fragments", 4}}}};
+    const auto job = parse_job(base);
+    CHECK(job.parallelism.fragments == 4);
+    CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.fragments == 4);
+    CHECK(!to_json(parse_job({{"parallelism", {{"policy", "local_sgd"}}}}))["parallelism"].contains(
+        "fragments"));
+    const auto plan = make_run_plan(job, describe_data(job.data));
+    const auto fragments = fragments_of(plan);
+    REQUIRE(fragments.size() == 4);  // the built-in MLP's 6 tensors, whole
+    CHECK(fragments.back().begin + fragments.back().size == plan.model.flat_size());
+    CHECK(
+        render_plan(plan).find("4 streaming fragments, each averaged every 8 steps, one every 2") !=
+        std::string::npos);
+    check_one_problem({{"parallelism", {{"fragments", 2}}}},
+                      {"/parallelism/fragments", "unknown key"});
+    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"fragments", 0}}}},
+                      {"/parallelism/fragments", "got 0"});
+    check_one_problem(
+        {{"parallelism", {{"policy", "local_sgd"}, {"period", 2}, {"fragments", 3}}}},
+        {"/parallelism/fragments: 3 fragments need a period of at least as many", "got period 2"});
+    check_one_problem(
+        {{"parallelism", {{"policy", "local_sgd"}, {"fragments", 2}, {"compression", "int8"}}}},
+        {"/parallelism/fragments: fragments travel as float32 for now"});
+    check_one_problem(
+        {{"parallelism", {{"policy", "local_sgd"}, {"fragments", 2}, {"average_momenta", true}}}},
+        {"/parallelism/fragments: fragments average the weights only for now"});
+    // More fragments than the model has tensors: refused when planned, by key.
+    auto many =
+        parse_job({{"parallelism", {{"policy", "local_sgd"}, {"period", 100}, {"fragments", 7}}}});
+    const auto problems = test::problems_of(
+        [](const job_config& j) { return make_run_plan(j, describe_data(j.data)); }, many);
+    CHECK(test::any_contains(problems,
+                             "/parallelism/fragments: 7 fragments over a model of 6 "
+                             "parameter tensors"));
+  }
+
   TEST_CASE("a slowed worker must exist") {
     check_one_problem({{"faults", {{"slow_worker", 1}, {"slow_ms", 5}}}},
                       {"/faults/slow_worker", "got 1"});

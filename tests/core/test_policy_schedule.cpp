@@ -63,6 +63,36 @@ TEST_SUITE("policy_schedule") {
     CHECK(schedule_of(with_momenta, 20, 10).averages_momenta_after(3));
   }
 
+  TEST_CASE("streaming fragments: each every period, staggered; evaluations average them all") {
+    // period 8, 2 fragments, 40 steps, 20 per epoch, evaluation every epoch.
+    auto job = local_job(8, 0);
+    job.parallelism.fragments = 2;
+    const auto s = schedule_of(job, 40, 20);
+    CHECK(s.fragments() == 2);
+    std::vector<std::pair<int64_t, int64_t>> seen;  // (step, fragment or -1: all)
+    for (int64_t step = 0; step < 40; ++step)
+      if (s.averages_after(step))
+        seen.emplace_back(step, s.fragment_after(step));
+    // Fragment 0 where the whole model would average (7, 15, 23, 31), fragment 1 half a period
+    // later (3, 11, 27, 35); 19 (an evaluation) and 39 (the last step) average both.
+    const std::vector<std::pair<int64_t, int64_t>> expected = {
+        {3, 1}, {7, 0}, {11, 1}, {15, 0}, {19, -1}, {23, 0}, {27, 1}, {31, 0}, {35, 1}, {39, -1}};
+    CHECK(seen == expected);
+    CHECK(s.next_averaging_step(4) == 7);
+    CHECK(s.fragment_after(5) == -1);  // no averaging at all
+    // Four fragments of a period of 8: one every 2 steps, in the order 0, 3, 2, 1 of offsets.
+    job.parallelism.fragments = 4;
+    const auto four = schedule_of(job, 16, 100);
+    std::vector<int64_t> order;
+    for (int64_t step = 0; step < 15; ++step)
+      if (four.averages_after(step))
+        order.push_back(four.fragment_after(step));
+    CHECK(order == std::vector<int64_t>{3, 2, 1, 0, 3, 2, 1});
+    CHECK(four.fragment_after(15) == -1);  // the last step averages every fragment
+    // Without fragments nothing changes.
+    CHECK(schedule_of(local_job(4, 0), 20, 10).fragment_after(3) == -1);
+  }
+
   TEST_CASE("schedule phases follow each other and switch exactly at their boundaries") {
     job_config job;
     job.parallelism.policy = policy_kind::schedule;
