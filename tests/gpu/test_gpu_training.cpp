@@ -24,6 +24,22 @@ double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
 // 1e-6 per weight; 1e-4 still catches a missed or doubled update.
 constexpr double gpu_tolerance = 1e-4;
 
+struct cpu_and_gpu {
+  run_report cpu, gpu;
+};
+
+// `cpu_job` as it is, then on cuda:0, on the same data; both must succeed.
+cpu_and_gpu run_on_both(const job_config& cpu_job) {
+  const auto data = test::small_data(cpu_job);
+  cpu_and_gpu r{plan_and_run(cpu_job, data, {}), {}};
+  REQUIRE_MESSAGE(r.cpu.succeeded(), r.cpu.error);
+  auto job = cpu_job;
+  job.device = {*parse_device("cuda:0")};
+  r.gpu = plan_and_run(job, data, {});
+  REQUIRE_MESSAGE(r.gpu.succeeded(), r.gpu.error);
+  return r;
+}
+
 }  // namespace
 
 TEST_SUITE("gpu_training") {
@@ -56,13 +72,7 @@ TEST_SUITE("gpu_training") {
     auto cpu_job = test::small_job(1, 50);
     cpu_job.ensemble.members = 4;
     cpu_job.ensemble.distinct_data_order = true;
-    const auto data = test::small_data(cpu_job);
-    const auto on_cpu = plan_and_run(cpu_job, data, {});
-    REQUIRE_MESSAGE(on_cpu.succeeded(), on_cpu.error);
-    auto job = cpu_job;
-    job.device = {*parse_device("cuda:0")};
-    const auto on_gpu = plan_and_run(job, data, {});
-    REQUIRE_MESSAGE(on_gpu.succeeded(), on_gpu.error);
+    const auto [on_cpu, on_gpu] = run_on_both(cpu_job);
     // An ensemble ends with each member's state dict (one file each), not one flat vector.
     REQUIRE(on_gpu.member_weights.size() == 4);
     REQUIRE(on_cpu.member_weights.size() == 4);
@@ -91,13 +101,7 @@ TEST_SUITE("gpu_training") {
       auto cpu_job = test::small_job(l.replicas, 50);
       cpu_job.parallelism.stages = l.stages;
       cpu_job.parallelism.micro_batches = l.micro_batches;
-      const auto data = test::small_data(cpu_job);
-      const auto on_cpu = plan_and_run(cpu_job, data, {});
-      REQUIRE_MESSAGE(on_cpu.succeeded(), on_cpu.error);
-      auto job = cpu_job;
-      job.device = {*parse_device("cuda:0")};
-      const auto on_gpu = plan_and_run(job, data, {});
-      REQUIRE_MESSAGE(on_gpu.succeeded(), on_gpu.error);
+      const auto [on_cpu, on_gpu] = run_on_both(cpu_job);
       CHECK(on_gpu.final_weights.is_cpu());
       CHECK(max_abs_diff(on_gpu.final_weights, on_cpu.final_weights) <= gpu_tolerance);
       // The evaluation flows through the stages on the GPU too.
@@ -164,13 +168,7 @@ TEST_SUITE("gpu_training") {
       CAPTURE(name);
       auto cpu_job = test::small_job(2, 50);
       v.set(cpu_job);
-      const auto data = test::small_data(cpu_job);
-      const auto on_cpu = plan_and_run(cpu_job, data, {});
-      REQUIRE_MESSAGE(on_cpu.succeeded(), on_cpu.error);
-      auto job = cpu_job;
-      job.device = {*parse_device("cuda:0")};
-      const auto on_gpu = plan_and_run(job, data, {});
-      REQUIRE_MESSAGE(on_gpu.succeeded(), on_gpu.error);
+      const auto [on_cpu, on_gpu] = run_on_both(cpu_job);
       CHECK(on_gpu.steps == 50);
       CHECK(max_abs_diff(on_gpu.final_weights, on_cpu.final_weights) <= v.tolerance);
     }
