@@ -129,7 +129,9 @@ run() {
     phase "build"
     # -k 0: on past a failed file, so that one run shows every file LibTorch 2.x breaks.
     local targets=(troupe_gpu_tests gpu_train_bench nccl_allreduce_bench troupe)
-    [ -n "$only_tests" ] && targets=(troupe_gpu_tests troupe)
+    if [ -n "$only_tests" ]; then
+      targets=(troupe_gpu_tests troupe)
+    fi
     cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" -- -k 0
     phase "built"
   } > "$out/gpu_build.log" 2>&1 || status=1

@@ -239,8 +239,6 @@ void check_devices(const job_config& job, problem_list& problems) {
           "/device: the workers of a job run on one kind of device, got both cpu and cuda");
 }
 
-}  // namespace
-
 // Streaming fragments average one fragment at a time, each at its own offset in the period: the
 // offsets must differ, and what is averaged is plain weights (no packed differences, momenta).
 void check_fragments(const job_config& job, problem_list& problems) {
@@ -261,6 +259,8 @@ void check_fragments(const job_config& job, problem_list& problems) {
                        "fragments average the weights only for now; leave out "
                        "average_momenta");
 }
+
+}  // namespace
 
 void check_feature_combinations(const job_config& job, problem_list& problems) {
   check_batch(job, problems);
