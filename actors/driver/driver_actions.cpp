@@ -47,14 +47,6 @@ at::Tensor outer_weights(run_driver_state& st, at::Tensor average,
   return next;
 }
 
-// The streaming fragment averaged after `step`, or none when the whole model is.
-std::optional<server_shard> fragment_after(const run_driver_state& st, int64_t step) {
-  const auto f = st.plan->schedule.fragment_after(step);
-  if (f < 0)
-    return std::nullopt;
-  return fragments_of(*st.plan).at(static_cast<std::size_t>(f));
-}
-
 // local_sgd: the weighted average of the replicas' weights, as it goes to them. Under
 // parallelism.compression weights handed in packed are the difference from the last average
 // (average_base), and so is the average sent back, unless a replica handed in whole (it lost
@@ -99,7 +91,7 @@ void run(driver_pointer self, const act::combine& a) {
     return;
   }
   auto averaged = average_weights(st, take_held(st, a.from, false), a.weights,
-                                  fragment_after(st, a.outcome.step));
+                                  fragment_after(*st.plan, a.outcome.step));
   auto momenta = take_held(st, a.from, true);
   at::Tensor averaged_momenta;
   if (momenta.front().defined())

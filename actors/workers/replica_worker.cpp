@@ -107,15 +107,6 @@ void exchange_sync(self_pointer self, int64_t step) {
     apply_own_sum(self, step, seconds_since(st.sent_at));
 }
 
-// The streaming fragment (parallelism.fragments) averaged after `step`, or none when the whole
-// model is (or nothing is).
-std::optional<server_shard> fragment_after(const replica_worker_state& st, int64_t step) {
-  const auto f = st.plan->schedule.fragment_after(step);
-  if (f < 0)
-    return std::nullopt;
-  return fragments_of(*st.plan).at(static_cast<std::size_t>(f));
-}
-
 // What a worker hands to the driver outside sync steps (local SGD's weights and momenta, async
 // pushes): a GPU worker's on the host, where the driver averages and the parameter server
 // steps, copied once the worker's stream has written them; a CPU worker's by handle, as is.
@@ -139,7 +130,8 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   if (schedule.averages_momenta_after(step))
     momenta = on_host(st.engine->momenta());
   auto weights = on_host(st.engine->weights());
-  if (const auto fragment = fragment_after(st, step))  // streaming: this fragment's values only
+  if (const auto fragment =
+          fragment_after(*st.plan, step))  // streaming: this fragment's values only
     weights = weights.narrow(0, fragment->begin, fragment->size);
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none || !st.average_base.defined())
@@ -197,7 +189,7 @@ void on_averaged(self_pointer self, const update_meta& meta, const at::Tensor& w
   auto& st = self->state;
   const double comm_s = seconds_since(st.sent_at);
   const auto apply_start = clock_type::now();
-  if (const auto fragment = fragment_after(st, meta.step)) {
+  if (const auto fragment = fragment_after(*st.plan, meta.step)) {
     if (weights.numel() != fragment->size)
       throw std::logic_error("an average of " + std::to_string(weights.numel()) +
                              " values for a fragment of " + std::to_string(fragment->size));

@@ -335,6 +335,13 @@ std::vector<server_shard> fragments_of(const run_plan& plan) {
                       plan.schedule.fragments());
 }
 
+std::optional<server_shard> fragment_after(const run_plan& plan, int64_t step) {
+  const auto f = plan.schedule.fragment_after(step);
+  if (f < 0)
+    return std::nullopt;
+  return fragments_of(plan).at(static_cast<std::size_t>(f));
+}
+
 namespace {
 
 // Fragments are runs of whole parameter tensors: at most one per tensor.

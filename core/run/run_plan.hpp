@@ -141,6 +141,10 @@ std::vector<server_shard> server_shards_of(const run_plan& plan);
 /// local_sgd's streaming fragments over the plan's model, cut as the server's shards are (one,
 /// the whole model, without parallelism.fragments).
 std::vector<server_shard> fragments_of(const run_plan& plan);
+/// The streaming fragment the replicas average after `step` (policy_schedule::fragment_after),
+/// or none where they average the whole model or nothing: what the workers hand in and the
+/// driver averages, both from this one answer.
+std::optional<server_shard> fragment_after(const run_plan& plan, int64_t step);
 
 /// Human-readable, several lines, ending with a newline.
 std::string render_plan(const run_plan& plan);
