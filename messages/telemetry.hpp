@@ -23,12 +23,16 @@ struct step_stats {
   /// overflowed gradient (core/train/loss_scaler); 0 and 0 for other precisions.
   double loss_scale = 0;
   int64_t skipped_steps = 0;
+  /// Sync among the workers: the rows the sum this worker applied holds, as the sum's rows slot
+  /// says (core/model/flat_parameters): every live replica's at the time, a lost one's too when
+  /// its gradient was summed. 0: not known (the driver summed, or the sum stayed on a GPU).
+  int64_t sum_rows = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_stats& x) {
   return f(caf::meta::type_name("step_stats"), x.worker, x.step, x.loss, x.samples, x.compute_s,
-           x.comm_s, x.apply_s, x.span_s, x.data_wait_s, x.loss_scale, x.skipped_steps);
+           x.comm_s, x.apply_s, x.span_s, x.data_wait_s, x.loss_scale, x.skipped_steps, x.sum_rows);
 }
 
 struct eval_report {

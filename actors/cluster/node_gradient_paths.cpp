@@ -69,7 +69,7 @@ caf::result<caf::ok_atom> open_segment(agent_actor* self, const host_segment& se
   // A probe holds one value: it only has to be found.
   const bool probe = ranks.empty();
   const host_segment_spec spec{segment.name, probe ? 1 : static_cast<int64_t>(ranks.size()),
-                               probe ? 1 : plan.model.flat_size(), segment.nonce};
+                               probe ? 1 : plan.model.summed_size(), segment.nonce};
   try {
     auto context = std::make_shared<worker_context>(*st.context);
     context->host = segment.create ? host_reduction::create(spec) : host_reduction::open(spec);

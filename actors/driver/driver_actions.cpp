@@ -157,6 +157,15 @@ void run(driver_pointer self, const act::waited& a) {
   self->state.tracker->on_waited(a.rank, a.clock, a.wait_s);
 }
 
+void run(driver_pointer self, const act::recount& a) {
+  auto& st = self->state;
+  for (const auto& [step, rows] : a.rows)
+    st.tracker->recount(step, rows);
+  log_line(st, st.roster->describe(a.rank) + ": the steps it trained after step " +
+                   std::to_string(a.averaged_through) +
+                   " (its last average) are lost with it; rows_per_epoch leaves them out");
+}
+
 void run(driver_pointer self, const act::training_done&) {
   auto& st = self->state;
   st.training_done = true;

@@ -168,7 +168,8 @@ void on_step_stats(driver_pointer self, const step_stats& s) {
                                       s.data_wait_s);
   if (s.loss_scale > 0)
     self->state.tracker->on_loss_scale(s.worker, s.step, s.loss_scale, s.skipped_steps);
-  execute(self, self->state.strategy->on_report({s.worker, s.step, s.loss, s.samples, s.span_s}));
+  execute(self, self->state.strategy->on_report(
+                    {s.worker, s.step, s.loss, s.samples, s.span_s, s.sum_rows}));
 }
 
 // A stacked ensemble's evaluation: each member's figures, for the report and the metrics.

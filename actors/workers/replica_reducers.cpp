@@ -106,11 +106,13 @@ class actor_ring_reducer final : public gradient_reducer {
 };
 
 // The run driver sums every replica's gradient in rank order and sends the sum back (update).
+// The gradient goes without its rows slot: the driver knows whose gradients it summed.
 class driver_reducer final : public gradient_reducer {
  public:
   explicit driver_reducer(self_pointer self) : self_(self) {}
-  reduce_outcome start(int64_t step, const at::Tensor& gradient) override {
+  reduce_outcome start(int64_t step, const at::Tensor&) override {
     auto& st = self_->state;
+    const auto& gradient = st.engine->gradient();
     // The driver reads the gradient on another thread: it must be complete when it leaves.
     st.device->finish_work();
     tell_driver(self_, gradient_atom_v, gradient_meta{st.rank, step, st.loss, st.samples, st.epoch},

@@ -32,7 +32,7 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
   report_step(
       self,
       step_stats{st.rank, outcome.step, st.loss, st.samples, st.compute_s, comm_s, apply_s, span_s,
-                 st.data_wait_s, st.engine->loss_scale(), st.engine->skipped_steps()},
+                 st.data_wait_s, st.engine->loss_scale(), st.engine->skipped_steps(), st.sum_rows},
       outcome.evaluate || checkpoint || outcome.last);
   if (outcome.evaluate) {
     const auto eval_start = clock_type::now();
@@ -54,10 +54,11 @@ void finish_step(self_pointer self, const step_outcome& outcome, double comm_s, 
     self->send(self, advance_atom_v);
 }
 
-// The tensor a sync step's sum is taken over, in place: the gradient itself, or a GPU worker's
-// copy of it on the host where its gradients meet between processes (state: host_gradient).
+// The tensor a sync step's sum is taken over, in place: the gradient with its rows slot, or a GPU
+// worker's copy of it on the host where its gradients meet between processes (state:
+// host_gradient).
 const at::Tensor& gradient_to_sum(replica_worker_state& st) {
-  const auto& gradient = st.engine->gradient();
+  const auto& gradient = st.engine->gradient_with_rows();
   if (!gradient.is_cuda() || st.plan->gradients != gradient_meeting::ring)
     return gradient;
   if (!st.host_gradient.defined())
@@ -73,7 +74,13 @@ const at::Tensor& gradient_to_sum(replica_worker_state& st) {
 void apply_own_sum(self_pointer self, int64_t step, double comm_s) {
   auto& st = self->state;
   const auto apply_start = clock_type::now();
-  st.engine->apply(st.host_gradient.defined() ? st.host_gradient : st.engine->gradient(),
+  const auto& summed =
+      st.host_gradient.defined() ? st.host_gradient : st.engine->gradient_with_rows();
+  // Read on the host only: a GPU's would make the host wait for the device every step.
+  st.sum_rows = summed.is_cuda() ? 0 : rows_in(summed);
+  st.engine->apply(st.host_gradient.defined()
+                       ? st.host_gradient.narrow(0, 0, st.engine->gradient().numel())
+                       : st.engine->gradient(),
                    st.plan->lr_at(step));
   finish_step(self, st.plan->rules.outcome_of(step), comm_s, seconds_since(apply_start));
 }
@@ -126,6 +133,9 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
     return finish_step(self, local, 0.0, apply_s);
   }
   st.sent_at = clock_type::now();
+  // The steps before it reach the driver first: the run's count of rows trained into the
+  // weights (local_sgd_strategy) knows at the average which this replica's weights hold.
+  send_unsent_reports(self);
   at::Tensor momenta;
   if (schedule.averages_momenta_after(step))
     momenta = on_host(st.engine->momenta());
@@ -151,6 +161,7 @@ void compute_step(self_pointer self, int64_t step) {
   const auto result = st.engine->compute_gradient(step, policy == policy_kind::sync);
   st.loss = result.loss;
   st.samples = result.samples;
+  st.sum_rows = 0;
   st.data_wait_s = result.data_wait_s;
   st.compute_s = std::max(0.0, seconds_since(start) - result.data_wait_s);
   st.sent_at = clock_type::now();

@@ -56,7 +56,7 @@ void ensure_engine(replica_worker_state& st) {
                                                st.context->initial_weights,
                                                device.is_cuda() ? st.device.get() : nullptr);
   if (st.context->reduction)
-    st.context->reduction->attach(st.rank, st.engine->gradient());
+    st.context->reduction->attach(st.rank, st.engine->gradient_with_rows());
   // Backward writes where the other processes sum, on the CPU; a GPU's gradient is copied there.
   if (st.context->host && !device.is_cuda())
     st.engine->move_gradient_into(st.context->host->slot_tensor(host_slot(*st.context, st.rank)));

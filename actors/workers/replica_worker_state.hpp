@@ -60,6 +60,9 @@ struct replica_worker_state {
   int64_t push_count = 0;  ///< numbers the pushes, so an answer to an older one is known
   double loss = 0;         ///< of the step in flight
   int64_t samples = 0;     ///< of the step in flight
+  /// The rows the sum it applied holds, read from the sum's rows slot where it is on the host
+  /// (step_stats::sum_rows); 0 for a step with no sum among the workers.
+  int64_t sum_rows = 0;
   /// Sync with a ring meeting: this replica's side of the ring all-reduce over actors...
   std::optional<ring_exchange<replica_worker_actor>> ring;
   /// ...or over the socket ring, on a thread of its own (worker_context::socket_rings).
@@ -67,7 +70,8 @@ struct replica_worker_state {
   /// Where this epoch's sync gradients meet (replica_reducers), made at its first sync step.
   std::unique_ptr<gradient_reducer> reducer;
   /// A GPU worker whose sync gradients meet between processes (the ring, the host's shared
-  /// memory: host memory all): its gradient's copy in pinned host memory, which the sum is
+  /// memory: host memory all): its gradient's copy (with the rows slot) in pinned host memory,
+  /// which the sum is
   /// taken over in place and apply brings back to the device (replica_worker.cpp).
   at::Tensor host_gradient;
   /// Which steps the driver released, which one runs, and which go into a checkpoint.

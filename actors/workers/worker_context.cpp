@@ -43,8 +43,8 @@ context_ptr make_worker_context(run_plan plan, dataset_ptr data,
   context->trusted = std::move(trusted);
   const auto& p = *context->plan;
   if (p.gradients == gradient_meeting::shared)
-    context->reduction = std::make_shared<replica_reduction>(p.job.parallelism.replicas,
-                                                             p.model.flat_size(), barrier_spin(p));
+    context->reduction = std::make_shared<replica_reduction>(
+        p.job.parallelism.replicas, p.model.summed_size(), barrier_spin(p));
   return context;
 }
 

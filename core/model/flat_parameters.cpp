@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -34,7 +35,8 @@ flat_parameters::flat_parameters(const named_tensors& parameters, const named_te
       at::TensorOptions(at::kFloat)
           .device(parameters.empty() ? at::Device(at::kCPU) : parameters[0].second.device());
   weights_ = at::empty({total}, options);
-  grads_ = at::zeros({total}, options);
+  with_rows_ = at::zeros({total + 1}, options);
+  grads_ = with_rows_.narrow(0, 0, total);
 
   torch::NoGradGuard no_grad;
   int64_t offset = 0;
@@ -71,14 +73,26 @@ void flat_parameters::bind_grads() {
 }
 
 void flat_parameters::move_grads_into(at::Tensor storage) {
-  if (!storage.defined() || storage.dim() != 1 || storage.numel() != size() ||
+  if (!storage.defined() || storage.dim() != 1 || storage.numel() != size() + 1 ||
       !storage.is_contiguous() || storage.scalar_type() != at::kFloat ||
       storage.device() != grads_.device())
     throw std::invalid_argument("flat_parameters: gradient storage must be a contiguous float32 [" +
-                                std::to_string(size()) + "] on " + grads_.device().str());
-  storage.copy_(grads_);
-  grads_ = std::move(storage);
+                                std::to_string(size() + 1) + "] on " + grads_.device().str());
+  storage.copy_(with_rows_);
+  with_rows_ = std::move(storage);
+  grads_ = with_rows_.narrow(0, 0, size());
   bind_grads();
+}
+
+void flat_parameters::set_rows(int64_t rows) {
+  with_rows_.narrow(0, size(), 1).fill_(static_cast<double>(rows));
+}
+
+int64_t rows_in(const at::Tensor& gradient_with_rows) {
+  const auto n = gradient_with_rows.numel();
+  if (n < 1)
+    throw std::invalid_argument("rows_in: an empty gradient has no rows slot");
+  return static_cast<int64_t>(std::llround(gradient_with_rows[n - 1].item<double>()));
 }
 
 void flat_parameters::gather_buffers(double share) {

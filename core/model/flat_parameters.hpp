@@ -11,6 +11,10 @@
 // parameter server keeps those of the gradient it applied last, and local SGD averages them
 // with the weights. The optimizer only ever sees the parameters.
 //
+// One more element rides behind the gradient (gradient_with_rows): the rows it was taken over.
+// A sum of such buffers then says how many rows it holds, however it was summed and whoever
+// was lost since (summary.json's rows per epoch count from it).
+//
 // Thread safety: none; the object belongs to the one actor that owns the module.
 #pragma once
 
@@ -42,7 +46,12 @@ class flat_parameters {
   /// [size] views: writing into them writes the module's parameters / gradients.
   const at::Tensor& weights() const { return weights_; }
   const at::Tensor& grads() const { return grads_; }
-  /// Makes `storage` (contiguous float32 [size], on the buffers' device) the gradient buffer:
+  /// [size + 1]: grads() and, behind it, the rows slot (set_rows). What a sum of replicas'
+  /// gradients that carries its row count sums.
+  const at::Tensor& gradient_with_rows() const { return with_rows_; }
+  /// Writes `rows` into the rows slot (once the gradient is taken, for each step).
+  void set_rows(int64_t rows);
+  /// Makes `storage` (contiguous float32 [size + 1], on the buffers' device) the gradient buffer:
   /// the gradient so far is copied into it and every parameter's gradient becomes a view of
   /// it. Whoever owns `storage` keeps it alive as long as this object (host_reduction's
   /// shared-memory slot: the gradient is then summed where backward leaves it, no copy in or
@@ -69,12 +78,17 @@ class flat_parameters {
   void bind_grads();
 
   at::Tensor weights_;
-  at::Tensor grads_;
+  at::Tensor with_rows_;  ///< [size + 1]
+  at::Tensor grads_;      ///< its first size elements
   int64_t parameter_count_ = 0;
   std::vector<at::Tensor> parameters_;  ///< the module's, sharing their TensorImpl
   std::vector<at::Tensor> buffers_;
   tensor_layout layout_;
 };
+
+/// The rows slot of a gradient_with_rows buffer (or of a sum of them), read on the host: the
+/// rows the summed gradients were taken over. Exact for up to 2^24 rows a step (float32).
+int64_t rows_in(const at::Tensor& gradient_with_rows);
 
 /// Cuts a flat weight vector back into named, independently owned tensors following `layout`.
 named_tensors unflatten(const at::Tensor& flat, const tensor_layout& layout);

@@ -2,6 +2,9 @@
 
 #include "core/policy/replica_steps.hpp"
 
+#include <utility>
+#include <variant>
+
 namespace troupe {
 
 local_sgd_strategy::local_sgd_strategy(int64_t ranks, const policy_schedule& schedule,
@@ -12,6 +15,9 @@ local_sgd_strategy::local_sgd_strategy(int64_t ranks, const policy_schedule& sch
       rules_(rules),
       first_step_(first_step),
       next_average_(schedule.next_averaging_step(first_step)),
+      averaged_through_(static_cast<std::size_t>(ranks), first_step - 1),
+      unaveraged_(static_cast<std::size_t>(ranks)),
+      averaged_unreported_(static_cast<std::size_t>(ranks)),
       round_(ranks, "weights"),
       reports_(ranks, first_step) {}
 
@@ -40,13 +46,29 @@ step_actions local_sgd_strategy::average(int64_t step, const std::vector<step_pa
     rows += p.samples;
   act::combine average{
       act::combine::what::weights, ranks_of(parts), {}, live_, rules_.outcome_of(step)};
-  for (const auto& p : parts)
+  for (const auto& p : parts) {
     average.weights.push_back(static_cast<double>(p.samples) / static_cast<double>(rows));
+    const auto r = static_cast<std::size_t>(p.worker);
+    averaged_through_[r] = step;
+    // A worker sends its reports before it hands its weights in: every one before `step` is
+    // in, and none after.
+    unaveraged_[r].clear();
+    averaged_unreported_[r].emplace(step, p.samples);
+  }
   return {std::move(average)};
 }
 
 step_actions local_sgd_strategy::on_report(const arrival& a) {
-  return close_when_reported(reports_, a, schedule_, rules_);
+  auto out = close_when_reported(reports_, a, schedule_, rules_);
+  const bool refused = !out.empty() && std::holds_alternative<act::violation>(out.front());
+  const auto r = static_cast<std::size_t>(a.rank);
+  if (refused)
+    return out;
+  if (a.step > averaged_through_[r])
+    unaveraged_[r].emplace_back(a.step, a.samples);
+  else if (averaged_unreported_[r] && averaged_unreported_[r]->first == a.step)
+    averaged_unreported_[r].reset();
+  return out;
 }
 
 step_actions local_sgd_strategy::on_worker_left(int64_t rank) {
@@ -55,6 +77,13 @@ step_actions local_sgd_strategy::on_worker_left(int64_t rank) {
   if (live_.empty())
     return {act::cannot_continue{rank}};
   step_actions out;
+  const auto lost = static_cast<std::size_t>(rank);
+  act::recount recount{rank, averaged_through_[lost], {}};
+  for (const auto& [step, rows] : std::exchange(unaveraged_[lost], {}))
+    recount.rows.emplace_back(step, -rows);
+  if (const auto averaged = std::exchange(averaged_unreported_[lost], std::nullopt))
+    recount.rows.push_back(*averaged);
+  out.push_back(std::move(recount));
   if (auto r = round_.remove(rank); r.complete)
     append(out, average(next_average_, *r.complete));
   for (auto& [step, parts] : reports_.remove(rank))

@@ -7,7 +7,9 @@
 // A lost worker (cluster.on_node_loss "continue"): its weights leave the average (which is over
 // the live replicas, by rows), steps every survivor reported are complete, and the driver lets
 // the steps already released complete before it regroups the survivors (nothing in flight is
-// lost: each replica steps alone); resume() goes on with the new split of the batch.
+// lost: each replica steps alone); resume() goes on with the new split of the batch. The rows
+// the lost replica trained since its last average never reach the weights: the run's count of
+// rows trained is corrected (act::recount).
 //
 // Thread safety: none; owned by the run driver.
 #pragma once
@@ -16,6 +18,10 @@
 #include "core/policy/policy_schedule.hpp"
 #include "core/policy/report_barrier.hpp"
 #include "core/policy/step_strategy.hpp"
+
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace troupe {
 
@@ -41,6 +47,12 @@ class local_sgd_strategy : public step_strategy {
   step_rules rules_;
   int64_t first_step_;
   int64_t next_average_;  ///< the step after which the next average is due
+  /// Per rank: the last averaging step its weights went into, the (step, rows) it reported
+  /// since (which only its next average brings into the weights), and that averaging step's
+  /// (step, rows) until its report comes (a worker reports it once the average is back).
+  std::vector<int64_t> averaged_through_;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> unaveraged_;
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> averaged_unreported_;
   contribution_round round_;
   report_barrier reports_;
 };

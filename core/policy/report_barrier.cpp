@@ -44,7 +44,7 @@ report_barrier::result report_barrier::add(const arrival& a) {
     return r;
   }
   auto& step = steps_[a.step];
-  if (!step.emplace(a.rank, step_part{a.rank, a.loss, a.samples, a.span_s}).second) {
+  if (!step.emplace(a.rank, step_part{a.rank, a.loss, a.samples, a.span_s, a.sum_rows}).second) {
     r.violation = who + " reported step " + std::to_string(a.step) + " twice";
     return r;
   }

@@ -24,6 +24,10 @@ struct step_part {
   /// The worker's time from the end of its previous step to the end of this one (0: not
   /// measured); the step's duration where reports reach the driver in blocks.
   double span_s = 0;
+  /// Sync among the workers: the rows the sum the worker applied held, every contributor's (a
+  /// lost one's too, where its gradient was summed before it was lost); 0: not known, the
+  /// step's rows are its parts' samples (a sum the driver made of exactly those parts).
+  int64_t sum_rows = 0;
 };
 
 class step_rules {

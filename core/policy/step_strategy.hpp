@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct arrival {
   int64_t samples = 0;
   /// A report's time since the worker's previous step ended (0: not measured).
   double span_s = 0;
+  /// A report of a sum among the workers: the rows the sum held (step_part::sum_rows).
+  int64_t sum_rows = 0;
 };
 
 namespace act {
@@ -93,6 +96,16 @@ struct waited {
   double wait_s = 0;
 };
 
+/// local SGD: `rank` left; its weights went into the averages through `averaged_through`. The
+/// count of rows trained (counted as steps complete) changes by `rows`, as (step, rows): less
+/// the rows it reported since, which no average will hold, plus those of the averaging step its
+/// weights went into but whose report never came (run_tracker::recount).
+struct recount {
+  int64_t rank = 0;
+  int64_t averaged_through = -1;
+  std::vector<std::pair<int64_t, int64_t>> rows;
+};
+
 /// Every step is complete: the driver collects the final weights.
 struct training_done {};
 
@@ -118,9 +131,10 @@ struct regroup {
 
 }  // namespace act
 
-using step_action = std::variant<act::compute, act::combine, act::complete, act::evaluate,
-                                 act::apply_push, act::hand_out, act::waited, act::training_done,
-                                 act::violation, act::cannot_continue, act::regroup>;
+using step_action =
+    std::variant<act::compute, act::combine, act::complete, act::evaluate, act::apply_push,
+                 act::hand_out, act::waited, act::recount, act::training_done, act::violation,
+                 act::cannot_continue, act::regroup>;
 /// Carried out in order.
 using step_actions = std::vector<step_action>;
 

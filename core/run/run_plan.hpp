@@ -60,6 +60,9 @@ struct model_facts {
   /// Random operators its forward reaches (aten::dropout, ...): core/model/random_draws.
   std::vector<std::string> random_ops;
   int64_t flat_size() const { return parameters + buffer_values; }
+  /// The flat gradient a sync step sums among the workers: flat_size() values and the rows slot
+  /// behind them (flat_parameters::gradient_with_rows).
+  int64_t summed_size() const { return flat_size() + 1; }
 };
 
 struct run_plan {

@@ -182,6 +182,7 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
       scaled ? static_cast<double>(rows_.size()) / static_cast<double>(global_batch_) : 1.0;
   const auto unscaled =
       graphed_ ? graphed_gradient(b, step, share) : queue_gradient(b.images, b.labels, step, share);
+  flat_->set_rows(static_cast<int64_t>(rows_.size()));
   // Read after backward is queued, so that a GPU is not left idle while the host waits.
   const double value = unscaled.item<double>();
   if (!std::isfinite(value))

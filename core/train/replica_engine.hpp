@@ -67,7 +67,10 @@ class replica_engine {
 
   /// The flat gradient buffer. Must not be modified while another actor reads it.
   const at::Tensor& gradient() const { return flat_->grads(); }
-  /// Makes `storage` the gradient buffer (flat_parameters::move_grads_into).
+  /// gradient() with this step's rows behind it (flat_parameters::gradient_with_rows): what a
+  /// sync step sums among the replicas, so that the sum says how many rows it holds.
+  const at::Tensor& gradient_with_rows() const { return flat_->gradient_with_rows(); }
+  /// Makes `storage` ([size + 1]) the gradient buffer (flat_parameters::move_grads_into).
   void move_gradient_into(at::Tensor storage);
 
   /// Eager steps before a step is captured: LibTorch initializes lazily (cuBLAS's handle and

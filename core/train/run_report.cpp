@@ -46,6 +46,7 @@ nlohmann::json to_json(const run_report& r) {
                       {"train_s", r.train_s},
                       {"steps", r.steps},
                       {"samples", r.samples},
+                      {"rows_per_epoch", r.rows_per_epoch},
                       {"samples_per_s", r.samples_per_s()},
                       {"final_train_loss", optional_json(r.final_train_loss)},
                       {"test_loss", optional_json(r.test_loss)},
@@ -54,6 +55,7 @@ nlohmann::json to_json(const run_report& r) {
                       {"workers", workers}};
   if (r.skipped_inputs > 0)
     j["skipped_inputs"] = r.skipped_inputs;
+
   if (r.validation_loss) {
     j["validation_loss"] = *r.validation_loss;
     j["validation_" + r.metric] = optional_json(r.validation_accuracy);

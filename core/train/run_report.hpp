@@ -56,6 +56,10 @@ struct run_report {
   double train_s = 0;   ///< wall_s less the time spent evaluating
   int64_t steps = 0;    ///< completed optimizer steps
   int64_t samples = 0;  ///< training samples in the completed steps
+  /// The rows each epoch's completed steps trained into the weights (index: epoch; the last may
+  /// be partial): every row of an epoch once, however many nodes were lost (sync); not a lost
+  /// local SGD replica's since its last average, which no average holds.
+  std::vector<int64_t> rows_per_epoch;
   int64_t replicas = 0;
   /// Inputs left out of the data because they could not be read (data.bad_images "skip").
   int64_t skipped_inputs = 0;

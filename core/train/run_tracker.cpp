@@ -71,14 +71,20 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
     step_s = std::chrono::duration<double>(now - last_step_end_).count();
   last_step_end_ = now;
   int64_t samples = 0;
+  int64_t summed = 0;
   double weighted_loss = 0;
   for (const auto& p : parts) {
     samples += p.samples;
+    summed = std::max(summed, p.sum_rows);
     if (auto* w = worker(p.worker))
       w->samples += p.samples;
     weighted_loss += p.loss * static_cast<double>(p.samples);
   }
   last_loss_ = samples > 0 ? weighted_loss / static_cast<double>(samples) : 0;
+  // The parts' losses are the reporters'; the step trained every row its sum held.
+  if (summed > 0)
+    samples = summed;
+  add_rows(step, samples);
   last_samples_per_s_ = step_s > 0 ? static_cast<double>(samples) / step_s : 0;
   last_step_s_ = step_s;
   samples_ += samples;
@@ -93,6 +99,18 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   if (metrics_ != nullptr)
     windows_.set_stride(options_.budget.stride_after(metrics_->bytes_written(), elapsed_s()));
   return snapshot();
+}
+
+void run_tracker::add_rows(int64_t step, int64_t rows) {
+  const auto epoch = static_cast<std::size_t>(rules_.epoch_of(step));
+  if (rows_per_epoch_.size() <= epoch)
+    rows_per_epoch_.resize(epoch + 1, 0);
+  rows_per_epoch_[epoch] += rows;
+}
+
+void run_tracker::recount(int64_t step, int64_t rows) {
+  add_rows(step, rows);
+  samples_ += rows;
 }
 
 void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute_s, double comm_s,
@@ -250,6 +268,7 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
   r.train_s = std::max(0.0, r.wall_s - eval_s_);
   r.steps = completed_steps_;
   r.samples = samples_;
+  r.rows_per_epoch = rows_per_epoch_;
   r.replicas = static_cast<int64_t>(workers_.size());
   if (!recent_losses_.empty()) {
     double sum = 0;

@@ -49,8 +49,10 @@ class run_tracker {
   double elapsed_s() const;
 
   /// A step completed with these parts (in worker order). Its duration is the parts' longest
-  /// span_s, or the time since the last step completed here when none has one. Returns the
-  /// progress snapshot.
+  /// span_s, or the time since the last step completed here when none has one. Its rows are
+  /// what the sum the parts applied held where they say (step_part::sum_rows), else the parts'
+  /// samples; they count towards the step's epoch (rows_per_epoch). Returns the progress
+  /// snapshot.
   progress_update on_step_complete(int64_t step, const std::vector<step_part>& parts,
                                    double reduce_s);
   /// The last completed step's duration (as on_step_complete measured it); 0 before one.
@@ -83,6 +85,12 @@ class run_tracker {
   std::optional<std::pair<double, double>> latest_evaluation() const;
   /// Whether the evaluation after `step` is complete and recorded.
   bool evaluated(int64_t step) const { return last_evaluated_ && *last_evaluated_ >= step; }
+
+  /// local SGD, a replica lost: `rows` more (or, negative, fewer) of `step` are in the weights
+  /// than its completion counted (act::recount).
+  void recount(int64_t step, int64_t rows);
+  /// The rows each epoch's completed steps trained into the weights so far (index: epoch).
+  const std::vector<int64_t>& rows_per_epoch() const { return rows_per_epoch_; }
 
   /// async: a gradient of `worker`'s step `step` was applied, making `version`.
   void on_applied(int64_t worker, int64_t step, int64_t version, int64_t staleness);
@@ -134,6 +142,8 @@ class run_tracker {
   };
 
   progress_update snapshot() const;
+  /// Counts `rows` (negative: takes them off) towards `step`'s epoch.
+  void add_rows(int64_t step, int64_t rows);
   void write(const nlohmann::json& record);
   worker_report* worker(int64_t w);
 
@@ -143,6 +153,7 @@ class run_tracker {
   std::chrono::steady_clock::time_point last_step_end_;
   int64_t completed_steps_ = 0;
   int64_t samples_ = 0;
+  std::vector<int64_t> rows_per_epoch_;
   double eval_s_ = 0;  ///< wall time the run spent evaluating (slowest shard per round)
   double last_loss_ = 0;
   double last_samples_per_s_ = 0;

@@ -52,6 +52,7 @@ nlohmann::json run_tracker::save() const {
       {"elapsed_s", elapsed_s()},
       {"completed_steps", completed_steps_},
       {"samples", samples_},
+      {"rows_per_epoch", rows_per_epoch_},
       {"eval_s", eval_s_},
       {"last_loss", last_loss_},
       {"recent_losses", recent_losses_},
@@ -75,6 +76,8 @@ void run_tracker::restore(const nlohmann::json& saved) {
   last_step_end_ = std::chrono::steady_clock::now();
   completed_steps_ = saved.at("completed_steps").get<int64_t>();
   samples_ = saved.at("samples").get<int64_t>();
+  // Checkpoints written before the rows were counted hold none: the count starts there.
+  rows_per_epoch_ = saved.value("rows_per_epoch", std::vector<int64_t>{});
   eval_s_ = saved.at("eval_s").get<double>();
   last_loss_ = saved.at("last_loss").get<double>();
   recent_losses_ = saved.at("recent_losses").get<std::deque<double>>();

@@ -13,12 +13,12 @@
 
 namespace troupe::test {
 
-static_assert(std::variant_size_v<step_action> == 11, "a new action: name it in kind_name");
+static_assert(std::variant_size_v<step_action> == 12, "a new action: name it in kind_name");
 
 inline const char* kind_name(const step_action& a) {
-  static const char* const names[] = {"compute",    "combine",         "complete", "evaluate",
-                                      "apply_push", "hand_out",        "waited",   "training_done",
-                                      "violation",  "cannot_continue", "regroup"};
+  static const char* const names[] = {"compute",       "combine",   "complete",        "evaluate",
+                                      "apply_push",    "hand_out",  "waited",          "recount",
+                                      "training_done", "violation", "cannot_continue", "regroup"};
   return names[a.index()];
 }
 

@@ -351,6 +351,8 @@ TEST_SUITE("checkpoint") {
     const auto b = resumed.report("", {});
     CHECK(b.steps == 4);
     CHECK(b.samples == a.samples);
+    CHECK(a.rows_per_epoch == std::vector<int64_t>{64});  // 4 steps of 16 rows, epoch 0
+    CHECK(b.rows_per_epoch == a.rows_per_epoch);
     CHECK(b.final_train_loss == a.final_train_loss);
     CHECK(b.test_accuracy == a.test_accuracy);
     CHECK(b.workers[0].steps == 4);

@@ -70,13 +70,17 @@ TEST_SUITE("membership") {
     CHECK(kinds(s.on_worker_left(1)) == "");  // already gone
     // Rank 0 completed step 2 (its ring finished), rank 2 did not: the regroup brings both to
     // step 2 (the donor's state), the strategy closes it and computes step 3 with the two.
-    CHECK(kinds(s.on_report(arr(0, 2, 0.5, 30))) == "");
+    // Its report says what the sum it applied held: rank 1's rows too.
+    auto summed = arr(0, 2, 0.5, 30);
+    summed.sum_rows = 90;
+    CHECK(kinds(s.on_report(summed)) == "");
     out = s.resume({0, 2}, 2);
     REQUIRE(kinds(out) == "complete compute");
     const auto& done = as<act::complete>(out[0]);
     CHECK(done.step == 2);
     REQUIRE(done.parts.size() == 1);
     check_part(done.parts[0], 0, 0.5, 30);
+    CHECK(done.parts[0].sum_rows == 90);
     CHECK(as<act::compute>(out[1]).step == 3);
     CHECK(list(as<act::compute>(out[1]).ranks) == "0 2");
     // From now on the two complete every step.
@@ -120,13 +124,20 @@ TEST_SUITE("membership") {
     CHECK(kinds(s.on_weights(arr(0, 1, 0, 20))) == "");
     CHECK(kinds(s.on_weights(arr(2, 1, 0, 20))) == "");
     auto out = s.on_worker_left(1);
-    REQUIRE(kinds(out) == "combine regroup");
-    const auto& avg = as<act::combine>(out[0]);
+    REQUIRE(kinds(out) == "recount combine regroup");
+    // Its 20 rows of step 0 were counted when step 0 completed; its weights never reach an
+    // average: they are taken off again.
+    const auto& lost = as<act::recount>(out[0]);
+    CHECK(lost.rank == 1);
+    CHECK(lost.averaged_through == -1);
+    REQUIRE(lost.rows.size() == 1);
+    CHECK(lost.rows[0] == std::pair<int64_t, int64_t>{0, -20});
+    const auto& avg = as<act::combine>(out[1]);
     CHECK(list(avg.from) == "0 2");
     CHECK(list(avg.to) == "0 2");
     REQUIRE(avg.weights.size() == 2);
     CHECK(avg.weights[0] == 0.5);
-    CHECK(as<act::regroup>(out[1]).drain);
+    CHECK(as<act::regroup>(out[2]).drain);
     // The survivors go on; after the regroup at step 1 each takes half of every batch.
     CHECK(kinds(s.on_report(arr(0, 1, 0, 30))) == "");
     CHECK(kinds(s.on_report(arr(2, 1, 0, 30))) == "complete");
@@ -138,6 +149,36 @@ TEST_SUITE("membership") {
     out = s.on_weights(arr(2, 3, 0, 30));
     REQUIRE(kinds(out) == "combine");
     CHECK(list(as<act::combine>(out[0]).to) == "0 2");
+  }
+
+  TEST_CASE("local_sgd: a replica lost after an average loses only the rows it trained since") {
+    const step_rules rules(8, 8, 0);
+    local_sgd_strategy s(3, plain(policy_kind::local_sgd, rules, 2), rules);  // averages after 1
+    s.start();
+    report_all(s, 3, 0, 0, 20);
+    for (int64_t r = 0; r < 2; ++r)
+      s.on_weights(arr(r, 1, 0, 20));
+    CHECK(kinds(s.on_weights(arr(2, 1, 0, 20))) == "combine");
+    // Step 1's reports come after its average (its rows are in the weights already): ranks 0
+    // and 1 report it and go on; rank 2 is lost before it reports it.
+    report_all(s, 2, 1, 0, 20);
+    report_all(s, 2, 2, 0, 20);
+    CHECK(kinds(s.on_report(arr(1, 3, 0, 20))) == "");  // reported, not yet handed in...
+    auto out = s.on_worker_left(1);                     // ...and lost before the average
+    REQUIRE(kinds(out).rfind("recount", 0) == 0);
+    const auto& lost = as<act::recount>(out[0]);
+    CHECK(lost.averaged_through == 1);
+    REQUIRE(lost.rows.size() == 2);
+    CHECK(lost.rows[0] == std::pair<int64_t, int64_t>{2, -20});
+    CHECK(lost.rows[1] == std::pair<int64_t, int64_t>{3, -20});
+    // Rank 2's weights of step 1 are in the average though its report never came: counted.
+    out = s.on_worker_left(2);
+    REQUIRE(kinds(out).rfind("recount", 0) == 0);
+    const auto& averaged = as<act::recount>(out[0]);
+    REQUIRE(averaged.rows.size() == 1);
+    CHECK(averaged.rows[0] == std::pair<int64_t, int64_t>{1, 20});
+    // A second notice of a loss changes nothing.
+    CHECK(kinds(s.on_worker_left(1)) == "");
   }
 
   TEST_CASE("async: a lost worker leaves the clock at once; its owed push goes elsewhere") {

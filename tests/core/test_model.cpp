@@ -92,18 +92,42 @@ TEST_SUITE("model") {
     auto m = build_model(c, 10);
     flat_parameters flat(*m);
     m->forward(at::ones({4, 1, 28, 28})).sum().backward();
-    const auto before = flat.grads().clone();
-    auto storage = at::empty({flat.size()});
+    flat.set_rows(4);
+    const auto before = flat.gradient_with_rows().clone();
+    auto storage = at::empty({flat.size() + 1});
     flat.move_grads_into(storage);
     CHECK(flat.grads().data_ptr() == storage.data_ptr());
+    CHECK(flat.gradient_with_rows().data_ptr() == storage.data_ptr());
     CHECK(at::equal(storage, before));
+    CHECK(rows_in(storage) == 4);
     auto params = m->parameters();
     CHECK(params[1].grad().data_ptr() == storage.narrow(0, params[0].numel(), 8).data_ptr());
     m->forward(at::ones({4, 1, 28, 28})).sum().backward();  // accumulates, in place
-    CHECK(at::allclose(storage, 2 * before));
-    CHECK_THROWS_AS(flat.move_grads_into(at::empty({flat.size() + 1})), std::invalid_argument);
-    CHECK_THROWS_AS(flat.move_grads_into(at::empty({flat.size()}, at::kDouble)),
+    const auto n = flat.size();
+    CHECK(at::allclose(storage.narrow(0, 0, n), 2 * before.narrow(0, 0, n)));
+    CHECK(rows_in(storage) == 4);  // backward leaves the rows slot alone
+    CHECK_THROWS_AS(flat.move_grads_into(at::empty({flat.size()})), std::invalid_argument);
+    CHECK_THROWS_AS(flat.move_grads_into(at::empty({flat.size() + 1}, at::kDouble)),
                     std::invalid_argument);
+  }
+
+  TEST_CASE("a sum of gradients with their rows slots says how many rows it holds") {
+    model_config c;
+    c.hidden = {8};
+    auto m = build_model(c, 10);
+    flat_parameters flat(*m);
+    CHECK(flat.gradient_with_rows().numel() == flat.size() + 1);
+    CHECK(flat.grads().numel() == flat.size());
+    CHECK(rows_in(flat.gradient_with_rows()) == 0);
+    flat.set_rows(20);
+    auto sum = flat.gradient_with_rows().clone();
+    flat.set_rows(19);
+    sum.add_(flat.gradient_with_rows());
+    CHECK(rows_in(sum) == 39);
+    // Exact as far as float32 counts: a step of 2^24 rows.
+    flat.set_rows(int64_t{1} << 24);
+    CHECK(rows_in(flat.gradient_with_rows()) == (int64_t{1} << 24));
+    CHECK_THROWS_AS(rows_in(at::empty({0})), std::invalid_argument);
   }
 
   TEST_CASE("unflatten gives owned tensors with the layout's names and shapes") {

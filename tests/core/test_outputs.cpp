@@ -111,4 +111,26 @@ TEST_SUITE("outputs") {
     CHECK(failed.status == run_status::failed);
     CHECK(to_json(failed)["error"] == "worker 1 failed: boom");
   }
+
+  TEST_CASE("rows per epoch: what each sum held where the parts say, recounted for local SGD") {
+    run_tracker tracker(3, step_rules(6, 2, 0), nullptr);  // epochs of 2 steps
+    // Every worker reported, none says what a sum held (the driver summed): the parts' rows.
+    tracker.on_step_complete(0, {{0, 1.0, 10}, {1, 1.0, 10}, {2, 1.0, 10}}, 0.0);
+    // Worker 2 was lost after its gradient was summed but before it reported: the survivors'
+    // reports say the sum held 30 rows, its 10 too.
+    step_part a{0, 1.0, 10};
+    step_part b{1, 1.0, 10};
+    a.sum_rows = b.sum_rows = 30;
+    tracker.on_step_complete(1, {a, b}, 0.0);
+    // Then the two share the batch.
+    tracker.on_step_complete(2, {{0, 1.0, 15}, {1, 1.0, 15}}, 0.0);
+    // A local SGD replica was lost: 7 rows of step 2 were counted and never averaged, 5 of
+    // step 1 averaged and never reported.
+    tracker.recount(2, -7);
+    tracker.recount(1, 5);
+    const auto r = tracker.report("", at::Tensor());
+    CHECK(r.rows_per_epoch == std::vector<int64_t>{65, 23});
+    CHECK(r.samples == 88);
+    CHECK(to_json(r)["rows_per_epoch"] == nlohmann::json::array({65, 23}));
+  }
 }

@@ -2,7 +2,8 @@
 # Chaos: a sync run of 3 nodes under cluster.on_node_loss "continue" while, every few seconds, a
 # random node is killed (SIGKILL) or stopped (SIGSTOP past node_timeout_s, then SIGCONT: it is
 # fenced and told to leave), and a node of the same name is started again to replace it. The
-# run must complete every step exactly once, with every failure in summary.json recovered and
+# run must complete every step exactly once (and every row of each of its 10 epochs: summary.json's
+# rows_per_epoch), with every failure in summary.json recovered and
 # identical replicas (the driver checks them at the end); the recovery times' p50/p99 are
 # printed. Real processes on 127.0.0.1, bounded (about 2 minutes), killed on exit.
 #   chaos_test.sh PATH/TO/troupe [EVENTS]
@@ -115,6 +116,10 @@ print(("pass" if s["status"] == "succeeded" and s["steps"] == 10000 else "fail")
       f" status {s['status']}, {s['steps']} steps")
 steps = [r["step"] for r in records if r.get("event") == "step"]
 print(("pass" if sorted(steps) == list(range(10000)) else "fail") + " every step recorded once")
+# 10 epochs of Fashion-MNIST's 60,000 rows (1000 steps of 60): each trained once, whoever was
+# lost or joined meanwhile.
+rows = s.get("rows_per_epoch")
+print(("pass" if rows == [60000] * 10 else "fail") + f" rows per epoch {rows}")
 failures = s.get("failures", [])
 # Every event is one lost node (a stopped node may also be named by the step watchdog first:
 # still one loss).

@@ -3,9 +3,12 @@
 # processes on 127.0.0.1.
 #   - sync, 3 nodes: one node killed with SIGKILL at a random step, for several seeds: the run
 #     completes, its weights are within 1e-5 of the uninterrupted in-process run's (or its losses
-#     are, up to a ReLU flip: see close_weights), and the
+#     are, up to a ReLU flip: see close_weights), the
 #     node_lost / step_redone records and summary.json's failures (detection and recovery time)
-#     are there; the figures are printed;
+#     are there, and summary.json counts every row of the run's steps once; the figures are
+#     printed;
+#   - exactly once: a node killed mid-epoch of a run of 4 whole epochs: summary.json's
+#     rows_per_epoch is the training set's size for each;
 #   - a node stopped (SIGSTOP) past node_timeout_s, then continued: it is cut off and leaves, the
 #     run completes within the tolerance;
 #   - a node stopped past cluster.step_timeout_s but within node_timeout_s: the watchdog names
@@ -17,6 +20,9 @@
 #   - a replacement joins mid-run: at the step boundary where it joins the driver compares a
 #     digest of every replica's weights (a replicas_checked record, a log line), and the run
 #     completes with identical replicas (the driver's final-weights check) within the tolerance;
+#   - every sync section: summary.json's rows_per_epoch counts each of the run's rows once;
+#     local SGD's counts every row its weights hold (not the lost replica's since its last
+#     average, nor the drained steps' lost share);
 #   - below cluster.min_nodes the run waits cluster.replacement_timeout_s, then ends with a
 #     checkpoint naming the node missing, and --resume continues it.
 # Every process is bounded and killed on exit. Needs Fashion-MNIST and /usr/bin/python3 with
@@ -68,13 +74,16 @@ close_weights() {
   echo "  $1: $out"
 }
 
-# failure_figures WHAT RUN_DIR KILLED_AT_UNIX: the records and summary of one lost node; prints
-# the detection time the run measured, the one from the kill, and the recovery time.
+# failure_figures WHAT RUN_DIR KILLED_AT_UNIX [ROWS_PER_EPOCH]: the records and summary of one lost
+# node; prints the detection time the run measured, the one from the kill, and the recovery
+# time. summary.json's rows_per_epoch must be ROWS_PER_EPOCH (JSON; default: the 400 steps of
+# 60 rows of this file's job, 24,000 rows of the first epoch): every row trained once, the lost
+# node's rows in the steps its gradient was summed in too.
 failure_figures() {
   local what=$1 out verdict message
-  out=$(/usr/bin/python3 - "$2" "$3" <<'PY' 2>&1
+  out=$(/usr/bin/python3 - "$2" "$3" "${4:-[24000]}" <<'PY' 2>&1
 import json, sys
-run, killed = sys.argv[1], float(sys.argv[2])
+run, killed, rows = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
 records = []
 for line in open(run + "/metrics.jsonl"):
     try:
@@ -94,6 +103,8 @@ print(("pass" if ok else "fail") + f" summary failures: {failures}")
 steps = [r["step"] for r in records if r.get("event") == "step"]
 print(("pass" if sorted(set(steps)) == list(range(summary.get("steps", -1))) else "fail") +
       " every step recorded once")
+counted = summary.get("rows_per_epoch")
+print(("pass" if counted == rows else "fail") + f" rows per epoch {counted}, expected {rows}")
 if lost and ok:
     f = failures[0]
     print(f"info detection {lost[0]['unix_s'] - killed:.3f} s from the kill "
@@ -108,6 +119,14 @@ PY
       *) fail "$what: $message" ;;
     esac
   done <<<"$out"
+}
+
+# rows_once WHAT RUN_DIR: summary.json counts the 24,000 rows of the job's 400 steps of 60 once.
+rows_once() {
+  local rows
+  rows=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["rows_per_epoch"])' \
+    "$2/summary.json" 2>&1)
+  [ "$rows" = "[24000]" ] && pass || fail "$1: rows per epoch $rows, expected [24000]"
 }
 
 cat >"$tmp/local.json" <<'JSON'
@@ -142,6 +161,11 @@ start_run() {
   done
 }
 
+# The sections that stop or kill a node at a given step once the run reached a step slow every step down by 5 ms (a
+# straggler: the same numbers), so that the run is still going when the signal lands: 400
+# steps of this network take under a second, about as long as polling metrics.jsonl may lag.
+straggle="--set faults.slow_worker=0 --set faults.slow_ms=5"
+
 # --- sync: SIGKILL one node of 3 at a random step, several seeds ---------------------------------
 section kill && for seed in $(seq "$seeds"); do
   RANDOM=$((seed * 7919))
@@ -163,6 +187,36 @@ section kill && for seed in $(seq "$seeds"); do
   done
 done
 
+# --- exactly once: 4 whole epochs of 6,000 rows (54,000 held out for validation), a node killed
+# mid-epoch; each epoch's count is the training set's size (100 steps of 60 rows, none dropped).
+section once && {
+cat >"$tmp/epochs.json" <<'JSON'
+{"name": "epochs", "seed": 5,
+ "model": {"type": "mlp", "hidden": [32]},
+ "data": {"type": "fashion_mnist", "path": "/usr/share/datasets/fashion-mnist", "validation": 54000},
+ "optimizer": {"type": "sgd", "lr": 0.05},
+ "training": {"steps": 400, "batch_size": 60, "eval_interval": 400},
+ "parallelism": {"policy": "sync", "replicas": 3},
+ "cluster": {"nodes": 3, "join_timeout_s": 30, "bucket_mb": 0.05, "node_timeout_s": 2,
+             "on_node_loss": "continue"}}
+JSON
+start coord_once "$troupe" coordinator "$tmp/epochs.json" --listen 127.0.0.1:0 \
+  --token-file "$tmp/token" --out "$tmp/once" --quiet $straggle
+listening_port "$tmp/coord_once.log"
+coord=$last_pid
+for n in a b c; do
+  start "once_$n" "$troupe" node --join "127.0.0.1:$port" --name "$n" --token-file "$tmp/token"
+  eval "node_$n=$last_pid"
+done
+wait_for_step "$tmp/once" 150 || fail "once: no step 150"
+killed=$(date +%s.%N)
+kill -9 $node_c
+finish $coord 120
+check "exactly once: node c killed mid-epoch" $status 0 "$tmp/coord_once.log" "node c lost at step"
+failure_figures "exactly once" "$tmp/once" "$killed" "[6000, 6000, 6000, 6000]"
+for n in a b; do eval "finish \$node_$n 15"; done
+}
+
 # --- the socket ring cannot be formed again after the loss (as a firewall on the new ports): ----
 # the regroup says why, the survivors sum over actors, and the run completes within the tolerance.
 section reform && {
@@ -176,16 +230,12 @@ grep -F "the socket ring could not be formed again" "$tmp/coord_reform.log" |
   grep -qF "the ring runs over actors in epoch" && pass ||
   fail "reform: the log does not say the ring went over actors"
 close_weights "socket ring not formed again" "$tmp/ref" "$tmp/reform"
+rows_once "socket ring not formed again" "$tmp/reform"
 for n in a c; do
   eval "finish \$node_$n 15"
   check "reform: survivor $n" $status 0 "$tmp/reform_$n.log" "the run succeeded"
 done
 }
-
-# The sections that stop a node once the run reached a step slow every step down by 5 ms (a
-# straggler: the same numbers), so that the run is still going when the signal lands: 400
-# steps of this network take under a second, about as long as polling metrics.jsonl may lag.
-straggle="--set faults.slow_worker=0 --set faults.slow_ms=5"
 
 # --- SIGSTOP past node_timeout_s (2 s), then SIGCONT: cut off; it leaves, the run completes ----
 section stop && {
@@ -221,6 +271,7 @@ check "SIGSTOP past step_timeout_s" $status 0 "$tmp/coord_fence.log" "node c los
 grep -q '"event":"node_lost".*worker 2 (node c)' "$tmp/fence/metrics.jsonl" && pass ||
   fail "fence: the node_lost record does not name worker 2 (node c)"
 close_weights "node c fenced" "$tmp/ref" "$tmp/fence"
+rows_once "node c fenced" "$tmp/fence"
 finish $node_c 20
 check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
 }
@@ -250,11 +301,27 @@ for policy in async async_one local_sgd diloco; do
     grep -qF "parameter server shard 0 lost; started again here from" \
       "$tmp/coord_$policy.log" && pass || fail "async: shard 0 was not started again"
   fi
-  /usr/bin/python3 - "$tmp/$policy" <<'PY' && pass || fail "$policy: $(tail -2 "$tmp/coord_$policy.log")"
-import json, sys
-s = json.load(open(sys.argv[1] + "/summary.json"))
+  /usr/bin/python3 - "$tmp/$policy" "$tmp/coord_$policy.log" "$policy" <<'PY' && pass || fail "$policy: $(tail -2 "$tmp/coord_$policy.log")"
+import json, re, sys
+run, log, policy = sys.argv[1:]
+s = json.load(open(run + "/summary.json"))
 ok = s["status"] == "succeeded" and s["steps"] == 400 and len(s.get("failures", [])) == 1
-print(f"  {s['status']}, {s['steps']} steps, failures {s.get('failures')}")
+rows = s.get("rows_per_epoch")
+print(f"  {s['status']}, {s['steps']} steps, failures {s.get('failures')}, rows per epoch {rows}")
+if policy in ("local_sgd", "diloco"):
+    # The weights hold every row of the steps through node a's last average (A: its weights
+    # went in even where its report of A never came), the survivors' 40 of each step they
+    # drained after it before the regroup, then the whole batch again: node a's rows after A
+    # are in no average, whether it had reported them or not.
+    averaged = re.search(r"trained after step (\d+) \(its last average\)", open(log).read())
+    a = int(averaged.group(1)) if averaged else 10**9
+    records = [json.loads(line) for line in open(run + "/metrics.jsonl")]
+    short = [r["step"] for r in records if r.get("event") == "step" and r["samples"] == 40]
+    drained = [step for step in short if step > a]
+    expected = [24000 - 20 * len(drained)]
+    print(f"  node a's last average after step {a}, {len(drained)} steps drained by the two "
+          f"survivors after it: {expected[0]} rows expected")
+    ok = ok and rows == expected and all(step >= a for step in short)
 sys.exit(0 if ok else 1)
 PY
   for n in b c; do
@@ -296,6 +363,7 @@ grep -qF "hold identical weights after step" "$tmp/coord_join.log" && pass ||
 # The driver checked that every replica (d's too) ended with the same weights: the run
 # succeeded. They are also the uninterrupted run's, up to the order of float sums.
 close_weights "node b lost, node d joined" "$tmp/ref" "$tmp/join"
+rows_once "node b lost, node d joined" "$tmp/join"
 finish $node_d 15
 check "the replacement node" $status 0 "$tmp/join_d.log" "the run succeeded"
 }
@@ -315,6 +383,7 @@ check "below min_nodes, a replacement" $status 0 "$tmp/coord_wait.log" "node c j
 grep -qF "hold identical weights after step" "$tmp/coord_wait.log" && pass ||
   fail "wait: the coordinator does not say the replicas agree after c joined"
 close_weights "node c lost and replaced" "$tmp/ref" "$tmp/wait"
+rows_once "node c lost and replaced" "$tmp/wait"
 finish $node_c2 15
 check "the replacement c" $status 0 "$tmp/wait_c2.log" "the run succeeded"
 }
@@ -344,6 +413,7 @@ done
 finish $coord 120
 check "resumed after the ending" $status 0 "$tmp/coord_resumed.log" "succeeded"
 close_weights "ended below min_nodes, resumed" "$tmp/ref" "$tmp/ending"
+rows_once "ended below min_nodes, resumed" "$tmp/ending"
 }
 
 report node_loss_test
