@@ -3,7 +3,7 @@ hosts on slow links: the test accuracy each reaches per wall-second, side by sid
 
   /usr/bin/python3 bench/diloco_hosts.py [--build build] [--hosts 4] [--rates 200mbit,20mbit]
       [--steps 400] [--evals 8] [--period 8] [--outer '{"lr": 0.7, "momentum": 0.9}']
-      [--fragments 4]
+      [--fragments 4] [--overlap 2] [--mix 0.5]
       [--job configs/fashion_mlp_sync.json] [--svg PLOT.svg]
   /usr/bin/python3 bench/diloco_hosts.py --replot RESULT.json --svg PLOT.svg
 
@@ -14,6 +14,9 @@ Runs the job (parallelism.replicas = HOSTS, a node on each host) over scripts/em
   diloco     the same with parallelism.outer_optimizer OUTER (Nesterov by default)
   streaming  diloco with parallelism.fragments FRAGMENTS: one fragment averaged (and outer-
              stepped) every PERIOD / FRAGMENTS steps instead of the whole model every PERIOD
+  overlapped streaming with parallelism.fragment_overlap OVERLAP (default PERIOD / FRAGMENTS:
+             each fragment's average merged just before the next one is handed in) and
+             fragment_mix MIX: the replicas go on while a fragment's average is on its way
 one after the other, evaluating EVALS times. Prints JSON: per rate and variant the test accuracy
 at each evaluation against the wall-seconds since the first step (the curve a plot would draw),
 the final accuracy, accuracy per wall-second, the seconds to reach the lowest final accuracy of
@@ -67,7 +70,7 @@ def gradient_bytes(out, ranks):
 
 
 COLORS = {"sync": "#1f77b4", "local_sgd": "#2ca02c", "diloco": "#d62728",
-          "streaming": "#9467bd"}
+          "streaming": "#9467bd", "overlapped": "#ff7f0e"}
 
 
 def plot(result, path):
@@ -118,6 +121,8 @@ def main():
     p.add_argument("--period", type=int, default=8)
     p.add_argument("--outer", default='{"lr": 0.7, "momentum": 0.9}')
     p.add_argument("--fragments", type=int, default=4)
+    p.add_argument("--overlap", type=int, help="default: period / fragments")
+    p.add_argument("--mix", type=float, default=0.5)
     p.add_argument("--job", default=os.path.join(HERE, "..", "configs", "fashion_mlp_sync.json"))
     p.add_argument("--svg", help="draw the curves into this SVG file")
     p.add_argument("--replot", help="draw --svg from this result JSON and run nothing")
@@ -128,6 +133,7 @@ def main():
         with open(args.replot) as f:
             plot(json.load(f), args.svg)
         return
+    overlap = args.overlap if args.overlap is not None else args.period // args.fragments
     variants = {
         "sync": [],
         "local_sgd": ["--set", "parallelism.policy=local_sgd",
@@ -139,10 +145,16 @@ def main():
                       "--set", f"parallelism.period={args.period}",
                       "--set", f"parallelism.outer_optimizer={args.outer}",
                       "--set", f"parallelism.fragments={args.fragments}"],
+        "overlapped": ["--set", "parallelism.policy=local_sgd",
+                       "--set", f"parallelism.period={args.period}",
+                       "--set", f"parallelism.outer_optimizer={args.outer}",
+                       "--set", f"parallelism.fragments={args.fragments}",
+                       "--set", f"parallelism.fragment_overlap={overlap}",
+                       "--set", f"parallelism.fragment_mix={args.mix}"],
     }
     result = {"benchmark": "diloco_hosts", "hosts": args.hosts, "steps": args.steps,
               "period": args.period, "outer": json.loads(args.outer),
-              "fragments": args.fragments,
+              "fragments": args.fragments, "overlap": overlap, "mix": args.mix,
               "job": os.path.basename(args.job), "rates": {}}
     with tempfile.TemporaryDirectory() as work:
         job = write_job(args.job, args.steps, args.evals, work)

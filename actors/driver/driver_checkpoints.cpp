@@ -60,9 +60,15 @@ void release_block(driver_pointer self, const std::vector<int64_t>& steps, bool 
     return;
   auto& st = self->state;
   for (auto s : steps) {
+    // A streaming fragment's average in flight after `s` is in no replica's state yet: a
+    // checkpoint due there waits for the first step after which none is.
+    const bool owed =
+        (st.checkpoints && st.checkpoints->due(s, st.tracker->elapsed_s())) || st.checkpoint_owed;
+    const bool in_flight = st.plan->schedule.fragment_in_flight(s);
+    st.checkpoint_owed = owed && in_flight;
     // A checkpoint announced before a regroup is announced again: the workers forgot it then.
     if ((checkpoint_last && s == steps.back()) || st.pending_checkpoints.count(s) > 0 ||
-        (st.checkpoints && st.checkpoints->due(s, st.tracker->elapsed_s())))
+        (owed && !in_flight))
       ask_for_checkpoint(self, s);
   }
   for (auto r : live_ranks(st))
@@ -91,14 +97,15 @@ void stop_with_checkpoint(driver_pointer self, int64_t completed) {
     st.stop_at = ahead->first;
     return;
   }
-  const auto last = st.release->release_last();
-  if (!last || st.plan->rules.is_last(*last)) {
-    if (last)
-      release_block(self, {*last}, false);
+  // Not after a step with a streaming fragment's average in flight: no replica holds it yet.
+  const auto steps = st.release->release_last(
+      [&schedule = st.plan->schedule](int64_t s) { return !schedule.fragment_in_flight(s); });
+  if (steps.empty() || st.plan->rules.is_last(steps.back())) {
+    release_block(self, steps, false);
     return;  // every step runs: the run simply completes
   }
-  st.stop_at = *last;
-  release_block(self, {*last}, true);
+  st.stop_at = steps.back();
+  release_block(self, steps, true);
 }
 
 // The parts a checkpoint waits for: with replicas, one per live replica where each keeps its own

@@ -101,6 +101,9 @@ struct run_driver_state {
   std::optional<checkpoint_schedule> checkpoints;
   std::unique_ptr<checkpoint_writer> writer;
   std::map<int64_t, pending_checkpoint> pending_checkpoints;
+  /// A checkpoint came due after a step with a streaming fragment's average in flight: it is
+  /// taken after the first step released with none (driver_checkpoints.cpp).
+  bool checkpoint_owed = false;
   /// A stop request with checkpoints: the run ends once the checkpoint after this step is
   /// written, and nothing past it is started.
   std::optional<int64_t> stop_at;

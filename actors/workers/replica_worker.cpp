@@ -121,17 +121,22 @@ at::Tensor on_host(const at::Tensor& tensor) {
   return tensor.defined() ? tensor.to(at::kCPU) : tensor;
 }
 
+// A step with no exchange of its own (a local_sgd step between averages, or one whose fragment
+// goes on its way while it goes on): no evaluation, not the last step (those average all).
+void finish_local_step(self_pointer self, int64_t step, double apply_s) {
+  step_outcome local;
+  local.step = step;
+  finish_step(self, local, std::exchange(self->state.merge_wait_s, 0.0), apply_s);
+}
+
 // A local_sgd step: step alone; hand the weights in at averaging steps.
 void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   auto& st = self->state;
   const auto& schedule = st.plan->schedule;
   st.engine->apply(st.engine->gradient(), st.plan->lr_at(step));
   const double apply_s = seconds_since(st.sent_at);
-  if (!schedule.averages_after(step)) {
-    step_outcome local;  // no exchange, no evaluation, not the last step: those average
-    local.step = step;
-    return finish_step(self, local, 0.0, apply_s);
-  }
+  if (!schedule.averages_after(step))
+    return finish_local_step(self, step, apply_s);
   st.sent_at = clock_type::now();
   // The steps before it reach the driver first: the run's count of rows trained into the
   // weights (local_sgd_strategy) knows at the average which this replica's weights hold.
@@ -140,9 +145,12 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   if (schedule.averages_momenta_after(step))
     momenta = on_host(st.engine->momenta());
   auto weights = on_host(st.engine->weights());
-  if (const auto fragment =
-          fragment_after(*st.plan, step))  // streaming: this fragment's values only
+  const auto fragment = fragment_after(*st.plan, step);  // streaming: this fragment's values only
+  const bool overlap = fragment && schedule.fragment_overlap() > 0;
+  if (fragment)
     weights = weights.narrow(0, fragment->begin, fragment->size);
+  if (overlap)  // a copy: this replica's own values train on while the driver reads it
+    weights = weights.clone();
   const auto compression = st.plan->job.parallelism.compression;
   if (compression == compression_kind::none || !st.average_base.defined())
     tell_driver(self, average_atom_v, weights_hand_in{meta, weights, momenta});
@@ -150,12 +158,45 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
     tell_driver(self, average_atom_v,
                 weights_hand_in{meta, pack(weights - st.average_base, compression), momenta});
   st.apply_s = apply_s;
+  if (overlap) {
+    auto& f = st.fragment_in_flight.emplace();
+    f.step = step;
+    f.merge_before = schedule.merge_before(step);
+    f.fragment = *fragment;
+    finish_local_step(self, step, apply_s);
+  }
+}
+
+// The fragment's average that came in flight is merged: `mix` of the way from this replica's
+// values (which trained on meanwhile) to it.
+void merge_fragment(replica_worker_state& st) {
+  const auto& f = *st.fragment_in_flight;
+  st.engine->set_weights_part(f.average, f.fragment.begin,
+                              st.plan->job.parallelism.fragment_mix.value_or(0.5));
+  st.fragment_in_flight.reset();
+}
+
+// Whether `step` may compute now: a fragment's average due before it is merged first, or the
+// step waits for it (merged and computed when it comes: on_averaged).
+bool ready_to_compute(replica_worker_state& st, int64_t step) {
+  auto& f = st.fragment_in_flight;
+  if (!f || step < f->merge_before)
+    return true;
+  if (!f->average.defined()) {
+    f->held = step;
+    f->held_at = clock_type::now();
+    return false;
+  }
+  merge_fragment(st);
+  return true;
 }
 
 void compute_step(self_pointer self, int64_t step) {
   auto& st = self->state;
   const auto start = clock_type::now();
   ensure_engine(st);
+  if (!ready_to_compute(st, step))
+    return;
   apply_worker_faults(st.plan->job.faults, st.rank, step);
   const auto policy = st.plan->schedule.policy_at(step);
   const auto result = st.engine->compute_gradient(step, policy == policy_kind::sync);
@@ -195,6 +236,22 @@ void on_update(self_pointer self, const update_meta& meta, const at::Tensor& com
   finish_step(self, meta, comm_s, seconds_since(apply_start));
 }
 
+// With fragment_overlap: the average of the fragment handed in after `step` came. It is kept
+// until the step it is merged before, or merged now when that step already waits for it.
+void take_fragment_average(self_pointer self, int64_t step, const at::Tensor& average) {
+  auto& st = self->state;
+  auto& f = st.fragment_in_flight;
+  if (!f || f->step != step || f->average.defined())
+    throw std::logic_error("an average of the fragment handed in after step " +
+                           std::to_string(step) + ", which this replica does not wait for");
+  f->average = average;
+  if (!f->held)
+    return;
+  const auto held = *f->held;
+  st.merge_wait_s += seconds_since(f->held_at);
+  compute_step(self, held);  // merges first
+}
+
 void on_averaged(self_pointer self, const update_meta& meta, const at::Tensor& weights,
                  const at::Tensor& momenta) {
   auto& st = self->state;
@@ -204,6 +261,8 @@ void on_averaged(self_pointer self, const update_meta& meta, const at::Tensor& w
     if (weights.numel() != fragment->size)
       throw std::logic_error("an average of " + std::to_string(weights.numel()) +
                              " values for a fragment of " + std::to_string(fragment->size));
+    if (st.plan->schedule.fragment_overlap() > 0)
+      return take_fragment_average(self, meta.step, weights);
     st.engine->set_weights_part(weights, fragment->begin);
     return finish_step(self, meta, comm_s, st.apply_s + seconds_since(apply_start));
   }

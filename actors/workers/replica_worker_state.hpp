@@ -47,6 +47,19 @@ struct replica_worker_state {
   /// them too. Weights are handed in as their difference from it, packed; undefined (hand them
   /// in whole) until the first average and after anything else set the weights.
   at::Tensor average_base;
+  /// local_sgd with streaming fragments and parallelism.fragment_overlap: the fragment handed in
+  /// after `step` and not merged yet (`average`: once it came), which must be merged before
+  /// step `merge_before` computes; `held`: that step, when it came first and waits for it.
+  struct fragment_on_its_way {
+    int64_t step = 0;
+    int64_t merge_before = 0;
+    server_shard fragment;
+    at::Tensor average;
+    std::optional<int64_t> held;
+    clock_type::time_point held_at;
+  };
+  std::optional<fragment_on_its_way> fragment_in_flight;
+  double merge_wait_s = 0;  ///< waited for a fragment's average, reported with the next step
   /// async with a sharded server (replica_shards.cpp): the shards, each one's slice of the flat
   /// weights, which slices of the next weights are in, and the push in flight (its slices,
   /// packed where the run compresses, by shard; which shards acknowledged theirs).

@@ -243,8 +243,22 @@ void check_devices(const job_config& job, problem_list& problems) {
 // offsets must differ, and what is averaged is plain weights (no packed differences, momenta).
 void check_fragments(const job_config& job, problem_list& problems) {
   const auto& par = job.parallelism;
+  if (par.fragment_overlap > 0 && par.fragments <= 1)
+    problems.push_back(
+        "/parallelism/fragment_overlap: overlaps a streaming fragment's average with the next "
+        "steps; set parallelism.fragments (2 or more) too");
+  if (par.fragment_mix && par.fragment_overlap == 0)
+    problems.push_back(
+        "/parallelism/fragment_mix: mixes an average that arrives fragment_overlap steps late "
+        "into the replica's own values; without fragment_overlap the average replaces them");
   if (par.fragments <= 1 || reported_at(problems, "/parallelism/fragments"))
     return;
+  if (par.fragments <= par.period && par.fragment_overlap > par.period / par.fragments)
+    problems.push_back("/parallelism/fragment_overlap: " + std::to_string(par.fragment_overlap) +
+                       " steps overlap the next fragment's turn (one every " +
+                       std::to_string(par.period / par.fragments) + " steps with period " +
+                       std::to_string(par.period) + " and " + std::to_string(par.fragments) +
+                       " fragments): at most period / fragments, one fragment in flight at a time");
   const std::string where = "/parallelism/fragments: ";
   if (par.period < par.fragments)
     problems.push_back(where + std::to_string(par.fragments) +

@@ -171,6 +171,10 @@ json parallelism_json(const parallelism_config& par) {
           {"type", "sgd"}, {"lr", o.lr}, {"momentum", o.momentum}, {"nesterov", o.nesterov}};
     if (par.fragments > 1)  // the default is left out, so a resolved job of before reads the same
       parallelism["fragments"] = par.fragments;
+    if (par.fragment_overlap > 0) {
+      parallelism["fragment_overlap"] = par.fragment_overlap;
+      parallelism["fragment_mix"] = par.fragment_mix.value_or(0.5);
+    }
   }
   if (par.policy == policy_kind::schedule)
     parallelism["phases"] = phases_json(par.phases);

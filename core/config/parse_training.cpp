@@ -165,7 +165,8 @@ void read_outer_optimizer(object_reader& r, outer_optimizer_config& o) {
 void read_parallelism(object_reader r, parallelism_config& p) {
   if (!read_enum(r, "policy", policy_names, p.policy))
     skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
-                 "compression", "phases", "outer_optimizer", "ps_shards", "fragments"});
+                 "compression", "phases", "outer_optimizer", "ps_shards", "fragments",
+                 "fragment_overlap", "fragment_mix"});
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   read_pipeline(r, p);
@@ -175,8 +176,15 @@ void read_parallelism(object_reader r, parallelism_config& p) {
     read_enum(r, "compression", compression_names, p.compression);
     read_outer_optimizer(r, p.outer_optimizer);
     r.integer("fragments", p.fragments, 1, 4096);
+    r.integer("fragment_overlap", p.fragment_overlap, 0, 1000000);
+    if (r.has("fragment_mix")) {
+      double mix = 0.5;
+      if (r.number("fragment_mix", mix, 0, true, 1, false))  // (0, 1]: 0 would never take it
+        p.fragment_mix = mix;
+    }
     r.finish({"policy", "replicas", "threads_per_replica", "stages", "micro_batches", "schedule",
-              "split", "period", "average_momenta", "compression", "outer_optimizer", "fragments"});
+              "split", "period", "average_momenta", "compression", "outer_optimizer", "fragments",
+              "fragment_overlap", "fragment_mix"});
   } else if (p.policy == policy_kind::async) {
     r.optional_integer("max_staleness", p.max_staleness, 0, 1000000);
     r.boolean("staleness_lr_scaling", p.staleness_lr_scaling);

@@ -248,6 +248,15 @@ struct parallelism_config {
   /// every period / fragments steps instead of the whole model every period. Evaluations and
   /// the last step average every fragment. 1: the whole model at once.
   int64_t fragments = 1;
+  /// local_sgd with fragments only: the inner steps a replica runs on while a fragment's average
+  /// is on its way (Streaming DiLoCo's overlap): it hands in a copy of the fragment, goes on,
+  /// and merges the average before step + fragment_overlap (or the next averaging step, if
+  /// sooner). 0: it waits for the average, which replaces the fragment. At most
+  /// period / fragments, so that one fragment is in flight at a time.
+  int64_t fragment_overlap = 0;
+  /// With fragment_overlap: the average's share of the merged fragment; the replica keeps
+  /// 1 - fragment_mix of its own values, which went on training meanwhile. Unset: 0.5.
+  std::optional<double> fragment_mix;
   /// async only: how many steps a worker may run ahead of the slowest live worker (stale-
   /// synchronous parallel); unset means unbounded. 0 keeps all workers on the same clock.
   std::optional<int64_t> max_staleness;

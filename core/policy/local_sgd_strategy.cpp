@@ -2,6 +2,8 @@
 
 #include "core/policy/replica_steps.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 #include <variant>
 
@@ -51,9 +53,15 @@ step_actions local_sgd_strategy::average(int64_t step, const std::vector<step_pa
     const auto r = static_cast<std::size_t>(p.worker);
     averaged_through_[r] = step;
     // A worker sends its reports before it hands its weights in: every one before `step` is
-    // in, and none after.
-    unaveraged_[r].clear();
-    averaged_unreported_[r].emplace(step, p.samples);
+    // in. `step`'s own comes after the average, or before it where the replica goes on while
+    // a fragment's average is on its way (fragment_overlap), and so may later ones.
+    auto& pending = unaveraged_[r];
+    const auto later = std::find_if(pending.begin(), pending.end(),
+                                    [step](const auto& entry) { return entry.first > step; });
+    const bool reported = later != pending.begin() && std::prev(later)->first == step;
+    pending.erase(pending.begin(), later);
+    if (!reported)
+      averaged_unreported_[r].emplace(step, p.samples);
   }
   return {std::move(average)};
 }

@@ -16,8 +16,10 @@ policy_schedule::policy_schedule(const parallelism_config& p, const step_rules& 
     whole.period = p.period;
     whole.average_momenta = p.average_momenta;
     configs = {whole};
-    if (p.policy == policy_kind::local_sgd)
+    if (p.policy == policy_kind::local_sgd) {
       fragments_ = std::max<int64_t>(1, p.fragments);
+      overlap_ = fragments_ > 1 ? std::max<int64_t>(0, p.fragment_overlap) : 0;
+    }
   }
   int64_t first = 0;
   for (std::size_t i = 0; i < configs.size() && first < total_steps; ++i) {
@@ -56,6 +58,19 @@ int64_t policy_schedule::fragment_after(int64_t step) const {
     if ((into + f * period / fragments_) % period == 0)
       return f;
   return -1;
+}
+
+int64_t policy_schedule::merge_before(int64_t step) const {
+  return std::min(step + overlap_, next_averaging_step(step + 1));
+}
+
+bool policy_schedule::fragment_in_flight(int64_t step) const {
+  // One fragment is in flight at a time (overlap <= period / fragments): the one handed in
+  // within the last `overlap` steps, if any.
+  for (int64_t s = std::max<int64_t>(0, step - overlap_ + 1); s <= step; ++s)
+    if (fragment_after(s) >= 0 && merge_before(s) > step)
+      return true;
+  return false;
 }
 
 bool policy_schedule::averages_after(int64_t step) const {

@@ -42,6 +42,16 @@ class policy_schedule {
   /// (evaluations, the end of the phase), where none is, and without fragments.
   int64_t fragment_after(int64_t step) const;
   int64_t fragments() const { return fragments_; }
+  /// parallelism.fragment_overlap: 0 (a replica waits for each fragment's average), or the
+  /// steps it goes on before it merges it.
+  int64_t fragment_overlap() const { return overlap_; }
+  /// With fragment_overlap, for a step after which a fragment is handed in: the step before
+  /// which its average is merged, `overlap` steps on or the next averaging step if that comes
+  /// first (so a replica never hands in or evaluates weights that still miss it).
+  int64_t merge_before(int64_t step) const;
+  /// Whether a fragment's average is in flight after `step`: handed in after it or before it,
+  /// merged after it. A checkpoint there would miss it.
+  bool fragment_in_flight(int64_t step) const;
   /// Whether that averaging includes SGD's momenta: when the phase asks for it, or when a sync
   /// phase follows (sync needs replicas with identical optimizer states).
   bool averages_momenta_after(int64_t step) const;
@@ -59,6 +69,7 @@ class policy_schedule {
   std::vector<phase> phases_;
   step_rules rules_;
   int64_t fragments_ = 1;
+  int64_t overlap_ = 0;
 };
 
 }  // namespace troupe

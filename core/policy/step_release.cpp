@@ -62,6 +62,18 @@ std::optional<int64_t> step_release::release_last() {
   return s;
 }
 
+std::vector<int64_t> step_release::release_last(
+    const std::function<bool(int64_t)>& may_stop_after) {
+  std::vector<int64_t> steps;
+  while (auto s = take()) {
+    steps.push_back(*s);
+    if (may_stop_after(*s))
+      break;
+  }
+  stopped_ = true;
+  return steps;
+}
+
 release_pace release_pace_for(double step_s) {
   if (step_s > 0 && step_s < short_step_s)
     return {block_release_window, release_block_steps};

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -33,8 +34,11 @@ class step_release {
   /// (fewer only at the run's end), never past the window.
   std::vector<int64_t> on_complete(int64_t step);
   /// Releases one more step now, ahead of the window, and then no more (a stop request): the
-  /// step, or nullopt when every step is released already.
+  /// step, or nullopt when every step is released already. With `may_stop_after`, as many more
+  /// as it takes to reach a step it accepts (a streaming fragment's average in flight after a
+  /// step leaves no state to stop with there): the steps released, in order.
   std::optional<int64_t> release_last();
+  std::vector<int64_t> release_last(const std::function<bool(int64_t)>& may_stop_after);
   /// Releases no more steps (a stop request whose checkpoint step is released already).
   void stop() { stopped_ = true; }
   /// Releases no more steps until start() begins again (a regroup after a lost node: the

@@ -19,7 +19,13 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
   out << "  policy: " << to_string(par.policy);
   if (par.policy == policy_kind::local_sgd && par.fragments > 1)
     out << " (" << par.fragments << " streaming fragments, each averaged every " << par.period
-        << " steps, one every " << par.period / par.fragments << ")";
+        << " steps, one every " << par.period / par.fragments
+        << (par.fragment_overlap > 0
+                ? ", merged " + std::to_string(par.fragment_overlap) +
+                      " steps later while the replicas go on (the average's share " +
+                      fmt::format("{:g}", par.fragment_mix.value_or(0.5)) + ")"
+                : std::string())
+        << ")";
   else if (par.policy == policy_kind::local_sgd)
     out << " (average every " << par.period << " steps"
         << (par.average_momenta ? ", momenta too" : "")

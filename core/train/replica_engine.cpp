@@ -71,9 +71,13 @@ at::Tensor replica_engine::forward(const at::Tensor& input, int64_t step, int64_
   return model_.forward(input);
 }
 
-void replica_engine::set_weights_part(const at::Tensor& part, int64_t begin) {
+void replica_engine::set_weights_part(const at::Tensor& part, int64_t begin, double mix) {
   torch::NoGradGuard no_grad;
-  flat_->weights().narrow(0, begin, part.numel()).copy_(part.reshape({-1}));
+  auto own = flat_->weights().narrow(0, begin, part.numel());
+  if (mix == 1)
+    own.copy_(part.reshape({-1}));
+  else
+    own.lerp_(part.reshape({-1}).to(own.device()), mix);
   flat_->load_buffers();
 }
 

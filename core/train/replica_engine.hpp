@@ -103,8 +103,9 @@ class replica_engine {
   /// Overwrites the weights (e.g. with the replicas' average).
   void set_weights(const at::Tensor& flat);
   /// Overwrites the values [begin, begin + part.numel()) of the flat weights (a streaming
-  /// fragment's average).
-  void set_weights_part(const at::Tensor& part, int64_t begin);
+  /// fragment's average), or with `mix` < 1 moves them that share of the way to `part`
+  /// (torch.lerp: a late average merged into values that trained on meanwhile).
+  void set_weights_part(const at::Tensor& part, int64_t begin, double mix = 1);
 
   /// The optimizer's state as bytes (core/optim/make_optimizer), for a checkpoint; under fp16
   /// led by the loss scaler's state.

@@ -6,6 +6,7 @@
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/checkpoint/run_checkpoint.hpp"
 #include "core/policy/step_pace.hpp"
+#include "core/run/run_plan.hpp"
 #include "training_fixtures.hpp"
 
 #include <ATen/ATen.h>
@@ -107,6 +108,51 @@ TEST_SUITE("checkpoints") {
         CHECK(at::equal(r.final_weights, reference.final_weights));
       }
     }
+  }
+
+  TEST_CASE(
+      "with a fragment's average in flight, a checkpoint waits for the merge; resumes exact") {
+    auto job = job_of(policy_kind::local_sgd);
+    job.parallelism.period = 4;
+    job.parallelism.fragments = 2;  // one after every odd step, merged before the next step
+    job.parallelism.fragment_overlap = 1;
+    job.parallelism.outer_optimizer = {true, 0.7, 0.5, true};
+    run_folder full("overlap");
+    const auto reference = run_with(job, full.path.string());
+    REQUIRE_MESSAGE(reference.succeeded(), reference.error);
+    // Due after 6, 13, 20, 27 and 34; 13 and 27 hand a fragment in, so those come a step later.
+    CHECK(checkpoint_steps(full.path) == std::vector<int64_t>{6, 14, 20, 28, 34});
+    for (auto step : {14, 28}) {
+      CAPTURE(step);
+      run_folder resumed("overlap-resumed");
+      fs::create_directories(checkpoints_folder(resumed.path.string()));
+      const auto name = "step-" + std::to_string(step);
+      fs::copy(fs::path(checkpoints_folder(full.path.string())) / name,
+               fs::path(checkpoints_folder(resumed.path.string())) / name);
+      const auto stored = read_latest_checkpoint(resumed.path.string(), nullptr);
+      REQUIRE(stored);
+      const auto r = run_with(job, resumed.path.string(),
+                              std::make_shared<run_checkpoint>(decode_checkpoint(*stored)));
+      REQUIRE_MESSAGE(r.succeeded(), r.error);
+      CHECK(at::equal(r.final_weights, reference.final_weights));
+    }
+    // A stop lands after a step with nothing in flight, with its checkpoint.
+    std::atomic<bool> stop{false};
+    job.training.steps = 1000;
+    job.checkpoint.every_steps = 0;
+    run_folder stopped("overlap-stopped");
+    run_options options;
+    options.checkpoint_dir = stopped.path.string();
+    options.stop_requested = &stop;
+    options.on_progress = [&](const progress_update& p) {
+      if (p.step >= 5)
+        stop = true;
+    };
+    const auto r = plan_and_run(job, test::small_data(job), options);
+    CHECK(r.status == run_status::failed);
+    const auto steps = checkpoint_steps(stopped.path);
+    REQUIRE(steps.size() == 1);
+    CHECK(!make_run_plan(job, describe_data(job.data)).schedule.fragment_in_flight(steps[0]));
   }
 
   TEST_CASE("a stop request ends the run once the checkpoint of its last step is written") {

@@ -217,15 +217,27 @@ TEST_SUITE("training") {
 
   // Streaming fragments (parallelism.fragments), with and without DiLoCo's outer step: the run
   // ends exactly where two engines end that step alone and average, by hand, each fragment at
-  // the steps the schedule names (and the whole model at evaluations and the last step).
+  // the steps the schedule names (and the whole model at evaluations and the last step). With
+  // fragment_overlap the engines hand in a copy, go on, and merge the average `overlap` steps
+  // later (or before the next average), mixing it into their own values.
   TEST_CASE("streaming fragments average each fragment at its own steps, as done by hand") {
-    for (const bool outer : {false, true}) {
+    struct variant {
+      bool outer;
+      int64_t overlap;
+      double mix;
+    };
+    for (const auto [outer, overlap, mix] : {variant{false, 0, 1.0}, variant{true, 0, 1.0},
+                                             variant{false, 1, 0.5}, variant{true, 2, 0.75}}) {
       CAPTURE(outer);
+      CAPTURE(overlap);
       auto job = test::small_job(2, 24);  // evaluations after steps 9, 19 and 23
       job.parallelism.policy = policy_kind::local_sgd;
       job.parallelism.period = 4;
       job.parallelism.fragments = 2;
       job.parallelism.outer_optimizer = {outer, 0.7, 0.5, true};
+      job.parallelism.fragment_overlap = overlap;
+      if (overlap > 0)
+        job.parallelism.fragment_mix = mix;
       const auto data = test::small_data(job);
       const auto run = plan_and_run(job, data, {});
       REQUIRE_MESSAGE(run.succeeded(), run.error);
@@ -241,7 +253,18 @@ TEST_SUITE("training") {
       outer_optimizer outer_step(job.parallelism.outer_optimizer);
       outer_step.set_base(start.reshape({-1}));
       std::vector<int64_t> fragment_steps;
+      struct on_its_way {
+        int64_t merge_before;
+        int64_t begin;
+        at::Tensor average;
+      };
+      std::optional<on_its_way> in_flight;
       for (int64_t step = 0; step < 24; ++step) {
+        if (in_flight && step == in_flight->merge_before) {
+          for (auto* e : {&a, &b})
+            e->set_weights_part(in_flight->average, in_flight->begin, mix);
+          in_flight.reset();
+        }
         for (auto* e : {&a, &b}) {
           e->compute_gradient(step, false);
           e->apply(e->gradient(), plan.lr_at(step));
@@ -257,6 +280,10 @@ TEST_SUITE("training") {
                                                {0.5, 0.5});
           if (outer)
             average = outer_step.step_part(average, part.begin);
+          if (overlap > 0) {
+            in_flight = on_its_way{plan.schedule.merge_before(step), part.begin, average};
+            continue;
+          }
           a.set_weights_part(average, part.begin);
           b.set_weights_part(average, part.begin);
         } else {
@@ -270,8 +297,17 @@ TEST_SUITE("training") {
         }
       }
       CHECK(fragment_steps == std::vector<int64_t>{1, 3, 5, 7, 11, 13, 15, 17, 21});
+      CHECK(!in_flight);  // merged before the last step's average
       CHECK(at::equal(run.final_weights, a.weights()));
       CHECK(at::equal(a.weights(), b.weights()));
+      if (overlap > 0) {  // the overlap changed the training: the merges were really late
+        auto waiting = job;
+        waiting.parallelism.fragment_overlap = 0;
+        waiting.parallelism.fragment_mix.reset();
+        const auto waited = plan_and_run(waiting, data, {});
+        REQUIRE(waited.succeeded());
+        CHECK(!at::equal(waited.final_weights, run.final_weights));
+      }
     }
   }
 

@@ -181,6 +181,25 @@ TEST_SUITE("membership") {
     CHECK(kinds(s.on_worker_left(1)) == "");
   }
 
+  TEST_CASE("local_sgd: a replica that went on before its average came loses only what followed") {
+    // fragment_overlap: each replica reports the step it handed its weights in after, and the
+    // next, before the average comes.
+    const step_rules rules(8, 8, 0);
+    local_sgd_strategy s(2, plain(policy_kind::local_sgd, rules, 2), rules);  // averages after 1
+    s.start();
+    report_all(s, 2, 0, 0, 20);
+    report_all(s, 2, 1, 0, 20);
+    report_all(s, 2, 2, 0, 20);
+    s.on_weights(arr(0, 1, 0, 20));
+    CHECK(kinds(s.on_weights(arr(1, 1, 0, 20))) == "combine");
+    const auto out = s.on_worker_left(1);
+    REQUIRE(kinds(out).rfind("recount", 0) == 0);
+    const auto& lost = as<act::recount>(out[0]);
+    CHECK(lost.averaged_through == 1);
+    REQUIRE(lost.rows.size() == 1);  // step 1 was reported and averaged: nothing to add back
+    CHECK(lost.rows[0] == std::pair<int64_t, int64_t>{2, -20});
+  }
+
   TEST_CASE("async: a lost worker leaves the clock at once; its owed push goes elsewhere") {
     const step_rules rules(2, 2, 0);
     async_strategy s(2, int64_t{0}, false, rules);  // 4 pushes

@@ -61,6 +61,45 @@ TEST_SUITE("job_config") {
                              "parameter tensors"));
   }
 
+  TEST_CASE(
+      "fragment_overlap and fragment_mix: with fragments, at most one in flight, mix in (0, 1]") {
+    const json base = {
+        {"parallelism",
+         {{"policy", "local_sgd"}, {"period", 8}, {"fragments", 4}, {"fragment_overlap", 2}}}};
+    const auto job = parse_job(base);
+    CHECK(job.parallelism.fragment_overlap == 2);
+    CHECK(!job.parallelism.fragment_mix);
+    const auto resolved = to_json(job)["parallelism"];
+    CHECK(resolved["fragment_overlap"] == 2);
+    CHECK(resolved["fragment_mix"] == 0.5);  // the resolved job says what runs
+    CHECK(parse_job(json::parse(to_json(job).dump())).parallelism.fragment_mix == 0.5);
+    CHECK(render_plan(make_run_plan(job, describe_data(job.data)))
+              .find("one every 2, merged 2 steps later while the replicas go on (the average's "
+                    "share 0.5)") != std::string::npos);
+    CHECK(!to_json(parse_job(
+        {{"parallelism", {{"policy", "local_sgd"}, {"fragments", 2}}}}))["parallelism"]
+               .contains("fragment_overlap"));
+    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"fragment_overlap", 1}}}},
+                      {"/parallelism/fragment_overlap", "set parallelism.fragments"});
+    check_one_problem(
+        {{"parallelism", {{"policy", "local_sgd"}, {"fragments", 2}, {"fragment_mix", 0.5}}}},
+        {"/parallelism/fragment_mix", "without fragment_overlap"});
+    check_one_problem(
+        {{"parallelism",
+          {{"policy", "local_sgd"}, {"period", 8}, {"fragments", 4}, {"fragment_overlap", 3}}}},
+        {"/parallelism/fragment_overlap: 3 steps overlap the next fragment's turn",
+         "one every 2 steps"});
+    for (const double mix : {0.0, 1.5})
+      check_one_problem({{"parallelism",
+                          {{"policy", "local_sgd"},
+                           {"fragments", 2},
+                           {"fragment_overlap", 1},
+                           {"fragment_mix", mix}}}},
+                        {"/parallelism/fragment_mix"});
+    check_one_problem({{"parallelism", {{"policy", "async"}, {"fragment_overlap", 1}}}},
+                      {"/parallelism/fragment_overlap", "unknown key"});
+  }
+
   TEST_CASE("a slowed worker must exist") {
     check_one_problem({{"faults", {{"slow_worker", 1}, {"slow_ms", 5}}}},
                       {"/faults/slow_worker", "got 1"});

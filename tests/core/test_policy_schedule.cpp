@@ -93,6 +93,37 @@ TEST_SUITE("policy_schedule") {
     CHECK(schedule_of(local_job(4, 0), 20, 10).fragment_after(3) == -1);
   }
 
+  TEST_CASE(
+      "fragment overlap: merged overlap steps on or before the next average; in flight till") {
+    // period 8, 2 fragments (3, 7, 11, 15, then 19 averages all), overlap 2, evaluation at 19.
+    auto job = local_job(8, 0);
+    job.parallelism.fragments = 2;
+    job.parallelism.fragment_overlap = 2;
+    const auto s = schedule_of(job, 40, 20);
+    CHECK(s.fragment_overlap() == 2);
+    CHECK(s.merge_before(3) == 5);
+    CHECK(s.merge_before(7) == 9);
+    std::vector<int64_t> in_flight;
+    for (int64_t step = 0; step < 40; ++step)
+      if (s.fragment_in_flight(step))
+        in_flight.push_back(step);
+    // After 3 and 4 (merged before 5), 7 and 8, ...; never at 19 (every fragment averaged) or
+    // at the last step.
+    CHECK(in_flight ==
+          std::vector<int64_t>{3, 4, 7, 8, 11, 12, 15, 16, 23, 24, 27, 28, 31, 32, 35, 36});
+    // Overlap 4 (the most for one every 4 steps): merged just before the next fragment's step;
+    // 19 averages everything, so 18's... fragment 15's average is merged before 19, not 19.
+    job.parallelism.fragment_overlap = 4;
+    const auto full = schedule_of(job, 40, 20);
+    CHECK(full.merge_before(3) == 7);
+    CHECK(full.merge_before(15) == 19);
+    CHECK(full.fragment_in_flight(18));
+    CHECK(!full.fragment_in_flight(19));
+    // Overlap 0: nothing is ever in flight.
+    job.parallelism.fragment_overlap = 0;
+    CHECK(!schedule_of(job, 40, 20).fragment_in_flight(3));
+  }
+
   TEST_CASE("schedule phases follow each other and switch exactly at their boundaries") {
     job_config job;
     job.parallelism.policy = policy_kind::schedule;

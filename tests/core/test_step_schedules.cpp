@@ -44,6 +44,15 @@ TEST_SUITE("checkpoint") {
     CHECK(resumed.start(8) == std::vector<int64_t>{8, 9});
     CHECK(resumed.on_complete(8).empty());
     CHECK_FALSE(resumed.release_last());
+    // Up to a step the run may stop after (not 7, 8: a fragment in flight there).
+    step_release stop(10, 4);
+    stop.start(0);
+    stop.on_complete(0);
+    stop.on_complete(1);
+    CHECK(stop.release_last([](int64_t s) { return s != 6 && s != 7; }) ==
+          std::vector<int64_t>{6, 7, 8});
+    CHECK(stop.stopped());
+    CHECK(stop.release_last([](int64_t) { return true; }).empty());
   }
 
   TEST_CASE("the release window in blocks: none until a block may go, never past the window") {

@@ -15,8 +15,9 @@
 #     it, it is fenced (its late messages are dropped) and told to leave; the run completes;
 #   - the socket ring, formed again at every regroup, refused after a loss: the survivors sum
 #     over actors and the run completes within the tolerance;
-#   - async (its server sharded over the nodes, and in one piece), local_sgd and local_sgd with
-#     DiLoCo's outer optimizer lose a node and complete;
+#   - async (its server sharded over the nodes, and in one piece), local_sgd, local_sgd with
+#     DiLoCo's outer optimizer and streaming DiLoCo (fragments merged while the replicas go on)
+#     lose a node and complete;
 #   - a replacement joins mid-run: at the step boundary where it joins the driver compares a
 #     digest of every replica's weights (a replicas_checked record, a log line), and the run
 #     completes with identical replicas (the driver's final-weights check) within the tolerance;
@@ -276,10 +277,10 @@ finish $node_c 20
 check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
 }
 
-# --- async, local_sgd and DiLoCo: a node killed mid-run; the run completes every step ----------
+# --- async, local_sgd, DiLoCo and streaming DiLoCo: a node killed mid-run; every step completes -
 # async with a shard on each node: node a's shard starts again in the coordinator; async_one
 # keeps one server, in the coordinator.
-for policy in async async_one local_sgd diloco; do
+for policy in async async_one local_sgd diloco streaming; do
   section "$policy" || continue
   if [ $policy = async ]; then
     start_run "$policy" --set parallelism.policy=async --set parallelism.max_staleness=2 \
@@ -289,9 +290,13 @@ for policy in async async_one local_sgd diloco; do
       --set parallelism.ps_shards=1
   elif [ $policy = local_sgd ]; then
     start_run "$policy" --set parallelism.policy=local_sgd --set parallelism.period=4
-  else  # the survivors' average stepped by the outer optimizer
+  elif [ $policy = diloco ]; then  # the survivors' average stepped by the outer optimizer
     start_run "$policy" --set parallelism.policy=local_sgd --set parallelism.period=4 \
       --set 'parallelism.outer_optimizer={"lr": 0.7, "momentum": 0.5}'
+  else  # streaming DiLoCo: 2 fragments, each average merged 2 steps on while the replicas go on
+    start_run "$policy" --set parallelism.policy=local_sgd --set parallelism.period=4 \
+      --set 'parallelism.outer_optimizer={"lr": 0.7, "momentum": 0.5}' \
+      --set parallelism.fragments=2 --set parallelism.fragment_overlap=2
   fi
   wait_for_step "$tmp/$policy" 100 || fail "$policy: no step 100"
   kill -9 $node_a
@@ -308,7 +313,7 @@ s = json.load(open(run + "/summary.json"))
 ok = s["status"] == "succeeded" and s["steps"] == 400 and len(s.get("failures", [])) == 1
 rows = s.get("rows_per_epoch")
 print(f"  {s['status']}, {s['steps']} steps, failures {s.get('failures')}, rows per epoch {rows}")
-if policy in ("local_sgd", "diloco"):
+if policy in ("local_sgd", "diloco", "streaming"):
     # The weights hold every row of the steps through node a's last average (A: its weights
     # went in even where its report of A never came), the survivors' 40 of each step they
     # drained after it before the regroup, then the whole batch again: node a's rows after A
