@@ -47,35 +47,61 @@ at::Tensor outer_weights(run_driver_state& st, at::Tensor average,
   return next;
 }
 
-// local_sgd: the weighted average of the replicas' weights, as it goes to them. Under
-// parallelism.compression weights handed in packed are the difference from the last average
-// (average_base), and so is the average sent back, unless a replica handed in whole (it lost
-// the base, or there is none yet): then the average goes whole and becomes the base. With an
+// The last average's values where `fragment` lies (all of them without one); undefined before
+// the first whole average.
+at::Tensor base_of(const run_driver_state& st, const std::optional<server_shard>& fragment) {
+  if (!st.average_base.defined() || !fragment)
+    return st.average_base;
+  return st.average_base.narrow(0, fragment->begin, fragment->size);
+}
+
+// The replicas hold `values` where `fragment` lies (everywhere without one) as their last
+// average. Out of place: the base may be a tensor the replicas of this process were sent.
+void settle_base(run_driver_state& st, const at::Tensor& values,
+                 const std::optional<server_shard>& fragment) {
+  if (!fragment) {
+    st.average_base = values;
+  } else if (st.average_base.defined()) {  // a fragment before the first whole average: none yet
+    auto next = st.average_base.clone();
+    next.narrow(0, fragment->begin, fragment->size).copy_(values);
+    st.average_base = std::move(next);
+  }
+}
+
+// local_sgd: the weighted average of the replicas' weights (or of one streaming fragment's),
+// as it goes to them. Under parallelism.compression weights handed in packed are the difference
+// from the last average (average_base, there), and so is the average sent back, unless a
+// replica handed in whole (it lost the base, or there is none yet: fragments go whole until
+// the first whole average): then the average goes whole and becomes the base there. With an
 // outer optimizer, what goes back is its step from the average (outer_weights).
 at::Tensor average_weights(run_driver_state& st, std::vector<at::Tensor> parts,
                            const std::vector<double>& weights,
                            const std::optional<server_shard>& fragment) {
   const auto compression = st.plan->job.parallelism.compression;
-  bool whole = !st.average_base.defined();
+  const auto base = base_of(st, fragment);
+  bool whole = !base.defined();
   for (auto& part : parts) {
     if (!is_packed(part)) {
       whole = true;
-    } else if (!st.average_base.defined()) {
+    } else if (!base.defined()) {
       throw std::runtime_error("a replica handed in packed weights before the first average");
     } else {
-      part = st.average_base + unpack(part).view_as(st.average_base);
+      part = base + unpack(part).view_as(base);
     }
   }
   auto averaged = outer_weights(st, weighted_sum_in_order(parts, weights), fragment);
   if (compression == compression_kind::none)
     return averaged;
   if (whole) {
-    st.average_base = averaged;
+    settle_base(st, averaged, fragment);
     return averaged;
   }
-  auto packed = pack(averaged - st.average_base, compression);
-  st.average_base = st.average_base + unpack(packed).view_as(st.average_base);
-  if (st.outer)  // the next round starts from what the replicas will hold
+  auto packed = pack(averaged - base, compression);
+  const auto held = base + unpack(packed).view_as(base);
+  settle_base(st, held, fragment);
+  if (st.outer && fragment)  // the next round starts from what the replicas will hold
+    st.outer->set_base_part(held, fragment->begin);
+  else if (st.outer)
     st.outer->set_base(st.average_base);
   return packed;
 }

@@ -149,14 +149,17 @@ void step_locally(self_pointer self, int64_t step, const gradient_meta& meta) {
   const bool overlap = fragment && schedule.fragment_overlap() > 0;
   if (fragment)
     weights = weights.narrow(0, fragment->begin, fragment->size);
-  if (overlap)  // a copy: this replica's own values train on while the driver reads it
-    weights = weights.clone();
   const auto compression = st.plan->job.parallelism.compression;
-  if (compression == compression_kind::none || !st.average_base.defined())
+  if (compression == compression_kind::none || !st.average_base.defined()) {
+    if (overlap)  // a copy: this replica's own values train on while the driver reads it
+      weights = weights.clone();
     tell_driver(self, average_atom_v, weights_hand_in{meta, weights, momenta});
-  else
+  } else {
+    const auto base =
+        fragment ? st.average_base.narrow(0, fragment->begin, fragment->size) : st.average_base;
     tell_driver(self, average_atom_v,
-                weights_hand_in{meta, pack(weights - st.average_base, compression), momenta});
+                weights_hand_in{meta, pack(weights - base, compression), momenta});
+  }
   st.apply_s = apply_s;
   if (overlap) {
     auto& f = st.fragment_in_flight.emplace();
@@ -252,18 +255,39 @@ void take_fragment_average(self_pointer self, int64_t step, const at::Tensor& av
   compute_step(self, held);  // merges first
 }
 
+// A streaming fragment's average as the driver sent it: whole, or under compression its
+// difference from the last average there, packed. Under compression the base takes it there
+// (out of place: the base may be the tensor another replica in this process was sent).
+at::Tensor fragment_average(replica_worker_state& st, const server_shard& fragment,
+                            const at::Tensor& sent) {
+  auto average = sent;
+  if (is_packed(sent)) {
+    if (!st.average_base.defined())
+      throw std::logic_error("a packed fragment average before a whole average");
+    const auto base = st.average_base.narrow(0, fragment.begin, fragment.size);
+    average = base + unpack(sent).view_as(base);
+  }
+  if (average.numel() != fragment.size)
+    throw std::logic_error("an average of " + std::to_string(average.numel()) +
+                           " values for a fragment of " + std::to_string(fragment.size));
+  if (st.average_base.defined() && st.plan->job.parallelism.compression != compression_kind::none) {
+    auto next = st.average_base.clone();
+    next.narrow(0, fragment.begin, fragment.size).copy_(average);
+    st.average_base = std::move(next);
+  }
+  return average;
+}
+
 void on_averaged(self_pointer self, const update_meta& meta, const at::Tensor& weights,
                  const at::Tensor& momenta) {
   auto& st = self->state;
   const double comm_s = seconds_since(st.sent_at);
   const auto apply_start = clock_type::now();
   if (const auto fragment = fragment_after(*st.plan, meta.step)) {
-    if (weights.numel() != fragment->size)
-      throw std::logic_error("an average of " + std::to_string(weights.numel()) +
-                             " values for a fragment of " + std::to_string(fragment->size));
+    const auto average = fragment_average(st, *fragment, weights);
     if (st.plan->schedule.fragment_overlap() > 0)
-      return take_fragment_average(self, meta.step, weights);
-    st.engine->set_weights_part(weights, fragment->begin);
+      return take_fragment_average(self, meta.step, average);
+    st.engine->set_weights_part(average, fragment->begin);
     return finish_step(self, meta, comm_s, st.apply_s + seconds_since(apply_start));
   }
   if (is_packed(weights)) {

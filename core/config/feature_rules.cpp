@@ -240,7 +240,7 @@ void check_devices(const job_config& job, problem_list& problems) {
 }
 
 // Streaming fragments average one fragment at a time, each at its own offset in the period: the
-// offsets must differ, and what is averaged is plain weights (no packed differences, momenta).
+// offsets must differ, and what is averaged is the weights (no momenta).
 void check_fragments(const job_config& job, problem_list& problems) {
   const auto& par = job.parallelism;
   if (par.fragment_overlap > 0 && par.fragments <= 1)
@@ -265,9 +265,6 @@ void check_fragments(const job_config& job, problem_list& problems) {
                        " fragments need a period of at least as many steps (one fragment's "
                        "average every period / fragments steps), got period " +
                        std::to_string(par.period));
-  if (par.compression != compression_kind::none)
-    problems.push_back(where + "fragments travel as float32 for now; leave out compression (\"" +
-                       to_string(par.compression) + "\")");
   if (par.average_momenta)
     problems.push_back(where +
                        "fragments average the weights only for now; leave out "

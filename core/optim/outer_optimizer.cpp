@@ -34,10 +34,9 @@ at::Tensor outer_optimizer::step(const at::Tensor& average) {
   return base_.add(gradient, -config_.lr);
 }
 
-at::Tensor outer_optimizer::step_part(const at::Tensor& average, int64_t begin) {
+at::Tensor outer_optimizer::own_base_part(int64_t begin, int64_t size) {
   if (!base_.defined())
     throw std::logic_error("outer_optimizer: a step before the base weights were set");
-  const auto size = average.numel();
   if (begin < 0 || size < 1 || begin + size > base_.numel())
     throw std::invalid_argument("outer_optimizer: a fragment of " + std::to_string(size) +
                                 " values at " + std::to_string(begin) + " for weights of " +
@@ -46,7 +45,16 @@ at::Tensor outer_optimizer::step_part(const at::Tensor& average, int64_t begin) 
     base_ = base_.clone();
     owns_base_ = true;
   }
-  auto base = base_.view({-1}).narrow(0, begin, size);
+  return base_.view({-1}).narrow(0, begin, size);
+}
+
+void outer_optimizer::set_base_part(const at::Tensor& values, int64_t begin) {
+  own_base_part(begin, values.numel()).copy_(values.reshape({-1}));
+}
+
+at::Tensor outer_optimizer::step_part(const at::Tensor& average, int64_t begin) {
+  const auto size = average.numel();
+  auto base = own_base_part(begin, size);
   auto gradient = base - average.view_as(base);
   if (config_.momentum != 0) {
     if (!buffer_.defined())

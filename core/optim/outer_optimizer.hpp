@@ -40,8 +40,15 @@ class outer_optimizer {
   /// a fragment's first step (0 x momentum + g is g, bit for bit, as torch's first step). Every
   /// value steps as a whole step would. Throws as step does, and for a fragment outside.
   at::Tensor step_part(const at::Tensor& average, int64_t begin);
+  /// Streaming fragments under compression: the base's values [begin, begin + values.numel())
+  /// become `values` (what the replicas hold after a packed average: the step, rounded).
+  /// Throws as step_part does.
+  void set_base_part(const at::Tensor& values, int64_t begin);
 
  private:
+  /// The base's values [begin, begin + size), in this optimizer's own copy of the base.
+  at::Tensor own_base_part(int64_t begin, int64_t size);
+
   outer_optimizer_config config_;
   at::Tensor base_;
   bool owns_base_ = false;  ///< base_ was cloned here (step_part writes into it)

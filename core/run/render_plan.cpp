@@ -25,6 +25,9 @@ void render_policy(std::ostringstream& out, const run_plan& p) {
                       " steps later while the replicas go on (the average's share " +
                       fmt::format("{:g}", par.fragment_mix.value_or(0.5)) + ")"
                 : std::string())
+        << (par.compression != compression_kind::none
+                ? std::string(", weights ") + to_string(par.compression) + " on the wire"
+                : std::string())
         << ")";
   else if (par.policy == policy_kind::local_sgd)
     out << " (average every " << par.period << " steps"

@@ -314,24 +314,40 @@ TEST_SUITE("training") {
   TEST_CASE("compression: local_sgd and async in int8 and bf16 learn what float32 does, closely") {
     // local_sgd: the replicas end on one model (the run's weights are replica 0's; every one
     // adds the same packed average to the same base), near the float32 run's, yet not equal:
-    // the differences really were rounded.
+    // the differences really were rounded. Also with streaming fragments (each packed against
+    // the last average there, whole until the first evaluation's average gives both sides a
+    // base), with DiLoCo's outer step and the overlap.
+    struct variant {
+      int64_t period;
+      int64_t fragments;
+      int64_t overlap;
+      bool outer;
+    };
     auto job = test::small_job(2, 60);
     job.parallelism.policy = policy_kind::local_sgd;
-    job.parallelism.period = 7;
     auto data = test::small_data(job);
-    const auto plain = plan_and_run(job, data, {});
-    REQUIRE(plain.succeeded());
-    for (auto kind : {compression_kind::int8, compression_kind::bf16}) {
-      CAPTURE(std::string(to_string(kind)));
-      auto packed_job = job;
-      packed_job.parallelism.compression = kind;
-      const auto packed = plan_and_run(packed_job, data, {});
-      REQUIRE_MESSAGE(packed.succeeded(), packed.error);
-      CHECK(packed.steps == 60);
-      CHECK(*packed.test_accuracy > 0.9);
-      const double diff = max_abs_diff(plain.final_weights, packed.final_weights);
-      CHECK(diff > 0);
-      CHECK(diff < 5e-2);
+    for (const auto [period, fragments, overlap, outer] :
+         {variant{7, 1, 0, false}, variant{4, 2, 0, false}, variant{4, 2, 2, true}}) {
+      CAPTURE(fragments);
+      CAPTURE(overlap);
+      job.parallelism.period = period;
+      job.parallelism.fragments = fragments;
+      job.parallelism.fragment_overlap = overlap;
+      job.parallelism.outer_optimizer = {outer, 0.7, 0.5, true};
+      const auto plain = plan_and_run(job, data, {});
+      REQUIRE(plain.succeeded());
+      for (auto kind : {compression_kind::int8, compression_kind::bf16}) {
+        CAPTURE(std::string(to_string(kind)));
+        auto packed_job = job;
+        packed_job.parallelism.compression = kind;
+        const auto packed = plan_and_run(packed_job, data, {});
+        REQUIRE_MESSAGE(packed.succeeded(), packed.error);
+        CHECK(packed.steps == 60);
+        CHECK(*packed.test_accuracy > 0.9);
+        const double diff = max_abs_diff(plain.final_weights, packed.final_weights);
+        CHECK(diff > 0);
+        CHECK(diff < 5e-2);
+      }
     }
     // async, one replica, max_staleness 0: plain training but for the packing.
     auto async = test::small_job(1, 40);

@@ -136,6 +136,15 @@ TEST_SUITE("optim") {
     CHECK(at::equal(outer.momentum_buffer().narrow(0, 0, 2), at::zeros({2})));
     CHECK_THROWS_AS(outer.step_part(at::zeros({3}), 2), std::invalid_argument);
     CHECK_THROWS_AS(outer_optimizer({true}).step_part(at::zeros({1}), 0), std::logic_error);
+    // Under compression the base takes what the replicas hold there (the step, rounded), and
+    // nothing else; a tensor handed to set_base is not written.
+    outer_optimizer rounded({true, 0.5, 0.9, true});
+    const auto start = at::zeros({4});
+    rounded.set_base(start);
+    rounded.set_base_part(at::full({2}, 3.0), 1);
+    CHECK(at::equal(rounded.base(), at::tensor({0.0F, 3.0F, 3.0F, 0.0F})));
+    CHECK(at::equal(start, at::zeros({4})));
+    CHECK_THROWS_AS(rounded.set_base_part(at::zeros({2}), 3), std::invalid_argument);
   }
 
   TEST_CASE("the outer optimizer without momentum, lr 1: the average, up to rounding") {
