@@ -13,10 +13,6 @@ using namespace troupe;
 
 namespace {
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
-
 // 30 rows: micro-batches of 8, 8, 7, 7 (and 4, 4, 4, 3 per replica in the hybrid layout), so
 // the uneven remainders are part of every comparison.
 job_config base_job(model_kind kind) {
@@ -70,7 +66,7 @@ TEST_SUITE("pipeline_training") {
           CHECK(r.replicas == l.replicas);
           CHECK(r.workers.size() == static_cast<std::size_t>(l.replicas * l.stages));
           REQUIRE(r.final_weights.sizes() == reference.final_weights.sizes());
-          CHECK(max_abs_diff(r.final_weights, reference.final_weights) <= 1e-5);
+          CHECK(test::max_abs_diff(r.final_weights, reference.final_weights) <= 1e-5);
           CHECK(*r.final_train_loss == doctest::Approx(*reference.final_train_loss).epsilon(1e-4));
           CHECK(*r.test_accuracy == doctest::Approx(*reference.test_accuracy));
         }
@@ -91,7 +87,7 @@ TEST_SUITE("pipeline_training") {
       split.parallelism.split = {"out"};
       const auto r = plan_and_run(split, data, {});
       REQUIRE(r.succeeded());
-      CHECK(max_abs_diff(r.final_weights, reference.final_weights) <= 1e-5);
+      CHECK(test::max_abs_diff(r.final_weights, reference.final_weights) <= 1e-5);
     }
   }
 

@@ -5,6 +5,8 @@
 #include "core/data/data_source.hpp"
 #include "core/job/job_config.hpp"
 
+#include <ATen/ATen.h>
+
 #include <memory>
 
 namespace troupe::test {
@@ -30,6 +32,11 @@ inline job_config small_job(int64_t replicas, int64_t steps) {
 /// The job's synthetic set, its validation rows held out (as `troupe run` loads it).
 inline dataset_ptr small_data(const job_config& job) {
   return load_dataset(job.data, job.seed);
+}
+
+/// The largest difference between two tensors' values.
+inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<double>();
 }
 
 }  // namespace troupe::test
