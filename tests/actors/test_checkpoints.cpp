@@ -63,6 +63,35 @@ std::vector<int64_t> checkpoint_steps(const fs::path& dir) {
   return steps;
 }
 
+// The checkpoint of `step` from the run in `full`, alone in `into` (so the newest there), read
+// back from there.
+std::shared_ptr<run_checkpoint> checkpoint_alone(const fs::path& full, int64_t step,
+                                                 const run_folder& into) {
+  fs::create_directories(checkpoints_folder(into.path.string()));
+  const auto name = "step-" + std::to_string(step);
+  fs::copy(fs::path(checkpoints_folder(full.string())) / name,
+           fs::path(checkpoints_folder(into.path.string())) / name);
+  const auto stored = read_latest_checkpoint(into.path.string(), nullptr);
+  REQUIRE(stored);
+  return std::make_shared<run_checkpoint>(decode_checkpoint(*stored));
+}
+
+// `job` with no scheduled checkpoints, its folder `dir`, stopped as Ctrl-C does once step 5 is
+// complete: the run writes the checkpoint of the step it stops after.
+run_report run_stopped(job_config job, const run_folder& dir) {
+  job.checkpoint.every_steps = 0;
+  job.training.steps = 1000;
+  std::atomic<bool> stop{false};
+  run_options options;
+  options.checkpoint_dir = dir.path.string();
+  options.stop_requested = &stop;
+  options.on_progress = [&](const progress_update& p) {
+    if (p.step >= 5)
+      stop = true;
+  };
+  return plan_and_run(job, test::small_data(job), options);
+}
+
 }  // namespace
 
 TEST_SUITE("checkpoints") {
@@ -90,15 +119,8 @@ TEST_SUITE("checkpoints") {
       CHECK(checkpoint_steps(full.path) == std::vector<int64_t>{6, 13, 20, 27, 34});
       for (auto step : {6, 20, 34}) {
         CAPTURE(step);
-        // The checkpoint of `step` alone in a folder of its own: the newest there.
         run_folder resumed("resumed");
-        fs::create_directories(checkpoints_folder(resumed.path.string()));
-        const auto name = "step-" + std::to_string(step);
-        fs::copy(fs::path(checkpoints_folder(full.path.string())) / name,
-                 fs::path(checkpoints_folder(resumed.path.string())) / name);
-        const auto stored = read_latest_checkpoint(resumed.path.string(), nullptr);
-        REQUIRE(stored);
-        auto from = std::make_shared<run_checkpoint>(decode_checkpoint(*stored));
+        const auto from = checkpoint_alone(full.path, step, resumed);
         CHECK(from->step == step);
         CHECK(static_cast<int64_t>(from->parts.size()) ==
               (policy == policy_kind::local_sgd ? 2 : stages));
@@ -125,30 +147,14 @@ TEST_SUITE("checkpoints") {
     for (auto step : {14, 28}) {
       CAPTURE(step);
       run_folder resumed("overlap-resumed");
-      fs::create_directories(checkpoints_folder(resumed.path.string()));
-      const auto name = "step-" + std::to_string(step);
-      fs::copy(fs::path(checkpoints_folder(full.path.string())) / name,
-               fs::path(checkpoints_folder(resumed.path.string())) / name);
-      const auto stored = read_latest_checkpoint(resumed.path.string(), nullptr);
-      REQUIRE(stored);
-      const auto r = run_with(job, resumed.path.string(),
-                              std::make_shared<run_checkpoint>(decode_checkpoint(*stored)));
+      const auto r =
+          run_with(job, resumed.path.string(), checkpoint_alone(full.path, step, resumed));
       REQUIRE_MESSAGE(r.succeeded(), r.error);
       CHECK(at::equal(r.final_weights, reference.final_weights));
     }
     // A stop lands after a step with nothing in flight, with its checkpoint.
-    std::atomic<bool> stop{false};
-    job.training.steps = 1000;
-    job.checkpoint.every_steps = 0;
     run_folder stopped("overlap-stopped");
-    run_options options;
-    options.checkpoint_dir = stopped.path.string();
-    options.stop_requested = &stop;
-    options.on_progress = [&](const progress_update& p) {
-      if (p.step >= 5)
-        stop = true;
-    };
-    const auto r = plan_and_run(job, test::small_data(job), options);
+    const auto r = run_stopped(job, stopped);
     CHECK(r.status == run_status::failed);
     const auto steps = checkpoint_steps(stopped.path);
     REQUIRE(steps.size() == 1);
@@ -161,19 +167,8 @@ TEST_SUITE("checkpoints") {
           std::pair{policy_kind::sync, int64_t{2}}, std::pair{policy_kind::async, int64_t{1}}}) {
       CAPTURE(to_string(policy));
       CAPTURE(stages);
-      auto job = job_of(policy, stages);
-      job.checkpoint.every_steps = 0;
-      job.training.steps = 1000;
-      std::atomic<bool> stop{false};
       run_folder dir("stop");
-      run_options options;
-      options.checkpoint_dir = dir.path.string();
-      options.stop_requested = &stop;
-      options.on_progress = [&](const progress_update& p) {
-        if (p.step >= 5)
-          stop = true;
-      };
-      const auto r = plan_and_run(job, test::small_data(job), options);
+      const auto r = run_stopped(job_of(policy, stages), dir);
       REQUIRE(r.status == run_status::failed);
       const auto stored = read_latest_checkpoint(dir.path.string(), nullptr);
       REQUIRE(stored);

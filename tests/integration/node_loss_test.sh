@@ -148,11 +148,12 @@ PY
 echo "s3cret" >"$tmp/token"
 "$troupe" run "$tmp/local.json" --out "$tmp/ref" --quiet >/dev/null 2>&1 || fail "in-process reference run"
 
-# start_run NAME [--set ...]: a coordinator and nodes a, b, c; sets $coord, $port, $node_a..c.
+# [RUN_JOB=FILE] start_run NAME [--set ...]: a coordinator of FILE (default: $tmp/job.json) and
+# nodes a, b, c; sets $coord, $port, $node_a..c.
 start_run() {
   local name=$1
   shift
-  start "coord_$name" "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
+  start "coord_$name" "$troupe" coordinator "${RUN_JOB:-$tmp/job.json}" --listen 127.0.0.1:0 \
     --token-file "$tmp/token" --out "$tmp/$name" --quiet "$@"
   listening_port "$tmp/coord_$name.log"
   coord=$last_pid
@@ -201,14 +202,7 @@ cat >"$tmp/epochs.json" <<'JSON'
  "cluster": {"nodes": 3, "join_timeout_s": 30, "bucket_mb": 0.05, "node_timeout_s": 2,
              "on_node_loss": "continue"}}
 JSON
-start coord_once "$troupe" coordinator "$tmp/epochs.json" --listen 127.0.0.1:0 \
-  --token-file "$tmp/token" --out "$tmp/once" --quiet $straggle
-listening_port "$tmp/coord_once.log"
-coord=$last_pid
-for n in a b c; do
-  start "once_$n" "$troupe" node --join "127.0.0.1:$port" --name "$n" --token-file "$tmp/token"
-  eval "node_$n=$last_pid"
-done
+RUN_JOB="$tmp/epochs.json" start_run once $straggle
 wait_for_step "$tmp/once" 150 || fail "once: no step 150"
 killed=$(date +%s.%N)
 kill -9 $node_c
