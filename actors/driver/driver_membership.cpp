@@ -159,7 +159,11 @@ struct membership_executor {
     for (auto r : a.ranks)
       tell(self, st().roster->at(r), digest_atom_v, a.epoch);
   }
-  void operator()(const mact::park&) const {}
+  // Too few to go on: the steps the survivors stand past are complete (and counted) before the
+  // run waits, and before a checkpoint of where they stand, should none come.
+  void operator()(const mact::park& a) const {
+    execute(self, st().strategy->close_through(a.target));
+  }
   void operator()(const mact::resume& a) const { resume_run(self, a); }
   void operator()(const mact::worker_joined& a) const {
     execute(self, st().strategy->on_worker_joined(a.rank, st().tracker->elapsed_s()));

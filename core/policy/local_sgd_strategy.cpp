@@ -68,10 +68,9 @@ step_actions local_sgd_strategy::average(int64_t step, const std::vector<step_pa
 
 step_actions local_sgd_strategy::on_report(const arrival& a) {
   auto out = close_when_reported(reports_, a, schedule_, rules_);
-  const bool refused = !out.empty() && std::holds_alternative<act::violation>(out.front());
+  if (!out.empty() && std::holds_alternative<act::violation>(out.front()))
+    return out;  // refused: an unknown rank, a second report
   const auto r = static_cast<std::size_t>(a.rank);
-  if (refused)
-    return out;
   if (a.step > averaged_through_[r])
     unaveraged_[r].emplace_back(a.step, a.samples);
   else if (averaged_unreported_[r] && averaged_unreported_[r]->first == a.step)
@@ -100,11 +99,16 @@ step_actions local_sgd_strategy::on_worker_left(int64_t rank) {
   return out;
 }
 
-step_actions local_sgd_strategy::resume(const std::vector<int64_t>& live, int64_t after_step) {
-  live_ = live;
+step_actions local_sgd_strategy::close_through(int64_t after_step) {
   step_actions out;
   for (auto& [step, parts] : reports_.close_through(after_step))
     append(out, close_step(step, std::move(parts), schedule_, rules_));
+  return out;
+}
+
+step_actions local_sgd_strategy::resume(const std::vector<int64_t>& live, int64_t after_step) {
+  live_ = live;
+  auto out = close_through(after_step);
   next_average_ = schedule_.next_averaging_step(after_step + 1);
   round_.restart(live_);
   reports_.restart(live_, after_step + 1);

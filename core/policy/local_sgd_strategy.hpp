@@ -36,6 +36,7 @@ class local_sgd_strategy : public step_strategy {
   step_actions on_weights(const arrival& a) override;
   step_actions on_report(const arrival& a) override;
   step_actions on_worker_left(int64_t rank) override;
+  step_actions close_through(int64_t after_step) override;
   step_actions resume(const std::vector<int64_t>& live, int64_t after_step) override;
 
  private:

@@ -33,6 +33,10 @@ step_actions step_strategy::on_worker_left(int64_t rank) {
   return {act::cannot_continue{rank}};
 }
 
+step_actions step_strategy::close_through(int64_t) {
+  return {};
+}
+
 step_actions step_strategy::resume(const std::vector<int64_t>&, int64_t after_step) {
   return unexpected("a regroup after step " + std::to_string(after_step));
 }

@@ -161,9 +161,14 @@ class step_strategy {
   /// without it and a regroup; async lets whoever waited for it go on; the rest (pipelines)
   /// answer cannot_continue.
   virtual step_actions on_worker_left(int64_t rank);
-  /// After a regroup every worker of `live` holds the state after `after_step`: the steps up to
-  /// it still open complete with the parts that came, and `live` go on from the next step (none
-  /// after the last). Only called after a regroup the strategy asked for.
+  /// A regroup brought every live worker to the state after `after_step`: the steps up to it
+  /// still open complete with the parts that came (a lost worker's are missing). Called where
+  /// the survivors stop there, too few to go on (they may end the run with its checkpoint), and
+  /// by resume(). The default has no steps open to complete.
+  virtual step_actions close_through(int64_t after_step);
+  /// After a regroup every worker of `live` holds the state after `after_step`: close_through,
+  /// and `live` go on from the next step (none after the last). Only called after a regroup the
+  /// strategy asked for.
   virtual step_actions resume(const std::vector<int64_t>& live, int64_t after_step);
   /// async: a replacement worker `rank` joined; it enters the staleness clock and pulls.
   virtual step_actions on_worker_joined(int64_t rank, double now_s);

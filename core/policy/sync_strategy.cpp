@@ -60,13 +60,18 @@ step_actions sync_strategy::on_worker_left(int64_t rank) {
   return out;
 }
 
-step_actions sync_strategy::resume(const std::vector<int64_t>& live, int64_t after_step) {
-  live_ = live;
+step_actions sync_strategy::close_through(int64_t after_step) {
   step_actions out;
   // Steps complete at the combine when gradients meet at the driver: nothing is left open.
   if (!driver_combines_)
     for (auto& [step, parts] : reports_.close_through(after_step))
       append(out, close_step(step, std::move(parts), schedule_, rules_));
+  return out;
+}
+
+step_actions sync_strategy::resume(const std::vector<int64_t>& live, int64_t after_step) {
+  live_ = live;
+  auto out = close_through(after_step);
   next_step_ = schedule_.next_step_under(policy_kind::sync, after_step + 1);
   round_.restart(live_);
   reports_.restart(live_, after_step + 1);

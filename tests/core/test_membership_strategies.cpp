@@ -88,6 +88,36 @@ TEST_SUITE("membership") {
     CHECK(kinds(s.on_report(arr(0, 3))) == "complete");
   }
 
+  TEST_CASE("survivors too few to go on: the steps they stand past complete before the wait") {
+    const step_rules rules(10, 10, 0);
+    sync_strategy s(3, plain(policy_kind::sync, rules), rules, false);
+    s.start();
+    CHECK(kinds(s.on_report(arr(0, 0, 0.5, 20))) == "");
+    auto summed = arr(2, 0, 0.5, 20);
+    summed.sum_rows = 60;
+    CHECK(kinds(s.on_report(summed)) == "");
+    // Rank 1's report of step 0 is lost with it after rank 0's and 2's came: step 0 completes
+    // when it leaves. Rank 0 then reports step 1, rank 2 does not before the regroup.
+    CHECK(kinds(s.on_worker_left(1)) == "complete regroup");
+    CHECK(kinds(s.on_report(arr(0, 1, 0.5, 20))) == "");
+    // The regroup parks the survivors at step 1 (below min_nodes): step 1 completes now, with
+    // the part that came, so a checkpoint of where they stand counts it.
+    auto out = s.close_through(1);
+    REQUIRE(kinds(out) == "complete");
+    CHECK(as<act::complete>(out[0]).step == 1);
+    // A replacement later lets them go on: nothing is left to complete.
+    out = s.resume({0, 1, 2}, 1);
+    REQUIRE(kinds(out) == "compute");
+    CHECK(as<act::compute>(out[0]).step == 2);
+    // Local SGD's barrier the same; a strategy with no steps open (async) completes none.
+    local_sgd_strategy local(2, plain(policy_kind::local_sgd, rules, 4), rules);
+    local.start();
+    CHECK(kinds(local.on_report(arr(0, 0, 0, 20))) == "");
+    CHECK(kinds(local.close_through(0)) == "complete");
+    async_strategy async(2, int64_t{0}, false, rules);
+    CHECK(kinds(async.close_through(3)) == "");
+  }
+
   TEST_CASE("sync at the driver: the round in flight is dropped whole; resume redoes it") {
     const step_rules rules(4, 4, 0);
     sync_strategy s(3, plain(policy_kind::sync, rules), rules, true);
