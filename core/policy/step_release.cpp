@@ -56,12 +56,6 @@ std::vector<int64_t> step_release::on_complete(int64_t step) {
   return steps;
 }
 
-std::optional<int64_t> step_release::release_last() {
-  auto s = take();
-  stopped_ = true;
-  return s;
-}
-
 std::vector<int64_t> step_release::release_last(
     const std::function<bool(int64_t)>& may_stop_after) {
   std::vector<int64_t> steps;

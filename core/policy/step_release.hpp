@@ -33,11 +33,10 @@ class step_release {
   /// `step` completed: the steps to release now, in order: none, or at least a block of them
   /// (fewer only at the run's end), never past the window.
   std::vector<int64_t> on_complete(int64_t step);
-  /// Releases one more step now, ahead of the window, and then no more (a stop request): the
-  /// step, or nullopt when every step is released already. With `may_stop_after`, as many more
-  /// as it takes to reach a step it accepts (a streaming fragment's average in flight after a
-  /// step leaves no state to stop with there): the steps released, in order.
-  std::optional<int64_t> release_last();
+  /// A stop request: releases steps now, ahead of the window, up to the first that
+  /// `may_stop_after` accepts (one, where it accepts every step; more where a streaming
+  /// fragment's average in flight after a step leaves no state to stop with there), and then
+  /// no more. The steps released, in order; none when every step is released already.
   std::vector<int64_t> release_last(const std::function<bool(int64_t)>& may_stop_after);
   /// Releases no more steps (a stop request whose checkpoint step is released already).
   void stop() { stopped_ = true; }

@@ -55,7 +55,6 @@ nlohmann::json to_json(const run_report& r) {
                       {"workers", workers}};
   if (r.skipped_inputs > 0)
     j["skipped_inputs"] = r.skipped_inputs;
-
   if (r.validation_loss) {
     j["validation_loss"] = *r.validation_loss;
     j["validation_" + r.metric] = optional_json(r.validation_accuracy);
