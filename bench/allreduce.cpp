@@ -2,10 +2,11 @@
 // CAF's middleman on loopback, the path sync training takes between hosts) or its shared-memory
 // segment (core/collective/host_reduction.hpp, the path node processes on one host take), or
 // the socket ring (core/collective/socket_ring.hpp: plain TCP between ring neighbours; with
-// --tls, TLS 1.3 on each connection), on float32 buffers.
+// --tls, TLS 1.3 on each connection), or gloo's halving-doubling (core/collective/gloo_mesh.hpp,
+// cluster.collective "gloo"), on float32 buffers.
 //
 //   allreduce_bench --ranks 3 [--sizes-mb 1,16,128] [--iters 10] [--warmup 2] [--bucket-mb 1]
-//                   [--window 8] [--tls] [--transport ring|tcp|shm]
+//                   [--window 8] [--tls] [--transport ring|tcp|shm|gloo]
 //
 // Forks `ranks` processes (before any actor system or LibTorch thread exists). Ring: each
 // publishes a ring member on 127.0.0.1 through actors/links/guarded_links (as troupe's nodes do:
@@ -23,6 +24,7 @@
 #include "actors/links/tls_session.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/link_limits.hpp"
+#include "core/collective/gloo_mesh.hpp"
 #include "core/collective/host_reduction.hpp"
 #include "core/collective/socket_ring.hpp"
 #include "core/job/job_config.hpp"
@@ -338,6 +340,51 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   });
 }
 
+std::string to_hex(const std::string& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+// The timings of rank `rank` over gloo's halving-doubling (core/collective/gloo_mesh.hpp, the
+// job's cluster.collective "gloo"): each rank's rendezvous part goes up as hex, every rank's
+// comes back, as the coordinator relays them.
+[[noreturn]] void gloo_rank(int64_t rank, int64_t ranks, const std::vector<double>& sizes_mb,
+                            int iters, int warmup, int to_parent, int from_parent) {
+  run_rank_body(rank, [&] {
+    at::set_num_threads(1);
+    gloo_mesh mesh("127.0.0.1", rank, ranks, 60);
+    write_line(to_parent, to_hex(mesh.address()));
+    std::vector<std::string> parts;
+    std::istringstream in(read_line(from_parent));
+    for (std::string hex; in >> hex;)
+      parts.push_back(from_hex(hex));
+    mesh.connect(parts);
+    mesh.join(60);
+    write_line(to_parent, "connected");
+    int64_t round = 0;
+    auto one = at::zeros({1});
+    nlohmann::json report = {{"ranks", ranks}, {"transport", "gloo"}, {"results", nullptr}};
+    report["results"] = time_sizes(
+        rank, ranks, sizes_mb, iters, warmup,
+        [&](std::size_t, at::Tensor& buffer) { mesh.all_reduce(round++, buffer, 60); },
+        [&] { mesh.all_reduce(round++, one, 60); });
+    write_line(to_parent, report.dump());
+    read_line(from_parent);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -359,11 +406,12 @@ int main(int argc, char** argv) {
   std::string transport = "ring";
   app.add_option("--transport", transport,
                  "ring: CAF actors over loopback TCP; tcp: the socket ring, plain TCP between "
-                 "ring neighbours (both between hosts); shm: a shared-memory segment (node "
+                 "ring neighbours (both between hosts); gloo: gloo's halving-doubling over a "
+                 "full mesh (cluster.collective \"gloo\"); shm: a shared-memory segment (node "
                  "processes on one host)")
-      ->check(CLI::IsMember({"ring", "shm", "tcp"}));
+      ->check(CLI::IsMember({"ring", "shm", "tcp", "gloo"}));
   CLI11_PARSE(app, argc, argv);
-  if (tls && transport == "shm") {
+  if (tls && (transport == "shm" || transport == "gloo")) {
     std::cerr << "allreduce_bench: --tls applies to --transport ring and tcp only\n";
     return 2;
   }
@@ -399,6 +447,8 @@ int main(int argc, char** argv) {
         if (transport == "tcp")
           tcp_rank(r, ranks, secret, sizes_mb, iters, warmup, bucket_mb, window, tls_dir, up[1],
                    down[0]);
+        if (transport == "gloo")
+          gloo_rank(r, ranks, sizes_mb, iters, warmup, up[1], down[0]);
         run_rank(r, ranks, sizes_mb, iters, warmup, bucket_mb, window, tls_dir, up[1], down[0]);
       } catch (const std::exception& e) {
         std::cerr << "rank " << r << ": " << e.what() << "\n";
@@ -419,13 +469,14 @@ int main(int argc, char** argv) {
   // One rank connects at a time: with two ranks, two connections crossing each other between
   // the same pair of processes can both end up closed by CAF 0.17's handshake, each side keeping
   // the one the other dropped (TLS handshakes widen that window enough to hit it often).
-  // The socket ring's ranks connect and accept at once: each waits for its predecessor.
+  // The socket ring's and gloo's ranks connect and accept at once: each waits for its peers.
+  const bool at_once = transport == "tcp" || transport == "gloo";
   for (std::size_t r = 0; r < to_child.size(); ++r) {
     write_line(to_child[r], ports);
-    if (transport != "tcp")
+    if (!at_once)
       read_line(from_child[r]);
   }
-  if (transport == "tcp")
+  if (at_once)
     for (auto fd : from_child)
       read_line(fd);
   std::string report;

@@ -4,11 +4,14 @@
       [--iters 10] [--link-gbit 1] [--link-delay-ms 0.2] [--per-host 8] [--markdown]
 
 1. Measures bench/allreduce.cpp between processes on this host: the socket ring (`tcp`, the
-   path between hosts) and the shared-memory segment (`shm`, the path inside a host), at each
-   RANKS and SIZE (median of ITERS).
+   path between hosts), gloo's halving-doubling (`gloo`, cluster.collective "gloo") and the
+   shared-memory segment (`shm`, the path inside a host), at each RANKS and SIZE (median of
+   ITERS).
 2. Fits, by least squares on relative errors, the ring's time as 2(N - 1) hops of latency alpha plus
-   2(N - 1)/N x bytes at beta seconds a byte, and the segment's as a constant plus gamma seconds
-   a byte; prints the fitted alpha, beta, gamma and each point's relative error.
+   2(N - 1)/N x bytes at beta seconds a byte, gloo's as 2 ceil(log2 N) hops of its own latency
+   plus 2(N - 1)/N x bytes at its own rate (the same bytes; its sums do not overlap its sends),
+   and the segment's as a constant plus gamma seconds a byte; prints the fits and each point's
+   relative error.
 3. Predicts one sync step's all-reduce of a 1 MB (this MLP's) and a 100 MB gradient at 256 and
    1,024 ranks, PER_HOST ranks a host, over links of LINK_GBIT with LINK_DELAY_MS one way
    (alpha on such a link: the fitted software alpha plus the delay; beta: the link's, or the
@@ -16,6 +19,10 @@
      flat          one ring of every rank: 2(N - 1) alpha + 2(N - 1)/N S beta
      hierarchical  troupe's sum by host: the host's segment (gamma S, twice: sum, hand back)
                    plus a ring of the H = N / PER_HOST leaders: 2(H - 1) alpha + 2(H - 1)/H S beta
+     gloo          gloo's halving-doubling among every rank (cluster.collective "gloo",
+                   shared_memory false): 2 log2(N) alpha_g + 2(N - 1)/N S beta_g
+     gloo_by_host  the host's segment, then gloo among the H leaders (cluster.collective
+                   "gloo" with the default sum by host)
      tree          a pipelined double binary tree (NCCL's shape, not in troupe):
                    2 log2(N) alpha + 2 S beta
 The emulated hosts of this machine have no delay (no netem in its kernel): the link figures are
@@ -59,6 +66,19 @@ def ring_time(n, size, alpha, beta):
     return 2 * (n - 1) * alpha + 2 * (n - 1) / n * size * beta
 
 
+def halving_doubling_hops(n):
+    return 2 * math.ceil(math.log2(n)) if n > 1 else 0
+
+
+def gloo_time(n, size, alpha, beta):
+    return halving_doubling_hops(n) * alpha + 2 * (n - 1) / n * size * beta
+
+
+def fitted_points(points, model):
+    return [{"ranks": n, "size_mb": s / MB, "measured_ms": t * 1e3, "model_ms": model(n, s) * 1e3,
+             "error": model(n, s) / t - 1} for n, s, t in points]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -71,27 +91,32 @@ def main():
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args()
 
-    tcp, shm = [], []
+    tcp, shm, gloo = [], [], []
     for n in (int(x) for x in args.ranks.split(",")):
         tcp += measure(args.build, "tcp", n, args.sizes_mb, args.iters)
         shm += measure(args.build, "shm", n, args.sizes_mb, args.iters)
+        gloo += measure(args.build, "gloo", n, args.sizes_mb, args.iters)
     # Ring: t = alpha * 2(N-1) + beta * 2(N-1)/N * S.
     alpha, beta = least_squares([(2 * (n - 1), 2 * (n - 1) / n * s) for n, s, _ in tcp],
                                 [t for _, _, t in tcp])
     # Segment: t = c + gamma * S (two barriers and two passes over the buffer, whatever N is here).
     c, gamma = least_squares([(1.0, s) for _, s, _ in shm], [t for _, _, t in shm])
+    alpha_g, beta_g = least_squares(
+        [(halving_doubling_hops(n), 2 * (n - 1) / n * s) for n, s, _ in gloo],
+        [t for _, _, t in gloo])
     fit = {
         "ring_alpha_us": alpha * 1e6, "ring_beta_gb_per_s": 1e-9 / beta if beta > 0 else None,
         "segment_constant_us": c * 1e6, "segment_gb_per_s": 1e-9 / gamma if gamma > 0 else None,
-        "ring_points": [{"ranks": n, "size_mb": s / MB, "measured_ms": t * 1e3,
-                         "model_ms": ring_time(n, s, alpha, beta) * 1e3,
-                         "error": ring_time(n, s, alpha, beta) / t - 1} for n, s, t in tcp],
-        "segment_points": [{"ranks": n, "size_mb": s / MB, "measured_ms": t * 1e3,
-                            "model_ms": (c + gamma * s) * 1e3,
-                            "error": (c + gamma * s) / t - 1} for n, s, t in shm],
+        "gloo_alpha_us": alpha_g * 1e6,
+        "gloo_beta_gb_per_s": 1e-9 / beta_g if beta_g > 0 else None,
+        "ring_points": fitted_points(tcp, lambda n, s: ring_time(n, s, alpha, beta)),
+        "gloo_points": fitted_points(gloo, lambda n, s: gloo_time(n, s, alpha_g, beta_g)),
+        "segment_points": fitted_points(shm, lambda n, s: c + gamma * s),
     }
     link_alpha = alpha + args.link_delay_ms * 1e-3
     link_beta = max(beta, 8 / (args.link_gbit * 1e9))
+    link_alpha_g = alpha_g + args.link_delay_ms * 1e-3
+    link_beta_g = max(beta_g, 8 / (args.link_gbit * 1e9))
     predictions = []
     for n in (256, 1024):
         hosts = max(1, n // args.per_host)
@@ -100,7 +125,10 @@ def main():
             flat = ring_time(n, s, link_alpha, link_beta)
             hier = 2 * (c + gamma * s) + ring_time(hosts, s, link_alpha, link_beta)
             tree = 2 * math.log2(n) * link_alpha + 2 * s * link_beta
-            times = {"flat": flat, "hierarchical": hier, "tree": tree}
+            flat_gloo = gloo_time(n, s, link_alpha_g, link_beta_g)
+            gloo_by_host = 2 * (c + gamma * s) + gloo_time(hosts, s, link_alpha_g, link_beta_g)
+            times = {"flat": flat, "hierarchical": hier, "gloo": flat_gloo,
+                     "gloo_by_host": gloo_by_host, "tree": tree}
             predictions.append({"ranks": n, "hosts": hosts, "size_mb": size_mb,
                                 "ms": {k: v * 1e3 for k, v in times.items()},
                                 "fastest": min(times, key=times.get)})
@@ -111,12 +139,14 @@ def main():
               "predictions": predictions}
     print(json.dumps(result, indent=2))
     if args.markdown:
-        print("\n| ranks (hosts) | gradient | flat ring | by host | tree | fastest |")
-        print("|---|---|---|---|---|---|")
+        print("\n| ranks (hosts) | gradient | flat ring | by host | gloo | gloo by host | tree "
+              "| fastest |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in predictions:
             m = r["ms"]
             print(f"| {r['ranks']} ({r['hosts']}) | {r['size_mb']} MB | {m['flat']:.1f} ms | "
-                  f"{m['hierarchical']:.1f} ms | {m['tree']:.1f} ms | {r['fastest']} |")
+                  f"{m['hierarchical']:.1f} ms | {m['gloo']:.1f} ms | {m['gloo_by_host']:.1f} ms "
+                  f"| {m['tree']:.1f} ms | {r['fastest']} |")
     return 0
 
 

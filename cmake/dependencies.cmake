@@ -7,6 +7,12 @@ find_package(fmt REQUIRED)
 find_package(doctest REQUIRED)
 # libcrypto: SHA-256 of checkpoint files (and, with libssl, TLS between processes).
 find_package(OpenSSL REQUIRED)
+# gloo: cluster.collective "gloo", its halving-doubling all-reduce over TCP (core/collective/
+# gloo_mesh). Debian's libgloo-dev; the library itself comes with libtorch-dev already. A build
+# without it (TROUPE_GLOO=OFF: the GPU machines' bundle has none) refuses that collective.
+if(TROUPE_GLOO)
+  find_package(Gloo CONFIG REQUIRED)
+endif()
 
 # LibTorch's CMake package adds its flags to TORCH_CXX_FLAGS; Debian's build uses the C++11 ABI,
 # which is what system CAF needs (a pre-cxx11-ABI LibTorch would not link with it).

@@ -143,12 +143,15 @@ struct ring_places {
   std::string secret;            ///< 32 bytes, the same for the whole ring
   int64_t epoch = 0;             ///< the membership the ring is formed for
   std::vector<int64_t> members;  ///< every rank in the ring, in ring order (the live ones)
+  /// cluster.collective "gloo" instead of ports: each of this node's ranks' part of gloo's
+  /// rendezvous (the answer to open), then every member's, in ring order (to connect).
+  std::vector<std::string> mesh;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_places& x) {
   return f(caf::meta::type_name("ring_places"), x.ranks, x.ports, x.next_hosts, x.next_ports,
-           x.secret, x.epoch, x.members);
+           x.secret, x.epoch, x.members, x.mesh);
 }
 
 }  // namespace troupe

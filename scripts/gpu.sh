@@ -115,7 +115,7 @@ run() {
   {
     phase "configure"
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTROUPE_CUDA=ON \
-      -DTROUPE_PCH=ON -DTROUPE_PYTHON=OFF -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/root/usr" \
+      -DTROUPE_PCH=ON -DTROUPE_PYTHON=OFF -DTROUPE_GLOO=OFF -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/root/usr" \
       -DCMAKE_CXX_FLAGS="-I$first -Wno-dangling-reference" -DCMAKE_CUDA_COMPILER="$nvcc" \
       -DCUDA_TOOLKIT_ROOT_DIR="$cuda_home" \
       ${cudnn:+-DCUDNN_INCLUDE_PATH="$cudnn/include" -DCUDNN_LIBRARY_PATH="$(ls "$cudnn"/lib/libcudnn.so* | head -1)"} \

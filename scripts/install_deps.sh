@@ -11,13 +11,14 @@ set -euo pipefail
 # libcrypto; libcaf-dev's own libcaf_openssl is not used, see actors/links/tls_session.hpp).
 # libcsv-dev: data.type csv (core/data/csv_table). libpng-dev, libturbojpeg0-dev: data.type
 # image_folder decodes PNG and JPEG with them (core/data/image_decode).
+# libgloo-dev: cluster.collective "gloo" (core/collective/gloo_mesh).
 # pybind11-dev, python3-dev: the Python module (python/), built for Debian's python3.
 # dpkg-dev and file: `cpack -G DEB` finds the program's Depends with dpkg-shlibdeps, on the files
 # `file` says are ELF (tests/e2e/install_test.sh makes the packages).
 packages=(build-essential cmake ninja-build pkg-config libcaf-dev libtorch-dev nlohmann-json3-dev
   doctest-dev zlib1g-dev libcli11-dev libfmt-dev dataset-fashion-mnist python3 libopenblas0-openmp
   libssl-dev libmicrohttpd-dev libcsv-dev libpng-dev libturbojpeg0-dev dpkg-dev file pybind11-dev
-  python3-dev)
+  python3-dev libgloo-dev)
 # --tests: what the tests call besides troupe: PyTorch for the weight checks (and the Python
 # module's load_model), pandas for the module's tables, NumPy and PIL
 # (python3-pil) to write the arrays and image folders the data tests train on, Chromium for the

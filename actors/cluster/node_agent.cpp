@@ -79,7 +79,8 @@ void take_job(agent_actor* self, const join_reply& reply) {
   // Where the socket ring's places will be (the coordinator forms it, maybe several times):
   // every replica started here, replacements included, shares them.
   if (context->plan->gradients == gradient_meeting::ring)
-    context->socket_rings = std::make_shared<socket_ring_places>(st.links->tls_native());
+    context->socket_rings = std::make_shared<socket_ring_places>(
+        st.links->tls_native(), job.cluster.collective, job.cluster.sum_idle_timeout_s());
   st.context = std::move(context);
   const auto& taken = st.context->plan->job;
   st.log(fmt::format("node {}: joined; job {} ({} replica(s), policy {}; plan {})", st.node_name,

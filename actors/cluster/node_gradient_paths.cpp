@@ -106,8 +106,7 @@ caf::result<ring_places> open_ring_places(agent_actor* self, ring_places places)
       throw ring_link_error("refused to listen (faults.refuse_socket_ring)");
     if (faults.refuse_ring_reform && places.epoch > 0)
       throw ring_link_error("refused to listen again (faults.refuse_ring_reform)");
-    places.ports = p.open(places.epoch, places.ranks, self->state.peer_host);
-    return places;
+    return p.open(std::move(places), self->state.peer_host);
   });
 }
 

@@ -200,6 +200,13 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
       ask(self, n.agent, 10s, ring_atom_v, caf::close_atom_v);
     return error;
   }
+  if (!places.front().mesh.empty()) {
+    log(
+        fmt::format("gloo mesh formed among workers {} (cluster.collective): each sum is "
+                    "gloo's halving-doubling over plain TCP, gradients not encrypted",
+                    fmt::join(members, ", ")));
+    return "";
+  }
   const auto count = members.size();
   for (std::size_t k = 0; k < count; ++k) {
     const auto from = node_of_member[k];
@@ -228,7 +235,7 @@ std::string form_socket_ring(caf::scoped_actor& self, const std::vector<joined_n
 std::string sum_by_host(caf::scoped_actor& self, const std::vector<joined_node>& nodes,
                         const std::vector<int64_t>& node_of,
                         const std::vector<std::vector<std::size_t>>& groups, bool tls,
-                        const log_function& log) {
+                        node_collective collective, const log_function& log) {
   std::vector<int64_t> leaders;
   std::string error;
   for (const auto& group : groups) {
@@ -248,11 +255,11 @@ std::string sum_by_host(caf::scoped_actor& self, const std::vector<joined_node>&
       ask(self, n.agent, 10s, shm_atom_v, caf::close_atom_v, false);
     return error;
   }
-  log(fmt::format(
-      "{} nodes on {} hosts ({}): sync gradients are summed in each host's memory, "
-      "then among the hosts' leaders (workers {}) over the socket ring "
-      "(cluster.shared_memory)",
-      nodes.size(), groups.size(), describe_hosts(nodes, groups), fmt::join(leaders, ", ")));
+  log(
+      fmt::format("{} nodes on {} hosts ({}): sync gradients are summed in each host's memory, "
+                  "then among the hosts' leaders (workers {}) over the {} (cluster.shared_memory)",
+                  nodes.size(), groups.size(), describe_hosts(nodes, groups),
+                  fmt::join(leaders, ", "), collective_name(collective)));
   return "";
 }
 
@@ -303,7 +310,8 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
       log("the nodes could not share this host's memory (" + why +
           "): the ring runs over the network");
     } else if (groups.size() < nodes.size()) {
-      const auto why = sum_by_host(self, nodes, node_of, groups, tls, log);
+      const auto why =
+          sum_by_host(self, nodes, node_of, groups, tls, plan.job.cluster.collective, log);
       socket = why.empty();
       if (socket)
         return "";
@@ -319,7 +327,8 @@ std::string prepare_nodes(caf::scoped_actor& self, const std::vector<joined_node
   if (socket && !membership_may_change)
     return "";
   if (!socket)
-    log("the socket ring could not be formed (" + why + "): the ring runs over actors");
+    log(fmt::format("the {} could not be formed ({}): the ring runs over actors",
+                    collective_name(plan.job.cluster.collective), why));
   return link_ring(self, nodes, node_of, log, socket, tls);
 }
 

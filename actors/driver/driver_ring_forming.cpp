@@ -47,8 +47,9 @@ bool current(driver_pointer self, const forming_ptr& f) {
 // Every node drops its places (answers awaited, so that no replica takes a ring another one
 // lacks), then the regroup completes over actors.
 void give_up(driver_pointer self, const forming_ptr& f) {
-  log_line(self->state, fmt::format("the socket ring could not be formed again ({}): the ring "
+  log_line(self->state, fmt::format("the {} could not be formed again ({}): the ring "
                                     "runs over actors in epoch {}",
+                                    collective_name(self->state.plan->job.cluster.collective),
                                     f->error, f->epoch));
   f->pending = f->agents.size();
   const auto closed = [self, f] {
@@ -116,7 +117,8 @@ void form_ring_then_complete(driver_pointer self) {
   }
   f->places = plan_ring_places(f->epoch, live, node_of_member, f->agents.size());
   const auto formed = [self, f] {
-    log_line(self->state, fmt::format("socket ring formed again among workers {} (epoch {})",
+    log_line(self->state, fmt::format("{} formed again among workers {} (epoch {})",
+                                      collective_name(self->state.plan->job.cluster.collective),
                                       fmt::join(f->places.front().members, ", "), f->epoch));
     complete_regroup(self);
   };

@@ -82,8 +82,7 @@ ring_runner* socket_ring_of(self_pointer self) {
     auto ring = st.context->socket_rings->take(st.rank, st.epoch);
     if (!ring)
       return nullptr;
-    // A bound on a sum that moves no byte: past it the node would have been declared lost.
-    const double idle_s = std::max(30.0, 3 * st.plan->job.cluster.node_timeout_s);
+    const double idle_s = st.plan->job.cluster.sum_idle_timeout_s();
     caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
     st.socket = std::make_unique<ring_runner>(
         std::move(ring), idle_s,

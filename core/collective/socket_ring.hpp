@@ -14,6 +14,7 @@
 // Thread safety: one thread at a time; `abort` may be raised from any thread.
 #pragma once
 
+#include "core/collective/cross_process_sum.hpp"
 #include "core/collective/ring_allreduce.hpp"
 #include "core/collective/ring_sockets.hpp"
 #include "core/collective/ring_tls.hpp"
@@ -29,7 +30,7 @@
 
 namespace troupe {
 
-class socket_ring {
+class socket_ring final : public cross_process_sum {
  public:
   /// `to_successor` and `from_predecessor` connected (ring_sockets.hpp); both may be empty
   /// when `ranks` is 1. Buckets and window as `options` says.
@@ -50,12 +51,12 @@ class socket_ring {
   /// connection closes, fails or carries nothing for `idle_timeout_s`, or on `*abort`. After a
   /// throw the ring is broken: make a new one.
   void all_reduce(int64_t round, at::Tensor buffer, double idle_timeout_s,
-                  const std::atomic<bool>* abort = nullptr);
+                  const std::atomic<bool>* abort = nullptr) override;
 
-  int64_t rank() const { return rank_; }
-  int64_t ranks() const { return ranks_; }
+  int64_t rank() const override { return rank_; }
+  int64_t ranks() const override { return ranks_; }
   /// Chunks received in the round under way or last finished (a watchdog's probe).
-  int64_t received() const { return received_.load(std::memory_order_relaxed); }
+  int64_t received() const override { return received_.load(std::memory_order_relaxed); }
 
  private:
   struct outgoing {

@@ -48,6 +48,10 @@ const char* to_string(loss_kind x) {
 const char* to_string(precision_kind x) {
   return precision_names[static_cast<std::size_t>(x)].c_str();
 }
+const char* to_string(node_collective x) {
+  return x == node_collective::ring ? "ring" : "gloo";
+}
+
 const char* to_string(node_loss_policy x) {
   return x == node_loss_policy::fail ? "fail" : "continue";
 }

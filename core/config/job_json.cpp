@@ -213,7 +213,8 @@ json cluster_json(const cluster_config& c) {
           {"on_node_loss", to_string(c.on_node_loss)},
           {"min_nodes", c.min_nodes},
           {"replacement_timeout_s", c.replacement_timeout_s},
-          {"shared_memory", c.shared_memory}};
+          {"shared_memory", c.shared_memory},
+          {"collective", to_string(c.collective)}};
 }
 
 json faults_json(const faults_config& f) {

@@ -32,7 +32,7 @@ void read_cluster(object_reader r, cluster_config& c) {
   r.number("step_timeout_s", c.step_timeout_s, 0, false, 7 * 24 * 3600, false);
   r.boolean("shared_memory", c.shared_memory);
   // What a lost node does only concerns runs with nodes: in one process nothing is lost.
-  for (const char* key : {"on_node_loss", "min_nodes", "replacement_timeout_s"})
+  for (const char* key : {"on_node_loss", "min_nodes", "replacement_timeout_s", "collective"})
     if (r.has(key) && c.nodes == 0 && nodes_ok)
       r.problem(key, "needs cluster.nodes (only a run across processes can lose a node)");
   if (r.has("on_node_loss")) {
@@ -43,9 +43,13 @@ void read_cluster(object_reader r, cluster_config& c) {
     r.problem("min_nodes", "must be at most cluster.nodes (" + std::to_string(c.nodes) + "), got " +
                                std::to_string(c.min_nodes));
   r.number("replacement_timeout_s", c.replacement_timeout_s, 0, true, 7 * 24 * 3600, false);
+  if (r.has("collective")) {
+    if (const auto i = r.choice("collective", {"ring", "gloo"}))
+      c.collective = *i == 0 ? node_collective::ring : node_collective::gloo;
+  }
   r.finish({"nodes", "join_timeout_s", "node_timeout_s", "bucket_mb", "ring_window",
-            "step_timeout_s", "on_node_loss", "min_nodes", "replacement_timeout_s",
-            "shared_memory"});
+            "step_timeout_s", "on_node_loss", "min_nodes", "replacement_timeout_s", "shared_memory",
+            "collective"});
 }
 
 void read_checkpoint(object_reader r, checkpoint_config& c) {

@@ -7,6 +7,7 @@
 
 #include "core/job/device_spec.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -305,6 +306,12 @@ enum class node_loss_policy {
   carry_on,  ///< "continue": the survivors redo the step in flight and go on; replacements join
 };
 
+/// How the nodes' replicas sum sync gradients among themselves over the network.
+enum class node_collective {
+  ring,  ///< troupe's socket ring: 2(N - 1) steps a sum, encrypted under --tls
+  gloo,  ///< gloo's halving-doubling over a full mesh: 2 log2(N) steps, plain TCP only
+};
+
 /// Training across processes (`troupe coordinator` and `troupe node`). 0 nodes: one process.
 struct cluster_config {
   /// Nodes that must join before the run starts; replicas are placed on them in rank order.
@@ -323,6 +330,10 @@ struct cluster_config {
   /// gradients are summed through shared memory (core/collective/host_reduction) instead of the
   /// ring over the network. false keeps every exchange on the network.
   bool shared_memory = true;
+  /// Over the network (between hosts, or every node when they share no memory): the socket
+  /// ring, or gloo's halving-doubling, which takes fewer steps where there are many ranks
+  /// (core/collective/gloo_mesh.hpp).
+  node_collective collective = node_collective::ring;
   /// No step completed for this long ends the run, naming the silent workers
   /// (core/policy/step_watch.hpp); 0: derived from the run's own step times.
   double step_timeout_s = 0;
@@ -335,6 +346,9 @@ struct cluster_config {
 
   bool enabled() const { return nodes > 0; }
   bool carries_on() const { return on_node_loss == node_loss_policy::carry_on; }
+  /// A bound on a sum among processes that moves no byte: past it the node holding it up would
+  /// have been declared lost.
+  double sum_idle_timeout_s() const { return std::max(30.0, 3 * node_timeout_s); }
 };
 
 /// Checkpoints of the run's whole state into the run directory's checkpoints/ (core/checkpoint),
@@ -409,6 +423,8 @@ const char* to_string(lr_schedule_kind x);
 const char* to_string(monitor_metric x);
 const char* to_string(loss_kind x);
 const char* to_string(precision_kind x);
+/// "ring" or "gloo".
+const char* to_string(node_collective x);
 /// "fail" or "continue".
 const char* to_string(node_loss_policy x);
 

@@ -182,9 +182,13 @@ void render_exchange(std::ostringstream& out, const run_plan& p) {
     } else if (p.gradients == gradient_meeting::ring) {
       const auto grad_bytes = p.model.flat_size() * 4;
       const auto n = job.parallelism.replicas;
-      out << ": each replica sends " << grad_bytes * 2 * (n - 1) / n
-          << " bytes per step in the ring all-reduce (buckets of " << job.cluster.bucket_mb
-          << " MiB)\n";
+      out << ": each replica sends " << grad_bytes * 2 * (n - 1) / n;
+      if (job.cluster.collective == node_collective::gloo)
+        out << " bytes per step (about: more where the replicas are not a power of two) in "
+               "gloo's halving-doubling all-reduce (cluster.collective \"gloo\", plain TCP)\n";
+      else
+        out << " bytes per step in the ring all-reduce (buckets of " << job.cluster.bucket_mb
+            << " MiB)\n";
     } else {
       out << ": exchanges go through the coordinator as serialized tensors\n";
     }

@@ -93,8 +93,8 @@ TEST_SUITE("ring_runner") {
     socket_ring_places node;  // both ranks of a two-rank ring on one node
     auto places = plan_ring_places(0, {0, 1}, {0, 0}, 1).front();
     CHECK(places.ranks == std::vector<int64_t>{0, 1});
-    places.ports = node.open(0, places.ranks, host);
-    CHECK_THROWS_AS(node.open(0, places.ranks, host), std::invalid_argument);  // once an epoch
+    places = node.open(places, host);
+    CHECK_THROWS_AS(node.open(places, host), std::invalid_argument);  // once an epoch
     std::vector<ring_places> all{places};
     link_ring_places(all, {host});
     places = all.front();
@@ -144,10 +144,12 @@ TEST_SUITE("ring_runner") {
     // Ranks 0 and 2 of a ring whose rank 1 was lost: a two-member ring in epoch 3.
     socket_ring_places node;
     auto places = plan_ring_places(0, {0, 1, 2}, {0, 1, 0}, 2);
-    places[0].ports = node.open(0, places[0].ranks, host);  // epoch 0, never joined
+    places[0] = node.open(places[0], host);  // epoch 0, never joined
     places = plan_ring_places(3, {0, 2}, {0, 0}, 1);
-    places[0].ports = node.open(3, places[0].ranks, host);
-    CHECK_THROWS_AS(node.open(2, places[0].ranks, host), std::invalid_argument);  // stale
+    auto stale = places[0];
+    places[0] = node.open(places[0], host);
+    stale.epoch = 2;
+    CHECK_THROWS_AS(node.open(stale, host), std::invalid_argument);
     link_ring_places(places, {host});
     node.connect(places[0], 5);
     node.join(places[0], ring_options{1000, 1}, 5);

@@ -59,6 +59,21 @@ TEST_SUITE("job_config") {
     CHECK(p[0] == "/optimizer/lr: must be > 0, got -0.1");
   }
 
+  TEST_CASE("cluster.collective: ring by default, gloo by name, nothing else, only with nodes") {
+    const auto nodes = [](nlohmann::json cluster) {
+      cluster["nodes"] = 2;
+      return nlohmann::json{{"parallelism", {{"replicas", 2}}}, {"cluster", cluster}};
+    };
+    CHECK(parse_job(nodes(nlohmann::json::object())).cluster.collective == node_collective::ring);
+    const auto gloo = parse_job(nodes({{"collective", "gloo"}}));
+    CHECK(gloo.cluster.collective == node_collective::gloo);
+    CHECK(parse_job(to_json(gloo)).cluster.collective == node_collective::gloo);  // round trip
+    check_one_problem(nodes({{"collective", "nccl"}}),
+                      {"/cluster/collective", "\"ring\"", "\"gloo\"", "got \"nccl\""});
+    check_one_problem({{"cluster", {{"collective", "gloo"}}}},
+                      {"/cluster/collective: needs cluster.nodes"});
+  }
+
   TEST_CASE("unknown top-level key") {
     check_one_problem({{"nmae", "x"}},
                       {"/nmae: unknown key (did you mean \"name\"?", "known: name, seed, model"});

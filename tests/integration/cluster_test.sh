@@ -168,6 +168,15 @@ check "sync --local-nodes 3 over the network" $status 0 "$tmp/ring3.log" "succee
 grep -qF "share this host's memory" "$tmp/ring3.log" &&
   fail "cluster.shared_memory=false still shared memory" || pass
 same_weights "sync 3 nodes, ring" "$tmp/local3" "$tmp/dist3_ring"
+# cluster.collective "gloo": the same sums over gloo's halving-doubling (3 ranks: not a power
+# of two) come to the same weights.
+start gloo3 "$troupe" run "$tmp/job.json" --set parallelism.replicas=3 --local-nodes 3 \
+  --set cluster.shared_memory=false --set cluster.collective=gloo --out "$tmp/dist3_gloo" --quiet
+finish $last_pid 90
+check "sync --local-nodes 3 over gloo" $status 0 "$tmp/gloo3.log" "succeeded"
+grep -qF "gloo mesh formed among workers 0, 1, 2" "$tmp/gloo3.log" &&
+  pass || fail "cluster.collective gloo: no gloo mesh formed"
+same_weights "sync 3 nodes, gloo" "$tmp/local3" "$tmp/dist3_gloo"
 
 # A coordinator whose actor system does not stop (a detached actor never released, as once seen
 # at the end of a sharded run under load) still ends: it says so, writes every output and exits

@@ -3,7 +3,8 @@
 # its own address and /dev/shm, two `troupe node` processes per host, the coordinator on host 0):
 #   - sync over 2 hosts x 2 nodes sums by host (each host's memory, then the hosts' leaders over
 #     the socket ring: one ring link each way between the hosts) and ends within 1e-6 of the
-#     in-process run, as does the flat ring of every rank (cluster.shared_memory=false);
+#     in-process run, as does the flat ring of every rank (cluster.shared_memory=false), and
+#     both again with cluster.collective "gloo" (gloo's mesh among the leaders, or every rank);
 #   - 3 hosts of one node each: no two share memory, the ring runs over the network;
 #   - host 1's link cut mid-run under cluster.on_node_loss "continue": both of its nodes are
 #     lost, the run completes on host 0 and ends within the bound;
@@ -80,6 +81,18 @@ log="$tmp/flat.logs/coordinator.log"
 check "flat ring over 2 hosts" $status 0 "$log" "ring link h0n1 -> h1n0"
 grep -qF "summed in each host's memory" "$log" && fail "flat: summed by host anyway" || pass
 close_to_reference "flat ring" "$tmp/flat"
+
+# --- the same two shapes with cluster.collective "gloo" between the network's ranks -----------
+hosts gloo_by_host 2 2 -- --set cluster.collective=gloo
+log="$tmp/gloo_by_host.logs/coordinator.log"
+check "2 hosts x 2 nodes, gloo among the leaders" $status 0 "$log" \
+  "then among the hosts' leaders (workers 0, 2) over the gloo mesh"
+grep -qF "gloo mesh formed among workers 0, 2" "$log" && pass || fail "gloo by host: no mesh formed"
+close_to_reference "summed by host, gloo among the leaders" "$tmp/gloo_by_host"
+hosts gloo_flat 2 2 -- --set cluster.shared_memory=false --set cluster.collective=gloo
+check "gloo over 2 hosts" $status 0 "$tmp/gloo_flat.logs/coordinator.log" \
+  "gloo mesh formed among workers 0, 1, 2, 3"
+close_to_reference "gloo, every rank" "$tmp/gloo_flat"
 
 # --- 3 hosts of one node: nothing to sum by host ----------------------------------------------
 hosts apart 3 1 -- --set parallelism.replicas=3

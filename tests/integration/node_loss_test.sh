@@ -15,6 +15,8 @@
 #     it, it is fenced (its late messages are dropped) and told to leave; the run completes;
 #   - the socket ring, formed again at every regroup, refused after a loss: the survivors sum
 #     over actors and the run completes within the tolerance;
+#   - cluster.collective "gloo": a node killed, and one stopped, under gloo's mesh: it is formed
+#     again among the survivors and the run completes within the tolerance, every row once;
 #   - async (its server sharded over the nodes, and in one piece), local_sgd, local_sgd with
 #     DiLoCo's outer optimizer and streaming DiLoCo (fragments merged while the replicas go on)
 #     lose a node and complete;
@@ -270,6 +272,29 @@ rows_once "node c fenced" "$tmp/fence"
 finish $node_c 20
 check "the fenced node leaves" $status 1 "$tmp/fence_c.log" "told to leave"
 }
+
+# --- cluster.collective "gloo": the sums go over gloo's mesh, formed again among the survivors
+# at the regroup; a node killed (its connections close) and one stopped past node_timeout_s (they
+# stay open: the survivors' sums waiting on it are left to gloo's timeout on their threads).
+section gloo && for how in KILL STOP; do
+  start_run "gloo_$how" --set cluster.collective=gloo $straggle
+  wait_for_step "$tmp/gloo_$how" 100 || fail "gloo $how: no step 100"
+  kill -$how $node_b
+  finish $coord 120
+  check "gloo: SIG$how node b" $status 0 "$tmp/coord_gloo_$how.log" "node b lost at step"
+  grep -qF "gloo mesh formed among workers 0, 1, 2" "$tmp/coord_gloo_$how.log" && pass ||
+    fail "gloo $how: the log does not say the gloo mesh was formed"
+  grep -qF "gloo mesh formed again among workers 0, 2 (epoch" "$tmp/coord_gloo_$how.log" &&
+    pass || fail "gloo $how: the mesh was not formed again among the survivors"
+  close_weights "gloo: node b SIG$how" "$tmp/ref" "$tmp/gloo_$how"
+  rows_once "gloo: node b SIG$how" "$tmp/gloo_$how"
+  for n in a c; do
+    eval "finish \$node_$n 15"
+    check "gloo $how: survivor $n" $status 0 "$tmp/gloo_${how}_$n.log" "the run succeeded"
+  done
+  [ $how = STOP ] && kill -CONT $node_b
+  finish $node_b 20
+done
 
 # --- async, local_sgd, DiLoCo and streaming DiLoCo: a node killed mid-run; every step completes -
 # async with a shard on each node: node a's shard starts again in the coordinator; async_one
