@@ -2,14 +2,20 @@
 // three steps the coordinator drives (each rank's rendezvous part, every part to every rank,
 // the wait for the connections), here among threads on 127.0.0.1. Every rank ends each sum with
 // the same bits, the sum of the inputs; a mesh that cannot form, a peer gone mid-sum and an
-// interrupt end in ring_link_error within their bounds; parts that do not fit are refused.
+// interrupt end in ring_link_error within their bounds; parts that do not fit are refused; a
+// stranger first on the listeners, sending garbage, fails the forming and nothing else.
 #include "core/collective/gloo_mesh.hpp"
 #include "core/collective/ring_sockets.hpp"
 
 #include <ATen/ATen.h>
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <string>
@@ -47,6 +53,24 @@ void sum_all(mesh_list& meshes, std::vector<at::Tensor>& buffers, int64_t round)
         std::async(std::launch::async, [&, r] { meshes[r]->all_reduce(round, buffers[r], 10); }));
   for (auto& f : running)
     f.get();
+}
+
+// The IPv4 listeners a rendezvous part names (length-prefixed gloo addresses, one per peer, a
+// sockaddr at the front of each).
+std::vector<sockaddr_in> listeners_in(const std::string& part) {
+  std::vector<sockaddr_in> out;
+  for (std::size_t at = 0; at + 4 <= part.size();) {
+    uint32_t n = 0;
+    std::memcpy(&n, part.data() + at, 4);
+    at += 4;
+    if (n >= sizeof(sockaddr_in)) {
+      sockaddr_in addr{};
+      std::memcpy(&addr, part.data() + at, sizeof addr);
+      out.push_back(addr);
+    }
+    at += n;
+  }
+  return out;
 }
 
 }  // namespace
@@ -136,5 +160,37 @@ TEST_SUITE("gloo_mesh") {
     }
     auto wrong_type = at::ones({64}, at::kDouble);
     CHECK_THROWS_AS(meshes[0]->all_reduce(1, wrong_type, 1), std::invalid_argument);
+  }
+
+  TEST_CASE("a stranger first on the listeners, sending garbage: the forming fails, nothing else") {
+    // gloo's connections carry no secret: whoever connects first takes a rank's place. What
+    // that may cost is the forming (the coordinator then sums over actors), not the process.
+    for (char junk_byte : {'\0', '\x01', '\xff'}) {
+      CAPTURE(static_cast<int>(junk_byte));
+      gloo_mesh a(host, 0, 2, 3);
+      gloo_mesh b(host, 1, 2, 3);
+      const std::vector<std::string> parts{a.address(), b.address()};
+      for (const auto& part : parts)
+        for (auto addr : listeners_in(part)) {
+          const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+          REQUIRE(fd >= 0);
+          if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+            const std::string junk(4096, junk_byte);
+            ::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          ::close(fd);
+        }
+      a.connect(parts);
+      b.connect(parts);
+      int failed = 0;
+      for (auto* m : {&a, &b})
+        try {
+          m->join(5);
+        } catch (const ring_link_error&) {
+          ++failed;
+        }
+      CHECK(failed >= 1);
+    }
   }
 }
