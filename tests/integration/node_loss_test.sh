@@ -336,15 +336,18 @@ if policy in ("local_sgd", "diloco", "streaming"):
     # The weights hold every row of the steps through node a's last average (A: its weights
     # went in even where its report of A never came), the survivors' 40 of each step they
     # drained after it before the regroup, then the whole batch again: node a's rows after A
-    # are in no average, whether it had reported them or not.
+    # are in no average, whether it had reported them or not. Every step from A + 1 to the
+    # last drained one lacks node a's 20: those it reported before it was lost (whole in the
+    # step records) and those it never reached (drained).
     averaged = re.search(r"trained after step (\d+) \(its last average\)", open(log).read())
     a = int(averaged.group(1)) if averaged else 10**9
     records = [json.loads(line) for line in open(run + "/metrics.jsonl")]
     short = [r["step"] for r in records if r.get("event") == "step" and r["samples"] == 40]
     drained = [step for step in short if step > a]
-    expected = [24000 - 20 * len(drained)]
+    expected = [24000 - 20 * (max(drained) - a if drained else 0)]
     print(f"  node a's last average after step {a}, {len(drained)} steps drained by the two "
-          f"survivors after it: {expected[0]} rows expected")
+          f"survivors after it, the last {max(drained, default=None)}: {expected[0]} rows "
+          f"expected")
     ok = ok and rows == expected and all(step >= a for step in short)
 sys.exit(0 if ok else 1)
 PY
