@@ -3,6 +3,8 @@
 #include "core/collective/ring_sockets.hpp"
 
 #include <ATen/ATen.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #if TROUPE_HAVE_GLOO
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/context.h>
@@ -34,6 +36,26 @@ std::string seconds_text(double s) {
   std::ostringstream out;
   out << s << " s";
   return out.str();
+}
+
+// `host` as a numeric address. gloo's own lookup reads past a getaddrinfo that failed (an
+// unknown name crashed it): it is handed one that cannot fail.
+std::string numeric_address(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rv = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rv != 0 || found == nullptr)
+    throw ring_link_error("gloo cannot listen on " + host + ": " +
+                          (rv != 0 ? ::gai_strerror(rv) : "no address"));
+  char text[NI_MAXHOST];
+  const int named = ::getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
+                                  NI_NUMERICHOST);
+  ::freeaddrinfo(found);
+  if (named != 0)
+    throw ring_link_error("gloo cannot listen on " + host + ": " + ::gai_strerror(named));
+  return text;
 }
 
 std::chrono::milliseconds milliseconds_of(double seconds) {
@@ -142,9 +164,10 @@ gloo_mesh::gloo_mesh(const std::string& host, int64_t rank, int64_t ranks, doubl
   if (ranks == 1)
     return;
   auto f = std::make_shared<forming>();
+  const auto address = numeric_address(host);
   try {
     gloo::transport::tcp::attr attr;
-    attr.hostname = host;
+    attr.hostname = address;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     f->context = std::make_shared<relayed_context>(static_cast<int>(rank), static_cast<int>(ranks));
     f->context->setTimeout(milliseconds_of(timeout_s));
