@@ -32,9 +32,11 @@ expect 0 "data: npy, 3000 training samples, 1000 test samples, rows of shape [1,
 
 learns() { reaches_accuracy "$tmp/job.json" "$@"; }
 learns sync 0.65
-# async's arrival order is the machine's: 150 stale steps on 3,000 rows landed at 0.48 once
-# under a loaded ctest -j2 (0.6 and more alone); 0.4 is still four times chance.
-learns async 0.4 --set parallelism.policy=async --set parallelism.max_staleness=2
+# async's arrival order is the machine's: with max_staleness 2, 150 stale steps (momentum 0.9)
+# on 3,000 rows landed at 0.48 once and 0.275 once under a loaded ctest -j2 (0.6 and more
+# alone). What this test asks is that the arrays feed async, not how stale steps converge
+# (e2e.async_straggler): each gradient on the current weights (max_staleness 0).
+learns async 0.55 --set parallelism.policy=async --set parallelism.max_staleness=0
 learns local_sgd 0.6 --set parallelism.policy=local_sgd --set parallelism.period=4
 learns pipeline 0.6 --set parallelism.replicas=1 --set parallelism.stages=2 \
   --set parallelism.micro_batches=2 --set 'model.hidden=[64,32]'
