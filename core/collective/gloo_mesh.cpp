@@ -3,6 +3,7 @@
 #include "core/collective/ring_sockets.hpp"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #if TROUPE_HAVE_GLOO
@@ -17,7 +18,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -31,12 +31,6 @@ bool gloo_built_in() {
 }
 
 namespace {
-
-std::string seconds_text(double s) {
-  std::ostringstream out;
-  out << s << " s";
-  return out.str();
-}
 
 // `host` as a numeric address. gloo's own lookup reads past a getaddrinfo that failed (an
 // unknown name crashed it): it is handed one that cannot fail.
@@ -231,7 +225,7 @@ void gloo_mesh::join(double timeout_s) {
   if (!f.finished.wait_for(lock, milliseconds_of(timeout_s), [&] { return f.done; })) {
     lock.unlock();
     f.context->closeConnections();  // the connecting thread gives up now
-    throw ring_link_error("the gloo mesh was not formed within " + seconds_text(timeout_s));
+    throw ring_link_error(fmt::format("the gloo mesh was not formed within {} s", timeout_s));
   }
   if (!f.error.empty())
     throw ring_link_error("the gloo mesh could not be formed: " + f.error);
