@@ -8,7 +8,9 @@ each) started at once on 127.0.0.1:
              30 steps: seconds from
              starting the processes to "placed ... training" in the coordinator's log (every
              node joined, the gradients' paths settled) and to the first step record
-             (targets: <= 10 s to stepping);
+             (targets: <= 10 s to stepping), launched two ways one after the other: `separate`,
+             NODES `troupe node` commands (as NODES hosts would, here sharing 2 cores), and
+             `forked`, one `troupe node --processes NODES` (the nodes forked after one start-up);
   idle       the same job waiting for one node more than come (cluster.nodes = NODES + 1): once
              NODES have joined, the coordinator's CPU time over IDLE_S seconds, from
              /proc/PID/stat, as a share of one core (target: <= 2 %), and the nodes' together.
@@ -54,7 +56,7 @@ def read(path):
 class cluster:
     """A coordinator and `nodes` nodes, started together; killed on exit."""
 
-    def __init__(self, troupe, work, nodes, expected, steps):
+    def __init__(self, troupe, work, nodes, expected, steps, forked=False):
         self.procs = []
         self.work = work
         self.log = os.path.join(work, "coordinator.log")
@@ -78,9 +80,13 @@ class cluster:
         if "listening on" not in read(self.log):
             raise RuntimeError("the coordinator did not listen: " + read(self.log)[-2000:])
         port = re.search(r"listening on [^ ]*:(\d+)", read(self.log)).group(1)
-        self.nodes = [self.spawn([troupe, "node", "--join", f"127.0.0.1:{port}", "--name",
-                                  f"n{i}", "--threads", "1"] + token,
-                                 os.path.join(work, f"n{i}.log")) for i in range(nodes)]
+        join = [troupe, "node", "--join", f"127.0.0.1:{port}", "--threads", "1"] + token
+        if forked:
+            self.nodes = [self.spawn(join + ["--name", "n", "--processes", str(nodes)],
+                                     os.path.join(work, "nodes.log"))]
+        else:
+            self.nodes = [self.spawn(join + ["--name", f"n{i}"], os.path.join(work, f"n{i}.log"))
+                          for i in range(nodes)]
 
     def spawn(self, cmd, log):
         with open(log, "w") as f:
@@ -111,16 +117,22 @@ def main():
     troupe = os.path.join(args.build, "apps", "troupe")
     result = {"benchmark": "startup_scale", "nodes": args.nodes, "cores": os.cpu_count()}
     with tempfile.TemporaryDirectory() as work:
-        os.makedirs(os.path.join(work, "start"))
-        with cluster(troupe, os.path.join(work, "start"), args.nodes, args.nodes, 30) as c:
-            placed = wait_for(lambda: "; training" in read(c.log), 120, "placement")
-            stepping = wait_for(lambda: first_step_written(c.out), 120, "first step")
-            if c.coordinator.wait(timeout=300) != 0:
-                raise RuntimeError("the start-up run failed: " + read(c.log)[-2000:])
-            result["start_up"] = {"joined_and_placed_s": placed - c.start,
-                                  "stepping_s": stepping - c.start,
-                                  "target_stepping_s": 10,
-                                  "met": stepping - c.start <= 10}
+        result["start_up"] = {}
+        for launch in ("separate", "forked"):
+            os.makedirs(os.path.join(work, launch))
+            with cluster(troupe, os.path.join(work, launch), args.nodes, args.nodes, 30,
+                         forked=launch == "forked") as c:
+                placed = wait_for(lambda: "; training" in read(c.log), 120, "placement")
+                stepping = wait_for(lambda: first_step_written(c.out), 120, "first step")
+                if c.coordinator.wait(timeout=300) != 0:
+                    raise RuntimeError("the start-up run failed: " + read(c.log)[-2000:])
+                result["start_up"][launch] = {"joined_and_placed_s": placed - c.start,
+                                              "stepping_s": stepping - c.start,
+                                              "target_stepping_s": 10,
+                                              "met": stepping - c.start <= 10}
+        result["start_up"]["forked_over_separate_stepping_s"] = (
+            result["start_up"]["forked"]["stepping_s"] /
+            result["start_up"]["separate"]["stepping_s"])
         os.makedirs(os.path.join(work, "idle"))
         expected = args.nodes + 1
         with cluster(troupe, os.path.join(work, "idle"), args.nodes, expected, 30) as c:

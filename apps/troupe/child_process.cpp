@@ -22,6 +22,17 @@ std::string child_exit::describe() const {
   return "exit status " + std::to_string(code);
 }
 
+child_exit child_exit::of_wait_status(int status) {
+  child_exit e;
+  if (WIFSIGNALED(status)) {
+    e.signaled = true;
+    e.signal = WTERMSIG(status);
+  } else {
+    e.code = WEXITSTATUS(status);
+  }
+  return e;
+}
+
 child_process::child_process(const std::vector<std::string>& argv, const std::string& log_path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -55,14 +66,7 @@ std::optional<child_exit> child_process::poll() {
   const pid_t r = ::waitpid(pid_, &status, WNOHANG);
   if (r != pid_)
     return std::nullopt;
-  child_exit e;
-  if (WIFSIGNALED(status)) {
-    e.signaled = true;
-    e.signal = WTERMSIG(status);
-  } else {
-    e.code = WEXITSTATUS(status);
-  }
-  exit_ = e;
+  exit_ = child_exit::of_wait_status(status);
   return exit_;
 }
 

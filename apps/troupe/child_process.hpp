@@ -16,6 +16,8 @@ struct child_exit {
   int code = 0;    ///< exit status when not signaled
   int signal = 0;  ///< the signal that ended it
   std::string describe() const;
+  /// From what waitpid() reported.
+  static child_exit of_wait_status(int status);
 };
 
 class child_process {

@@ -1,8 +1,10 @@
-// `troupe node --join HOST:PORT`: joins a coordinator and trains the replicas it places here.
+// `troupe node --join HOST:PORT`: joins a coordinator and trains the replicas it places here
+// (or K nodes do, under --processes K).
 #include "actors/cluster/run_node.hpp"
 #include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
+#include "apps/troupe/node_processes.hpp"
 #include "core/cluster/slurm_env.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
@@ -10,8 +12,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 namespace troupe {
 namespace {
@@ -40,50 +44,69 @@ node_command with_environment(node_command cmd) {
   return cmd;
 }
 
-// The options; throws job_error for a bad address, token file, TLS files or exposure.
-node_options node_options_of(const node_command& cmd) {
+// The options of the node named `name`; throws job_error for a bad address, token file, TLS
+// files or exposure.
+node_options node_options_of(const node_command& cmd, const std::string& name) {
   node_options o;
   o.coordinator = parse_host_port(cmd.join, "127.0.0.1", "--join");
   o.token = load_token(cmd.token_file);
-  if (!cmd.tls_dir.empty() && cmd.name.empty())
-    throw job_error({"--tls " + cmd.tls_dir + " needs --name NAME: the node presents " +
-                     cmd.tls_dir + "/NAME.pem, whose certificate names it"});
   if (!cmd.tls_dir.empty())
-    o.tls = checked_tls_files(cmd.tls_dir, cmd.name);
+    o.tls = checked_tls_files(cmd.tls_dir, name);
   if (const auto p =
           exposure_problem("--listen " + cmd.listen, cmd.listen, o.tls.has_value(), cmd.insecure);
       !p.empty())
     throw job_error({p});
-  if (cmd.name.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    o.name = fmt::format("{}-{}", host, ::getpid());
-  } else {
-    o.name = cmd.claim_name.empty() ? cmd.name : cmd.claim_name;
-  }
-  return o;
-}
-
-}  // namespace
-
-int run_node_command(const node_command& given) {
-  node_options o;
-  node_command cmd;
-  try {
-    cmd = with_environment(given);
-    o = node_options_of(cmd);
-  } catch (const job_error& e) {
-    print_problems(stderr, e);
-    return exit_usage;
-  }
-  o.threads =
-      cmd.threads > 0 ? cmd.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  o.name = cmd.claim_name.empty() ? name : cmd.claim_name;
+  o.threads = cmd.threads > 0 ? cmd.threads
+                              : std::max<int64_t>(1, std::thread::hardware_concurrency() /
+                                                         std::max<int64_t>(1, cmd.processes));
   o.peer_host = cmd.listen;
   o.connect_timeout_s = cmd.connect_timeout_s;
   if (!cmd.claim_version.empty())
     o.version = cmd.claim_version;
   o.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  return run_node(o) == 0 ? exit_ok : exit_failed;
+  return o;
+}
+
+// The options of each node this command starts: NAME, or NAME-0 .. NAME-(K-1) under
+// --processes K, NAME defaulting to HOSTNAME-PID. Throws job_error as node_options_of.
+std::vector<node_options> nodes_of(const node_command& cmd) {
+  if (!cmd.tls_dir.empty() && cmd.name.empty())
+    throw job_error({"--tls " + cmd.tls_dir + " needs --name NAME: the node presents " +
+                     cmd.tls_dir + "/NAME.pem, whose certificate names it"});
+  std::string base = cmd.name;
+  if (base.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    base = fmt::format("{}-{}", host, ::getpid());
+  }
+  std::vector<node_options> nodes;
+  for (int64_t i = 0; i < cmd.processes; ++i)
+    nodes.push_back(
+        node_options_of(cmd, cmd.processes == 1 ? base : fmt::format("{}-{}", base, i)));
+  return nodes;
+}
+
+}  // namespace
+
+int run_node_command(const node_command& given) {
+  std::vector<node_options> nodes;
+  try {
+    nodes = nodes_of(with_environment(given));
+  } catch (const job_error& e) {
+    print_problems(stderr, e);
+    return exit_usage;
+  }
+  std::size_t mine = 0;
+  if (nodes.size() > 1) {  // checked once, above, for all of them; forked before any thread
+    const forked_node f = fork_node_processes(
+        static_cast<int64_t>(nodes.size()),
+        [&](int64_t i) { return nodes[static_cast<std::size_t>(i)].name; }, nodes[0].log);
+    if (!f.is_child)
+      return f.status == 0 ? exit_ok : exit_failed;
+    mine = static_cast<std::size_t>(f.index);
+  }
+  return run_node(nodes[mine]) == 0 ? exit_ok : exit_failed;
 }
 
 }  // namespace troupe

@@ -42,10 +42,11 @@ struct run_command {
 
 struct node_command {
   // Empty or 0: from the environment (core/cluster/slurm_env.hpp), else the default said.
-  std::string join;     ///< HOST:PORT of the coordinator
-  std::string name;     ///< empty: HOSTNAME-PID
-  int64_t threads = 0;  ///< 0: the hardware threads
-  std::string listen;   ///< where peers reach this node; empty: 127.0.0.1
+  std::string join;       ///< HOST:PORT of the coordinator
+  std::string name;       ///< empty: HOSTNAME-PID
+  int64_t threads = 0;    ///< 0: the hardware threads (shared out among the processes)
+  int64_t processes = 1;  ///< nodes started here, forked from one start (node_processes.hpp)
+  std::string listen;     ///< where peers reach this node; empty: 127.0.0.1
   std::string token_file;
   double connect_timeout_s = 30;
   std::string claim_version;  ///< tests only: claim another troupe version

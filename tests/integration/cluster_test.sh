@@ -168,6 +168,46 @@ check "sync --local-nodes 3 over the network" $status 0 "$tmp/ring3.log" "succee
 grep -qF "share this host's memory" "$tmp/ring3.log" &&
   fail "cluster.shared_memory=false still shared memory" || pass
 same_weights "sync 3 nodes, ring" "$tmp/local3" "$tmp/dist3_ring"
+
+# --- 3 nodes forked from one `troupe node --processes 3`: the same weights; a stop sent to it ---
+# --- reaches every node; a SIGKILLed one takes its nodes with it (the parent-death signal) -----
+start coord_fork "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
+  --set parallelism.replicas=3 --set cluster.nodes=3 --token-file "$tmp/token" \
+  --out "$tmp/dist_fork" --quiet
+listening_port "$tmp/coord_fork.log"
+coord=$last_pid
+start forked "$troupe" node --join "127.0.0.1:$port" --name f --processes 3 --threads 1 \
+  --token-file "$tmp/token"
+forked=$last_pid
+finish $coord 90
+check "sync, 3 forked nodes" $status 0 "$tmp/coord_fork.log" "node f-2 joined"
+finish $forked 15
+check "troupe node --processes 3" $status 0 "$tmp/forked.log" "node f-1: the run succeeded"
+same_weights "sync, 3 forked nodes" "$tmp/local3" "$tmp/dist_fork"
+for signal in TERM KILL; do
+  start coord_$signal "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
+    --set parallelism.replicas=3 --set cluster.nodes=3 --set training.steps=1000000 \
+    --token-file "$tmp/token" --out "$tmp/dist_$signal" --quiet
+  listening_port "$tmp/coord_$signal.log"
+  coord=$last_pid
+  start forked_$signal "$troupe" node --join "127.0.0.1:$port" --name "sig$signal" \
+    --processes 3 --threads 1 --token-file "$tmp/token"
+  forked=$last_pid
+  wait_for_steps "$tmp/dist_$signal"
+  kill -$signal $forked
+  finish $forked 15
+  [ $signal = KILL ] || check "forked nodes sent SIGTERM" $status 1 "$tmp/forked_$signal.log" \
+    ") ended: killed by signal 15 (Terminated)"
+  for _ in $(seq 100); do
+    pgrep -f -- "--name sig$signal --processes" >/dev/null || break
+    sleep 0.1
+  done
+  pgrep -f -- "--name sig$signal --processes" >/dev/null &&
+    fail "forked nodes outlived their parent (SIG$signal)" || pass
+  finish $coord 30
+  check "coordinator, its forked nodes stopped (SIG$signal)" $status 1 \
+    "$tmp/coord_$signal.log" "(node sig$signal-"
+done
 # cluster.collective "gloo": the same sums over gloo's halving-doubling (3 ranks: not a power
 # of two) come to the same weights.
 start gloo3 "$troupe" run "$tmp/job.json" --set parallelism.replicas=3 --local-nodes 3 \
@@ -361,6 +401,9 @@ check "nothing listens" $status 1 "$tmp/nobody.log" "cannot reach the coordinato
 start badjoin "$troupe" node --join "127.0.0.1:99999"
 finish $last_pid 10
 check "bad --join" $status 2 "$tmp/badjoin.log" "--join: expected HOST:PORT"
+start noprocesses "$troupe" node --join "127.0.0.1:1" --processes 0
+finish $last_pid 10
+check "--processes 0" $status 2 "$tmp/noprocesses.log" "--processes: Value 0 not in range"
 start public env -u TROUPE_TOKEN "$troupe" coordinator "$tmp/job.json" --listen 0.0.0.0:0 \
   --out "$tmp/dist_p"
 finish $last_pid 10

@@ -1,0 +1,98 @@
+#include "apps/troupe/node_processes.hpp"
+
+#include "apps/troupe/child_process.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+namespace troupe {
+namespace {
+
+// The signals the parent takes synchronously (sigwait): the stops it passes on, and SIGCHLD.
+sigset_t supervised_signals() {
+  sigset_t s;
+  sigemptyset(&s);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD})
+    sigaddset(&s, sig);
+  return s;
+}
+
+// Reaps every child that has ended; logs each that failed. Returns false if one failed.
+bool reap_ended(std::map<pid_t, std::string>& live,
+                const std::function<void(const std::string&)>& log) {
+  bool all_ok = true;
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    const auto it = live.find(pid);
+    if (it == live.end())
+      continue;
+    const child_exit e = child_exit::of_wait_status(status);
+    if (e.signaled || e.code != 0) {
+      all_ok = false;
+      log(fmt::format("node {} (process {}) ended: {}", it->second, pid, e.describe()));
+    }
+    live.erase(it);
+  }
+  return all_ok;
+}
+
+void signal_all(const std::map<pid_t, std::string>& live, int sig) {
+  for (const auto& [pid, name] : live)
+    ::kill(pid, sig);
+}
+
+}  // namespace
+
+forked_node fork_node_processes(int64_t count,
+                                const std::function<std::string(int64_t index)>& name_of,
+                                const std::function<void(const std::string&)>& log) {
+  const sigset_t supervised = supervised_signals();
+  sigset_t before;
+  // Blocked before the first fork, so that a stop arriving while children start is held for
+  // the loop below rather than killing the parent and orphaning them.
+  pthread_sigmask(SIG_BLOCK, &supervised, &before);
+  const pid_t parent = ::getpid();
+  std::map<pid_t, std::string> live;
+  bool ok = true;
+  for (int64_t i = 0; i < count; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // The kernel sends this when the parent dies, however it dies; checked once more after
+      // asking, for a parent that died before.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent)
+        std::_Exit(1);
+      pthread_sigmask(SIG_SETMASK, &before, nullptr);
+      return {true, i, 0};
+    }
+    if (pid < 0) {
+      log(fmt::format("cannot start node {}: {}; stopping the {} started", name_of(i),
+                      std::strerror(errno), live.size()));
+      signal_all(live, SIGTERM);
+      ok = false;
+      break;
+    }
+    live.emplace(pid, name_of(i));
+  }
+  while (!live.empty()) {
+    int sig = 0;
+    if (sigwait(&supervised, &sig) != 0)
+      continue;
+    if (sig == SIGCHLD)
+      ok = reap_ended(live, log) && ok;
+    else
+      signal_all(live, sig);
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  return {false, 0, ok ? 0 : 1};
+}
+
+}  // namespace troupe
