@@ -2,20 +2,25 @@
 memory-mapped, side by side with the same job on an in-memory tensor file (issue 40, figure 1).
 
   /usr/bin/python3 bench/npy_memory.py [--build build] [--gb 8] [--reference-gb 1]
-      [--steps 1500] [--keep DIR]
+      [--steps 4000] [--repeats 3] [--keep DIR]
 
 Writes (then deletes) a float32 [N, 784] .npy training set of --gb gigabytes and a float32
 tensor file of --reference-gb (torch.save, read whole into memory), both Fashion-MNIST images
 repeated with a little noise, and trains the same job on each: an MLP, 2 sync replicas of one
-thread, batch 256, --steps steps. While each runs, the troupe process's anonymous memory
-(RssAnon in /proc/PID/status: the heap, not the page cache a memory map reads through) is
-sampled every 50 ms.
+thread, batch 256, --steps steps, the two alternating --repeats times (a single pair, the
+memory-mapped run first, measured from 0.73x to 0.97x: one variant's run warms or cools what
+the next finds). While each runs, the troupe process's anonymous memory (RssAnon in
+/proc/PID/status: the heap, not the page cache a memory map reads through) is sampled every
+50 ms.
 
 Prints JSON: per variant the data's bytes, the largest RssAnon, the training steps per second
-(from metrics.jsonl's step records after the first 10%, so start-up does not count), and
+of each repeat (from metrics.jsonl's step records after the first 10%, so start-up does not
+count) and their median, and
   rss_anon_max_gb_npy        (target <= 1)
-  step_rate_ratio            npy steps/s over the in-memory file's (target >= 0.95)
+  step_rate_ratio            the medians' ratio, npy over the in-memory file (target >= 0.95)
+  step_rate_ratios           each repeat's ratio
 """
+import statistics
 import argparse
 import gzip
 import json
@@ -124,7 +129,7 @@ def train(troupe, folder, name, data, steps):
     path = os.path.join(folder, name + ".json")
     json.dump(job, open(path, "w"))
     out = os.path.join(folder, name)
-    status, err, peak = run_sampled([troupe, "run", path, "--out", out, "--quiet"])
+    status, err, peak = run_sampled([troupe, "run", path, "--out", out, "--quiet", "--force"])
     if status != 0:
         sys.exit(f"{name}: troupe failed: {err}")
     return {"rss_anon_max_bytes": peak, "steps_per_s": steps_per_second(
@@ -136,7 +141,8 @@ def main():
     p.add_argument("--build", default="build")
     p.add_argument("--gb", type=float, default=8)
     p.add_argument("--reference-gb", type=float, default=1)
-    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--steps", type=int, default=4000)
+    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--keep", help="a folder to keep the files and runs in (else a temporary one)")
     a = p.parse_args()
     troupe = os.path.abspath(os.path.join(a.build, "apps", "troupe"))
@@ -159,17 +165,30 @@ def main():
         # The files just written are gigabytes of dirty pages: flushed now, the kernel's
         # writeback does not share the 2 cores with the first run's training.
         os.sync()
-        npy = train(troupe, folder, "npy", {"type": "npy", "train": {
-            "x": os.path.join(folder, "x.npy"), "y": os.path.join(folder, "y.npy")},
-            "test": {"x": test_x, "y": test_y}}, a.steps)
-        ref = train(troupe, folder, "in_memory", {"type": "tensors", "train": os.path.join(
-            folder, "train.pt"), "test": torch_test}, a.steps)
-        npy.update(rows=rows, bytes=rows * ROW * 4, write_s=round(write_s, 1))
-        ref.update(rows=ref_rows, bytes=ref_rows * ROW * 4)
+        data = {"npy": {"type": "npy", "train": {"x": os.path.join(folder, "x.npy"),
+                                                 "y": os.path.join(folder, "y.npy")},
+                        "test": {"x": test_x, "y": test_y}},
+                "in_memory": {"type": "tensors", "train": os.path.join(folder, "train.pt"),
+                              "test": torch_test}}
+        runs = {name: [] for name in data}
+        for _ in range(a.repeats):
+            for name in data:
+                runs[name].append(train(troupe, folder, name, data[name], a.steps))
+
+        def summary(name, **facts):
+            rates = [r["steps_per_s"] for r in runs[name]]
+            return dict(facts, rss_anon_max_bytes=max(r["rss_anon_max_bytes"] for r in runs[name]),
+                        steps_per_s=[round(r, 1) for r in rates],
+                        steps_per_s_median=round(statistics.median(rates), 1))
+
+        npy = summary("npy", rows=rows, bytes=rows * ROW * 4, write_s=round(write_s, 1))
+        ref = summary("in_memory", rows=ref_rows, bytes=ref_rows * ROW * 4)
         print(json.dumps({
             "npy_memory_mapped": npy, "tensor_file_in_memory": ref,
             "rss_anon_max_gb_npy": round(npy["rss_anon_max_bytes"] / 2**30, 3),
-            "step_rate_ratio": round(npy["steps_per_s"] / ref["steps_per_s"], 3),
+            "step_rate_ratio": round(npy["steps_per_s_median"] / ref["steps_per_s_median"], 3),
+            "step_rate_ratios": [round(n["steps_per_s"] / r["steps_per_s"], 3)
+                                 for n, r in zip(runs["npy"], runs["in_memory"])],
             "machine_memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
                                        / 2**30, 1)}, indent=2))
     finally:
