@@ -56,15 +56,18 @@ def chunks(rows, x, y, chunk=60000):
 
 
 def write_npy(folder, gb, x, y):
+    """Writes x.npy as numpy.save would, header then rows with write() (not through a memory
+    map, whose page cache the kernel keeps in 4 kB pages: written so, the same 8 GB trained
+    0.92x; written like this, the cache holds large folios the map can use as 2 MB pages)."""
     rows = int(gb * 2**30) // (ROW * 4)
-    xs = np.lib.format.open_memmap(os.path.join(folder, "x.npy"), mode="w+", dtype=np.float32,
-                                   shape=(rows, ROW))
     ys = np.empty(rows, dtype=np.int64)
-    for begin, cx, cy in chunks(rows, x, y):
-        xs[begin:begin + len(cx)] = cx
-        ys[begin:begin + len(cy)] = cy
-    xs.flush()
-    del xs
+    with open(os.path.join(folder, "x.npy"), "wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                "fortran_order": False, "shape": (rows, ROW)})
+        for begin, cx, cy in chunks(rows, x, y):
+            f.write(np.ascontiguousarray(cx).data)
+            ys[begin:begin + len(cy)] = cy
     np.save(os.path.join(folder, "y.npy"), ys)
     return rows
 
