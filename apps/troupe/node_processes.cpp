@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 namespace troupe {
@@ -49,11 +50,32 @@ void signal_all(const std::map<pid_t, std::string>& live, int sig) {
     ::kill(pid, sig);
 }
 
+// The threads this process runs (/proc/self/task), or 0 where that cannot be read.
+std::size_t threads_running() {
+  std::error_code error;
+  std::size_t count = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", error), end; !error && it != end;
+       it.increment(error))
+    ++count;
+  return error ? 0 : count;
+}
+
 }  // namespace
 
 forked_node fork_node_processes(int64_t count,
                                 const std::function<std::string(int64_t index)>& name_of,
                                 const std::function<void(const std::string&)>& log) {
+  // A fork copies the calling thread only: a thread some library started while loading (none
+  // does in Debian's LibTorch; another build's might) would be missing in every node, holding
+  // whatever lock it held. Refused rather than risked.
+  if (const auto threads = threads_running(); threads > 1) {
+    log(
+        fmt::format("--processes {}: this process already runs {} threads before it starts the "
+                    "nodes (a library started them as it loaded), and a fork would copy one; "
+                    "start {} `troupe node` commands instead",
+                    count, threads, count));
+    return {false, 0, 1};
+  }
   const sigset_t supervised = supervised_signals();
   sigset_t before;
   // Blocked before the first fork, so that a stop arriving while children start is held for

@@ -404,6 +404,22 @@ check "bad --join" $status 2 "$tmp/badjoin.log" "--join: expected HOST:PORT"
 start noprocesses "$troupe" node --join "127.0.0.1:1" --processes 0
 finish $last_pid 10
 check "--processes 0" $status 2 "$tmp/noprocesses.log" "--processes: Value 0 not in range"
+# A library that starts a thread as it loads (preloaded here) makes forking unsafe: refused.
+cat >"$tmp/early_thread.c" <<'C'
+#include <pthread.h>
+#include <unistd.h>
+static void* idle(void* arg) { for (;;) pause(); return arg; }
+__attribute__((constructor)) static void start(void) { pthread_t t; pthread_create(&t, 0, idle, 0); }
+C
+if cc -shared -fPIC -o "$tmp/early_thread.so" "$tmp/early_thread.c" -lpthread; then
+  start early env LD_PRELOAD="$tmp/early_thread.so" "$troupe" node --join "127.0.0.1:1" \
+    --processes 2 --connect-timeout 1
+  finish $last_pid 10
+  check "--processes with a thread running" $status 1 "$tmp/early.log" \
+    "already runs 2 threads before it starts the nodes"
+else
+  fail "cannot build the preloaded library of the early-thread check"
+fi
 start public env -u TROUPE_TOKEN "$troupe" coordinator "$tmp/job.json" --listen 0.0.0.0:0 \
   --out "$tmp/dist_p"
 finish $last_pid 10
