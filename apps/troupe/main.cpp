@@ -4,9 +4,10 @@
 //   troupe run --resume DIR (and troupe coordinator --resume DIR --listen HOST:PORT)
 //   troupe validate JOB.json [--set PATH=VALUE ...]
 //   troupe coordinator JOB.json --listen HOST:PORT [--token-file F] [--tls DIR] [run's options]
-//   troupe node --join HOST:PORT [--name NAME] [--threads N] [--processes K] [--token-file F]
-//   [--tls DIR] troupe certs init DIR | troupe certs issue DIR NAME troupe report DIR [--serve
-//   HOST:PORT] troupe help [SUBCOMMAND]
+//   troupe node --join HOST:PORT [--name NAME] [--threads N] [--processes K] [--tls DIR] ...
+//   troupe certs init DIR | troupe certs issue DIR NAME
+//   troupe report DIR [--serve HOST:PORT]
+//   troupe help [SUBCOMMAND]
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "actors/cluster/bounded_stop.hpp"
@@ -92,7 +93,8 @@ CLI::App* add_node(CLI::App& app, troupe::node_command& node) {
                   "This node's name (default: HOSTNAME-PID; in a Slurm step, "
                   "$SLURMD_NODENAME-task$SLURM_PROCID)");
   sub->add_option("--threads", node.threads,
-                  "Compute threads offered (default: $SLURM_CPUS_PER_TASK, else all)")
+                  "Compute threads offered (default: $SLURM_CPUS_PER_TASK, else all, shared out "
+                  "among --processes)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   sub->add_option("--processes", node.processes,
                   "Start K nodes here, NAME-0 .. NAME-(K-1), forked from one start so that they "

@@ -3,7 +3,9 @@
 # processes on 127.0.0.1 with free ports. Sync with 2 and 3 nodes, through shared memory and
 # over the network's ring (the socket ring: plain TCP between ring neighbours), must give the
 # in-process run's weights (<= 1e-6), and so must local_sgd
-# (float32 and int8 on the wire); async (float32 and int8) finishes; wrong, missing and
+# (float32 and int8 on the wire), and so must 3 nodes forked from one `troupe node --processes
+# 3`, whose launcher passes a SIGTERM on and, SIGKILLed, leaves no node behind (nor forks with
+# a thread already running); async (float32 and int8) finishes; wrong, missing and
 # old-version nodes and garbage bytes on the port are refused without disturbing the run; a
 # killed node, a hung one (through shared memory and through the socket ring) and a step that
 # never completes end the run with a message naming them; nodes that do not
