@@ -69,7 +69,9 @@ node_options node_options_of(const node_command& cmd, const std::string& name) {
 }
 
 // The options of each node this command starts: NAME, or NAME-0 .. NAME-(K-1) under
-// --processes K, NAME defaulting to HOSTNAME-PID. Throws job_error as node_options_of.
+// --processes K, the numbers zero-padded to one width so that the names sort as the numbers do
+// (the coordinator places ranks on nodes in their names' order), NAME defaulting to
+// HOSTNAME-PID. Throws job_error as node_options_of.
 std::vector<node_options> nodes_of(const node_command& cmd) {
   if (!cmd.tls_dir.empty() && cmd.name.empty())
     throw job_error({"--tls " + cmd.tls_dir + " needs --name NAME: the node presents " +
@@ -80,10 +82,11 @@ std::vector<node_options> nodes_of(const node_command& cmd) {
     ::gethostname(host, sizeof(host) - 1);
     base = fmt::format("{}-{}", host, ::getpid());
   }
+  const auto width = std::to_string(cmd.processes - 1).size();
   std::vector<node_options> nodes;
   for (int64_t i = 0; i < cmd.processes; ++i)
     nodes.push_back(
-        node_options_of(cmd, cmd.processes == 1 ? base : fmt::format("{}-{}", base, i)));
+        node_options_of(cmd, cmd.processes == 1 ? base : fmt::format("{}-{:0{}}", base, i, width)));
   return nodes;
 }
 
