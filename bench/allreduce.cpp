@@ -27,6 +27,7 @@
 #include "core/collective/gloo_mesh.hpp"
 #include "core/collective/host_reduction.hpp"
 #include "core/collective/socket_ring.hpp"
+#include "core/io/hex.hpp"
 #include "core/job/job_config.hpp"
 
 #include <ATen/ATen.h>
@@ -163,10 +164,20 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   ::_exit(1);
 }
 
+// The float32 values in `mb` MiB.
+int64_t floats_in(double mb) {
+  return static_cast<int64_t>(mb * (1 << 20) / 4);
+}
+
+// A ring's bucket of `bucket_mb` MiB, in values: at least one.
+int64_t bucket_of(double bucket_mb) {
+  return std::max<int64_t>(1, floats_in(bucket_mb));
+}
+
 std::vector<int64_t> numels_of(const std::vector<double>& sizes_mb) {
   std::vector<int64_t> numels;
   for (double mb : sizes_mb)
-    numels.push_back(static_cast<int64_t>(mb * (1 << 20) / 4));
+    numels.push_back(floats_in(mb));
   return numels;
 }
 
@@ -212,8 +223,7 @@ nlohmann::json time_sizes(int64_t rank, int64_t ranks, const std::vector<double>
 void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, int64_t ranks,
                const std::vector<double>& sizes_mb, int iters, int warmup, double bucket_mb,
                int64_t window, int to_parent, int from_parent) {
-  const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / 4));
-  auto member = system.spawn<caf::detached>(ring_member, rank, ranks, bucket, window);
+  auto member = system.spawn<caf::detached>(ring_member, rank, ranks, bucket_of(bucket_mb), window);
   auto port = links.publish(member, 0, "127.0.0.1");
   if (!port)
     throw std::runtime_error("publish: " + system.render(port.error()));
@@ -321,9 +331,8 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
           listener.accept_from(ring_hello{secret, 0, (rank + ranks - 1) % ranks}, 30);
     }
     write_line(to_parent, "connected");
-    const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20) / 4));
     socket_ring ring(std::move(to_successor), std::move(from_predecessor), rank, ranks,
-                     ring_options{bucket, window});
+                     ring_options{bucket_of(bucket_mb), window});
     if (tls)
       ring.secure(tls->native());
     int64_t round = 0;
@@ -338,23 +347,6 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
     write_line(to_parent, report.dump());
     read_line(from_parent);
   });
-}
-
-std::string to_hex(const std::string& bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
-std::string from_hex(const std::string& hex) {
-  std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
 }
 
 // The timings of rank `rank` over gloo's halving-doubling (core/collective/gloo_mesh.hpp, the
@@ -423,8 +415,7 @@ int main(int argc, char** argv) {
   if (transport == "shm") {
     made.push_back(host_reduction::create(barrier_spec));
     for (double mb : sizes_mb) {
-      segments.push_back({new_segment_name(), ranks, static_cast<int64_t>(mb * (1 << 20) / 4),
-                          new_segment_nonce()});
+      segments.push_back({new_segment_name(), ranks, floats_in(mb), new_segment_nonce()});
       made.push_back(host_reduction::create(segments.back()));
     }
   }

@@ -44,19 +44,16 @@ node_command with_environment(node_command cmd) {
   return cmd;
 }
 
-// The options of the node named `name`; throws job_error for a bad address, token file, TLS
-// files or exposure.
-node_options node_options_of(const node_command& cmd, const std::string& name) {
+// The options every node this command starts shares (all but its name and TLS files); throws
+// job_error for a bad address, token file or exposure.
+node_options shared_options_of(const node_command& cmd) {
   node_options o;
   o.coordinator = parse_host_port(cmd.join, "127.0.0.1", "--join");
   o.token = load_token(cmd.token_file);
-  if (!cmd.tls_dir.empty())
-    o.tls = checked_tls_files(cmd.tls_dir, name);
-  if (const auto p =
-          exposure_problem("--listen " + cmd.listen, cmd.listen, o.tls.has_value(), cmd.insecure);
+  if (const auto p = exposure_problem("--listen " + cmd.listen, cmd.listen, !cmd.tls_dir.empty(),
+                                      cmd.insecure);
       !p.empty())
     throw job_error({p});
-  o.name = cmd.claim_name.empty() ? name : cmd.claim_name;
   o.threads = cmd.threads > 0 ? cmd.threads
                               : std::max<int64_t>(1, std::thread::hardware_concurrency() /
                                                          std::max<int64_t>(1, cmd.processes));
@@ -71,7 +68,7 @@ node_options node_options_of(const node_command& cmd, const std::string& name) {
 // The options of each node this command starts: NAME, or NAME-0 .. NAME-(K-1) under
 // --processes K, the numbers zero-padded to one width so that the names sort as the numbers do
 // (the coordinator places ranks on nodes in their names' order), NAME defaulting to
-// HOSTNAME-PID. Throws job_error as node_options_of.
+// HOSTNAME-PID. Throws job_error as shared_options_of, or for missing TLS files.
 std::vector<node_options> nodes_of(const node_command& cmd) {
   if (!cmd.tls_dir.empty() && cmd.name.empty())
     throw job_error({"--tls " + cmd.tls_dir + " needs --name NAME: the node presents " +
@@ -82,11 +79,17 @@ std::vector<node_options> nodes_of(const node_command& cmd) {
     ::gethostname(host, sizeof(host) - 1);
     base = fmt::format("{}-{}", host, ::getpid());
   }
+  const node_options shared = shared_options_of(cmd);
   const auto width = std::to_string(cmd.processes - 1).size();
   std::vector<node_options> nodes;
-  for (int64_t i = 0; i < cmd.processes; ++i)
-    nodes.push_back(
-        node_options_of(cmd, cmd.processes == 1 ? base : fmt::format("{}-{:0{}}", base, i, width)));
+  for (int64_t i = 0; i < cmd.processes; ++i) {
+    const auto name = cmd.processes == 1 ? base : fmt::format("{}-{:0{}}", base, i, width);
+    node_options o = shared;
+    if (!cmd.tls_dir.empty())
+      o.tls = checked_tls_files(cmd.tls_dir, name);
+    o.name = cmd.claim_name.empty() ? name : cmd.claim_name;
+    nodes.push_back(std::move(o));
+  }
   return nodes;
 }
 

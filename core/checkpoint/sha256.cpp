@@ -1,21 +1,16 @@
 #include "core/checkpoint/sha256.hpp"
 
+#include "core/io/hex.hpp"
+
 #include <openssl/evp.h>
 
-#include <cstdio>
 #include <stdexcept>
 
 namespace troupe {
 namespace {
 
-std::string to_hex(const unsigned char* digest, unsigned int length) {
-  std::string hex;
-  char pair[3];
-  for (unsigned int i = 0; i < length; ++i) {
-    std::snprintf(pair, sizeof pair, "%02x", digest[i]);
-    hex += pair;
-  }
-  return hex;
+std::string digest_hex(const unsigned char* digest, unsigned int length) {
+  return to_hex({reinterpret_cast<const char*>(digest), length});
 }
 
 }  // namespace
@@ -25,7 +20,7 @@ std::string sha256_hex(std::string_view bytes) {
   unsigned int length = 0;
   if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1)
     throw std::runtime_error("sha256: OpenSSL's EVP_Digest failed");
-  return to_hex(digest, length);
+  return digest_hex(digest, length);
 }
 
 struct sha256_stream::context {
@@ -50,7 +45,7 @@ std::string sha256_stream::hex() {
   unsigned int length = 0;
   if (EVP_DigestFinal_ex(context_->md, digest, &length) != 1)
     throw std::runtime_error("sha256: OpenSSL's EVP_DigestFinal_ex failed");
-  return to_hex(digest, length);
+  return digest_hex(digest, length);
 }
 
 }  // namespace troupe

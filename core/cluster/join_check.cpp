@@ -1,6 +1,7 @@
 #include "core/cluster/join_check.hpp"
 
 #include "core/cluster/certs.hpp"
+#include "core/io/hex.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -12,14 +13,8 @@
 namespace troupe {
 namespace {
 
-std::string to_hex(const unsigned char* bytes, std::size_t n) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    out += digits[bytes[i] >> 4];
-    out += digits[bytes[i] & 15];
-  }
-  return out;
+std::string_view bytes_of(const unsigned char* bytes, std::size_t n) {
+  return {reinterpret_cast<const char*>(bytes), n};
 }
 
 }  // namespace
@@ -37,7 +32,7 @@ std::string new_challenge() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof bytes) != 1)
     throw std::runtime_error("the system's random generator failed");
-  return to_hex(bytes, sizeof bytes);
+  return to_hex(bytes_of(bytes, sizeof bytes));
 }
 
 std::string join_proof(const std::string& token, const std::string& challenge,
@@ -48,7 +43,7 @@ std::string join_proof(const std::string& token, const std::string& challenge,
   if (!HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
             reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &length))
     throw std::runtime_error("HMAC-SHA256 failed");
-  return to_hex(mac, length);
+  return to_hex(bytes_of(mac, length));
 }
 
 std::string join_refusal(const join_claim& claim, const join_terms& terms) {

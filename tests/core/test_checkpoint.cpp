@@ -6,6 +6,7 @@
 #include "core/checkpoint/run_checkpoint.hpp"
 #include "core/checkpoint/sha256.hpp"
 #include "core/io/archive_check.hpp"
+#include "core/io/hex.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/optim/optimizer_bytes.hpp"
 #include "core/train/run_tracker.hpp"
@@ -90,6 +91,23 @@ TEST_SUITE("checkpoint") {
   TEST_CASE("sha256 matches the standard's test vectors") {
     CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  }
+
+  TEST_CASE("hex text: every byte round-trips; what is not whole hex bytes is refused by name") {
+    std::string all;
+    for (int b = 0; b < 256; ++b)
+      all += static_cast<char>(b);
+    const auto hex = to_hex(all);
+    CHECK(hex.size() == 512);
+    CHECK(hex.substr(0, 6) == "000102");
+    CHECK(hex.substr(506) == "fdfeff");
+    CHECK(from_hex(hex) == all);
+    CHECK(from_hex("ABcd") == "\xab\xcd");
+    CHECK(to_hex("") == "");
+    CHECK_THROWS_WITH_AS(from_hex("abc"), "hex text of 3 digits: not whole bytes",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(from_hex("00zz"), "hex text holds 'zz' at 2: not hex digits",
+                         std::invalid_argument);
   }
 
   TEST_CASE("the newest checkpoint is read back, byte for byte, with its manifest and latest") {
