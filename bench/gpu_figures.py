@@ -13,10 +13,12 @@ rounds, each after untimed warm-up steps):
   resnet18_over_pytorch   the same with torchvision's ResNet-18 (1-channel conv1, 10 classes),
                           scripted for troupe, eager for PyTorch, batch 256, troupe eager
                           (resnet18_graph_over_pytorch: its step captured)
-  ensemble*_over_vmap     troupe's stacked ensemble of MLPs (gpu_train_bench --members K) over
-  ensemble*_over_loop     torch.func (stack_module_state, vmap, functional_call) training the
-                          same members, and over them trained one after another, in
-                          member-samples/s (each batch row trains every member)
+  ensemble*_over_vmap     troupe's stacked ensemble of MLPs (gpu_train_bench --members K
+  ensemble*_over_loop     --cuda-graph) over torch.func (stack_module_state, vmap,
+                          functional_call) training the same members, and over them trained one
+                          after another, in member-samples/s (each batch row trains every
+                          member); its gradient work captured as a CUDA graph
+                          (ensemble*_eager_over_vmap: without)
   resnet18_fp16_over_amp  troupe's ResNet-18 with training.precision "fp16" (autocast, dynamic
                           loss scaling) over PyTorch's autocast(float16) + GradScaler loop
   resnet18_fp16_over_fp32 troupe's fp16 ResNet-18 over its float32 one, in this run
@@ -317,8 +319,9 @@ def main():
     figures = {k: None for k in (
         "mlp_over_pytorch", "mlp_eager_over_pytorch", "resnet18_over_pytorch",
         "resnet18_graph_over_pytorch", "resnet18_fp16_over_amp",
-        "resnet18_fp16_over_fp32", "ensemble32_over_vmap",
-        "ensemble128_over_vmap", "ensemble32_over_loop", "suite8_over_sequential",
+        "resnet18_fp16_over_fp32", "ensemble32_over_vmap", "ensemble32_eager_over_vmap",
+        "ensemble128_over_vmap", "ensemble128_eager_over_vmap", "ensemble32_over_loop",
+        "suite8_over_sequential",
         "cap_fails_alone", "gpu_vs_cpu_max_abs_diff", "deterministic_rerun_bitwise",
         "pipeline_bubble",
         "pipeline_step_s")}
@@ -375,27 +378,37 @@ def main():
         figures["resnet18_fp16_over_fp32"] = (troupe["resnet18_fp16_best_samples_per_s"] /
                                               troupe["resnet18_best_samples_per_s"])
 
-    # 3. Ensembles of MLPs at batch 128, in member-samples/s: troupe's stacked ensemble against
-    # torch.func's vmap of the same members, alternated, and against them one after another.
+    # 3. Ensembles of MLPs at batch 128, in member-samples/s: troupe's stacked ensemble, its
+    # gradient work captured (the figure) and eager, against torch.func's vmap of the same
+    # members, alternated, and against them one after another.
     for members in (32, 128):
-        vmap, stacked = [], []
+        vmap = []
+        stacked = {"": [], "_eager": []}
         for _ in range(args.rounds):
             vmap.append(ensemble_vmap(members, x, y, 128, 10, 100))
-            try:
-                run = troupe_bench(args.build, args.data, "mlp", 128, 10, 100, 1, False, members)
-                troupe[f"ensemble{members}"] = run
-                stacked.append(run["troupe"][0]["member_samples_per_s"])
-            except Exception as e:  # noqa: BLE001
-                notes[f"ensemble{members}_over_vmap"] = str(e)
-                break
+            for variant, runs in stacked.items():
+                figure = f"ensemble{members}{variant}_over_vmap"
+                if figure in notes:
+                    continue
+                try:
+                    run = troupe_bench(args.build, args.data, "mlp", 128, 10, 100, 1, False,
+                                       members, cuda_graph=not variant)
+                    troupe[f"ensemble{members}{variant}"] = run
+                    runs.append(run["troupe"][0]["member_samples_per_s"])
+                except Exception as e:  # noqa: BLE001
+                    notes[figure] = str(e)
         baselines[f"vmap_{members}_mlp_b128"] = max(vmap)
-        if stacked:
-            troupe[f"ensemble{members}_member_samples_per_s"] = max(stacked)
-            figures[f"ensemble{members}_over_vmap"] = max(stacked) / max(vmap)
+        for variant, runs in stacked.items():
+            if runs:
+                troupe[f"ensemble{members}{variant}_member_samples_per_s"] = max(runs)
+                figures[f"ensemble{members}{variant}_over_vmap"] = max(runs) / max(vmap)
     baselines["loop_32_mlp_b128"] = ensemble_loop(32, x, y, 128, 5, 50)
-    if "ensemble32_member_samples_per_s" in troupe:
-        figures["ensemble32_over_loop"] = (troupe["ensemble32_member_samples_per_s"] /
-                                           baselines["loop_32_mlp_b128"])
+    # The captured ensemble's rate, or the eager one's where capturing failed (said in notes).
+    for variant in ("", "_eager"):
+        if f"ensemble32{variant}_member_samples_per_s" in troupe:
+            figures["ensemble32_over_loop"] = (troupe[f"ensemble32{variant}_member_samples_per_s"]
+                                               / baselines["loop_32_mlp_b128"])
+            break
 
     # 4. GPU against CPU weights, 50 sync steps of 2 replicas with `deterministic`: the MLP (the
     # figure), and the CNN, whose max-pools see exact ties wherever an image is flat (Fashion-

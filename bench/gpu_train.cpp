@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   bool cuda_graph = false;
   app.add_flag("--cuda-graph", cuda_graph,
-               "troupe's replicas capture their step as a CUDA graph (training.cuda_graph)");
+               "troupe's replicas (or stacked ensemble) capture their step as a CUDA graph "
+               "(training.cuda_graph)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (!torch::cuda::is_available())
@@ -115,11 +116,10 @@ int main(int argc, char** argv) {
                                      steps, at::Device(at::kCUDA, 0), synchronize_cuda));
       for (std::size_t i = 0; i < replica_counts.size(); ++i)
         best[i] = std::max(
-            best[i],
-            bench::timed_run(bench_job(model, replica_counts[i], warmup + steps, batch, members,
-                                       precision_of(precision), cuda_graph && members == 0),
-                             data, warmup, steps)
-                .samples_per_s);
+            best[i], bench::timed_run(bench_job(model, replica_counts[i], warmup + steps, batch,
+                                                members, precision_of(precision), cuda_graph),
+                                      data, warmup, steps)
+                         .samples_per_s);
     }
     nlohmann::json troupe_runs = nlohmann::json::array();
     for (std::size_t i = 0; i < replica_counts.size(); ++i) {
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
     nlohmann::json out = {{"benchmark", "gpu_train"},
                           {"model", model},
                           {"precision", precision},
-                          {"cuda_graph", cuda_graph && members == 0},
+                          {"cuda_graph", cuda_graph},
                           {"batch", batch},
                           {"steps", steps},
                           {"plain", members > 0 ? nlohmann::json(nullptr) : nlohmann::json(plain)},

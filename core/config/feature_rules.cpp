@@ -195,9 +195,9 @@ void check_cluster(const job_config& job, problem_list& problems) {
         "a schedule of phases fails on a lost node (use \"fail\" and --resume)");
 }
 
-// A captured step replays the same kernels on the same tensors: a replica's float32 step on a
-// GPU (an fp16 step's loss scale and skipped steps, a pipeline's messages between stages and a
-// stacked ensemble's members are not captured yet).
+// A captured step replays the same kernels on the same tensors: a replica's or a stacked
+// ensemble's float32 step on a GPU (an fp16 step's loss scale and skipped steps and a pipeline's
+// messages between stages are not captured yet).
 void check_cuda_graph(const job_config& job, problem_list& problems) {
   if (!job.training.cuda_graph || reported_at(problems, "/training/cuda_graph"))
     return;
@@ -209,9 +209,9 @@ void check_cuda_graph(const job_config& job, problem_list& problems) {
   if (job.training.precision != precision_kind::fp32)
     problems.push_back(where + "captures float32 steps for now; precision " +
                        to_string(job.training.precision) + " runs without it");
-  if (job.parallelism.pipelined() || job.ensemble.enabled())
+  if (job.parallelism.pipelined())
     problems.push_back(where +
-                       "captures data-parallel replicas' steps; pipelines and stacked ensembles "
+                       "captures data-parallel replicas' and stacked ensembles' steps; pipelines "
                        "run without it");
 }
 

@@ -79,6 +79,12 @@ ensemble_engine::ensemble_engine(const ensemble_plan& plan, dataset_ptr data,
     if (transfer_ != nullptr)
       lr_scale_ = lr_scale_.to(transfer_->device());
   }
+  // Gradients that exist from the start and are zeroed in place, never replaced: a recorded
+  // step writes into the tensors it saw at capture.
+  for (auto& p : model_.parameters())
+    p.mutable_grad() = at::zeros_like(p);
+  if (training_.cuda_graph)  // a stacked model draws nothing (stacked_model refuses dropout)
+    graph_ = make_captured_step(transfer_);
 }
 
 ensemble_engine::~ensemble_engine() = default;
@@ -98,42 +104,59 @@ loaded_batch ensemble_engine::gather(int64_t step) {
       data_wait_s_);
 }
 
-double ensemble_engine::step(int64_t step, double lr) {
+at::Tensor ensemble_engine::queue_gradients(const at::Tensor& images, const at::Tensor& labels) {
   const auto k = model_.members();
-  const auto b = gather(step);
-  const auto images = to_device(b.images);
-  const auto labels = plans_.size() == 1 ? to_device(b.labels).unsqueeze(0).expand({k, batch_})
-                                         : to_device(b.labels);
-  optimizer_->zero_grad();
-  const auto logits = forward(images, plans_.size() > 1);  // [K, B, classes]
+  const auto parameters = model_.parameters();
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : parameters)
+      p.grad().zero_();
+  }
+  const bool per_member = plans_.size() > 1;
+  const auto logits = forward(images, per_member);  // [K, B, classes]
+  const auto targets = per_member ? labels : labels.unsqueeze(0).expand({k, batch_});
   // Per member: the mean loss over its rows. Their sum's gradient is each member's own.
   auto per_row = torch::nn::functional::cross_entropy(
-      logits.reshape({k * batch_, -1}), labels.reshape({-1}),
+      logits.reshape({k * batch_, -1}), targets.reshape({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  auto per_member = per_row.reshape({k, batch_}).mean(1);
-  const auto values = per_member.detach();
-  // One check for all members; the culprit is looked up only when there is one.
-  if (!at::isfinite(values).all().item<bool>()) {
-    const auto m = at::logical_not(at::isfinite(values)).nonzero()[0][0].item<int64_t>();
-    throw diverged_error("loss is " + std::to_string(values[m].item<double>()) + " at step " +
-                         std::to_string(step) + " for ensemble member " + std::to_string(m));
-  }
-  per_member.sum().backward();
+  auto losses = per_row.reshape({k, batch_}).mean(1);
+  losses.sum().backward();
   std::vector<at::Tensor> gradients;
-  for (auto& p : model_.parameters())
-    gradients.push_back(p.mutable_grad());
+  for (const auto& p : parameters)
+    gradients.push_back(p.grad());
   clip_member_gradients(gradients, training_);
   if (lr_scale_.defined()) {
     torch::NoGradGuard no_grad;
-    for (auto& p : model_.parameters()) {
-      std::vector<int64_t> shape(static_cast<std::size_t>(p.dim()), 1);
+    for (auto& g : gradients) {
+      std::vector<int64_t> shape(static_cast<std::size_t>(g.dim()), 1);
       shape[0] = k;
-      p.mutable_grad().mul_(lr_scale_.view(shape));
+      g.mul_(lr_scale_.view(shape));
     }
+  }
+  return losses.detach();
+}
+
+double ensemble_engine::step(int64_t step, double lr) {
+  const auto b = gather(step);
+  const auto images = to_device(b.images);
+  const auto labels = to_device(b.labels);
+  const auto losses =
+      graph_ ? graph_->run({images, labels}, 0,
+                           [this](const std::vector<at::Tensor>& in) {
+                             return std::vector<at::Tensor>{queue_gradients(in[0], in[1])};
+                           })[0]
+             : queue_gradients(images, labels);
+  const auto mean = losses.mean();
+  // The step's one wait for the device: every member's loss, checked before any member steps.
+  const auto on_host = losses.to(at::kCPU);
+  if (!at::isfinite(on_host).all().item<bool>()) {
+    const auto m = at::logical_not(at::isfinite(on_host)).nonzero()[0][0].item<int64_t>();
+    throw diverged_error("loss is " + std::to_string(on_host[m].item<double>()) + " at step " +
+                         std::to_string(step) + " for ensemble member " + std::to_string(m));
   }
   set_learning_rate(*optimizer_, lr);
   optimizer_->step();
-  return values.mean().item<double>();
+  return mean.item<double>();
 }
 
 ensemble_evaluation ensemble_engine::evaluate(const labeled_images& set) const {

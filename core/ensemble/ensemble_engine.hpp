@@ -6,7 +6,10 @@
 // With a device_transfer the stacked model lives on its device (a GPU) and every batch goes
 // there through it; what leaves the engine (weights, each member's) is on the host. With
 // settings.prefetch > 0 a loader thread gathers the members' rows of the next steps ahead
-// (core/data/batch_loader): the same batches, so no bit of training changes.
+// (core/data/batch_loader): the same batches, so no bit of training changes. With
+// training.cuda_graph on a GPU the members' gradient work (forward, loss, backward, clipping,
+// their learning rates) is recorded once and replayed (core/device/captured_step); the optimizer
+// steps eagerly after it, since its learning rate changes from step to step.
 //
 // Thread safety: none; one thread drives it.
 #pragma once
@@ -14,6 +17,7 @@
 #include "core/data/batch_loader.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
+#include "core/device/captured_step.hpp"
 #include "core/device/device_transfer.hpp"
 #include "core/ensemble/stacked_model.hpp"
 #include "core/train/engine_plans.hpp"
@@ -53,6 +57,9 @@ class ensemble_engine {
   /// behind, or gathering them without one): the step's data_wait_s.
   double take_data_wait_s() { return std::exchange(data_wait_s_, 0.0); }
 
+  /// Steps whose gradients came from a replay of the captured graph so far.
+  int64_t replayed_steps() const { return graph_ ? graph_->replayed_steps() : 0; }
+
   /// Every member, and their averaged prediction, on the whole test set.
   ensemble_evaluation evaluate(const labeled_images& set) const;
 
@@ -77,6 +84,11 @@ class ensemble_engine {
   loaded_batch gather(int64_t step);
   /// The stacked forward in the job's precision (core/train/autocast_scope), widened to float32.
   at::Tensor forward(const at::Tensor& inputs, bool per_member) const;
+  /// Queues every member's gradient of its batch (`images` and `labels` on the device, as
+  /// gather() lays them out) into the parameters' gradients, zeroed first, clipped and scaled by
+  /// the members' learning rates; returns each member's mean loss [K], on the device. Device
+  /// work only: what a captured step records.
+  at::Tensor queue_gradients(const at::Tensor& images, const at::Tensor& labels);
 
   int64_t batch_;
   dataset_ptr data_;
@@ -86,6 +98,8 @@ class ensemble_engine {
   std::vector<batch_plan> plans_;  ///< one shared plan, or one per member
   at::Tensor lr_scale_;            ///< [K], or undefined when every member has the job's lr
   training_config training_;       ///< its clipping
+  /// training.cuda_graph, where the transfer offers graphs: the recorded gradient work.
+  std::unique_ptr<captured_step> graph_;
   double data_wait_s_ = 0;
   /// Last: its thread reads data_ and its own copies of plans_ until the destructor stops it.
   std::unique_ptr<batch_loader> loader_;

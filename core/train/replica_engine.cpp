@@ -57,7 +57,7 @@ replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
       throw std::invalid_argument(
           "training.cuda_graph: the model draws random numbers in its forward (dropout), which "
           "a captured step would replay unchanged; run it without cuda_graph");
-    graphed_ = transfer_->new_step_graph() != nullptr;  // whether the device records graphs
+    graph_ = make_captured_step(transfer_);
   }
   start_loader();
 }
@@ -137,41 +137,17 @@ at::Tensor replica_engine::queue_gradient(const at::Tensor& images, const at::Te
 }
 
 at::Tensor replica_engine::graphed_gradient(const batch& b, int64_t step, double share) {
-  const bool fits = captured_ && captured_->share == share &&
-                    captured_->images.sizes() == b.images.sizes() &&
-                    captured_->labels.sizes() == b.labels.sizes();
-  if (eager_steps_ < graph_warmup_steps || (captured_ && !fits)) {
-    ++eager_steps_;
-    return queue_gradient(b.images, b.labels, step, share);
-  }
-  if (!captured_) {
-    // The inputs the graph reads are its own, allocated before the capture; the tensors the
-    // work allocates (activations, the loss) come from the graph's private pool and stay.
-    auto& c = captured_.emplace();
-    c.images = b.images.clone();
-    c.labels = b.labels.clone();
-    c.share = share;
-    c.graph = transfer_->new_step_graph();
-    try {
-      c.graph->capture([this, step] {
-        auto& now = *captured_;
-        now.loss = queue_gradient(now.images, now.labels, step, now.share);
-      });
-    } catch (...) {
-      captured_.reset();
-      throw;
-    }
-  } else {
-    captured_->images.copy_(b.images);
-    captured_->labels.copy_(b.labels);
-  }
-  captured_->graph->replay();
-  ++replayed_steps_;
-  return captured_->loss;
+  // The share is the recording's constant; the step only seeds draws, which a graphed model
+  // has none of.
+  return graph_->run({b.images, b.labels}, share,
+                     [this, step, share](const std::vector<at::Tensor>& in) {
+                       return std::vector<at::Tensor>{queue_gradient(in[0], in[1], step, share)};
+                     })[0];
 }
 
 void replica_engine::move_gradient_into(at::Tensor storage) {
-  captured_.reset();  // it wrote into the old buffer
+  if (graph_)
+    graph_->forget();  // it wrote into the old buffer
   flat_->move_grads_into(std::move(storage));
 }
 
@@ -185,7 +161,7 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
   const double share =
       scaled ? static_cast<double>(rows_.size()) / static_cast<double>(global_batch_) : 1.0;
   const auto unscaled =
-      graphed_ ? graphed_gradient(b, step, share) : queue_gradient(b.images, b.labels, step, share);
+      graph_ ? graphed_gradient(b, step, share) : queue_gradient(b.images, b.labels, step, share);
   flat_->set_rows(static_cast<int64_t>(rows_.size()));
   // Read after backward is queued, so that a GPU is not left idle while the host waits.
   const double value = unscaled.item<double>();
@@ -227,7 +203,8 @@ void replica_engine::set_share(int64_t position, int64_t count) {
   replicas_ = count;
   rows_ = shard_of(global_batch_, count, position);
   prefetched_ = batch{};  // a batch fetched for the old share
-  captured_.reset();      // recorded for the old share
+  if (graph_)
+    graph_->forget();  // recorded for the old share
   start_loader();
 }
 

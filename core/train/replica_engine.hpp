@@ -8,6 +8,7 @@
 #include "core/data/batch_loader.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/dataset.hpp"
+#include "core/device/captured_step.hpp"
 #include "core/device/device_transfer.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
@@ -61,7 +62,7 @@ class replica_engine {
   /// batch's mean loss; without (local_sgd, async) it is the gradient of this replica's own mean
   /// loss, for a step of its own.
   /// With training.cuda_graph (and a transfer that offers graphs) the kernels of that work are
-  /// recorded once, after `graph_warmup_steps` run eagerly, and replayed from then on.
+  /// recorded once, after captured_step::warmup_steps run eagerly, and replayed from then on.
   /// Throws diverged_error on a non-finite loss.
   gradient_result compute_gradient(int64_t step, bool scale_to_global);
 
@@ -73,12 +74,8 @@ class replica_engine {
   /// Makes `storage` ([size + 1]) the gradient buffer (flat_parameters::move_grads_into).
   void move_gradient_into(at::Tensor storage);
 
-  /// Eager steps before a step is captured: LibTorch initializes lazily (cuBLAS's handle and
-  /// workspace, autograd's device threads, a TorchScript model's profiled runs), and none of
-  /// that may happen inside a capture.
-  static constexpr int64_t graph_warmup_steps = 3;
   /// Steps whose gradient came from a replay of the captured graph so far.
-  int64_t replayed_steps() const { return replayed_steps_; }
+  int64_t replayed_steps() const { return graph_ ? graph_->replayed_steps() : 0; }
 
   /// Makes `combined` this replica's gradient, clips it as the job says, and takes one optimizer
   /// step with learning rate `lr` (the plan's rate for the step, times the async policy's
@@ -145,14 +142,6 @@ class replica_engine {
   /// another shape or share than the captured one, else the graph's inputs refilled and replayed.
   at::Tensor graphed_gradient(const batch& b, int64_t step, double share);
 
-  /// training.cuda_graph: the recorded gradient step and the tensors it reads and writes.
-  struct captured_step {
-    std::unique_ptr<step_graph> graph;
-    at::Tensor images, labels;  ///< refilled before each replay
-    at::Tensor loss;            ///< written by each replay
-    double share = 1.0;
-  };
-
   int64_t rank_;
   int64_t position_;  ///< among the live replicas (the rank while none was lost)
   int64_t replicas_;  ///< live replicas sharing each batch
@@ -168,11 +157,9 @@ class replica_engine {
   batch_plan plan_;
   row_range rows_;
   device_transfer* transfer_;
-  batch prefetched_;      ///< with a transfer: the next step's batch, on its way to the device
-  bool graphed_ = false;  ///< training.cuda_graph and the transfer offers graphs
-  int64_t eager_steps_ = 0;
-  int64_t replayed_steps_ = 0;
-  std::optional<captured_step> captured_;
+  batch prefetched_;  ///< with a transfer: the next step's batch, on its way to the device
+  /// training.cuda_graph, where the transfer offers graphs: the recorded gradient step.
+  std::unique_ptr<captured_step> graph_;
   int64_t prefetch_;
   double data_wait_s_ = 0.0;  ///< since the last compute_gradient returned
   /// Last: its thread reads data_ and stops before the members above are destroyed.

@@ -4,6 +4,7 @@
 // float tolerance; captured steps (training.cuda_graph) end at the eager ones'.
 #include "../actors/training_fixtures.hpp"
 #include "core/device/device_plan.hpp"
+#include "core/ensemble/ensemble_engine.hpp"
 #include "core/train/replica_engine.hpp"
 #include "gpu/worker_device.hpp"
 
@@ -191,10 +192,32 @@ TEST_SUITE("gpu_training") {
       eager.apply(eager.gradient(), job.optimizer.lr);
       graphed.apply(graphed.gradient(), job.optimizer.lr);
     }
-    CHECK(graphed.replayed_steps() == 20 - replica_engine::graph_warmup_steps);
+    CHECK(graphed.replayed_steps() == 20 - captured_step::warmup_steps);
     CHECK(max_abs_diff(eager.weights(), graphed.weights()) <= 1e-5);
     // An evaluation between steps runs eagerly beside the graph's memory.
     CHECK(graphed.evaluate().count == eager.evaluate().count);
+  }
+
+  TEST_CASE("a stacked ensemble's gradients captured as a CUDA graph train as the eager ones") {
+    auto job = test::small_job(1, 20);
+    job.ensemble.members = 8;
+    job.ensemble.distinct_data_order = true;
+    job.ensemble.lrs = {0.1, 0.05, 0.2, 0.1, 0.1, 0.02, 0.1, 0.3};
+    job.training.clip_grad_norm = 1.0;
+    job.device = {*parse_device("cuda:0")};
+    const auto data = test::small_data(job);
+    gpu::worker_device device(*parse_device("cuda:0"), "test");  // one stream for both engines
+    ensemble_engine eager(ensemble_plan_of(job), data, &device);
+    job.training.cuda_graph = true;
+    ensemble_engine graphed(ensemble_plan_of(job), data, &device);
+    for (int64_t step = 0; step < 20; ++step) {
+      const double lr = job.optimizer.lr / static_cast<double>(1 + step / 5);  // not recorded
+      CHECK(std::abs(eager.step(step, lr) - graphed.step(step, lr)) <= 1e-5);
+    }
+    CHECK(graphed.replayed_steps() == 20 - captured_step::warmup_steps);
+    CHECK(max_abs_diff(eager.weights(), graphed.weights()) <= 1e-5);
+    // An evaluation between steps runs eagerly beside the graph's memory.
+    CHECK(graphed.evaluate(data->test).count == eager.evaluate(data->test).count);
   }
 
   TEST_CASE("cuda_graph runs end at the eager runs' weights: sync on a shared GPU, async") {
