@@ -21,6 +21,7 @@ rounds, each after untimed warm-up steps):
                           (ensemble*_eager_over_vmap: without)
   resnet18_fp16_over_amp  troupe's ResNet-18 with training.precision "fp16" (autocast, dynamic
                           loss scaling) over PyTorch's autocast(float16) + GradScaler loop
+                          (resnet18_fp16_graph_over_amp: troupe's fp16 step captured)
   resnet18_fp16_over_fp32 troupe's fp16 ResNet-18 over its float32 one, in this run
   suite8_over_sequential  8 MLP jobs (300 steps) sharing the GPU as one suite, each in its own
                           process capped at 2 GB (gpu_memory_mb), over the same 8 one after
@@ -318,7 +319,7 @@ def main():
                          capture_output=True, text=True).stdout.strip().split(", ")
     figures = {k: None for k in (
         "mlp_over_pytorch", "mlp_eager_over_pytorch", "resnet18_over_pytorch",
-        "resnet18_graph_over_pytorch", "resnet18_fp16_over_amp",
+        "resnet18_graph_over_pytorch", "resnet18_fp16_over_amp", "resnet18_fp16_graph_over_amp",
         "resnet18_fp16_over_fp32", "ensemble32_over_vmap", "ensemble32_eager_over_vmap",
         "ensemble128_over_vmap", "ensemble128_eager_over_vmap", "ensemble32_over_loop",
         "suite8_over_sequential",
@@ -374,6 +375,9 @@ def main():
         "resnet18_fp16", max(1, args.rounds - 1),
         lambda: plain_loop(resnet18(), x, y, 256, 10, 60, amp=True), script, 256, 10, 60,
         precision="fp16", figure="resnet18_fp16_over_amp")
+    against_pytorch("resnet18_fp16_graph", max(1, args.rounds - 1),
+                    lambda: plain_loop(resnet18(), x, y, 256, 10, 60, amp=True), script, 256, 10,
+                    60, precision="fp16", figure="resnet18_fp16_graph_over_amp", cuda_graph=True)
     if "resnet18_fp16_best_samples_per_s" in troupe and "resnet18_best_samples_per_s" in troupe:
         figures["resnet18_fp16_over_fp32"] = (troupe["resnet18_fp16_best_samples_per_s"] /
                                               troupe["resnet18_best_samples_per_s"])

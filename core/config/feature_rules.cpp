@@ -196,8 +196,9 @@ void check_cluster(const job_config& job, problem_list& problems) {
 }
 
 // A captured step replays the same kernels on the same tensors: a replica's or a stacked
-// ensemble's float32 step on a GPU (an fp16 step's loss scale and skipped steps and a pipeline's
-// messages between stages are not captured yet).
+// ensemble's step on a GPU, in any precision (fp16's loss scale is a device tensor the replay
+// reads; its skipped steps are decided after it). A pipeline's messages between stages are not
+// captured yet.
 void check_cuda_graph(const job_config& job, problem_list& problems) {
   if (!job.training.cuda_graph || reported_at(problems, "/training/cuda_graph"))
     return;
@@ -206,9 +207,6 @@ void check_cuda_graph(const job_config& job, problem_list& problems) {
     return problems.push_back(where +
                               "captures GPU steps as CUDA graphs, and the job runs on the CPU "
                               "(\"device\": \"cuda\" puts it on one)");
-  if (job.training.precision != precision_kind::fp32)
-    problems.push_back(where + "captures float32 steps for now; precision " +
-                       to_string(job.training.precision) + " runs without it");
   if (job.parallelism.pipelined())
     problems.push_back(where +
                        "captures data-parallel replicas' and stacked ensembles' steps; pipelines "

@@ -49,8 +49,11 @@ replica_engine::replica_engine(const replica_plan& plan, dataset_ptr data,
   optimizer_ =
       std::make_unique<flat_optimizer>(plan.settings.optimizer, *flat_, model_.parameters());
   draws_ = !model_.random_ops().empty();
-  if (training_.precision == precision_kind::fp16)
+  if (training_.precision == precision_kind::fp16) {
     scaler_.emplace(training_.loss_scale);
+    loss_scale_ = at::empty({}, flat_->weights().options());
+    loss_unscale_ = at::empty({}, flat_->weights().options());
+  }
   if (training_.cuda_graph && transfer_ != nullptr) {
     // A replay draws nothing anew: dropout's masks would repeat every step.
     if (draws_)
@@ -126,11 +129,11 @@ at::Tensor replica_engine::queue_gradient(const at::Tensor& images, const at::Te
   if (share != 1.0)
     loss = loss * share;
   if (scaler_)  // fp16: small gradients kept clear of float16's underflow, unscaled just after
-    loss = loss * scaler_->scale();
+    loss = loss * loss_scale_;
   loss.backward();
   if (scaler_) {
     torch::NoGradGuard no_grad;
-    flat_->parameter_grads().mul_(1.0 / scaler_->scale());
+    flat_->parameter_grads().mul_(loss_unscale_);
   }
   flat_->gather_buffers(share);
   return unscaled;
@@ -160,6 +163,10 @@ gradient_result replica_engine::compute_gradient(int64_t step, bool scale_to_glo
   const bool scaled = scale_to_global && rows_.size() != global_batch_;
   const double share =
       scaled ? static_cast<double>(rows_.size()) / static_cast<double>(global_batch_) : 1.0;
+  if (scaler_) {
+    loss_scale_.fill_(scaler_->scale());
+    loss_unscale_.fill_(1.0 / scaler_->scale());
+  }
   const auto unscaled =
       graph_ ? graphed_gradient(b, step, share) : queue_gradient(b.images, b.labels, step, share);
   flat_->set_rows(static_cast<int64_t>(rows_.size()));

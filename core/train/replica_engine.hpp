@@ -154,6 +154,9 @@ class replica_engine {
   std::unique_ptr<flat_parameters> flat_;
   std::unique_ptr<flat_optimizer> optimizer_;
   std::optional<loss_scaler> scaler_;  ///< fp16 only
+  /// fp16: scaler_'s scale and its inverse as 0-dim tensors on the model's device, refilled
+  /// before each step: the values a captured step reads anew at every replay.
+  at::Tensor loss_scale_, loss_unscale_;
   batch_plan plan_;
   row_range rows_;
   device_transfer* transfer_;

@@ -293,7 +293,7 @@ struct graph_transfer final : device_transfer {
 }  // namespace
 
 TEST_SUITE("device") {
-  TEST_CASE("cuda_graph: GPU replicas' and ensembles' float32 steps, refused elsewhere by key") {
+  TEST_CASE("cuda_graph: GPU replicas' and ensembles' steps, refused elsewhere by key") {
     json graphed = {{"device", "cuda:0"}, {"training", {{"cuda_graph", true}}}};
     CHECK(job_problems(graphed).empty());
     CHECK(parse_job(graphed).training.cuda_graph);
@@ -304,10 +304,11 @@ TEST_SUITE("device") {
     CHECK(any_contains(job_problems({{"training", {{"cuda_graph", true}}}}),
                        "/training/cuda_graph: captures GPU steps as CUDA graphs, and the job runs "
                        "on the CPU"));
-    auto fp16 = graphed;
-    fp16["training"]["precision"] = "fp16";
-    CHECK(any_contains(job_problems(fp16),
-                       "/training/cuda_graph: captures float32 steps for now; precision fp16"));
+    for (const char* precision : {"fp16", "bf16"}) {
+      auto lower = graphed;
+      lower["training"]["precision"] = precision;
+      CHECK(job_problems(lower).empty());
+    }
     auto pipeline = graphed;
     pipeline["parallelism"] = {{"stages", 2}};
     CHECK(any_contains(job_problems(pipeline),
@@ -417,6 +418,44 @@ TEST_SUITE("device") {
       CHECK(e.correct == plain.evaluate(data->test).correct);
       CHECK(uploaded.member_weights(1).front().second.is_cpu());
     }
+  }
+
+  // fp16's loss scale changes after the capture (skipped steps halve it, finite ones double it):
+  // the replays read it from a device tensor refilled each step, not a constant of the capture.
+  TEST_CASE("cuda_graph: fp16 replays follow the loss scale's changes as eager steps do") {
+    // Inputs around 1e4: at a scale of 2^127 the first layer's scaled gradient overflows.
+    const auto data = std::make_shared<const dataset>(make_synthetic(256, 64, 1.0e4, 9));
+    auto job =
+        parse_job({{"seed", 9},
+                   {"device", "cuda"},  // parses; the engines compute on the CPU (float32 forward)
+                   {"data", {{"type", "synthetic"}, {"train_samples", 256}, {"test_samples", 64}}},
+                   {"model", {{"hidden", {16}}}},
+                   {"training",
+                    {{"steps", 12},
+                     {"batch_size", 32},
+                     {"precision", "fp16"},
+                     {"loss_scale", {{"initial", 0x1p127}, {"growth_interval", 2}}}}},
+                   {"optimizer", {{"lr", 1e-7}}}});
+    const auto start = initial_weights(settings_of(job), data->classes);
+    replica_engine eager(replica_plan_of(job, 0), data, start);
+    job.training.cuda_graph = true;
+    graph_transfer transfer;
+    replica_engine graphed(replica_plan_of(job, 0), data, start, &transfer);
+    std::vector<double> scales;
+    for (int64_t step = 0; step < 12; ++step) {
+      CHECK(eager.compute_gradient(step, true).loss == graphed.compute_gradient(step, true).loss);
+      CHECK(at::equal(eager.gradient(), graphed.gradient()));
+      eager.apply(eager.gradient(), job.optimizer.lr);
+      graphed.apply(graphed.gradient(), job.optimizer.lr);
+      CHECK(graphed.loss_scale() == eager.loss_scale());
+      scales.push_back(graphed.loss_scale());
+    }
+    CHECK(at::equal(eager.weights(), graphed.weights()));
+    CHECK(graphed.skipped_steps() == eager.skipped_steps());
+    CHECK(graphed.skipped_steps() >= 1);
+    CHECK(graphed.replayed_steps() == 12 - captured_step::warmup_steps);
+    // The scale moved while the steps replayed.
+    CHECK(scales.back() != scales[captured_step::warmup_steps]);
   }
 
   TEST_CASE("cuda_graph: a stacked ensemble's captured gradients train as its eager ones") {
