@@ -14,6 +14,7 @@
 #include "core/job/device_spec.hpp"
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -43,6 +44,15 @@ class worker_device final : public device_transfer {
   /// keeps `shared` (their result) from being reallocated before the worker's stream is done
   /// reading it.
   void follow_shared_work(const at::Tensor& shared);
+
+  /// Device time of operations, for a pipeline stage's busy time: begin_op() and end_op() around
+  /// the work of one operation mark the compute stream (CUDA events); take_op_seconds() waits for
+  /// the last mark, then sums the time between each pair marked since the last take. The host's
+  /// clock cannot see it: an operation's kernels run after the call that queued them returns.
+  /// CPU: the marks do nothing and take_op_seconds() is empty (the caller times on the host).
+  void begin_op();
+  void end_op();
+  std::optional<double> take_op_seconds();
 
   /// Sync replicas with a GPU each: joins the NCCL group (blocks until all `ranks` have joined).
   void join_nccl(const std::string& nccl_id, int rank, int ranks);

@@ -36,6 +36,12 @@ std::unique_ptr<step_graph> worker_device::new_step_graph() {
 void worker_device::finish_work() {}
 void worker_device::follow_shared_work(const at::Tensor&) {}
 
+void worker_device::begin_op() {}
+void worker_device::end_op() {}
+std::optional<double> worker_device::take_op_seconds() {
+  return std::nullopt;
+}
+
 void worker_device::join_nccl(const std::string&, int rank, int) {
   unavailable("worker " + std::to_string(rank), "NCCL");
 }

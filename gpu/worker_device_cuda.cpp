@@ -12,6 +12,8 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace troupe::gpu {
 
@@ -21,6 +23,26 @@ struct worker_device::impl {
   std::optional<c10::cuda::CUDAStream> compute;  ///< current on the worker's thread
   std::optional<c10::cuda::CUDAStream> copy;     ///< host -> device batches
   std::unique_ptr<nccl_comm> nccl;
+  /// begin_op/end_op's timing events, reused step after step; the first `op_marks` are recorded.
+  std::vector<cudaEvent_t> op_events;
+  std::size_t op_marks = 0;
+
+  ~impl() {
+    for (auto event : op_events)
+      cudaEventDestroy(event);
+  }
+
+  void mark_op() {
+    if (!compute)
+      return;
+    if (op_marks == op_events.size()) {
+      cudaEvent_t event = nullptr;
+      check_cuda(cudaEventCreate(&event), "cudaEventCreate", who);
+      op_events.push_back(event);
+    }
+    check_cuda(cudaEventRecord(op_events[op_marks], compute->stream()), "cudaEventRecord", who);
+    ++op_marks;
+  }
 
   // `waiter` waits (on the GPU, not this thread) for what `source` has queued so far.
   void order_after(cudaStream_t source, cudaStream_t waiter, const char* why) const {
@@ -94,6 +116,33 @@ void worker_device::follow_shared_work(const at::Tensor& shared) {
   impl_->order_after(default_stream.stream(), impl_->compute->stream(), "cudaStreamWaitEvent");
   if (shared.is_cuda())
     shared.record_stream(*impl_->compute);
+}
+
+void worker_device::begin_op() {
+  impl_->mark_op();
+}
+
+void worker_device::end_op() {
+  impl_->mark_op();
+}
+
+std::optional<double> worker_device::take_op_seconds() {
+  if (!impl_->compute)
+    return std::nullopt;
+  const auto marks = std::exchange(impl_->op_marks, 0);
+  if (marks % 2 != 0)
+    throw gpu_error(impl_->who + ": an operation began and never ended before its time was taken");
+  if (marks == 0)
+    return 0.0;
+  check_cuda(cudaEventSynchronize(impl_->op_events[marks - 1]), "cudaEventSynchronize", impl_->who);
+  double seconds = 0;
+  for (std::size_t i = 0; i < marks; i += 2) {
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, impl_->op_events[i], impl_->op_events[i + 1]),
+               "cudaEventElapsedTime", impl_->who);
+    seconds += static_cast<double>(ms) * 1e-3;
+  }
+  return seconds;
 }
 
 void worker_device::join_nccl(const std::string& nccl_id, int rank, int ranks) {

@@ -89,14 +89,28 @@ at::Tensor host_weights(const stage_worker_state& st) {
   return st.engine->weights().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
 }
 
-// The step's work is done: hand the accumulated stage gradient to the driver.
+// The step's work is done: hand the accumulated stage gradient to the driver. The step's window
+// ends once the device has finished it, not when its last kernels were queued.
 void send_gradient(self_pointer self) {
   auto& st = self->state;
   st.running = false;
   const gradient_meta meta{st.worker, st.step, st.where.last() ? st.engine->step_loss() : 0.0,
                            st.engine->step_rows()};
+  auto gradient = finished(st, st.engine->step_gradient());
   st.sent_at = clock_type::now();
-  self->send(st.driver, gradient_atom_v, meta, finished(st, st.engine->step_gradient()));
+  self->send(st.driver, gradient_atom_v, meta, std::move(gradient));
+}
+
+// One forward or backward operation, its time added to the step's busy time (on a GPU the
+// device's time, which finish_step reads; the host's clock times the CPU's).
+template <class Operation>
+at::Tensor timed_op(stage_worker_state& st, Operation&& operation) {
+  const auto start = clock_type::now();
+  st.device->begin_op();
+  auto out = operation();
+  st.device->end_op();
+  st.busy_s += seconds_since(start);
+  return out;
 }
 
 // Runs operations in schedule order while their inputs are at hand.
@@ -114,9 +128,7 @@ void advance(self_pointer self) {
         input = std::move(it->second);
         st.activations.erase(it);
       }
-      const auto start = clock_type::now();
-      auto out = st.engine->forward(op.micro, input);
-      st.busy_s += seconds_since(start);
+      auto out = timed_op(st, [&] { return st.engine->forward(op.micro, input); });
       st.peak_live = std::max(st.peak_live, st.engine->live_activations());
       if (!st.where.last())
         self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v, meta,
@@ -130,9 +142,7 @@ void advance(self_pointer self) {
         grad = std::move(it->second);
         st.gradients.erase(it);
       }
-      const auto start = clock_type::now();
-      auto back = st.engine->backward(op.micro, grad);
-      st.busy_s += seconds_since(start);
+      auto back = timed_op(st, [&] { return st.engine->backward(op.micro, grad); });
       if (!st.where.first())
         self->send(caf::actor_cast<stage_worker_actor>(st.previous), backward_atom_v, meta,
                    finished(st, std::move(back)));
@@ -195,7 +205,7 @@ void finish_step(self_pointer self, const update_meta& meta, const at::Tensor& c
   stage_stats stats;
   stats.worker = st.worker;
   stats.step = meta.step;
-  stats.busy_s = st.busy_s;
+  stats.busy_s = st.device->take_op_seconds().value_or(st.busy_s);
   stats.first_op_ns = nanoseconds(st.step_began);
   stats.last_op_ns = nanoseconds(st.sent_at);
   stats.peak_live = st.peak_live;

@@ -10,7 +10,9 @@ namespace troupe {
 struct stage_timing {
   int64_t worker = 0;
   int64_t step = 0;
-  double busy_s = 0;        ///< running forward and backward operations
+  /// Running forward and backward operations: on a GPU the device's time between each
+  /// operation's first and last kernel on the stage's stream (CUDA events), on a CPU the host's.
+  double busy_s = 0;
   int64_t first_op_ns = 0;  ///< when the step's work began (the compute message arrived)
   int64_t last_op_ns = 0;   ///< when its last operation ended
   int64_t peak_live = 0;    ///< most activations held at once

@@ -108,6 +108,12 @@ TEST_SUITE("gpu_training") {
       // The evaluation flows through the stages on the GPU too.
       REQUIRE(on_gpu.test_accuracy.has_value());
       CHECK(std::abs(*on_gpu.test_accuracy - *on_cpu.test_accuracy) <= 0.02);
+      // Each stage's busy time is its device time (CUDA events), inside the step's window.
+      REQUIRE(on_gpu.bubble_fraction.has_value());
+      CHECK(*on_gpu.bubble_fraction >= 0.0);
+      CHECK(*on_gpu.bubble_fraction < 1.0);
+      for (const auto& w : on_gpu.workers)
+        CHECK(w.compute_s > 0.0);
     }
   }
 
