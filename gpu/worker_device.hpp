@@ -11,6 +11,7 @@
 #pragma once
 
 #include "core/device/device_transfer.hpp"
+#include "core/device/ready_mark.hpp"
 #include "core/job/device_spec.hpp"
 
 #include <memory>
@@ -44,6 +45,13 @@ class worker_device final : public device_transfer {
   /// keeps `shared` (their result) from being reallocated before the worker's stream is done
   /// reading it.
   void follow_shared_work(const at::Tensor& shared);
+  /// A mark after the work queued so far on the worker's stream, for a tensor it hands to
+  /// another worker on the same process (core/device/ready_mark); nullptr on the CPU.
+  ready_mark_ptr mark_ready();
+  /// Makes the worker's next work wait, on the device, for another worker's `mark`, and keeps
+  /// `handed` (the tensor that mark covers, on this device) from being reallocated before this
+  /// worker's stream is done reading it.
+  void follow_mark(const ready_mark& mark, const at::Tensor& handed);
 
   /// Device time of operations, for a pipeline stage's busy time: begin_op() and end_op() around
   /// the work of one operation mark the compute stream (CUDA events); take_op_seconds() waits for

@@ -35,6 +35,10 @@ std::unique_ptr<step_graph> worker_device::new_step_graph() {
 
 void worker_device::finish_work() {}
 void worker_device::follow_shared_work(const at::Tensor&) {}
+ready_mark_ptr worker_device::mark_ready() {
+  return nullptr;
+}
+void worker_device::follow_mark(const ready_mark&, const at::Tensor&) {}
 
 void worker_device::begin_op() {}
 void worker_device::end_op() {}

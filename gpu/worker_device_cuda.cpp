@@ -17,6 +17,19 @@
 
 namespace troupe::gpu {
 
+namespace {
+
+// A ready_mark on CUDA: an event recorded on the sender's stream (no timing: the cheapest kind).
+struct cuda_ready_mark final : ready_mark {
+  cudaEvent_t event = nullptr;
+  ~cuda_ready_mark() override {
+    if (event != nullptr)
+      cudaEventDestroy(event);  // safe while a stream still waits on it: CUDA frees it after
+  }
+};
+
+}  // namespace
+
 struct worker_device::impl {
   std::string who;
   c10::Device device{c10::kCPU};
@@ -116,6 +129,28 @@ void worker_device::follow_shared_work(const at::Tensor& shared) {
   impl_->order_after(default_stream.stream(), impl_->compute->stream(), "cudaStreamWaitEvent");
   if (shared.is_cuda())
     shared.record_stream(*impl_->compute);
+}
+
+ready_mark_ptr worker_device::mark_ready() {
+  if (!impl_->compute)
+    return nullptr;
+  auto mark = std::make_shared<cuda_ready_mark>();
+  check_cuda(cudaEventCreateWithFlags(&mark->event, cudaEventDisableTiming), "cudaEventCreate",
+             impl_->who);
+  check_cuda(cudaEventRecord(mark->event, impl_->compute->stream()), "cudaEventRecord", impl_->who);
+  return mark;
+}
+
+void worker_device::follow_mark(const ready_mark& mark, const at::Tensor& handed) {
+  if (!impl_->compute)
+    return;
+  const auto* cuda_mark = dynamic_cast<const cuda_ready_mark*>(&mark);
+  if (cuda_mark == nullptr)
+    throw gpu_error(impl_->who + ": a ready mark that no CUDA worker made");
+  check_cuda(cudaStreamWaitEvent(impl_->compute->stream(), cuda_mark->event, 0),
+             "cudaStreamWaitEvent", impl_->who);
+  if (handed.is_cuda() && handed.device() == impl_->device)
+    handed.record_stream(*impl_->compute);
 }
 
 void worker_device::begin_op() {

@@ -20,6 +20,7 @@
 // of step s+1 may overtake the driver's (compute_atom, s+1).
 #pragma once
 
+#include "core/device/ready_mark.hpp"
 #include "core/train/stage_timing.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -32,6 +33,9 @@ struct micro_meta {
   int64_t step = 0;
   int64_t micro = 0;  ///< the micro-batch, or the test chunk when evaluating
   bool eval = false;
+  /// On a GPU: when the sender's stream has written the tensor (core/device/ready_mark). Not on
+  /// the wire: a pipeline's stages run in one process.
+  ready_mark_ptr ready;
 };
 
 template <class Inspector>

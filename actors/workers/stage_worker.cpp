@@ -62,23 +62,37 @@ int64_t nanoseconds(clock_type::time_point t) {
   throw protocol_error("stage " + std::to_string(st.where.stage) + ": " + what);
 }
 
-// A tensor this stage computed, for another actor: on a GPU, the stage's stream must have
-// written it before anyone else's thread reads it.
+// A tensor this stage computed, for the driver: on a GPU, the stage's stream must have written it
+// before the driver's thread reads it.
 at::Tensor finished(stage_worker_state& st, at::Tensor tensor) {
   st.device->finish_work();
   return tensor;
 }
 
-// A tensor another actor computed (and finished), on this stage's device: one on the same GPU
-// is read in place, its memory kept until this stage's stream is done with it; one on another
-// GPU is copied over, the copy waited for, so that its sender may reuse the memory.
-at::Tensor arrived(stage_worker_state& st, const at::Tensor& tensor) {
+// The header of an activation or gradient this stage hands to the stage beside it: on a GPU it
+// carries a mark of this stage's stream that the receiver's stream waits for, so that this
+// stage's thread goes on queueing its next operation instead of waiting for its stream.
+micro_meta handed_off(stage_worker_state& st, int64_t step, int64_t micro, bool eval) {
+  return {step, micro, eval, st.device->mark_ready()};
+}
+
+// A tensor another actor computed, on this stage's device. One with a ready mark (from a stage)
+// is waited for on the device; one without (from the driver, which sums on the device's default
+// stream, or from a CPU worker) follows the default stream. On the same GPU it is read in place,
+// its memory kept until this stage's stream is done with it; from another GPU it is copied over
+// and the copy waited for, so that its sender may reuse the memory.
+at::Tensor arrived(stage_worker_state& st, const at::Tensor& tensor,
+                   const ready_mark* ready = nullptr) {
   if (!tensor.defined() || !tensor.is_cuda())
     return tensor;
+  if (ready != nullptr)
+    st.device->follow_mark(*ready, tensor);
   if (tensor.device() == st.device->device()) {
-    st.device->follow_shared_work(tensor);
+    if (ready == nullptr)
+      st.device->follow_shared_work(tensor);
     return tensor;
   }
+  // LibTorch orders a copy between GPUs after the destination's stream, which waits for the mark.
   auto here = tensor.to(st.device->device());
   st.device->finish_work();
   return here;
@@ -118,7 +132,6 @@ void advance(self_pointer self) {
   auto& st = self->state;
   while (st.running && st.next_op < st.ops.size()) {
     const auto op = st.ops[st.next_op];
-    const micro_meta meta{st.step, op.micro, false};
     if (op.what == pipeline_op::kind::forward) {
       at::Tensor input;
       if (!st.where.first()) {
@@ -131,8 +144,8 @@ void advance(self_pointer self) {
       auto out = timed_op(st, [&] { return st.engine->forward(op.micro, input); });
       st.peak_live = std::max(st.peak_live, st.engine->live_activations());
       if (!st.where.last())
-        self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v, meta,
-                   finished(st, std::move(out)));
+        self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v,
+                   handed_off(st, st.step, op.micro, false), std::move(out));
     } else {
       at::Tensor grad;
       if (!st.where.last()) {
@@ -144,8 +157,8 @@ void advance(self_pointer self) {
       }
       auto back = timed_op(st, [&] { return st.engine->backward(op.micro, grad); });
       if (!st.where.first())
-        self->send(caf::actor_cast<stage_worker_actor>(st.previous), backward_atom_v, meta,
-                   finished(st, std::move(back)));
+        self->send(caf::actor_cast<stage_worker_actor>(st.previous), backward_atom_v,
+                   handed_off(st, st.step, op.micro, false), std::move(back));
     }
     ++st.next_op;
   }
@@ -164,22 +177,23 @@ void receive_input(self_pointer self, std::map<int64_t, at::Tensor>& inbox, cons
       inbox.count(meta.micro) > 0)
     violated(st,
              std::string("unexpected ") + what + " of micro-batch " + std::to_string(meta.micro));
-  inbox.emplace(meta.micro, arrived(st, tensor));
+  inbox.emplace(meta.micro, arrived(st, tensor, meta.ready.get()));
   advance(self);
 }
 
 // Evaluation chunks pass through every stage; the last one scores them and reports.
-void evaluate_chunk(self_pointer self, int64_t step, int64_t chunk, const at::Tensor& input) {
+void evaluate_chunk(self_pointer self, const micro_meta& meta, const at::Tensor& input) {
   auto& st = self->state;
   if (st.eval_chunks_seen == 0)
     st.eval_began = clock_type::now();
-  auto out = st.engine->eval_forward(chunk, arrived(st, input));
+  const auto step = meta.step;
+  auto out = st.engine->eval_forward(meta.micro, arrived(st, input, meta.ready.get()));
   if (!st.where.last()) {
     self->send(caf::actor_cast<stage_worker_actor>(st.next), forward_atom_v,
-               micro_meta{step, chunk, true}, finished(st, std::move(out)));
+               handed_off(st, step, meta.micro, true), std::move(out));
     return;
   }
-  const auto r = st.engine->eval_score(chunk, out);
+  const auto r = st.engine->eval_score(meta.micro, out);
   st.eval.loss_sum += r.loss_sum;
   st.eval.metric_sum += r.metric_sum;
   st.eval.count += r.count;
@@ -286,7 +300,7 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
       [self](forward_atom, const micro_meta& meta, at::Tensor activation) {
         auto& st = self->state;
         if (meta.eval)
-          return evaluate_chunk(self, meta.step, meta.micro, activation);
+          return evaluate_chunk(self, meta, activation);
         receive_input(self, st.activations, "activation", meta, std::move(activation));
       },
       [self](backward_atom, const micro_meta& meta, at::Tensor gradient) {
@@ -314,7 +328,7 @@ stage_worker_actor::behavior_type stage_worker(self_pointer self, context_ptr co
         if (chunks == 0)  // an empty test shard: nothing flows, report at once
           self->send(st.driver, eval_report{st.worker, step, 0.0, 0, 0, 0.0});
         for (int64_t c = 0; c < chunks; ++c)
-          evaluate_chunk(self, step, c, at::Tensor());
+          evaluate_chunk(self, micro_meta{step, c, true, nullptr}, at::Tensor());
       },
   };
 }
