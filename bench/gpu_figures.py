@@ -36,7 +36,8 @@ rounds, each after untimed warm-up steps):
                           holds the 1-replica step time and the predicted bubble beside them)
 
 What this run cannot measure is null, with the reason under "notes". Writes the whole object to
---out (bench/results/gpu-DATE-KIND.json's shape) and prints it.
+--out (bench/results/gpu-DATE-KIND.json's shape) after each group of figures, so that a run cut
+short keeps what it measured, and prints it at the end.
 """
 import argparse
 import copy
@@ -329,6 +330,26 @@ def main():
     notes, baselines, troupe = {}, {}, {}
     x, y = load_images(args.data)
 
+    def save():
+        """Writes what is measured so far to --out (replaced whole, through a temporary file):
+        a run the device call stops at its time limit still leaves every finished figure."""
+        result = {
+            "device": smi[0] if smi else None,
+            "driver": smi[1] if len(smi) > 1 else None,
+            "torch": torch.__version__,
+            "kind": args.kind,
+            "date": datetime.date.today().isoformat(),
+            "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+            "figures": figures,
+            "baselines_samples_per_s": baselines,
+            "troupe_runs": troupe,
+            "notes": notes,
+        }
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(result, f, indent=2)
+        os.replace(args.out + ".tmp", args.out)
+        return result
+
     def against_pytorch(key, rounds, pytorch, model, batch, warmup, steps, precision="fp32",
                         figure=None, cuda_graph=False):
         """PyTorch's loop and troupe's run of the same training, alternated `rounds` times: the
@@ -358,6 +379,7 @@ def main():
                     "mlp", 128, 30, 300)
     log("pytorch MLP profile:\n" + profile_table(mlp(), x, y, 128))
 
+    save()
     # 2. ResNet-18 at batch 256 (scripted for troupe: the same module, the same initial weights).
     folder = tempfile.mkdtemp(prefix="troupe-gpu-figures-")
     script = os.path.join(folder, "resnet18.pt")
@@ -382,6 +404,7 @@ def main():
         figures["resnet18_fp16_over_fp32"] = (troupe["resnet18_fp16_best_samples_per_s"] /
                                               troupe["resnet18_best_samples_per_s"])
 
+    save()
     # 3. Ensembles of MLPs at batch 128, in member-samples/s: troupe's stacked ensemble, its
     # gradient work captured (the figure) and eager, against torch.func's vmap of the same
     # members, alternated, and against them one after another.
@@ -414,6 +437,7 @@ def main():
                                                / baselines["loop_32_mlp_b128"])
             break
 
+    save()
     # 4. GPU against CPU weights, 50 sync steps of 2 replicas with `deterministic`: the MLP (the
     # figure), and the CNN, whose max-pools see exact ties wherever an image is flat (Fashion-
     # MNIST's black background): cuDNN and the CPU pass such a tie's gradient to different
@@ -432,6 +456,7 @@ def main():
         notes["cnn_gpu_vs_cpu_max_abs_diff"] = (
             f"{troupe['cnn']['gpu_vs_cpu_max_abs_diff']:.3g}: max-pool ties on flat image "
             "regions send gradients to different inputs on cuDNN and on the CPU")
+    save()
     # 5. A suite of 8 MLP jobs sharing the GPU, each in its own process under a memory cap,
     # against the same 8 run one after another; and a job over its cap failing alone.
     try:
@@ -441,6 +466,7 @@ def main():
         figures["cap_fails_alone"] = suite["cap_fails_alone"]
     except Exception as e:  # noqa: BLE001
         notes["suite8_over_sequential"] = str(e)
+    save()
     # 6. A pipeline of 2 stages on cuda:0 with 4 micro-batches against 1 replica.
     try:
         pipeline = pipeline_figures(args.build, args.data)
@@ -450,21 +476,7 @@ def main():
     except Exception as e:  # noqa: BLE001
         notes["pipeline_bubble"] = notes["pipeline_step_s"] = str(e)
 
-    result = {
-        "device": smi[0] if smi else None,
-        "driver": smi[1] if len(smi) > 1 else None,
-        "torch": torch.__version__,
-        "kind": args.kind,
-        "date": datetime.date.today().isoformat(),
-        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
-        "figures": figures,
-        "baselines_samples_per_s": baselines,
-        "troupe_runs": troupe,
-        "notes": notes,
-    }
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
-    print(json.dumps(result, indent=2))
+    print(json.dumps(save(), indent=2))
 
 
 if __name__ == "__main__":
