@@ -1,14 +1,16 @@
 #include "core/cluster/token.hpp"
 
 #include "core/errors.hpp"
+#include "core/io/whole_file.hpp"
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
+#include <stdexcept>
 
 namespace troupe {
 namespace {
+
+// A token is one line of a few dozen characters.
+constexpr std::size_t max_token_file_bytes = 64 * 1024;
 
 std::string trimmed(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r\n");
@@ -24,12 +26,16 @@ std::string load_token(const std::string& file) {
     const char* env = std::getenv(token_variable);
     return env != nullptr ? trimmed(env) : "";
   }
-  std::ifstream in(file);
-  if (!in)
-    throw job_error({"--token-file " + file + ": cannot open: " + std::strerror(errno)});
-  std::string line;
-  std::getline(in, line);
-  auto token = trimmed(line);
+  std::string text;
+  try {
+    text = read_small_file(file, max_token_file_bytes);
+  } catch (const std::length_error& e) {
+    throw job_error(
+        {"--token-file " + file + ": " + e.what() + ", more than a token file holds (one line)"});
+  } catch (const std::runtime_error& e) {
+    throw job_error({"--token-file " + file + ": " + e.what()});
+  }
+  auto token = trimmed(text.substr(0, text.find('\n')));
   if (token.empty())
     throw job_error({"--token-file " + file + ": holds no token on its first line"});
   return token;

@@ -6,13 +6,12 @@
 
 #include "core/config/json_fields.hpp"
 #include "core/errors.hpp"
+#include "core/io/whole_file.hpp"
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <vector>
 
 namespace troupe {
@@ -104,17 +103,21 @@ std::string plain(const json::exception& e) {
   return what;
 }
 
+// A job or suite file is kilobytes; a suite of thousands of jobs a few megabytes.
+constexpr std::size_t max_job_file_bytes = std::size_t{64} << 20;
+
 std::string read_text(const std::string& path) {
   // A folder opens fine as a stream and then reads as nothing: say what it is instead.
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw job_error({path + ": cannot open: " + std::strerror(EISDIR)});
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw job_error({path + ": cannot open: " + std::strerror(errno)});
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  try {
+    return read_small_file(path, max_job_file_bytes);
+  } catch (const std::length_error& e) {
+    throw job_error({path + ": " + e.what() + ", more than a job file holds (is it the job?)"});
+  } catch (const std::runtime_error& e) {
+    throw job_error({path + ": " + e.what()});
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include <sys/stat.h>
 
@@ -25,6 +26,29 @@ std::string read_whole_file(const std::string& path) {
   if (got != bytes.size() || std::fgetc(file.get()) != EOF)
     throw std::runtime_error(path + ": could not be read whole (it changed while being read?)");
   return bytes;
+}
+
+std::string read_small_file(const std::string& path, std::size_t limit) {
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                             &std::fclose);
+  if (!file)
+    throw std::runtime_error(std::string("cannot open: ") + std::strerror(errno));
+  std::string text;
+  std::vector<char> chunk(64 * 1024);
+  while (true) {
+    const auto got = std::fread(chunk.data(), 1, chunk.size(), file.get());
+    if (got > limit - text.size())
+      throw std::length_error("longer than " + (limit % (1 << 20) == 0
+                                                    ? std::to_string(limit >> 20) + " MiB"
+                                                    : std::to_string(limit >> 10) + " KiB"));
+    text.append(chunk.data(), got);
+    if (got < chunk.size())
+      break;
+  }
+  // A folder opens, then fails its first read with EISDIR.
+  if (std::ferror(file.get()))
+    throw std::runtime_error(std::string("cannot read: ") + std::strerror(errno));
+  return text;
 }
 
 }  // namespace troupe

@@ -170,6 +170,10 @@ TEST_SUITE("cluster") {
     CHECK_THROWS_WITH_AS(load_token(file), doctest::Contains("holds no token"), job_error);
     CHECK_THROWS_WITH_AS(load_token((dir / "missing").string()), doctest::Contains("cannot open"),
                          job_error);
+    CHECK_THROWS_WITH_AS(load_token(dir.string()), doctest::Contains("Is a directory"), job_error);
+    CHECK_THROWS_WITH_AS(load_token("/dev/zero"),
+                         doctest::Contains("longer than 64 KiB, more than a token file holds"),
+                         job_error);
     ::setenv(token_variable, "from-env", 1);
     CHECK(load_token("") == "from-env");
     ::unsetenv(token_variable);

@@ -364,6 +364,10 @@ TEST_SUITE("job_config") {
           "/no/such/job.json: cannot open: No such file or directory");
     CHECK(only_problem([&] { read_json_file(tmp.dir.string()); }).find(": cannot open: ") !=
           std::string::npos);
+    // A file that never ends, or is far longer than any job, is refused at a limit, not read
+    // until memory runs out.
+    CHECK(only_problem([] { read_json_file("/dev/zero"); }) ==
+          "/dev/zero: longer than 64 MiB, more than a job file holds (is it the job?)");
 
     // The second comma on line 2 is the 13th character: "  \"seed\": 1,,".
     const auto bad = tmp.write("bad.json", "{\n  \"seed\": 1,,\n}");

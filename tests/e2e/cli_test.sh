@@ -23,6 +23,9 @@ expect 2 "" -- "$troupe"
 expect 2 "job" -- "$troupe" run
 expect 2 "--bogus" -- "$troupe" run "$root/configs/synthetic_smoke.json" --bogus
 expect 2 "cannot open" -- "$troupe" validate "$tmp/missing.json"
+expect 2 "longer than 64 MiB" -- "$troupe" validate /dev/zero
+# A job through a pipe, as `troupe validate <(make-job)` gives it.
+expect 0 "valid" -- bash -c "\"$troupe\" validate <(cat \"$root/configs/synthetic_smoke.json\")"
 
 # --- every shipped config is valid ------------------------------------------------------------
 for config in "$root"/configs/*.json; do
