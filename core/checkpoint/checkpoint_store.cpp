@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/sha256.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/io/whole_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,8 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace troupe {
@@ -72,13 +71,30 @@ void sync_folder(const std::string& path) {
     fail(path, "flush", err);
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error("cannot open " + path.filename().string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+// A manifest lists a few files: kilobytes. A longer one is not troupe's.
+constexpr std::size_t max_manifest_bytes = std::size_t{1} << 20;
+
+// A file of a checkpoint folder, read only once it is a regular file of the size its manifest
+// gives: a folder's file replaced by something else (a link to /dev/zero, a file grown huge) is
+// refused before any of it is read, not read until memory runs out.
+std::string read_listed_file(const fs::path& path, int64_t listed_size) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::is_regular_file(status))
+    throw std::runtime_error(path.filename().string() + " is missing or not a regular file");
+  const auto size = fs::file_size(path, ec);
+  if (ec || static_cast<int64_t>(size) != listed_size)
+    throw std::runtime_error(path.filename().string() + " has " + std::to_string(size) +
+                             " bytes, the manifest says " + std::to_string(listed_size));
+  return read_whole_file(path.string());
+}
+
+std::string read_manifest(const fs::path& folder) {
+  try {
+    return read_small_file((folder / manifest_name).string(), max_manifest_bytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(manifest_name) + ": " + e.what());
+  }
 }
 
 // The step of a folder named step-S, or -1.
@@ -107,7 +123,7 @@ std::vector<fs::path> stored_steps(const std::string& folder) {
 
 // Loads and verifies one checkpoint folder; throws std::runtime_error saying what is wrong.
 stored_checkpoint load_verified(const fs::path& folder) {
-  const auto manifest = nlohmann::json::parse(read_file(folder / manifest_name));
+  const auto manifest = nlohmann::json::parse(read_manifest(folder));
   stored_checkpoint c;
   c.step = manifest.at("step").get<int64_t>();
   if (c.step != step_of(folder))
@@ -117,12 +133,7 @@ stored_checkpoint load_verified(const fs::path& folder) {
     const auto name = entry.at("name").get<std::string>();
     if (name.find('/') != std::string::npos || name == manifest_name)
       throw std::runtime_error("the manifest names a file \"" + name + "\"");
-    auto bytes = read_file(folder / name);
-    if (static_cast<int64_t>(bytes.size()) != entry.at("size").get<int64_t>())
-      throw std::runtime_error(name + " has " + std::to_string(bytes.size()) +
-                               " bytes, the "
-                               "manifest says " +
-                               std::to_string(entry.at("size").get<int64_t>()));
+    auto bytes = read_listed_file(folder / name, entry.at("size").get<int64_t>());
     if (sha256_hex(bytes) != entry.at("sha256").get<std::string>())
       throw std::runtime_error(name + ": its SHA-256 differs from the manifest's");
     c.files.push_back({name, std::move(bytes)});

@@ -6,7 +6,6 @@
 #include "core/checkpoint/run_checkpoint.hpp"
 #include "core/checkpoint/sha256.hpp"
 #include "core/io/archive_check.hpp"
-#include "core/io/hex.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/optim/optimizer_bytes.hpp"
 #include "core/train/run_tracker.hpp"
@@ -93,23 +92,6 @@ TEST_SUITE("checkpoint") {
     CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   }
 
-  TEST_CASE("hex text: every byte round-trips; what is not whole hex bytes is refused by name") {
-    std::string all;
-    for (int b = 0; b < 256; ++b)
-      all += static_cast<char>(b);
-    const auto hex = to_hex(all);
-    CHECK(hex.size() == 512);
-    CHECK(hex.substr(0, 6) == "000102");
-    CHECK(hex.substr(506) == "fdfeff");
-    CHECK(from_hex(hex) == all);
-    CHECK(from_hex("ABcd") == "\xab\xcd");
-    CHECK(to_hex("") == "");
-    CHECK_THROWS_WITH_AS(from_hex("abc"), "hex text of 3 digits: not whole bytes",
-                         std::invalid_argument);
-    CHECK_THROWS_WITH_AS(from_hex("00zz"), "hex text holds 'zz' at 2: not hex digits",
-                         std::invalid_argument);
-  }
-
   TEST_CASE("the newest checkpoint is read back, byte for byte, with its manifest and latest") {
     temp_dir dir;
     write_checkpoint(dir.str(), sample(4), 3);
@@ -164,6 +146,27 @@ TEST_SUITE("checkpoint") {
     CHECK(read_latest_checkpoint(dir.str(), nullptr)->step == 1);
     fs::rename(folder / "step-1", folder / "step-7");
     CHECK_FALSE(read_latest_checkpoint(dir.str(), nullptr));
+  }
+
+  // Found probing as a hostile user: such a folder was read until memory ran out.
+  TEST_CASE("a file linked to an endless device, or an endless manifest, is skipped unread") {
+    for (const char* replaced : {"state.pt", "manifest.json"}) {
+      CAPTURE(replaced);
+      temp_dir dir;
+      write_checkpoint(dir.str(), sample(1), 5);
+      write_checkpoint(dir.str(), sample(2), 5);
+      const auto file = fs::path(checkpoints_folder(dir.str())) / "step-2" / replaced;
+      fs::remove(file);
+      fs::create_symlink("/dev/zero", file);
+      const auto c = read_latest_checkpoint(dir.str(), nullptr);
+      REQUIRE(c);
+      CHECK(c->step == 1);
+      const auto lines = skipped_lines(dir.str());
+      REQUIRE(lines.size() == 1);
+      CHECK(lines[0].find(std::string(replaced) == "state.pt"
+                              ? "state.pt is missing or not a regular file"
+                              : "manifest.json: longer than 1 MiB") != std::string::npos);
+    }
   }
 
   TEST_CASE("retention keeps the newest `keep` and removes stray temporaries") {

@@ -1,0 +1,49 @@
+// Text troupe reads or writes whole: the hex codec (core/io/hex) and files that should be small,
+// read up to a limit (core/io/whole_file's read_small_file).
+#include "core/io/hex.hpp"
+#include "core/io/whole_file.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+using namespace troupe;
+
+TEST_SUITE("checkpoint") {
+  TEST_CASE("hex text: every byte round-trips; what is not whole hex bytes is refused by name") {
+    std::string all;
+    for (int b = 0; b < 256; ++b)
+      all += static_cast<char>(b);
+    const auto hex = to_hex(all);
+    CHECK(hex.size() == 512);
+    CHECK(hex.substr(0, 6) == "000102");
+    CHECK(hex.substr(506) == "fdfeff");
+    CHECK(from_hex(hex) == all);
+    CHECK(from_hex("ABcd") == "\xab\xcd");
+    CHECK(to_hex("") == "");
+    CHECK_THROWS_WITH_AS(from_hex("abc"), "hex text of 3 digits: not whole bytes",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(from_hex("00zz"), "hex text holds 'zz' at 2: not hex digits",
+                         std::invalid_argument);
+  }
+
+  TEST_CASE("a small file is read whole up to its limit; past it, or unopenable, it is refused") {
+    const auto path = std::filesystem::temp_directory_path() / "troupe_small_file.txt";
+    std::ofstream(path) << std::string(100 * 1024, 'x');
+    CHECK(read_small_file(path.string(), 100 * 1024).size() == 100 * 1024);
+    CHECK_THROWS_WITH_AS(read_small_file(path.string(), 100 * 1024 - 1), "longer than 99 KiB",
+                         std::length_error);
+    CHECK_THROWS_WITH_AS(read_small_file("/dev/zero", std::size_t{2} << 20), "longer than 2 MiB",
+                         std::length_error);
+    std::ofstream(path) << "";
+    CHECK(read_small_file(path.string(), 10).empty());
+    std::filesystem::remove(path);
+    CHECK_THROWS_WITH_AS(read_small_file(path.string(), 10),
+                         "cannot open: No such file or directory", std::runtime_error);
+    CHECK_THROWS_WITH_AS(read_small_file(path.parent_path().string(), 10),
+                         "cannot read: Is a directory", std::runtime_error);
+  }
+}
