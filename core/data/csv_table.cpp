@@ -138,6 +138,11 @@ extern "C" void csv_row_callback(int, void* reader) {
   static_cast<table_reader*>(reader)->on_row_end();
 }
 
+// A number, or a column's name, is far shorter. libcsv keeps a field whole until it ends: without
+// a bound, a file with no separators (a link to /dev/zero) is read into one field until memory
+// runs out.
+constexpr std::size_t max_field_bytes = std::size_t{1} << 20;
+
 void parse_file(table_reader& reader) {
   std::ifstream in(reader.path, std::ios::binary);
   if (!in)
@@ -152,6 +157,9 @@ void parse_file(table_reader& reader) {
     const auto n = static_cast<std::size_t>(in.gcount());
     if (csv_parse(&parser, chunk.data(), n, csv_field_callback, csv_row_callback, &reader) != n)
       reader.fail(fmt::format("not valid CSV ({})", csv_strerror(csv_error(&parser))));
+    else if (parser.entry_pos > max_field_bytes)
+      reader.fail(fmt::format("a field longer than {} MiB: is it a CSV table of numbers?",
+                              max_field_bytes >> 20));
   }
   if (!reader.problem && in.bad())
     throw data_error(reader.path + ": could not be read");

@@ -126,6 +126,9 @@ bad bad_big_label.csv "$tmp/bad_big_label.csv: line 3: column \"label\" holds 10
 bad bad_only_label.csv "$tmp/bad_only_label.csv: line 1: the header names only the label column"
 bad bad_empty_cell.csv "$tmp/bad_empty_cell.csv: line 3: column \"x2\" is empty"
 bad missing.csv "$tmp/missing.csv: cannot be opened"
+# A table that never ends (it was read into one field until memory ran out).
+ln -sf /dev/zero "$tmp/bad_endless.csv"
+bad bad_endless.csv "$tmp/bad_endless.csv: line 1: a field longer than 1 MiB: is it a CSV table of numbers?"
 job bad '{"type": "csv", "train": "'$tmp'/cls_train.csv", "test": "'$tmp'/bad_other_header.csv"}' cross_entropy
 expect 2 "$tmp/bad_other_header.csv: line 1: the header differs from the training file's at column 2: \"x3\" here, \"x2\" there (3 columns here, 6 there)" -- \
   "$troupe" validate "$tmp/bad.json"
