@@ -2,8 +2,8 @@
 # defines c10_cuda) and the CUDA toolkit and NCCL are found; OFF otherwise, and the CPU build is
 # complete without it. Where only the toolkit and NCCL are found (a CPU LibTorch beside
 # /usr/local/cuda, as on our CI machines), the raw CUDA/NCCL code still builds and links (its
-# device tests skip without a GPU) and the LibTorch-CUDA glue is compiled, not linked, against
-# LibTorch's CUDA headers, so that it cannot rot unseen.
+# device tests skip without a GPU) and the LibTorch-CUDA glue and its tests are compiled, not
+# linked, against LibTorch's CUDA headers, so that they cannot rot unseen.
 find_package(CUDAToolkit QUIET)
 set(_nccl_roots $ENV{NCCL_HOME} ${NCCL_HOME} ${CUDAToolkit_LIBRARY_ROOT})
 find_path(NCCL_INCLUDE_DIR nccl.h
