@@ -5,6 +5,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/node_processes.hpp"
+#include "core/cluster/join_check.hpp"
 #include "core/cluster/slurm_env.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -77,13 +79,22 @@ std::vector<node_options> nodes_of(const node_command& cmd) {
   if (base.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof(host) - 1);
-    base = fmt::format("{}-{}", host, ::getpid());
+    // A host name is letters, digits, '-' and '.' (RFC 1123); what is not becomes '-'.
+    std::string name = host;
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
+        c = '-';
+    if (name.empty() || !std::isalnum(static_cast<unsigned char>(name.front())))
+      name = "node" + name;
+    base = fmt::format("{}-{}", name.substr(0, 64), ::getpid());
   }
   const node_options shared = shared_options_of(cmd);
   const auto width = std::to_string(cmd.processes - 1).size();
   std::vector<node_options> nodes;
   for (int64_t i = 0; i < cmd.processes; ++i) {
     const auto name = cmd.processes == 1 ? base : fmt::format("{}-{:0{}}", base, i, width);
+    if (const auto problem = node_name_problem(name); !problem.empty() && cmd.claim_name.empty())
+      throw job_error({"--name: " + problem});
     node_options o = shared;
     if (!cmd.tls_dir.empty())
       o.tls = checked_tls_files(cmd.tls_dir, name);

@@ -2,6 +2,7 @@
 // function so that every refusal can be tested without a network.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,18 @@ struct join_terms {
   /// TLS: a node joins under the name on its certificate, and never as the coordinator.
   bool certificates = false;
 };
+
+/// The longest node name: a host name (at most 64) and a suffix such as "-task17" or a PID.
+constexpr std::size_t max_node_name_size = 128;
+
+/// Why `name` cannot name a node, or "": 1 to max_node_name_size of A-Z a-z 0-9 . _ -, starting
+/// with a letter or digit. Names show in logs, sort the ranks and name TLS files; a name off the
+/// wire could otherwise put line breaks or terminal escapes into the coordinator's log.
+std::string node_name_problem(const std::string& name);
+
+/// `text` off the wire, fit for a log line: quoted, bytes outside printable ASCII as \xNN, cut
+/// after 64 characters (saying how many bytes it had).
+std::string shown_text(const std::string& text);
 
 /// Returns why `claim` is refused, or "" when it may join. The token is compared in time
 /// independent of where it differs, so a stranger cannot guess it byte by byte.

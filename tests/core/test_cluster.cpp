@@ -119,6 +119,23 @@ TEST_SUITE("cluster") {
     // Without a coordinator token any token is accepted (loopback only; the CLI enforces it).
     CHECK(join_refusal({"0.2.0", "whatever", "x", 1}, {"0.2.0", "", {}, 1}).empty());
     CHECK(join_refusal({"0.2.0", "", "x", 1}, {"0.2.0", "", {}, 1}).empty());
+    // A name off the wire reaches the log escaped and cut, whoever sent it; a node with the
+    // token but a name outside the rule is refused for it.
+    const std::string forged = "x\n\x1b[2Jerror: " + std::string(100, 'y');
+    CHECK(join_refusal(claim("0.2.0", "nope", forged, 2), terms) ==
+          "node \"x\\x0a\\x1b[2Jerror: " + std::string(51, 'y') +
+              "\"... (113 bytes): wrong token (or a join replayed from another connection)");
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "a b", 2), terms) ==
+          "node \"a b\": a node name holds only A-Z a-z 0-9 . _ - and starts with a letter or a "
+          "digit");
+    CHECK(join_refusal(claim("0.2.0", "s3cret", "", 2), terms) == "a node without a name");
+    CHECK(join_refusal(claim("0.2.0", "s3cret", std::string(129, 'n'), 2), terms)
+              .find("a node name has at most 128 characters") != std::string::npos);
+    CHECK(node_name_problem("vm-1234.example_net").empty());
+    CHECK(node_name_problem(std::string(128, 'n')).empty());
+    CHECK(!node_name_problem("-a").empty());
+    CHECK(!node_name_problem("../x").empty());
+    CHECK(shown_text("a\"b\\c") == "\"a\\x22b\\x5cc\"");
     CHECK(same_secret("abc", "abc"));
     CHECK_FALSE(same_secret("abc", "abd"));
     CHECK_FALSE(same_secret("abc", "abcd"));

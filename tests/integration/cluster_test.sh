@@ -282,6 +282,12 @@ start old "$troupe" node --join "127.0.0.1:$port" --name o --token-file "$tmp/to
   --claim-version 0.0.9
 finish $last_pid 30
 check "other version" $status 1 "$tmp/old.log" "runs troupe 0.0.9, this coordinator runs troupe"
+# A name with a line break and a terminal escape (a forged log line): refused, shown escaped.
+start forged "$troupe" node --join "127.0.0.1:$port" --name f --token-file "$tmp/token" \
+  --claim-name $'f\n\e[2Jerror: run failed'
+finish $last_pid 30
+check "forged name" $status 1 "$tmp/forged.log" \
+  'refused: node "f\x0a\x1b[2Jerror: run failed": a node name holds only'
 /usr/bin/python3 - "$port" <<'PY' || fail "could not send garbage"
 import os, socket, sys
 for payload in (os.urandom(65536), b"\x00" * 7, b"\x01" + b"\xff" * 40):
