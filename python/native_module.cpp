@@ -7,6 +7,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/single_run.hpp"
+#include "core/config/parse_job.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/run/run_plan.hpp"
@@ -35,13 +36,8 @@ job_request request_of(const std::string& job_text, const std::string& job_path,
     cmd.job = job_source{job_path, sets};
     return read_job_request(cmd);
   }
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(job_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw job_error({std::string("the job is not JSON: ") + e.what()});
-  }
-  return job_request_from_json("the job", std::move(json), sets);
+  // The job file's checks: JSON by line and column, keys given twice, the nesting's depth.
+  return job_request_from_json("the job", parse_json_text(job_text, "the job"), sets);
 }
 
 // request_of for what runs here: a single job. A suite's jobs are processes of the troupe

@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/sha256.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/io/shallow_json.hpp"
 #include "core/io/whole_file.hpp"
 
 #include <fcntl.h>
@@ -123,7 +124,9 @@ std::vector<fs::path> stored_steps(const std::string& folder) {
 
 // Loads and verifies one checkpoint folder; throws std::runtime_error saying what is wrong.
 stored_checkpoint load_verified(const fs::path& folder) {
-  const auto manifest = nlohmann::json::parse(read_manifest(folder));
+  const auto manifest = parse_shallow_json(read_manifest(folder));
+  if (manifest.is_discarded())
+    throw std::runtime_error(std::string(manifest_name) + ": not JSON, or nested too deep");
   stored_checkpoint c;
   c.step = manifest.at("step").get<int64_t>();
   if (c.step != step_of(folder))

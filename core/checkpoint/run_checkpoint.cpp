@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/sha256.hpp"
 #include "core/io/pickled_tensors.hpp"
+#include "core/io/shallow_json.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/pipeline/stage_weights.hpp"
@@ -108,7 +109,9 @@ stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
 
 run_checkpoint decode_checkpoint(const stored_checkpoint& stored) {
   run_checkpoint c;
-  const auto meta = nlohmann::json::parse(required(stored, "state.json"));
+  const auto meta = parse_shallow_json(required(stored, "state.json"));
+  if (meta.is_discarded())
+    throw std::runtime_error("state.json: not JSON, or nested too deep");
   c.step = meta.at("step").get<int64_t>();
   if (c.step != stored.step)
     throw std::runtime_error("state.json names step " + std::to_string(c.step) +

@@ -19,8 +19,10 @@ namespace {
 
 using json = nlohmann::json;
 
-// Where the parser is, for naming the path of a duplicate key: one frame per open object or
-// array, with the keys seen so far or the index of the element being read.
+// Where the parser is, for naming the path of a duplicate key and of a value nested too deep
+// (the suite's expansion and the job's checks walk values recursively: 200,000 nested arrays in
+// a sweep overflowed the stack): one frame per open object or array, with the keys seen so far
+// or the index of the element being read.
 class key_tracker {
  public:
   /// The parser's callback: refuses a key given twice in one object (job_error with its path).
@@ -29,6 +31,9 @@ class key_tracker {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
         frames_.push_back({event == json::parse_event_t::object_start, {}, "", 0});
+        if (frames_.size() > static_cast<std::size_t>(max_json_depth))
+          throw job_error({path() + ": nested deeper than " + std::to_string(max_json_depth) +
+                           " levels (a job is a few levels deep)"});
         break;
       case json::parse_event_t::key:
         on_key(parsed.get<std::string>());

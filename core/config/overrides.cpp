@@ -3,6 +3,7 @@
 // that quotes it.
 #include "core/config/overrides.hpp"
 
+#include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
 
 #include <cctype>
@@ -55,9 +56,9 @@ void replace_other_length(nlohmann::json& job, const std::vector<std::string>& k
 }  // namespace
 
 void apply_override(nlohmann::json& job, const std::string& assignment) {
-  auto fail = [&](const std::string& why) {
-    throw job_error({"--set " + assignment + ": " + why});
-  };
+  // A long value is cut in messages: the problem is named, the value was the user's own.
+  const auto shown = assignment.size() > 200 ? assignment.substr(0, 200) + "..." : assignment;
+  auto fail = [&](const std::string& why) { throw job_error({"--set " + shown + ": " + why}); };
   const auto eq = assignment.find('=');
   if (eq == std::string::npos)
     fail("expected PATH=VALUE");
@@ -66,7 +67,12 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
   if (path.empty())
     fail("empty path");
 
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto depth_limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth >= max_json_depth)  // nlohmann counts the outermost level as 0
+      fail("the value is nested deeper than " + std::to_string(max_json_depth) + " levels");
+    return true;
+  };
+  nlohmann::json value = nlohmann::json::parse(text, depth_limit, /*allow_exceptions=*/false);
   if (value.is_discarded())
     value = text;
 
@@ -74,6 +80,8 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
   for (const auto& key : keys)
     if (key.empty())
       fail("empty key in path");
+  if (keys.size() > static_cast<std::size_t>(max_json_depth))
+    fail("a path of more than " + std::to_string(max_json_depth) + " keys");
 
   // Work on a copy so that a failure half-way leaves the job untouched.
   nlohmann::json result = job;

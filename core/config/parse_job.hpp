@@ -3,6 +3,7 @@
 // parse_job(to_json(c)) gives c again.
 #pragma once
 
+#include "core/io/shallow_json.hpp"  // max_json_depth
 #include "core/job/job_config.hpp"
 
 #include <nlohmann/json.hpp>

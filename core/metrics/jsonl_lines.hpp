@@ -8,6 +8,8 @@
 // Thread safety: none; one reader.
 #pragma once
 
+#include "core/io/shallow_json.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -39,9 +41,7 @@ class jsonl_lines {
     for (auto end = partial_.find('\n'); end != std::string::npos;
          end = partial_.find('\n', start)) {
       if (end > start) {
-        const auto line = nlohmann::json::parse(
-            partial_.begin() + static_cast<std::ptrdiff_t>(start),
-            partial_.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+        const auto line = parse_shallow_json(std::string_view(partial_).substr(start, end - start));
         if (line.is_object())
           on_record(line);
         else

@@ -1,6 +1,7 @@
 #include "core/report/run_history.hpp"
 
 #include "core/errors.hpp"
+#include "core/io/shallow_json.hpp"
 #include "core/metrics/record_reader.hpp"
 
 #include <fmt/format.h>
@@ -190,9 +191,11 @@ nlohmann::json read_json_object(const std::string& file) {
     return nullptr;
   std::stringstream buffer;
   buffer << in.rdbuf();
-  auto parsed = nlohmann::json::parse(buffer.str(), nullptr, false);
+  auto parsed = parse_shallow_json(buffer.str());
   if (parsed.is_discarded())
-    throw data_error(path.string() + ": not JSON (was it cut off while being written?)");
+    throw data_error(path.string() +
+                     ": not JSON (was it cut off while being written?), or nested deeper than " +
+                     std::to_string(max_json_depth) + " levels");
   if (!parsed.is_object())
     throw data_error(path.string() + ": not a JSON object, as troupe writes it");
   return parsed;

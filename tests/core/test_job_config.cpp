@@ -385,6 +385,38 @@ TEST_SUITE("job_config") {
     CHECK(parse_job(read_json_file(good)).seed == 5);
   }
 
+  // Found probing as a hostile user: a suite whose sweep held 200,000 nested arrays overflowed
+  // the stack of the code that expands it (a segmentation fault).
+  TEST_CASE("job files and --set values nested deeper than 64 levels are refused by path") {
+    const auto nested = [](int depth) {
+      return std::string(static_cast<std::size_t>(depth), '[') +
+             std::string(static_cast<std::size_t>(depth), ']');
+    };
+    CHECK(parse_json_text("{\"sweep\": {\"seed\": " + nested(62) + "}}", "s.json")["sweep"]
+              .is_object());
+    CHECK(only_problem([&] {
+            parse_json_text("{\"sweep\": {\"seed\": " + nested(200000) + "}}", "s.json");
+          }) == "s.json: /sweep/seed" + [] {
+      std::string zeros;
+      for (int i = 0; i < 62; ++i)
+        zeros += "/0";
+      return zeros;
+    }() + ": nested deeper than 64 levels (a job is a few levels deep)");
+    json j = json::object();
+    apply_override(j, "model=" + nested(64));
+    CHECK_THROWS_WITH_AS(apply_override(j, "model=" + nested(65)),
+                         doctest::Contains(": the value is nested deeper than 64 levels"),
+                         job_error);
+    std::string path = "model";
+    for (int i = 0; i < 64; ++i)
+      path += ".a";
+    CHECK_THROWS_WITH_AS(apply_override(j, path + "=1"),
+                         doctest::Contains(": a path of more than 64 keys"), job_error);
+    // A long value is cut in the message.
+    const auto message = only_problem([&] { apply_override(j, "model=" + nested(1000)); });
+    CHECK(message.size() < 300);
+  }
+
   TEST_CASE("--set: JSON values, strings, nesting and arrays") {
     json j = {{"model", {{"hidden", {1, 2}}}}, {"seed", 3}};
     apply_override(j, "optimizer.lr=0.5");  // creates the missing "optimizer" object

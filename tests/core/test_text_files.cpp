@@ -1,7 +1,10 @@
-// Text troupe reads or writes whole: the hex codec (core/io/hex) and files that should be small,
-// read up to a limit (core/io/whole_file's read_small_file).
+// Text troupe reads or writes whole: the hex codec (core/io/hex), files that should be small,
+// read up to a limit (core/io/whole_file's read_small_file), and JSON a user can edit, parsed
+// only as deep as troupe's own (core/io/shallow_json).
 #include "core/io/hex.hpp"
+#include "core/io/shallow_json.hpp"
 #include "core/io/whole_file.hpp"
+#include "core/metrics/jsonl_lines.hpp"
 
 #include <doctest/doctest.h>
 
@@ -45,5 +48,26 @@ TEST_SUITE("checkpoint") {
                          "cannot open: No such file or directory", std::runtime_error);
     CHECK_THROWS_WITH_AS(read_small_file(path.parent_path().string(), 10),
                          "cannot read: Is a directory", std::runtime_error);
+  }
+
+  // Found probing as a hostile user: `troupe report` of a folder whose summary.json held 200,000
+  // nested arrays overflowed the stack (a segmentation fault), and so would --resume of such a
+  // state.json.
+  TEST_CASE("JSON a user can edit is parsed up to 64 levels deep, deeper is discarded") {
+    const auto nested = [](std::size_t depth) {
+      return std::string(depth, '[') + std::string(depth, ']');
+    };
+    CHECK(parse_shallow_json(nested(64)).is_array());
+    CHECK(parse_shallow_json(nested(65)).is_discarded());
+    CHECK(parse_shallow_json("{\"deep\": " + nested(200000) + "}").is_discarded());
+    CHECK(parse_shallow_json("{\"step\": 3}")["step"] == 3);
+    CHECK(parse_shallow_json("{\"step\": ").is_discarded());
+    // A metrics line nested too deep counts as a bad line; the lines around it still arrive.
+    jsonl_lines lines;
+    int records = 0;
+    const auto bad = lines.feed("{\"a\": 1}\n{\"b\": " + nested(100000) + "}\n{\"c\": 2}\n",
+                                [&](const nlohmann::json&) { ++records; });
+    CHECK(bad == 1);
+    CHECK(records == 2);
   }
 }
