@@ -67,6 +67,20 @@ node_options shared_options_of(const node_command& cmd) {
   return o;
 }
 
+// HOSTNAME-PID within the node name rule (core/cluster/join_check): a host name is letters,
+// digits, '-' and '.' (RFC 1123); anything else in it becomes '-'.
+std::string default_node_name() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string name = host;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
+      c = '-';
+  if (name.empty() || !std::isalnum(static_cast<unsigned char>(name.front())))
+    name = "node" + name;
+  return fmt::format("{}-{}", name.substr(0, 64), ::getpid());
+}
+
 // The options of each node this command starts: NAME, or NAME-0 .. NAME-(K-1) under
 // --processes K, the numbers zero-padded to one width so that the names sort as the numbers do
 // (the coordinator places ranks on nodes in their names' order), NAME defaulting to
@@ -75,19 +89,7 @@ std::vector<node_options> nodes_of(const node_command& cmd) {
   if (!cmd.tls_dir.empty() && cmd.name.empty())
     throw job_error({"--tls " + cmd.tls_dir + " needs --name NAME: the node presents " +
                      cmd.tls_dir + "/NAME.pem, whose certificate names it"});
-  std::string base = cmd.name;
-  if (base.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    // A host name is letters, digits, '-' and '.' (RFC 1123); what is not becomes '-'.
-    std::string name = host;
-    for (char& c : name)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
-        c = '-';
-    if (name.empty() || !std::isalnum(static_cast<unsigned char>(name.front())))
-      name = "node" + name;
-    base = fmt::format("{}-{}", name.substr(0, 64), ::getpid());
-  }
+  const std::string base = cmd.name.empty() ? default_node_name() : cmd.name;
   const node_options shared = shared_options_of(cmd);
   const auto width = std::to_string(cmd.processes - 1).size();
   std::vector<node_options> nodes;
