@@ -5,6 +5,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/node_processes.hpp"
+#include "core/cluster/certs.hpp"
 #include "core/cluster/join_check.hpp"
 #include "core/cluster/slurm_env.hpp"
 #include "core/cluster/token.hpp"
@@ -74,7 +75,7 @@ std::string default_node_name() {
   ::gethostname(host, sizeof(host) - 1);
   std::string name = host;
   for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
+    if (!is_name_char(c))
       c = '-';
   if (name.empty() || !std::isalnum(static_cast<unsigned char>(name.front())))
     name = "node" + name;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -207,6 +208,10 @@ tls_files tls_files_in(const std::string& dir, const std::string& name) {
   return {dir + "/ca.pem", dir + "/" + name + ".pem", dir + "/" + name + ".key"};
 }
 
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+}
+
 std::string certificate_name_problem(const std::string& name) {
   const auto quoted = "\"" + name + "\"";
   if (name.empty() || name.size() > 64)
@@ -215,9 +220,8 @@ std::string certificate_name_problem(const std::string& name) {
     return "\"ca\" names the CA's own files";
   if (!std::isalnum(static_cast<unsigned char>(name.front())))
     return quoted + ": a certificate name starts with a letter or a digit";
-  for (char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
-      return quoted + ": a certificate name holds only A-Z a-z 0-9 . _ -";
+  if (!std::all_of(name.begin(), name.end(), is_name_char))
+    return quoted + ": a certificate name holds only A-Z a-z 0-9 . _ -";
   return "";
 }
 

@@ -38,6 +38,10 @@ tls_files tls_files_in(const std::string& dir, const std::string& name);
 /// of A-Z a-z 0-9 . _ -, starts with a letter or a digit, and is not "ca".
 std::string certificate_name_problem(const std::string& name);
 
+/// Whether `c` may be in a certificate's or a node's name (core/cluster/join_check): A-Z a-z 0-9
+/// . _ -, what a host name holds and a file name may.
+bool is_name_char(char c);
+
 /// Makes a CA in `dir` (created with mode 0700 when missing): ca.key (mode 0600) and ca.pem,
 /// valid for `days`. Throws job_error naming the file when either exists: nothing is overwritten.
 void make_authority(const std::string& dir, int days = 3650);

@@ -1,13 +1,12 @@
 #include "core/cluster/join_check.hpp"
 
 #include "core/cluster/certs.hpp"
+#include "core/config/json_fields.hpp"
 #include "core/io/hex.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -49,35 +48,18 @@ std::string join_proof(const std::string& token, const std::string& challenge,
   return to_hex(bytes_of(mac, length));
 }
 
-std::string shown_text(const std::string& text) {
-  constexpr std::size_t shown_chars = 64;
-  std::string out = "\"";
-  std::size_t used = 0;
-  for (const char c : text) {
-    if (used == shown_chars)
-      return out + "\"... (" + std::to_string(text.size()) + " bytes)";
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f && c != '"' && c != '\\')
-      out += c;
-    else
-      out += fmt::format("\\x{:02x}", byte);
-    ++used;
-  }
-  return out + "\"";
-}
-
 namespace {
 
 bool version_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+';
 }
 
-// A version as it is ("0.2.0"), or shown_text's form when it is no plain version.
+// A version as it is ("0.2.0"), or as a cut JSON string when it is no plain version.
 std::string shown_version(const std::string& version) {
   if (!version.empty() && version.size() <= 64 &&
       std::all_of(version.begin(), version.end(), version_char))
     return version;
-  return shown_text(version);
+  return render_value(version);
 }
 
 }  // namespace
@@ -86,20 +68,17 @@ std::string node_name_problem(const std::string& name) {
   if (name.empty())
     return "a node without a name";
   if (name.size() > max_node_name_size)
-    return "node " + shown_text(name) + ": a node name has at most " +
+    return "node " + render_value(name) + ": a node name has at most " +
            std::to_string(max_node_name_size) + " characters";
-  const auto allowed = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  };
   if (!std::isalnum(static_cast<unsigned char>(name.front())) ||
-      !std::all_of(name.begin(), name.end(), allowed))
-    return "node " + shown_text(name) +
+      !std::all_of(name.begin(), name.end(), is_name_char))
+    return "node " + render_value(name) +
            ": a node name holds only A-Z a-z 0-9 . _ - and starts with a letter or a digit";
   return "";
 }
 
 std::string join_refusal(const join_claim& claim, const join_terms& terms) {
-  const auto who = "node " + shown_text(claim.name);
+  const auto who = "node " + render_value(claim.name);
   // The token first: a stranger learns nothing else about the run.
   if (!terms.token.empty() && claim.proof.empty())
     return who + ": no token";

@@ -38,13 +38,10 @@ struct join_terms {
 constexpr std::size_t max_node_name_size = 128;
 
 /// Why `name` cannot name a node, or "": 1 to max_node_name_size of A-Z a-z 0-9 . _ -, starting
-/// with a letter or digit. Names show in logs, sort the ranks and name TLS files; a name off the
-/// wire could otherwise put line breaks or terminal escapes into the coordinator's log.
+/// with a letter or digit. Names show in logs, sort the ranks and name TLS files. A refusal shows
+/// a name off the wire as a cut JSON string (render_value), so that it cannot put line breaks or
+/// terminal escapes into the coordinator's log.
 std::string node_name_problem(const std::string& name);
-
-/// `text` off the wire, fit for a log line: quoted, bytes outside printable ASCII as \xNN, cut
-/// after 64 characters (saying how many bytes it had).
-std::string shown_text(const std::string& text);
 
 /// Returns why `claim` is refused, or "" when it may join. The token is compared in time
 /// independent of where it differs, so a stranger cannot guess it byte by byte.

@@ -3,8 +3,9 @@
 // that quotes it.
 #include "core/config/overrides.hpp"
 
-#include "core/config/parse_job.hpp"
+#include "core/config/json_fields.hpp"
 #include "core/errors.hpp"
+#include "core/io/shallow_json.hpp"
 
 #include <cctype>
 #include <vector>
@@ -57,8 +58,9 @@ void replace_other_length(nlohmann::json& job, const std::vector<std::string>& k
 
 void apply_override(nlohmann::json& job, const std::string& assignment) {
   // A long value is cut in messages: the problem is named, the value was the user's own.
-  const auto shown = assignment.size() > 200 ? assignment.substr(0, 200) + "..." : assignment;
-  auto fail = [&](const std::string& why) { throw job_error({"--set " + shown + ": " + why}); };
+  auto fail = [&](const std::string& why) {
+    throw job_error({"--set " + shown_key(assignment) + ": " + why});
+  };
   const auto eq = assignment.find('=');
   if (eq == std::string::npos)
     fail("expected PATH=VALUE");
@@ -67,12 +69,12 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
   if (path.empty())
     fail("empty path");
 
-  const auto depth_limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth >= max_json_depth)  // nlohmann counts the outermost level as 0
-      fail("the value is nested deeper than " + std::to_string(max_json_depth) + " levels");
-    return true;
-  };
-  nlohmann::json value = nlohmann::json::parse(text, depth_limit, /*allow_exceptions=*/false);
+  nlohmann::json value;
+  try {
+    value = parse_json_within_depth(text);
+  } catch (const json_too_deep& e) {
+    fail(std::string("the value is ") + e.what());
+  }
   if (value.is_discarded())
     value = text;
 

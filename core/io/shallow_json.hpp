@@ -7,14 +7,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
 #include <string_view>
 
 namespace troupe {
 
 constexpr int max_json_depth = 64;
 
-/// `text` parsed, or a discarded value (is_discarded()) where it is not JSON or is nested
-/// deeper than max_json_depth levels.
+/// What parse_json_within_depth throws for a value nested too deep.
+class json_too_deep : public std::runtime_error {
+ public:
+  json_too_deep();
+};
+
+/// `text` parsed, or a discarded value (is_discarded()) where it is not JSON; throws
+/// json_too_deep where it is nested deeper than max_json_depth levels.
+nlohmann::json parse_json_within_depth(std::string_view text);
+
+/// The same, with a discarded value for both: for files where either is simply not troupe's.
 nlohmann::json parse_shallow_json(std::string_view text);
 
 }  // namespace troupe

@@ -287,7 +287,7 @@ start forged "$troupe" node --join "127.0.0.1:$port" --name f --token-file "$tmp
   --claim-name $'f\n\e[2Jerror: run failed'
 finish $last_pid 30
 check "forged name" $status 1 "$tmp/forged.log" \
-  'refused: node "f\x0a\x1b[2Jerror: run failed": a node name holds only'
+  'refused: node "f\n\u001b[2Jerror: run failed": a node name holds only'
 /usr/bin/python3 - "$port" <<'PY' || fail "could not send garbage"
 import os, socket, sys
 for payload in (os.urandom(65536), b"\x00" * 7, b"\x01" + b"\xff" * 40):
