@@ -2,6 +2,7 @@
 
 #include "core/data/fashion_mnist.hpp"
 #include "core/errors.hpp"
+#include "core/io/regular_file.hpp"
 
 #include <fmt/format.h>
 
@@ -39,20 +40,15 @@ std::vector<std::string> data_files(const data_config& config) {
 }
 
 file_digest digest_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw data_error(path + ": cannot be opened (" + std::strerror(errno) + ")");
+  auto in = open_data_file(path);
   sha256_stream hash;
   std::vector<char> chunk(1 << 20);
   int64_t bytes = 0;
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto n = in.gcount();
-    hash.update({chunk.data(), static_cast<std::size_t>(n)});
-    bytes += n;
+  for (std::size_t n = chunk.size(); n == chunk.size();) {
+    n = in.read(chunk.data(), chunk.size());
+    hash.update({chunk.data(), n});
+    bytes += static_cast<int64_t>(n);
   }
-  if (in.bad())
-    throw data_error(path + ": could not be read");
   return {path, bytes, hash.hex()};
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/data/targets.hpp"
 #include "core/errors.hpp"
+#include "core/io/regular_file.hpp"
 
 #include <ATen/ATen.h>
 #include <csv.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -31,8 +33,10 @@ struct table_reader {
   std::optional<std::size_t> label_column;
   std::vector<float> features;
   std::vector<double> targets;
-  std::size_t field = 0;  // within the current row
-  int64_t line = 1;       // of the current row (quoted line breaks aside)
+  std::size_t field = 0;     // within the current row
+  int64_t line = 1;          // of the current row (quoted line breaks aside)
+  bool header_read = false;  // blank lines may come before it
+  int last_terminator = 0;   // of the last row: a '\r' and then '\n' end one line
   std::optional<std::string> problem;
 
   void fail(std::string message) {
@@ -66,10 +70,13 @@ struct table_reader {
         label_column = i;
     if (expected_header != nullptr && header != *expected_header)
       return fail(header_difference(*expected_header));
-    if (!label_column)
+    if (!label_column) {
+      constexpr std::size_t shown = 8;
       return fail(fmt::format(
-          "no column \"{}\" (data.label) in the header ({}); name the target column there", label,
-          fmt::join(header, ",")));
+          "no column \"{}\" (data.label) in the header ({}{}); name the target column there", label,
+          fmt::join(header.begin(), header.begin() + std::min(shown, header.size()), ","),
+          header.size() > shown ? fmt::format(", ... {} columns", header.size()) : ""));
+    }
     if (header.size() < 2)
       fail("the header names only the label column: there is no input feature");
   }
@@ -113,7 +120,7 @@ struct table_reader {
 
   void on_field(const char* text, std::size_t length) {
     if (!problem) {
-      if (line == 1)
+      if (!header_read)
         on_header_field(std::string(text, length));
       else
         on_value_field(text, length);
@@ -121,11 +128,20 @@ struct table_reader {
     ++field;
   }
 
-  void on_row_end() {
-    if (!problem && line > 1 && field != header.size())
+  // `terminator`: the '\r' or '\n' that ended the row (libcsv reports every one, so that blank
+  // lines count in the line numbers), -1 at the end of the file.
+  void on_row_end(int terminator) {
+    const bool blank = field == 0;
+    const bool rest_of_crlf = blank && terminator == '\n' && last_terminator == '\r';
+    last_terminator = terminator;
+    if (rest_of_crlf)
+      return;
+    if (!problem && !blank && header_read && field != header.size())
       fail(fmt::format("{} fields, the header has {}", field, header.size()));
-    if (!problem && line == 1)
+    if (!problem && !blank && !header_read) {
       on_header_end();
+      header_read = true;
+    }
     field = 0;
     ++line;
   }
@@ -134,8 +150,8 @@ struct table_reader {
 extern "C" void csv_field_callback(void* text, std::size_t length, void* reader) {
   static_cast<table_reader*>(reader)->on_field(static_cast<const char*>(text), length);
 }
-extern "C" void csv_row_callback(int, void* reader) {
-  static_cast<table_reader*>(reader)->on_row_end();
+extern "C" void csv_row_callback(int terminator, void* reader) {
+  static_cast<table_reader*>(reader)->on_row_end(terminator);
 }
 
 // A number, or a column's name, is far shorter. libcsv keeps a field whole until it ends: without
@@ -144,25 +160,25 @@ extern "C" void csv_row_callback(int, void* reader) {
 constexpr std::size_t max_field_bytes = std::size_t{1} << 20;
 
 void parse_file(table_reader& reader) {
-  std::ifstream in(reader.path, std::ios::binary);
-  if (!in)
-    throw data_error(reader.path + ": cannot be opened");
+  auto in = open_data_file(reader.path);
   csv_parser parser;
-  if (csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
+  if (csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL | CSV_REPALL_NL) != 0)
     throw std::bad_alloc();
   const std::unique_ptr<csv_parser, void (*)(csv_parser*)> owned(&parser, csv_free);
   std::vector<char> chunk(1 << 16);
-  while (!reader.problem && in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto n = static_cast<std::size_t>(in.gcount());
-    if (csv_parse(&parser, chunk.data(), n, csv_field_callback, csv_row_callback, &reader) != n)
+  for (std::size_t n = chunk.size(), first = 1; !reader.problem && n == chunk.size(); first = 0) {
+    n = in.read(chunk.data(), chunk.size());
+    // A spreadsheet's UTF-8 byte order mark: not part of the first column's name (where no
+    // message could show it), nor a character before a quoted name (libcsv's strict mode).
+    const std::size_t skip =
+        first && n >= 3 && std::memcmp(chunk.data(), "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    if (csv_parse(&parser, chunk.data() + skip, n - skip, csv_field_callback, csv_row_callback,
+                  &reader) != n - skip)
       reader.fail(fmt::format("not valid CSV ({})", csv_strerror(csv_error(&parser))));
     else if (parser.entry_pos > max_field_bytes)
       reader.fail(fmt::format("a field longer than {} MiB: is it a CSV table of numbers?",
                               max_field_bytes >> 20));
   }
-  if (!reader.problem && in.bad())
-    throw data_error(reader.path + ": could not be read");
   if (!reader.problem && csv_fini(&parser, csv_field_callback, csv_row_callback, &reader) != 0)
     reader.fail(fmt::format("not valid CSV ({})", csv_strerror(csv_error(&parser))));
   if (reader.problem)

@@ -4,6 +4,7 @@
 #include "core/data/idx_file.hpp"
 
 #include "core/errors.hpp"
+#include "core/io/regular_file.hpp"
 
 #include <zlib.h>
 
@@ -24,6 +25,7 @@ constexpr size_t chunk_bytes = size_t{1} << 20;
 // Up front we reserve at most this much (Fashion-MNIST's train images fit, 47 MB); a larger
 // promise is only believed as the data arrives.
 constexpr size_t max_reserve_bytes = size_t{64} << 20;
+constexpr uint64_t max_trailing_counted = uint64_t{1} << 20;
 
 struct gz_closer {
   void operator()(gzFile_s* f) const { gzclose(f); }
@@ -48,10 +50,11 @@ std::string hex(const uint8_t* p, size_t n) {
 class gz_reader {
  public:
   explicit gz_reader(const std::string& path) : path_(path) {
-    errno = 0;
-    file_.reset(gzopen(path.c_str(), "rb"));
+    auto opened = open_data_file(path);
+    file_.reset(gzdopen(opened.descriptor(), "rb"));
     if (!file_)
-      fail(path, std::string("cannot open: ") + (errno ? std::strerror(errno) : "out of memory"));
+      fail(path, "cannot open: out of memory");
+    opened.release();                 // zlib closes it now
     gzbuffer(file_.get(), 1u << 17);  // fewer, larger reads of the compressed file
   }
 
@@ -81,9 +84,10 @@ class gz_reader {
     if (got == 0 && code == Z_OK)
       return;
     std::string msg = raw != nullptr ? raw : "";
-    // gzerror prefixes the path, which our message already starts with.
-    if (msg.compare(0, path_.size() + 2, path_ + ": ") == 0)
-      msg.erase(0, path_.size() + 2);
+    // gzerror prefixes what it calls the file ("<fd:5>", as gzdopen opened it); our message
+    // already starts with the path.
+    if (const auto colon = msg.find(": "); msg.compare(0, 4, "<fd:") == 0 && colon != msg.npos)
+      msg.erase(0, colon + 2);
     const auto where = " (after " + std::to_string(offset_) + " unpacked bytes)";
     if (code == Z_ERRNO)
       fail(path_, "read error: " + msg + where);
@@ -170,13 +174,18 @@ idx_array read_idx_file(const std::string& path) {
                      std::to_string(payload) + " data bytes, found " + std::to_string(have + got));
   }
 
+  // Counted up to a bound: a tail of gigabytes that inflate from a few megabytes (a gzip bomb
+  // after a valid file) is refused after a moment, not after unpacking all of it.
   uint8_t extra[4096];
   uint64_t trailing = 0;
-  for (size_t got; (got = in.read(extra, sizeof extra)) > 0;)
+  for (size_t got; trailing <= max_trailing_counted && (got = in.read(extra, sizeof extra)) > 0;)
     trailing += got;
   if (trailing != 0)
-    fail(path, std::to_string(trailing) + " trailing bytes after the " + std::to_string(payload) +
-                   " data bytes the header promises");
+    fail(path,
+         (trailing > max_trailing_counted ? "more than " + std::to_string(max_trailing_counted)
+                                          : std::to_string(trailing)) +
+             " trailing bytes after the " + std::to_string(payload) +
+             " data bytes the header promises");
   return out;
 }
 

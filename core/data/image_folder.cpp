@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cctype>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 namespace troupe {
@@ -26,9 +27,16 @@ bool is_image_file(const fs::path& path) {
   return extension == ".png" || extension == ".jpg" || extension == ".jpeg";
 }
 
+// An image file larger than this is not one troupe would decode: 8192 x 8192 pixels of 16-bit RGBA
+// stored without compression take 512 MiB. Refused before it is read, each decoding thread
+// holding a whole file at a time.
+constexpr std::size_t max_image_file_bytes = std::size_t{1} << 30;
+
 // One image brought to [channels, height, width]: stretched, or scaled to cover the size and
-// cut to its center; shrinking antialiased (as PIL and torchvision's antialias=True do).
-at::Tensor fit_image(const decoded_image& image, const image_config& config) {
+// cut to its center; shrinking antialiased (as PIL and torchvision's antialias=True do). Returns
+// an error instead where the scaled image would be larger than any image decoded (a 1000000 x 1
+// image scaled to cover 64 x 64 would be 64 x 64000000 floats, 49 GB).
+at::Tensor fit_image(const decoded_image& image, const image_config& config, std::string& error) {
   const auto height = config.size[0], width = config.size[1];
   auto pixels = at::from_blob(const_cast<uint8_t*>(image.pixels.data()),
                               {image.height, image.width, image.channels}, at::kByte)
@@ -41,6 +49,14 @@ at::Tensor fit_image(const decoded_image& image, const image_config& config) {
                                   static_cast<double>(width) / static_cast<double>(image.width));
     to_height = std::max(height, static_cast<int64_t>(std::lround(image.height * scale)));
     to_width = std::max(width, static_cast<int64_t>(std::lround(image.width * scale)));
+    if (static_cast<double>(to_height) * static_cast<double>(to_width) >
+        static_cast<double>(max_image_pixels)) {
+      error = fmt::format(
+          "{} x {} pixels (height x width) are too narrow to crop to {} x {}: scaled to cover "
+          "it, the image would be {} x {}, more than {} pixels",
+          image.height, image.width, height, width, to_height, to_width, max_image_pixels);
+      return {};
+    }
   }
   auto floats = pixels.unsqueeze(0).to(at::kFloat);
   const bool shrinking = to_height < image.height || to_width < image.width;
@@ -69,22 +85,35 @@ decoded_split decode_split(const image_listing& listing, const image_config& con
                     : at::empty(sizes, at::kByte);
   std::vector<std::string> errors(listing.files.size());
   std::atomic<int64_t> next{0};
-  const auto work = [&] {
-    for (int64_t i = next++; i < n; i = next++) {
-      const auto& file = listing.files[static_cast<std::size_t>(i)];
-      std::string bytes;
-      try {
-        bytes = read_whole_file(file);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(i)] = e.what();
-        continue;
-      }
-      const auto image = decode_image(bytes, static_cast<int>(channels));
+  // Nothing may leave a decoding thread: whatever goes wrong with one image (memory included) is
+  // that image's error, named with its file.
+  const auto decode_one = [&](int64_t i) -> std::string {
+    const auto& file = listing.files[static_cast<std::size_t>(i)];
+    try {
+      const auto image =
+          decode_image(read_whole_file(file, max_image_file_bytes), static_cast<int>(channels));
       if (!image.error.empty())
-        errors[static_cast<std::size_t>(i)] = file + ": " + image.error;
-      else
-        images[i].copy_(fit_image(image, config));
+        return file + ": " + image.error;
+      std::string error;
+      auto fitted = fit_image(image, config, error);
+      if (!error.empty())
+        return file + ": " + error;
+      images[i].copy_(fitted);
+      return {};
+    } catch (const std::length_error& e) {
+      return std::string(e.what()) + " (an image of at most 2^26 pixels)";
+    } catch (const std::bad_alloc&) {
+      return file + ": out of memory while decoding it";
+    } catch (const c10::Error& e) {
+      return file + ": " + e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      return what.compare(0, file.size(), file) == 0 ? what : file + ": " + what;
     }
+  };
+  const auto work = [&] {
+    for (int64_t i = next++; i < n; i = next++)
+      errors[static_cast<std::size_t>(i)] = decode_one(i);
   };
   const auto threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 64);
   std::vector<std::thread> pool;
@@ -148,9 +177,13 @@ image_listing list_image_folder(const std::string& root) {
                      ": not a folder (an image_folder split is a folder of one folder "
                      "per class)");
   image_listing listing;
-  for (const auto& entry : fs::directory_iterator(root, error))
-    if (entry.is_directory())
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    std::error_code type_error;
+    if (entry.is_directory(type_error))
       listing.classes.push_back(entry.path().filename().string());
+    else if (type_error && type_error != std::errc::no_such_file_or_directory)
+      throw data_error(entry.path().string() + ": cannot be read (" + type_error.message() + ")");
+  }
   if (error)
     throw data_error(root + ": cannot be listed (" + error.message() + ")");
   std::sort(listing.classes.begin(), listing.classes.end());
@@ -159,11 +192,25 @@ image_listing list_image_folder(const std::string& root) {
   for (std::size_t c = 0; c < listing.classes.size(); ++c) {
     const auto folder = fs::path(root) / listing.classes[c];
     std::vector<std::string> files;
+    // Links to folders are followed; one back to a folder this class already went through (a
+    // link to "." or to a parent) would list its images again and again.
+    std::set<fs::path> walked{fs::canonical(folder, error)};
     for (auto it = fs::recursive_directory_iterator(
              folder, fs::directory_options::follow_directory_symlink, error);
-         !error && it != fs::recursive_directory_iterator(); it.increment(error))
-      if (it->is_regular_file() && is_image_file(it->path()))
+         !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+      std::error_code type_error;
+      if (it->is_directory(type_error)) {
+        if (!walked.insert(fs::canonical(it->path(), type_error)).second)
+          throw data_error(it->path().string() +
+                           ": a link back to a folder already listed (a loop of links, or two "
+                           "links to one folder)");
+      } else if (!type_error && it->is_regular_file(type_error) && is_image_file(it->path())) {
         files.push_back(it->path().string());
+      }
+      // A link to itself cannot be followed: named, not left out unsaid.
+      if (type_error && type_error != std::errc::no_such_file_or_directory)
+        throw data_error(it->path().string() + ": cannot be read (" + type_error.message() + ")");
+    }
     if (error)
       throw data_error(folder.string() + ": cannot be listed (" + error.message() + ")");
     if (files.empty())

@@ -10,8 +10,11 @@
 namespace troupe {
 
 /// Throws std::runtime_error beginning with `path` when the file cannot be opened or read
-/// whole (including a file that changed size while it was read).
-std::string read_whole_file(const std::string& path);
+/// whole (including a file that changed size while it was read), or is not a regular file (a
+/// pipe is refused, not waited on), and std::length_error when it is larger than `max_bytes`
+/// (before any of it is read).
+std::string read_whole_file(const std::string& path,
+                            std::size_t max_bytes = static_cast<std::size_t>(-1));
 
 /// A file that should be small (a job file, a token), read as a stream, so that a pipe works
 /// (`troupe run <(make-job)`), but at most `limit` bytes of it: a longer one (a wrong path, a

@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -117,12 +118,16 @@ TEST_SUITE("data") {
     CHECK(a.bytes == bytes_t{4, 5});
   }
 
-  TEST_CASE("a missing file or a folder is named with the system's reason") {
+  TEST_CASE("a missing file, a folder or a pipe is named with what it is") {
     auto missing = error_of([] { read_idx_file("/no/such/file.gz"); });
-    CHECK(contains(missing, "/no/such/file.gz: cannot open: No such file or directory"));
+    CHECK(contains(missing, "/no/such/file.gz: cannot open it (No such file or directory)"));
     temp_folder t;
     auto folder = error_of([&] { read_idx_file(t.path.string()); });
-    CHECK(contains(folder, t.path.string() + ": read error: Is a directory"));
+    CHECK(contains(folder, t.path.string() + ": not a regular file (a folder)"));
+    // Opening a pipe with no writer would wait for one forever.
+    const auto pipe = (t.path / "pipe.gz").string();
+    REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+    CHECK(contains(error_of([&] { read_idx_file(pipe); }), pipe + ": not a regular file (a pipe)"));
   }
 
   TEST_CASE("truncated data says how many bytes were promised and found") {
@@ -203,6 +208,12 @@ TEST_SUITE("data") {
     write_gz(t / "long.gz", idx_file({4}, 7));
     CHECK(contains(error_of([&] { read_idx_file(t / "long.gz"); }),
                    "long.gz: 3 trailing bytes after the 4 data bytes"));
+    // A tail that inflates to gigabytes is refused once it passes 1 MiB, not unpacked whole.
+    auto bomb = idx_file({4}, 4);
+    bomb.resize(bomb.size() + (std::size_t{8} << 20));
+    write_gz(t / "bomb.gz", bomb);
+    CHECK(contains(error_of([&] { read_idx_file(t / "bomb.gz"); }),
+                   "bomb.gz: more than 1048576 trailing bytes after the 4 data bytes"));
   }
 
   TEST_CASE("the plan's data facts come from the files' headers, not their data") {

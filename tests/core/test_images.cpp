@@ -166,6 +166,63 @@ TEST_SUITE("data") {
     CHECK_THROWS_AS(list_image_folder((t.path / "missing").string()), data_error);
   }
 
+  TEST_CASE("links in a loop are named, never walked until the system gives up") {
+    temp_folder t;
+    const auto root = t.path / "set";
+    fs::create_directories(root / "a");
+    t.write("set/a/1.png", "x");
+    // A link back to its own folder: each level down would list 1.png again.
+    fs::create_directory_symlink(".", root / "a" / "again");
+    CHECK_THROWS_WITH_AS(list_image_folder(root.string()),
+                         ((root / "a" / "again").string() +
+                          ": a link back to a folder already listed (a loop of links, or two "
+                          "links to one folder)")
+                             .c_str(),
+                         data_error);
+    fs::remove(root / "a" / "again");
+    // A link to itself, as a class folder and inside one: it leads nowhere.
+    fs::create_symlink("itself", root / "itself");
+    CHECK(contains(error_of([&] { list_image_folder(root.string()); }),
+                   (root / "itself").string() + ": cannot be read ("));
+    fs::remove(root / "itself");
+    fs::create_symlink("self.png", root / "a" / "self.png");
+    CHECK(contains(error_of([&] { list_image_folder(root.string()); }),
+                   (root / "a" / "self.png").string() + ": cannot be read ("));
+    fs::remove(root / "a" / "self.png");
+    // A link to a folder elsewhere is followed, once.
+    fs::create_directories(t.path / "elsewhere");
+    t.write("elsewhere/2.png", "x");
+    fs::create_directory_symlink(t.path / "elsewhere", root / "a" / "more");
+    CHECK(list_image_folder(root.string()).files.size() == 2);
+  }
+
+  TEST_CASE("an image too narrow to crop, or a file too large for an image, fails alone") {
+    temp_folder t;
+    write_folder(t.path / "train", {2, 2});
+    write_folder(t.path / "test", {1, 1});
+    auto config = folders(t);
+    config.image.center_crop = true;
+    config.image.size = {16, 16};
+    // 1 x 600000 pixels cover 16 x 16 only at 16 x 9600000, more than 2^26: refused before
+    // resizing (at 1 x 1000000 and 64 x 64 resizing asked for 49 GB and aborted troupe).
+    std::ofstream(t.path / "train/class_0/thin.png", std::ios::binary)
+        << png_of(pattern(1, 600000, 1), 1, 600000, 1);
+    const auto thin = (t.path / "train/class_0/thin.png").string();
+    CHECK(contains(load_error(config), thin + ": 1 x 600000 pixels (height x width) are too "
+                                              "narrow to crop to 16 x 16: scaled to cover it, the "
+                                              "image would be 16 x 9600000"));
+    config.skip_bad_images = true;
+    CHECK(load_dataset(config, 1)->train.size() == 4);
+    config.skip_bad_images = false;
+    fs::remove(thin);
+    // A sparse file of 2 GiB named .png is refused by its size, before it is read.
+    const auto big = (t.path / "train/class_1/big.png").string();
+    std::ofstream(big, std::ios::binary).close();
+    fs::resize_file(big, std::uintmax_t{2} << 30);
+    CHECK(contains(load_error(config), big + ": 2147483648 bytes, more than the 1073741824 such a "
+                                             "file may hold (an image of at most 2^26 pixels)"));
+  }
+
   TEST_CASE("folders load as uint8 rows brought to size; bad images fail or are left out") {
     temp_folder t;
     write_folder(t.path / "train", {3, 2});

@@ -1,12 +1,17 @@
 // Text troupe reads or writes whole: the hex codec (core/io/hex), files that should be small,
-// read up to a limit (core/io/whole_file's read_small_file), and JSON a user can edit, parsed
+// read up to a limit (core/io/whole_file's read_small_file), files read whole only as regular
+// files within a bound (read_whole_file, core/io/regular_file), and JSON a user can edit, parsed
 // only as deep as troupe's own (core/io/shallow_json).
+#include "core/errors.hpp"
 #include "core/io/hex.hpp"
+#include "core/io/regular_file.hpp"
 #include "core/io/shallow_json.hpp"
 #include "core/io/whole_file.hpp"
 #include "core/metrics/jsonl_lines.hpp"
+#include "temp_folder.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -48,6 +53,33 @@ TEST_SUITE("checkpoint") {
                          "cannot open: No such file or directory", std::runtime_error);
     CHECK_THROWS_WITH_AS(read_small_file(path.parent_path().string(), 10),
                          "cannot read: Is a directory", std::runtime_error);
+  }
+
+  // Found probing as a hostile user: a data or model path naming a pipe waited in open() for a
+  // writer that never came, and an image file of gigabytes was read whole before its signature.
+  TEST_CASE("a whole file is read only when it is a regular file within its bound") {
+    temp_folder t;
+    t.write("ten", "0123456789");
+    const auto ten = (t.path / "ten").string();
+    CHECK(read_whole_file(ten) == "0123456789");
+    CHECK(read_whole_file(ten, 10) == "0123456789");
+    CHECK_THROWS_WITH_AS(read_whole_file(ten, 9),
+                         (ten + ": 10 bytes, more than the 9 such a file may hold").c_str(),
+                         std::length_error);
+    const auto pipe = (t.path / "pipe").string();
+    REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(read_whole_file(pipe), (pipe + ": not a regular file (a pipe)").c_str(),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(read_whole_file(t.path.string()),
+                         (t.path.string() + ": not a regular file (a folder)").c_str(),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(read_whole_file("/dev/zero"),
+                         "/dev/zero: not a regular file (a device or socket)", std::runtime_error);
+    CHECK_THROWS_WITH_AS(read_whole_file(ten + "-missing"),
+                         (ten + "-missing: cannot open it (No such file or directory)").c_str(),
+                         std::runtime_error);
+    // The data readers' version of it throws data_errors (the job's fault: exit 2).
+    CHECK_THROWS_AS(open_data_file(pipe), data_error);
   }
 
   // Found probing as a hostile user: `troupe report` of a folder whose summary.json held 200,000

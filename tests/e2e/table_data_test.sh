@@ -125,10 +125,24 @@ bad bad_fraction.csv "$tmp/bad_fraction.csv: line 3: column \"label\" holds 1.5:
 bad bad_big_label.csv "$tmp/bad_big_label.csv: line 3: column \"label\" holds 1000000: at most 100000 classes"
 bad bad_only_label.csv "$tmp/bad_only_label.csv: line 1: the header names only the label column"
 bad bad_empty_cell.csv "$tmp/bad_empty_cell.csv: line 3: column \"x2\" is empty"
-bad missing.csv "$tmp/missing.csv: cannot be opened"
-# A table that never ends (it was read into one field until memory ran out).
+bad missing.csv "$tmp/missing.csv: cannot open it (No such file or directory)"
+# A table that never ends (it was read into one field until memory ran out), a field of 2 MiB,
+# a pipe (opening it waited for a writer forever).
 ln -sf /dev/zero "$tmp/bad_endless.csv"
-bad bad_endless.csv "$tmp/bad_endless.csv: line 1: a field longer than 1 MiB: is it a CSV table of numbers?"
+bad bad_endless.csv "$tmp/bad_endless.csv: not a regular file (a device or socket)"
+head -c 2097152 /dev/zero | tr '\0' 7 >"$tmp/bad_long.csv"
+bad bad_long.csv "$tmp/bad_long.csv: line 1: a field longer than 1 MiB: is it a CSV table of numbers?"
+mkfifo "$tmp/bad_pipe.csv"
+bad bad_pipe.csv "$tmp/bad_pipe.csv: not a regular file (a pipe)"
+# Blank lines count in the line numbers (libcsv skips them); "abc" is on line 6.
+printf 'x1,x2,label\r\n\r\n0.5,0.25,1\r\n\r\n\r\n0.5,abc,2\r\n' >"$tmp/bad_blank_lines.csv"
+bad bad_blank_lines.csv "$tmp/bad_blank_lines.csv: line 6: column \"x2\" holds \"abc\", not a number"
+printf '\n\nx1,x2,label\n0.5,0.25,1\n\n0.5\n' >"$tmp/bad_blank_start.csv"
+bad bad_blank_start.csv "$tmp/bad_blank_start.csv: line 6: 1 fields, the header has 3"
+# A spreadsheet's byte order mark before the header is not part of the first column's name.
+{ printf '\xef\xbb\xbf'; cat "$tmp/cls_train.csv"; } >"$tmp/cls_train_bom.csv"
+job cls_bom '{"type": "csv", "train": "'$tmp'/cls_train_bom.csv", "test": "'$tmp'/cls_test.csv"}' cross_entropy
+expect 0 "rows of shape [5], 3 classes" -- "$troupe" validate "$tmp/cls_bom.json"
 job bad '{"type": "csv", "train": "'$tmp'/cls_train.csv", "test": "'$tmp'/bad_other_header.csv"}' cross_entropy
 expect 2 "$tmp/bad_other_header.csv: line 1: the header differs from the training file's at column 2: \"x3\" here, \"x2\" there (3 columns here, 6 there)" -- \
   "$troupe" validate "$tmp/bad.json"
