@@ -31,7 +31,8 @@ struct data_facts {
 
 /// What `config` will load (its validation rows held out), known without loading it: the rows
 /// Fashion-MNIST's image files declare in their headers (its published sizes when they cannot be
-/// read; the load then fails naming the file), or the synthetic set's configured sizes.
+/// read; the load then fails naming the file), or the synthetic set's configured sizes. For a
+/// coordinator whose nodes read their own copies of the files.
 data_facts describe_data(const data_config& config);
 
 /// As describe_data, but a data file whose header cannot be read is an error (data_error naming
