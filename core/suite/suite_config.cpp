@@ -402,6 +402,10 @@ suite_config parse_suite(const nlohmann::json& file) {
       if (!names.insert(job->job.name).second)
         problems.push_back(where + "/name: \"" + job->job.name +
                            "\" names two jobs; every job needs its own (it is its folder)");
+      else if (suite_folder_entries.count(job->job.name) != 0)
+        problems.push_back(where + "/name: \"" + job->job.name + "\" is the suite folder's own " +
+                           (job->job.name.find('.') != std::string::npos ? "file" : "folder") +
+                           "; a job's folder needs another name");
       suite.jobs.push_back(std::move(*job));
     }
   suite.max_concurrent = read_max_concurrent(file, suite.jobs.size(), problems);

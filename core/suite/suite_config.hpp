@@ -14,10 +14,15 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace troupe {
+
+/// What a suite's folder holds beside its jobs' folders: no job may be named so.
+inline const std::set<std::string> suite_folder_entries = {
+    "summary.json", "leaderboard.json", "suite.json", "specs", "logs", "report.html"};
 
 struct job_limits {
   std::optional<double> memory_mb;  ///< resident memory of the job's process

@@ -218,6 +218,12 @@ TEST_SUITE("suite") {
                        "job a (/jobs/0): /optimizer/lr: must be > 0"));
     CHECK(any_contains(problems_of({{"jobs", {{{"name", "a"}}, {{"name", "a"}}}}}),
                        "\"a\" names two jobs"));
+    // A job named as the suite folder's own files took their place (summary.json lost).
+    CHECK(any_contains(problems_of({{"jobs", {{{"name", "summary.json"}}, {{"name", "logs"}}}}}),
+                       "/jobs/0/name: \"summary.json\" is the suite folder's own file; a job's "
+                       "folder needs another name"));
+    CHECK(any_contains(problems_of({{"jobs", {{{"name", "summary.json"}}, {{"name", "logs"}}}}}),
+                       "/jobs/1/name: \"logs\" is the suite folder's own folder"));
     CHECK(any_contains(problems_of({{"jobs", {{{"limits", {{"memory_mb", 0}}}}}}}),
                        "/jobs/0/limits/memory_mb: must be > 0"));
     CHECK(any_contains(problems_of({{"jobs", {{{"retries", 101}}}}}),
