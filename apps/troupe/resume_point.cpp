@@ -6,12 +6,24 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <optional>
 
 namespace troupe {
 
 resume_point find_resume_point(const std::string& run_dir) {
   resume_point point;
+  std::error_code error;
+  if (!std::filesystem::is_directory(run_dir, error))
+    throw job_error({"--resume " + run_dir + ": not a run folder (" +
+                     (std::filesystem::exists(run_dir, error) ? "not a folder" : "no such folder") +
+                     ")"});
+  if (std::filesystem::exists(run_dir + "/suite.json", error))
+    throw job_error({"--resume " + run_dir +
+                     ": a suite's folder; resume one of its jobs (--resume " + run_dir +
+                     "/JOB), or run the suite again into another folder"});
+  // Before any checkpoint is read: a run still writing them would be read half-way.
+  point.lock = std::make_shared<folder_lock>(run_dir, "--resume");
   // The run folder's own job names which checkpoints are its: one copied in from another run
   // would otherwise continue as this one, its job.json overwritten.
   const auto job_file = run_dir + "/job.json";

@@ -65,12 +65,16 @@ run_plan plan_job(const run_command& cmd, const job_request& request, run_option
 }
 
 // The run's folder, claimed before the plan is shown (an existing --out is refused at once, not
-// under a screenful of plan), once its checkpoints are known to fit on its disk.
-run_directory claim_folder(const run_command& cmd, const run_plan& plan, bool resumed) {
+// under a screenful of plan), once its checkpoints are known to fit on its disk. A resumed run's
+// folder is locked already (`resume_lock`).
+run_directory claim_folder(const run_command& cmd, const run_plan& plan,
+                           folder_lock_ptr resume_lock) {
+  const bool resumed = resume_lock != nullptr;
   const auto folder =
       resumed ? cmd.resume : (cmd.out.empty() ? default_run_directory(plan.job.name) : cmd.out);
   check_checkpoints_fit(plan, folder, disk_free_bytes(folder));
-  auto dir = resumed ? run_directory::reopen(folder) : run_directory(folder, cmd.force);
+  auto dir = resumed ? run_directory::reopen(folder, std::move(resume_lock))
+                     : run_directory(folder, cmd.force);
   dir.reserve_summary_space();
   return dir;
 }
@@ -148,7 +152,7 @@ single_run prepare_single_run(const run_command& cmd, job_request request) {
   run.plan = plan_job(cmd, request, run.options, run.preloaded);
   if (request.resumed)
     check_resume_matches(*request.resumed, run.plan);
-  run.dir.emplace(claim_folder(cmd, run.plan, request.resumed.has_value()));
+  run.dir.emplace(claim_folder(cmd, run.plan, request.resumed ? request.resumed->lock : nullptr));
   run.resumed = std::move(request.resumed);
   return run;
 }

@@ -31,6 +31,8 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
   if (fs::exists(path_, ec)) {
     if (!fs::is_directory(path_, ec))
       throw job_error({"--out " + path_ + ": exists and is not a folder"});
+    // Before anything is checked or removed: --force must not clear a folder a run still writes.
+    lock_ = std::make_shared<folder_lock>(path_, "--out");
     if (!overwrite && !fs::is_empty(path_, ec))
       throw job_error({"--out " + path_ +
                        ": folder is not empty (choose another or pass --force to reuse it)"});
@@ -46,6 +48,8 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
   fs::create_directories(path_, ec);
   if (ec)
     throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
+  if (!lock_)
+    lock_ = std::make_shared<folder_lock>(path_, "--out");
 }
 
 namespace {
@@ -89,14 +93,17 @@ void drop_torn_record(const fs::path& path) {
 
 }  // namespace
 
-run_directory run_directory::reopen(std::string path) {
+run_directory run_directory::reopen(std::string path, folder_lock_ptr lock) {
   std::error_code ec;
   if (!fs::is_directory(path, ec))
     throw job_error({"--resume " + path + ": not a run folder"});
+  if (!lock)
+    lock = std::make_shared<folder_lock>(path, "--resume");
   drop_torn_record(fs::path(path) / "metrics.jsonl");
   remove_abandoned_temporaries(path);
   run_directory dir;
   dir.path_ = std::move(path);
+  dir.lock_ = std::move(lock);
   return dir;
 }
 

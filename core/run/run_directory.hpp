@@ -4,9 +4,12 @@
 //
 // A run whose disk fills up must still say so in summary.json: its folder holds a reserve
 // (.summary-space, 256 KiB) from the start, given up just before the summary is written.
+//
+// A run_directory holds its folder's lock (core/run/folder_lock) while it lives.
 #pragma once
 
 #include "core/job/job_config.hpp"
+#include "core/run/folder_lock.hpp"
 #include "core/train/run_report.hpp"
 
 #include <string>
@@ -25,11 +28,13 @@ std::string member_weights_file(int64_t k);
 class run_directory {
  public:
   /// Creates `path` (and parents). Refuses, with job_error, a path that is a file or a folder
-  /// that is not empty, unless `overwrite` is set: a run never mixes its files with another's.
+  /// that is not empty, unless `overwrite` is set, or a folder another run holds: a run never
+  /// mixes its files with another's.
   run_directory(std::string path, bool overwrite);
-  /// A run folder to continue in (`--resume`): it must exist; nothing in it is removed, and
-  /// metrics.jsonl loses only a record a killed run left half-written.
-  static run_directory reopen(std::string path);
+  /// A run folder to continue in (`--resume`): it must exist and no other run may hold it (or
+  /// `lock` holds it already, taken before its checkpoints were read); nothing in it is removed,
+  /// and metrics.jsonl loses only a record a killed run left half-written.
+  static run_directory reopen(std::string path, folder_lock_ptr lock = nullptr);
 
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
@@ -53,6 +58,7 @@ class run_directory {
   run_directory() = default;
 
   std::string path_;
+  folder_lock_ptr lock_;  ///< released when the last copy goes
 };
 
 }  // namespace troupe

@@ -1,5 +1,5 @@
-// What a run leaves on disk: atomic files, the weights file round trip, the run folder rules,
-// the evaluation schedule and the report's figures.
+// What a run leaves on disk: atomic files, the weights file round trip, the run folder rules
+// (one run at a time in a folder), the evaluation schedule and the report's figures.
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/weights_file.hpp"
@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 using namespace troupe;
@@ -62,17 +63,42 @@ TEST_SUITE("outputs") {
   TEST_CASE("a run folder is created, and a non-empty one is refused unless forced") {
     temp_folder t;
     const auto out = (t.path / "a/b").string();
-    run_directory dir(out, false);
-    CHECK(fs::is_directory(out));
-    job_config job;
-    dir.write_job(job);
-    CHECK(fs::exists(dir.file("job.json")));
+    {
+      run_directory dir(out, false);
+      CHECK(fs::is_directory(out));
+      job_config job;
+      dir.write_job(job);
+      CHECK(fs::exists(dir.file("job.json")));
+    }
     CHECK_THROWS_WITH_AS(run_directory(out, false), doctest::Contains("not empty"), job_error);
     run_directory again(out, true);
-    CHECK(!fs::exists(dir.file("job.json")));
+    CHECK(!fs::exists(again.file("job.json")));
     std::ofstream(t.path / "file") << "x";
     CHECK_THROWS_WITH_AS(run_directory((t.path / "file").string(), true),
                          doctest::Contains("not a folder"), job_error);
+  }
+
+  // Found probing as a hostile user: a second run with --force into a folder a run still wrote
+  // cleared it under the first, and two resumes at once wrote one checkpoint twice.
+  TEST_CASE("a folder a run holds is refused to a second run until the first lets it go") {
+    temp_folder t;
+    const auto out = (t.path / "run").string();
+    const std::string held =
+        ": another troupe run is writing to this folder now; wait for it to end, or choose "
+        "another folder";
+    std::optional<run_directory> first(run_directory(out, false));
+    std::ofstream(first->file("metrics.jsonl")) << "{}\n";
+    CHECK_THROWS_WITH_AS(run_directory(out, true), ("--out " + out + held).c_str(), job_error);
+    CHECK(fs::exists(first->file("metrics.jsonl")));  // --force removed nothing
+    CHECK_THROWS_WITH_AS(run_directory::reopen(out), ("--resume " + out + held).c_str(), job_error);
+    {
+      const auto copy = *first;  // copies share the lock
+      first.reset();
+      CHECK_THROWS_AS(run_directory::reopen(out), job_error);
+    }
+    const auto lock = std::make_shared<folder_lock>(out, "--resume");
+    CHECK(run_directory::reopen(out, lock).path() == out);  // a lock taken already is reused
+    CHECK_THROWS_AS(run_directory(out, true), job_error);
   }
 
   TEST_CASE("evaluation schedule: every interval, or every epoch, and always at the end") {

@@ -104,6 +104,20 @@ PY
 expect 2 "not empty" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out"
 expect 0 "succeeded" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" --force \
   --set training.steps=5 --quiet
+# One run in a folder at a time: while a run writes it, --force and --resume are refused (the
+# second cleared the first's files under it; two resumes wrote one checkpoint twice).
+"$troupe" run "$root/configs/synthetic_smoke.json" --out "$tmp/held" --quiet \
+  --set training.steps=100000000 --set checkpoint.every_steps=1000 &
+held=$!
+for _ in $(seq 300); do [ -s "$tmp/held/metrics.jsonl" ] && break; sleep 0.1; done
+held_message="another troupe run is writing to this folder now"
+expect 2 "--out $tmp/held: $held_message" -- "$troupe" run "$root/configs/synthetic_smoke.json" \
+  --out "$tmp/held" --force
+expect 2 "--resume $tmp/held: $held_message" -- "$troupe" run --resume "$tmp/held"
+kill -TERM $held
+wait $held
+grep -q '"error": "interrupted after' "$tmp/held/summary.json" && pass || fail "held: the first run's summary"
+expect 2 "--resume $tmp/none: not a run folder (no such folder)" -- "$troupe" run --resume "$tmp/none"
 
 # --- local SGD through the command line ---------------------------------------------------------
 expect 0 "local_sgd (average every 4 steps" -- "$troupe" run "$root/configs/synthetic_smoke.json" \
