@@ -1,5 +1,7 @@
 #include "actors/links/guarded_connections.hpp"
 
+#include "actors/links/basp_frames.hpp"
+
 #include <fmt/format.h>
 #include <caf/io/network/doorman_impl.hpp>
 #include <caf/io/network/stream_impl.hpp>
@@ -75,6 +77,13 @@ class guarded_scribe final : public caf::io::scribe, public tls_observer {
   }
 
   bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override {
+    if (!refused_) {
+      const auto problem = frames_seen_.next(static_cast<const unsigned char*>(buf), num_bytes);
+      if (!problem.empty()) {
+        refused_ = true;
+        state_->close(watch_, link_event::forged, problem);
+      }
+    }
     const bool alive = !refused_ && scribe::consume(ctx, buf, num_bytes);
     if (refused_) {
       io_failure(ctx, net::operation::read);
@@ -158,6 +167,7 @@ class guarded_scribe final : public caf::io::scribe, public tls_observer {
   bool tls_ready_ = false;
   bool flush_wanted_ = false;
   int frames_ = 0;
+  basp_frame_reader frames_seen_;
   net::stream_impl<link_policy> stream_;
 };
 

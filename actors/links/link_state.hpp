@@ -45,6 +45,7 @@ enum class link_event {
   late,       ///< no handshake within handshake_timeout_s
   silent,     ///< nothing arrived for idle_timeout_s
   oversized,  ///< a frame announced more than max_message_bytes
+  forged,     ///< a frame CAF would mishandle (actors/links/basp_frames)
   broken,     ///< a TLS error after the handshake
   count
 };

@@ -295,10 +295,15 @@ for payload in (os.urandom(65536), b"\x00" * 7, b"\x01" + b"\xff" * 40):
     s.sendall(payload)
     s.close()
 PY
+# A stranger through CAF's handshake (no token needed) with a frame claiming a CAF stream: it
+# crashed the coordinator (a segmentation fault); now its connection is closed.
+/usr/bin/python3 "$here/../python/forged_basp.py" "$port" && pass ||
+  fail "a forged stream frame did not close its connection"
 start good_a "$troupe" node --join "127.0.0.1:$port" --name a --token-file "$tmp/token"
 start good_b "$troupe" node --join "127.0.0.1:$port" --name b --token-file "$tmp/token"
 finish $coord 90
 check "run beside intruders" $status 0 "$tmp/coord_t.log" "refused a join"
+log_has "forged stream frame" "$tmp/coord_t.log" "a message claiming to be part of a CAF stream"
 same_weights "run beside intruders" "$tmp/local2" "$tmp/dist_t"
 
 # --- a node killed mid-run, a hung one: the run ends, naming it; through shared memory and ---

@@ -25,10 +25,6 @@ data=/usr/share/datasets/fashion-mnist
 
 require_fashion_mnist
 
-has() {  # has WHAT LOG PATTERN
-  if grep -qF -- "$3" "$2"; then pass; else fail "$1: $2 lacks '$3'"$'\n'"$(tail -20 "$2")"; fi
-}
-
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
 same_weights() {  # same_weights WHAT RUN_A RUN_B
@@ -155,11 +151,11 @@ start plaintext "$troupe" node --join "127.0.0.1:$port" --name p --token-file "$
 finish $last_pid 30
 check "a plaintext CAF client" $status 1 "$tmp/plaintext.log" "cannot reach the coordinator"
 # Each refusal, logged with its reason, before the flood below fills the log.
-has "forged header / random bytes / plaintext client" "$tmp/coord.log" "not TLS (wrong version number)"
-has "no certificate" "$tmp/coord.log" "peer did not return a certificate"
-has "another CA's certificate" "$tmp/coord.log" "certificate verify failed"
-has "a node of another CA" "$tmp/coord.log" "alert unknown ca"
-has "another node's name" "$tmp/coord.log" 'its connection presented the certificate of "a"'
+log_has "forged header / random bytes / plaintext client" "$tmp/coord.log" "not TLS (wrong version number)"
+log_has "no certificate" "$tmp/coord.log" "peer did not return a certificate"
+log_has "another CA's certificate" "$tmp/coord.log" "certificate verify failed"
+log_has "a node of another CA" "$tmp/coord.log" "alert unknown ca"
+log_has "another node's name" "$tmp/coord.log" 'its connection presented the certificate of "a"'
 # 200 connections at once, held, then dropped: those past the pending limit are closed at once.
 $py - "$port" <<'PY' || fail "200 connections: none was closed at once"
 import socket, sys, time
@@ -178,10 +174,10 @@ for s in socks:
     s.close()
 sys.exit(0 if closed > 0 else 1)
 PY
-has "200 connections" "$tmp/coord.log" "connections are already in their handshakes"
+log_has "200 connections" "$tmp/coord.log" "connections are already in their handshakes"
 finish $idle 20
 check "an idle connection" $status 0 "$tmp/idle.log" "closed after"
-has "an idle connection" "$tmp/coord.log" "no handshake within 10 s"
+log_has "an idle connection" "$tmp/coord.log" "no handshake within 10 s"
 peak_after=$(peak_kb $coord)
 if [ $((peak_after - peak_before)) -lt 20480 ]; then pass; else
   fail "the coordinator's peak resident memory grew by $(((peak_after - peak_before) / 1024)) MB"
@@ -196,7 +192,7 @@ check "sync 2 nodes with TLS beside intruders" $status 0 "$tmp/coord.log" "ring 
 grep -E "ring link a -> b .*TLS 1.3: gradients encrypted" "$tmp/coord.log" >/dev/null && pass ||
   fail "the ring link's log line does not say its gradients are encrypted: $(grep "ring link" "$tmp/coord.log")"
 ! grep -qF "not encrypted" "$tmp/coord.log" && pass || fail "a link without TLS under --tls"
-has "TLS coordinator" "$tmp/coord.log" "(TLS)"
+log_has "TLS coordinator" "$tmp/coord.log" "(TLS)"
 finish $node_a 15
 check "node a" $status 0 "$tmp/node_a.log" "the run succeeded"
 finish $node_b 15
@@ -211,7 +207,7 @@ plain=$last_pid
 peak_before=$(peak_kb $plain)
 forged_header "$port"
 peak_after=$(peak_kb $plain)
-has "forged header without TLS" "$tmp/plain.log" "announced a message of 4294967280 bytes"
+log_has "forged header without TLS" "$tmp/plain.log" "announced a message of 4294967280 bytes"
 if [ $((peak_after - peak_before)) -lt 20480 ]; then pass; else
   fail "without TLS the peak resident memory grew by $(((peak_after - peak_before) / 1024)) MB"
 fi
@@ -226,7 +222,7 @@ start insecure "$troupe" coordinator "$tmp/job.json" --listen 0.0.0.0:0 --token-
   --insecure --set cluster.join_timeout_s=1 --out "$tmp/dist_insecure" --quiet
 finish $last_pid 20
 check "public with --insecure" $status 1 "$tmp/insecure.log" "warning: --listen 0.0.0.0:0: --insecure"
-has "public with --insecure listens" "$tmp/insecure.log" "listening on 0.0.0.0"
+log_has "public with --insecure listens" "$tmp/insecure.log" "listening on 0.0.0.0"
 start public_tls "$troupe" coordinator "$tmp/job.json" --listen 0.0.0.0:0 --tls "$ca" \
   --token-file "$tmp/token" --set cluster.join_timeout_s=1 --out "$tmp/dist_public_tls" --quiet
 finish $last_pid 20
@@ -262,7 +258,7 @@ start local_tls "$troupe" run "$tmp/job.json" --local-nodes 2 --tls --out "$tmp/
 finish $last_pid 90
 check "--local-nodes 2 --tls" $status 0 "$tmp/local_tls.log" "succeeded"
 same_weights "--local-nodes 2 --tls" "$tmp/local" "$tmp/dist_local"
-has "--local-nodes 2 --tls" "$tmp/dist_local/nodes/local-1.log" "the run succeeded"
+log_has "--local-nodes 2 --tls" "$tmp/dist_local/nodes/local-1.log" "the run succeeded"
 after=$(ls -d "${TMPDIR:-/tmp}"/troupe-tls-* 2>/dev/null | sort)
 [ "$before" = "$after" ] && pass || fail "--local-nodes --tls left its certificates behind"
 
@@ -315,7 +311,7 @@ start data_a env -C "$tmp/good" "$troupe" node --join "127.0.0.1:$port" --name a
 start data_b env -C "$tmp/bad" "$troupe" node --join "127.0.0.1:$port" --name b
 finish $coord 30
 check "a node with bad data" $status 1 "$tmp/coord_d.log" "node b cannot take the job: "
-has "a node with bad data: the file" "$tmp/coord_d.log" "train-images-idx3-ubyte.gz"
+log_has "a node with bad data: the file" "$tmp/coord_d.log" "train-images-idx3-ubyte.gz"
 [ $((SECONDS - t0)) -le 8 ] && pass || fail "the bad data was reported after $((SECONDS - t0)) s"
 summary_field "$tmp/dist_d" error | grep -qF "node b cannot take the job" && pass ||
   fail "summary.json lacks node b's error: $(summary_field "$tmp/dist_d" error)"

@@ -90,6 +90,11 @@ check() {
   fi
 }
 
+# log_has WHAT LOG PATTERN: the log holds PATTERN (a fixed string).
+log_has() {
+  if grep -qF -- "$3" "$2"; then pass; else fail "$1: $2 lacks '$3'"$'\n'"$(tail -20 "$2")"; fi
+}
+
 # expect STATUS PATTERN -- COMMAND...: runs COMMAND (bounded), checks its exit status and that
 # its output (stdout + stderr) contains PATTERN (a fixed string; empty matches anything).
 expect() {
