@@ -152,6 +152,7 @@ run_report run_on(caf::actor_system& system, const run_plan& plan, dataset_ptr d
     return failed_report(plan, std::string("cannot set up TLS: ") + e.what());
   }
   auto trusted = std::make_shared<trusted_nodes>();
+  links->judge_joins_by([trusted](const caf::node_id& node) { return trusted->allows(node); });
   auto roster = std::make_shared<std::vector<joined_node>>();
   auto gate_setup = gate_options(plan, cluster, *links, plan_json, trusted, roster, log);
   try {

@@ -132,6 +132,7 @@ class scratch_folder {
 int serve(caf::actor_system& system, guarded_links& links, const node_options& o) {
   const auto log = o.log ? o.log : [](const std::string&) {};
   auto trusted = std::make_shared<trusted_nodes>();
+  links.judge_joins_by([trusted](const caf::node_id& node) { return trusted->allows(node); });
   auto outcome = std::make_shared<node_outcome>();
   agent_state init;
   init.node_name = o.name;

@@ -1,5 +1,6 @@
 #include "actors/links/basp_frames.hpp"
 
+#include <caf/binary_deserializer.hpp>
 #include <caf/io/basp/header.hpp>
 #include <caf/io/basp/message_type.hpp>
 #include <caf/message_id.hpp>
@@ -40,10 +41,17 @@ std::string basp_frame_problem(const basp_header_view& header) {
 std::string basp_frame_reader::next(const unsigned char* bytes, std::size_t size) {
   if (!header_next_ || size != basp_header_bytes) {
     header_next_ = true;  // a payload: a header follows it
+    if (operation_ == static_cast<uint8_t>(caf::io::basp::message_type::client_handshake)) {
+      caf::binary_deserializer source{nullptr, reinterpret_cast<const char*>(bytes), size};
+      caf::node_id node;
+      if (!source(node))
+        node_ = std::move(node);
+    }
     return "";
   }
   const auto header = read_basp_header(bytes);
   header_next_ = header.payload_bytes == 0;
+  operation_ = header.operation;
   return basp_frame_problem(header);
 }
 

@@ -7,6 +7,8 @@
 // coordinator so. troupe sends no CAF streams: a frame claiming them closes its connection.
 #pragma once
 
+#include <caf/node_id.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,9 +35,14 @@ class basp_frame_reader {
  public:
   /// `bytes` is the next piece CAF asked for; returns why the connection must close, or "".
   std::string next(const unsigned char* bytes, std::size_t size);
+  /// The node the peer's client handshake named, once its payload was read (none before, or
+  /// when it could not be read: CAF then drops the connection itself).
+  const caf::node_id& handshake_node() const { return node_; }
 
  private:
   bool header_next_ = true;
+  uint8_t operation_ = 0;  ///< of the header whose payload comes next
+  caf::node_id node_;
 };
 
 }  // namespace troupe

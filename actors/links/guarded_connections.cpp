@@ -57,8 +57,7 @@ class guarded_scribe final : public caf::io::scribe, public tls_observer {
     auto i = state_->names.find(watch_.peer);
     if (i != state_->names.end() && i->second.first == &watch_)
       state_->names.erase(i);
-    if (watch_.accepted && !watch_.established)
-      state_->pending.fetch_sub(1);
+    state_->count_joined(watch_);
   }
 
   // BASP asks for a frame's payload here, before anything is allocated for it.
@@ -83,15 +82,23 @@ class guarded_scribe final : public caf::io::scribe, public tls_observer {
         refused_ = true;
         state_->close(watch_, link_event::forged, problem);
       }
+      if (watch_.accepted && !watch_.joined && frames_seen_.handshake_node()) {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        watch_.node = frames_seen_.handshake_node();
+      }
     }
     const bool alive = !refused_ && scribe::consume(ctx, buf, num_bytes);
     if (refused_) {
       io_failure(ctx, net::operation::read);
       return false;
     }
-    // A header and its payload: whatever the handshakes were, they are through.
-    if (++frames_ == 2 && !watch_.established.exchange(true) && watch_.accepted)
-      state_->pending.fetch_sub(1);
+    // A header and its payload: whatever the handshakes were, they are through. Where the
+    // process judges joins, the connection stays pending until its node joined.
+    if (++frames_ == 2 && !watch_.established.exchange(true)) {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (!state_->has_joined)
+        state_->count_joined(watch_);
+    }
     return alive;
   }
 

@@ -58,18 +58,26 @@ class guarded_middleman final : public caf::io::middleman_actor_impl {
   std::shared_ptr<link_state> state_;
 };
 
-// Closes connections past their handshake deadline or silent past the idle timeout.
+// Counts connections whose node joined as joined; closes connections past their handshake or join
+// deadline, or silent past the idle timeout.
 void sweep(link_state& st) {
   const auto now = link_clock::now();
   const auto handshake = std::chrono::nanoseconds(nanoseconds(st.limits.handshake_timeout_s));
+  const auto join = std::chrono::nanoseconds(nanoseconds(st.limits.join_timeout_s));
   const auto idle_ns = st.idle_timeout_ns.load();
   std::lock_guard<std::mutex> lock(st.mutex);
   for (auto* c : st.connections) {
     if (c->closing)
       continue;
+    if (c->accepted && !c->joined && st.has_joined && c->node && st.has_joined(c->node))
+      st.count_joined(*c);
     if (!c->established && now - c->opened > handshake)
       st.close(*c, link_event::late,
                fmt::format("no handshake within {:g} s", st.limits.handshake_timeout_s));
+    else if (c->accepted && !c->joined && now - c->opened > join)
+      st.close(*c, link_event::unjoined,
+               fmt::format("its node did not join the run within {:g} s of connecting",
+                           st.limits.join_timeout_s));
     else if (c->established &&
              now - link_clock::time_point(link_clock::duration(c->last_read.load())) >
                  std::chrono::nanoseconds(idle_ns))
@@ -170,6 +178,11 @@ peer_names guarded_links::names() const {
 
 void guarded_links::set_max_message_bytes(uint64_t bytes) {
   state_->max_message_bytes = bytes;
+}
+
+void guarded_links::judge_joins_by(std::function<bool(const caf::node_id&)> has_joined) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->has_joined = std::move(has_joined);
 }
 
 void guarded_links::set_idle_timeout(double seconds) {

@@ -78,6 +78,12 @@ class guarded_links {
   std::string last_tls_failure() const;
   /// For the whole process from now on, e.g. once a node knows the job.
   void set_max_message_bytes(uint64_t bytes);
+  /// From now on an accepted connection counts against max_pending until `has_joined` says
+  /// the node its handshake named joined the run, and is closed when that takes longer than
+  /// join_timeout_s (a stranger's connection, held open by heartbeats). Called by whoever
+  /// decides which nodes joined (the coordinator's gatekeeper, a node's agent), before
+  /// publishing. Thread-safe; `has_joined` is called from the warden's thread.
+  void judge_joins_by(std::function<bool(const caf::node_id&)> has_joined);
   void set_idle_timeout(double seconds);
 
  private:

@@ -13,6 +13,11 @@ void link_state::log(link_event kind, const std::string& line) {
   log_line(n < 20 ? line : fmt::format("{} ({} such so far)", line, n + 1));
 }
 
+void link_state::count_joined(watched_connection& c) {
+  if (c.accepted && !c.joined.exchange(true))
+    pending.fetch_sub(1);
+}
+
 void link_state::close(watched_connection& c, link_event kind, const std::string& why) {
   if (c.closing.exchange(true))
     return;

@@ -9,6 +9,7 @@
 #include "core/cluster/link_limits.hpp"
 
 #include <caf/io/network/native_socket.hpp>
+#include <caf/node_id.hpp>
 
 #include <array>
 #include <atomic>
@@ -32,7 +33,11 @@ struct watched_connection {
   link_clock::time_point opened = link_clock::now();
   std::atomic<link_clock::rep> last_read{opened.time_since_epoch().count()};
   std::atomic<bool> established{false};  ///< handshakes done: a first whole frame arrived
-  std::atomic<bool> closing{false};      ///< troupe closed it (said why once)
+  /// An accepted connection's node joined (or the process judges no joins): it no longer counts
+  /// against max_pending. Set once, by whoever exchanges it first.
+  std::atomic<bool> joined{false};
+  caf::node_id node{};               ///< the node its CAF handshake named; guarded by the mutex
+  std::atomic<bool> closing{false};  ///< troupe closed it (said why once)
   void touch() {
     last_read.store(link_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
@@ -43,6 +48,7 @@ enum class link_event {
   refused,    ///< the TLS handshake failed, or the peer left during it
   crowded,    ///< max_pending connections were already in their handshakes
   late,       ///< no handshake within handshake_timeout_s
+  unjoined,   ///< through the handshakes, but its node did not join within join_timeout_s
   silent,     ///< nothing arrived for idle_timeout_s
   oversized,  ///< a frame announced more than max_message_bytes
   forged,     ///< a frame CAF would mishandle (actors/links/basp_frames)
@@ -56,7 +62,10 @@ struct link_state {
   std::unique_ptr<tls_context> tls;  ///< null: plain TCP
   std::atomic<uint64_t> max_message_bytes{0};
   std::atomic<int64_t> idle_timeout_ns{0};
-  std::atomic<int64_t> pending{0};  ///< accepted connections not yet established
+  std::atomic<int64_t> pending{0};  ///< accepted connections not yet joined
+  /// Whether a node joined the run; null: the process has no joins to judge by, and a connection
+  /// counts as joined once its handshakes are done. Guarded by mutex.
+  std::function<bool(const caf::node_id&)> has_joined;
   /// Lines logged so far, by kind of event.
   std::array<std::atomic<int64_t>, static_cast<std::size_t>(link_event::count)> logged{};
   mutable std::mutex mutex;
@@ -67,6 +76,8 @@ struct link_state {
 
   /// Logs `line`, rate-limited per kind: every line up to 20, then every 100th with a count.
   void log(link_event kind, const std::string& line);
+  /// Counts `c` as joined (once): it leaves the accepted connections pending.
+  void count_joined(watched_connection& c);
   /// Ends `c` from any thread, saying why once: the multiplexer then reads end-of-file and CAF
   /// cleans up as for any connection that closed. The caller keeps `c` alive (it is its
   /// scribe's, or the caller holds `mutex`).

@@ -22,9 +22,15 @@ struct link_limits {
   /// A connection on which nothing arrives for this long is closed. Peers send heartbeats every
   /// 0.1 s, so only a hung or vanished peer trips it; runs set it to cluster.node_timeout_s.
   double idle_timeout_s = 10;
-  /// Accepted connections still in their handshakes at once; one more is closed on arrival.
-  /// A run needs at most one per node at a time; 64 leaves room for nodes joining together.
+  /// Accepted connections not yet joined (in their handshakes, or through them but from a node
+  /// that has not joined the run) at once; one more is closed on arrival. A run needs at most
+  /// one per node at a time; 64 leaves room for nodes joining together.
   int64_t max_pending = 64;
+  /// Where the process knows which nodes joined (its trusted_nodes): an accepted connection whose
+  /// node has not joined within this long of connecting is closed. CAF's handshake asks for no
+  /// token: without this, a stranger through it could hold connections (and descriptors) for
+  /// ever by sending heartbeats. A node joins within a round trip of its handshake.
+  double join_timeout_s = 15;
 };
 
 /// What a node accepts before it has the job: the join reply carries the plan with the job, a

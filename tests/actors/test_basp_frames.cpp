@@ -1,6 +1,7 @@
 // What a guarded connection lets through to CAF's BASP broker: frames told apart from payloads
-// as CAF reads them, and a message frame claiming a CAF stream refused (one such frame from a
-// stranger crashed the coordinator). The header bytes are CAF's own serialization of a header.
+// as CAF reads them, a message frame claiming a CAF stream refused (one such frame from a
+// stranger crashed the coordinator), and the node a client handshake names (a connection whose
+// node never joins is closed). The header bytes are CAF's own serialization of a header.
 #include "actors/links/basp_frames.hpp"
 
 #include <doctest/doctest.h>
@@ -70,5 +71,27 @@ TEST_SUITE("wire") {
     CHECK(reader.next(raw(forged_header), 32).empty());
     CHECK(reader.next(raw(empty_header), 32).empty());  // no payload: a header follows
     CHECK(!reader.next(raw(forged_header), 32).empty());
+  }
+
+  TEST_CASE("the node a client handshake names is read from its payload") {
+    const auto node = caf::make_node_id(4242, "0123456789abcdef0123456789abcdef01234567");
+    REQUIRE(node);
+    std::vector<char> payload;
+    caf::binary_serializer sink{nullptr, payload};
+    REQUIRE(!sink(*node));
+    basp_frame_reader reader;
+    CHECK(!reader.handshake_node());
+    const auto header = header_bytes(basp::message_type::client_handshake,
+                                     static_cast<uint32_t>(payload.size()), 3);
+    CHECK(reader.next(raw(header), header.size()).empty());
+    CHECK(!reader.handshake_node());
+    CHECK(reader.next(raw(payload), payload.size()).empty());
+    CHECK(reader.handshake_node() == *node);
+    // Garbage in a handshake's payload names no node (CAF drops such a connection itself).
+    basp_frame_reader other;
+    CHECK(other.next(raw(header), header.size()).empty());
+    const std::vector<char> garbage(payload.size(), '\x7f');
+    CHECK(other.next(raw(garbage), garbage.size()).empty());
+    CHECK(!other.handshake_node());
   }
 }
