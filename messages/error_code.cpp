@@ -18,6 +18,8 @@ std::string to_string(errc x) {
       return "protocol_error";
     case errc::internal:
       return "internal";
+    case errc::data:
+      return "data";
   }
   return "unknown";
 }
@@ -40,6 +42,8 @@ caf::error make_error_from_exception(const std::exception_ptr& ep) {
     return protocol_violation(e.what());
   } catch (const diverged_error& e) {
     return caf::make_error(errc::diverged, std::string(e.what()));
+  } catch (const data_error& e) {
+    return caf::make_error(errc::data, std::string(e.what()));
   } catch (const std::exception& e) {
     return caf::make_error(errc::internal, std::string(e.what()));
   } catch (...) {

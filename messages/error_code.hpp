@@ -22,6 +22,9 @@ enum class errc : unsigned char {
   protocol_error,
   /// Any other exception.
   internal,
+  /// The data cannot be trained on (a non-finite input in a row, a file that changed): the
+  /// user's to fix, not troupe's ("internal" said otherwise).
+  data,
 };
 
 std::string to_string(errc x);

@@ -5,13 +5,19 @@
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -29,6 +35,33 @@ std::string make_private_directory() {
     throw std::runtime_error("cannot make a directory for this run's certificates in " +
                              std::filesystem::temp_directory_path().string());
   return path;
+}
+
+// Why the coordinator could not listen on host:port, tried before anything runs: found when the
+// run listened, a port in use failed the run (exit 1, a folder made) in CAF's words
+// ("system_error(cannot_open_port, ...)"). "" when it can, or when the system picks the port.
+std::string listen_problem(const std::string& host, uint16_t port) {
+  if (port == 0)
+    return "";
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
+    return "not an address of this machine";
+  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> owned(found, ::freeaddrinfo);
+  const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return "";  // let the run say why
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // as CAF binds
+  const int bound = ::bind(fd, found->ai_addr, found->ai_addrlen);
+  const int error = errno;
+  ::close(fd);
+  if (bound == 0)
+    return "";
+  return error == EADDRINUSE ? "the port is in use (another program listens there)"
+                             : std::string("cannot listen there: ") + std::strerror(error);
 }
 
 }  // namespace
@@ -76,6 +109,8 @@ cluster_options make_cluster_options(const run_command& cmd) {
                                 cmd.insecure);
       !p.empty())
     problems.push_back(p);
+  if (auto p = listen_problem(o.listen.host, o.listen.port); !p.empty())
+    problems.push_back("--listen " + cmd.listen + ": " + p);
   if (!problems.empty())
     throw job_error(problems);
   return o;

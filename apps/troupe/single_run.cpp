@@ -114,14 +114,24 @@ run_report train(const run_command& cmd, const single_run& run, const std::atomi
   }
   auto report = run_job(plan, data, options);
   printer.close();
-  if (report.final_weights.defined())
-    dir.write_weights(named_weights(plan, report.final_weights));
-  if (report.final_weights.defined() && plan.job.model.kind == model_kind::torchscript)
-    dir.write_bytes("final_model.pt", script_with_weights(plan.job.model, report.final_weights));
-  if (report.best_weights.defined())
-    dir.write_weights(named_weights(plan, report.best_weights), "best_weights.pt");
-  for (std::size_t k = 0; k < report.member_weights.size(); ++k)
-    dir.write_weights(report.member_weights[k], member_weights_file(static_cast<int64_t>(k)));
+  // A weights file that cannot be written (a full disk) fails the run, but its summary keeps
+  // what the run measured: steps, losses, accuracy.
+  try {
+    if (report.final_weights.defined())
+      dir.write_weights(named_weights(plan, report.final_weights));
+    if (report.final_weights.defined() && plan.job.model.kind == model_kind::torchscript)
+      dir.write_bytes("final_model.pt", script_with_weights(plan.job.model, report.final_weights));
+    if (report.best_weights.defined())
+      dir.write_weights(named_weights(plan, report.best_weights), "best_weights.pt");
+    for (std::size_t k = 0; k < report.member_weights.size(); ++k)
+      dir.write_weights(report.member_weights[k], member_weights_file(static_cast<int64_t>(k)));
+  } catch (const std::exception& e) {
+    report.status = run_status::failed;
+    report.error = "the weights could not be written: " + message_of(e);
+    report.final_weights = at::Tensor();
+    report.best_weights = at::Tensor();
+    report.member_weights.clear();
+  }
   return report;
 }
 

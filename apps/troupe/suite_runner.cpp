@@ -68,11 +68,22 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
   // A diverged run exits 1 with its summary saying so; any other non-zero end is a failure.
   if (exit.signaled || (exit.code != 0 && result.status != run_status::diverged))
     result.status = run_status::failed;
+  // Ctrl-C reaches the suite's whole process group: a job still starting (before its own handler
+  // was in place) dies of it with no summary, one training stops after its step. Either was
+  // stopped with the suite, not a failure of its own.
+  const bool stopped_with_suite =
+      suite_interrupted.load() &&
+      ((exit.signaled && (exit.signal == SIGINT || exit.signal == SIGTERM)) ||
+       (!exit.signaled && exit.code == 130));
   if (r.lost) {
     // The job was asked to stop; however it ended (interrupted, or killed after the grace
     // period), the reason is the rule's, and it is no failure.
     result.status = run_status::stopped;
     result.error = r.cause;
+  } else if (stopped_with_suite) {
+    result.status = run_status::stopped;
+    if (!summary.is_object())
+      result.error = "stopped by an interrupt of the suite before it trained";
   } else if (!r.cause.empty()) {
     result.status = run_status::failed;
     result.error =

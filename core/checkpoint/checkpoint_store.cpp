@@ -122,24 +122,41 @@ std::vector<fs::path> stored_steps(const std::string& folder) {
   return out;
 }
 
+// A whole number of the manifest: a float (1e30) has no int64_t to become.
+int64_t manifest_integer(const nlohmann::json& object, const char* key) {
+  const auto& value = object.at(key);
+  if (!value.is_number_integer())
+    throw std::runtime_error(std::string(manifest_name) + ": \"" + key +
+                             "\" is not a whole number");
+  return value.get<int64_t>();
+}
+
 // Loads and verifies one checkpoint folder; throws std::runtime_error saying what is wrong.
 stored_checkpoint load_verified(const fs::path& folder) {
   const auto manifest = parse_shallow_json(read_manifest(folder));
   if (manifest.is_discarded())
     throw std::runtime_error(std::string(manifest_name) + ": not JSON, or nested too deep");
   stored_checkpoint c;
-  c.step = manifest.at("step").get<int64_t>();
-  if (c.step != step_of(folder))
-    throw std::runtime_error("the manifest names step " + std::to_string(c.step));
-  c.job_sha256 = manifest.value("job_sha256", "");
-  for (const auto& entry : manifest.at("files")) {
-    const auto name = entry.at("name").get<std::string>();
-    if (name.find('/') != std::string::npos || name == manifest_name)
-      throw std::runtime_error("the manifest names a file \"" + name + "\"");
-    auto bytes = read_listed_file(folder / name, entry.at("size").get<int64_t>());
-    if (sha256_hex(bytes) != entry.at("sha256").get<std::string>())
-      throw std::runtime_error(name + ": its SHA-256 differs from the manifest's");
-    c.files.push_back({name, std::move(bytes)});
+  try {
+    c.step = manifest_integer(manifest, "step");
+    if (c.step != step_of(folder))
+      throw std::runtime_error("the manifest names step " + std::to_string(c.step));
+    c.job_sha256 = manifest.value("job_sha256", "");
+    for (const auto& entry : manifest.at("files")) {
+      const auto name = entry.at("name").get<std::string>();
+      if (name.find('/') != std::string::npos || name == manifest_name)
+        throw std::runtime_error("the manifest names a file \"" + name + "\"");
+      auto bytes = read_listed_file(folder / name, manifest_integer(entry, "size"));
+      if (sha256_hex(bytes) != entry.at("sha256").get<std::string>())
+        throw std::runtime_error(name + ": its SHA-256 differs from the manifest's");
+      c.files.push_back({name, std::move(bytes)});
+    }
+  } catch (const nlohmann::json::exception&) {
+    // A key missing or of another type, or the manifest not an object: JSON's own words
+    // ("cannot use at() with array") say nothing of which file is wrong.
+    throw std::runtime_error(std::string(manifest_name) +
+                             ": not the manifest troupe writes (an object with \"step\" and "
+                             "\"files\", each file's \"name\", \"size\" and \"sha256\")");
   }
   return c;
 }

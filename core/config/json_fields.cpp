@@ -38,10 +38,11 @@ std::optional<int64_t> as_int64(const nlohmann::json& v) {
   return std::nullopt;
 }
 
-// "an integer >= 0" reads better than "in [0, 9223372036854775807]", unless the value was an
-// integer beyond int64_t: then the bound it broke must be visible.
+// "an integer >= 0" reads better than "in [0, 9223372036854775807]", unless the value was beyond
+// int64_t (an integer, or a float such as 1e19): then the bound it broke must be visible.
 std::string integer_text(int64_t min, int64_t max, const nlohmann::json& got) {
-  const bool too_large = got.is_number_unsigned() && !as_int64(got);
+  const bool too_large = (got.is_number_unsigned() && !as_int64(got)) ||
+                         (got.is_number_float() && got.get<double>() >= 9.2233720368547758e18);
   if (max == int64_max && !too_large)
     return "an integer >= " + std::to_string(min);
   return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";

@@ -67,6 +67,11 @@ decoded_image decode_jpeg(const std::string& bytes, int channels) {
   if (too_large(height, width))
     return failed("a JPEG of " + std::to_string(width) + " x " + std::to_string(height) +
                   " pixels, more than troupe decodes");
+  // Sound, but not a kind troupe decodes (libjpeg-turbo cannot turn it into RGB or gray).
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
+    return failed(
+        "a CMYK JPEG: troupe decodes gray and color (YCbCr) JPEGs; convert it, e.g. with PIL: "
+        "Image.open(f).convert(\"RGB\").save(f)");
   decoded_image out;
   out.height = height;
   out.width = width;

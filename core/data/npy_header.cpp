@@ -52,11 +52,17 @@ class dict_reader {
   }
 
  private:
+  // Quotes the header around the fault, not whole: a header may be megabytes long (a 20 MB one
+  // made a message of 20 MB).
   [[noreturn]] void fail(const std::string& what) const {
+    constexpr std::size_t around = 60;
+    const auto from = pos_ > around ? pos_ - around : 0;
+    const auto shown = text_.substr(from, 2 * around);
     throw data_error(
         fmt::format("{}: not a .npy header numpy writes: {} at character {} of "
-                    "\"{}\"",
-                    path_, what, pos_, text_));
+                    "\"{}{}{}\"",
+                    path_, what, pos_, from > 0 ? "..." : "", shown,
+                    from + shown.size() < text_.size() ? "..." : ""));
   }
   void skip_space() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])))
@@ -141,7 +147,7 @@ npy_dtype dtype_of(const std::string& path, const std::string& descr) {
   throw data_error(fmt::format(
       "{}: holds dtype '{}'{}; troupe reads float32, float16 and uint8 inputs, int64 and int32 "
       "labels, float32 and float64 targets (little-endian)",
-      path, descr,
+      path, descr.size() <= 40 ? descr : descr.substr(0, 40) + "...",
       big_endian ? " (big-endian: write it with arr.astype(arr.dtype.newbyteorder('<')))" : ""));
 }
 

@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +27,22 @@ std::string default_run_directory(const std::string& job_name) {
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
   return "runs/" + job_name + "-" + stamp;
 }
+
+namespace {
+
+// A folder troupe cannot write in (read-only, not the user's) is refused before the plan is shown:
+// found only at summary.json, the run had trained for nothing and its job.json was never written.
+void check_writable(const std::string& folder, const std::string& option) {
+  const auto probe = folder + "/.write-check-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw job_error(
+        {option + " " + folder + ": cannot write in this folder: " + std::strerror(errno)});
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
 
 run_directory::run_directory(std::string path, bool overwrite) : path_(std::move(path)) {
   std::error_code ec;
@@ -50,6 +68,7 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
     throw job_error({"--out " + path_ + ": cannot create folder: " + ec.message()});
   if (!lock_)
     lock_ = std::make_shared<folder_lock>(path_, "--out");
+  check_writable(path_, "--out");
 }
 
 namespace {
@@ -99,6 +118,7 @@ run_directory run_directory::reopen(std::string path, folder_lock_ptr lock) {
     throw job_error({"--resume " + path + ": not a run folder"});
   if (!lock)
     lock = std::make_shared<folder_lock>(path, "--resume");
+  check_writable(path, "--resume");
   drop_torn_record(fs::path(path) / "metrics.jsonl");
   remove_abandoned_temporaries(path);
   run_directory dir;

@@ -145,43 +145,50 @@ std::string last_line(const std::string& text) {
   return text.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin + 1));
 }
 
-// One input row through the model before anything runs, so that a model that does not fit the
-// data is refused with both shapes instead of failing in every worker at the first step.
+// Two input rows through the model before anything runs, so that a model that does not fit the
+// data is refused with both shapes instead of failing in every worker at the first step. Two,
+// not one: a forward that returns one row for any batch (an output of x[0]) fits one row.
 void dry_forward(network& model, const run_plan& p) {
   const auto where = "/model/path: " + p.job.model.path + ": ";
-  std::vector<int64_t> row{1};
-  row.insert(row.end(), p.data.row_shape.begin(), p.data.row_shape.end());
-  torch::NoGradGuard no_grad;
+  constexpr int64_t rows = 2;
+  std::vector<int64_t> input{rows};
+  input.insert(input.end(), p.data.row_shape.begin(), p.data.row_shape.end());
   model.set_training(false);
   at::Tensor out;
   try {
-    out = model.forward(at::zeros(row));
+    out = model.forward(at::zeros(input));
   } catch (const c10::Error& e) {
-    throw job_error({where + "its forward fails on one input row of shape " + render_shape(row) +
+    throw job_error({where + "its forward fails on two input rows of shape " + render_shape(input) +
                      " (" + last_line(e.what_without_backtrace()) + ")"});
   } catch (const std::exception& e) {
-    throw job_error({where + "its forward fails on one input row of shape " + render_shape(row) +
+    throw job_error({where + "its forward fails on two input rows of shape " + render_shape(input) +
                      " (" + last_line(e.what()) + ")"});
   }
-  // Class scores are [1, classes]; other targets take any output of as many values per row
+  // Class scores are [rows, classes]; other targets take any output of as many values per row
   // (core/train/loss reshapes it to the targets').
-  std::vector<int64_t> wanted{1, p.data.classes};
+  std::vector<int64_t> wanted{rows, p.data.classes};
   if (!p.data.class_labels) {
-    wanted = {1};
+    wanted = {rows};
     wanted.insert(wanted.end(), p.data.target_shape.begin(), p.data.target_shape.end());
   }
-  const bool fits = p.data.class_labels
-                        ? out.sizes() == at::IntArrayRef(wanted)
-                        : out.dim() >= 1 && out.size(0) == 1 && out.numel() == p.data.classes;
+  const bool fits = p.data.class_labels ? out.sizes() == at::IntArrayRef(wanted)
+                                        : out.dim() >= 1 && out.size(0) == rows &&
+                                              out.numel() == rows * p.data.classes;
   if (!fits || out.scalar_type() != at::kFloat)
     throw job_error({fmt::format(
-        "{}for one input row of shape {} the model returns {} {}; {} against the data's {} needs "
-        "float32 {}",
-        where, render_shape(row), c10::toString(out.scalar_type()), render_shape(out.sizes()),
+        "{}for two input rows of shape {} the model returns {} {}; {} against the data's {} "
+        "needs float32 {}",
+        where, render_shape(input), c10::toString(out.scalar_type()), render_shape(out.sizes()),
         to_string(p.job.training.loss),
         p.data.class_labels ? fmt::format("{} classes", p.data.classes)
                             : describe_targets(false, p.data.target_shape),
         render_shape(wanted))});
+  // Every worker's first backward would fail with LibTorch's words, naming neither the file nor
+  // the cause.
+  if (!out.requires_grad())
+    throw job_error({where +
+                     "its output does not depend on its parameters (no gradient reaches them: "
+                     "does its forward detach the output, or build it from plain numbers?)"});
 }
 
 // The loss needs targets of its kind: class labels for cross_entropy, floats for the others.

@@ -108,6 +108,19 @@ TEST_SUITE("checkpoint") {
     const auto folder = fs::path(checkpoints_folder(dir.path.string()));
     std::ofstream(folder / "step-2" / "manifest.json") << "{\"step\": 2, \"files\": [";
     CHECK(read_latest_checkpoint(dir.path.string(), nullptr)->step == 1);
+    // Valid JSON of another shape, or a size no integer holds: named as such, not in JSON's words.
+    for (const char* manifest : {"[]", "{\"step\": 2, \"files\": [{\"name\": \"state.pt\"}]}",
+                                 "{\"step\": 2, \"files\": [{\"name\": \"state.pt\", "
+                                 "\"size\": 1e30, \"sha256\": \"00\"}]}"}) {
+      std::ofstream(folder / "step-2" / "manifest.json") << manifest;
+      std::vector<std::string> notes;
+      CHECK(read_latest_checkpoint(dir.path.string(), [&](const std::string& line) {
+              notes.push_back(line);
+            })->step == 1);
+      REQUIRE(notes.size() == 1);
+      CHECK(notes[0].find("manifest.json: ") != std::string::npos);
+      CHECK(notes[0].find("json.exception") == std::string::npos);
+    }
     fs::rename(folder / "step-1", folder / "step-7");
     CHECK_FALSE(read_latest_checkpoint(dir.path.string(), nullptr));
   }

@@ -112,6 +112,18 @@ TEST_SUITE("data") {
       worst = std::max<int64_t>(worst, std::abs(int(rgb[i]) - int(jpeg.pixels[i])));
     CHECK(worst < 40);
     CHECK(decode_image(jpeg_of(rgb, 16, 16, 3), 1).pixels.size() == 256);
+
+    // A CMYK JPEG is sound: said so, not called corrupt.
+    tjhandle handle = tjInitCompress();
+    unsigned char* bytes = nullptr;
+    unsigned long size = 0;
+    const std::vector<uint8_t> cmyk(16 * 16 * 4, 100);
+    REQUIRE(tjCompress2(handle, cmyk.data(), 16, 0, 16, TJPF_CMYK, &bytes, &size, TJSAMP_444, 95,
+                        0) == 0);
+    const std::string cmyk_jpeg(reinterpret_cast<char*>(bytes), size);
+    tjFree(bytes);
+    tjDestroy(handle);
+    CHECK(contains(decode_image(cmyk_jpeg, 3).error, "a CMYK JPEG: troupe decodes gray and color"));
   }
 
   TEST_CASE("cut, corrupt and foreign bytes are refused with the reason, never decoded") {

@@ -112,6 +112,7 @@ TEST_SUITE("job_config") {
     // Beyond int64_t the message shows the bound that was broken.
     check_one_problem({{"seed", UINT64_MAX}},
                       {"/seed", "9223372036854775807]", "got 18446744073709551615"});
+    check_one_problem({{"seed", 1e19}}, {"/seed", "9223372036854775807]", "got 1e+19"});
   }
 
   TEST_CASE("bad enum value") {

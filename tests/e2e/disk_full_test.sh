@@ -4,7 +4,8 @@
 # metrics fill the disk. Each must end with exit 1 and a summary.json that says the disk is full
 # (the run folder keeps a reserve for it), metrics.jsonl must hold whole records only, and no
 # temporary (.tmp-step-*, *.tmp.PID) may be left. Before: the process aborted (134) with no
-# summary and a record cut in two.
+# summary and a record cut in two. Weights that do not fit fail the run with its figures kept;
+# a read-only --out is refused before anything runs.
 # Skipped (77) where no mount namespace can be made (unshare -m needs root, unshare -rm user
 # namespaces); under CI (CI=true) that is a failure instead (tests/lib/skip.sh).
 #   disk_full_test.sh PATH/TO/troupe
@@ -80,6 +81,28 @@ start metrics "$troupe" run "$tmp/job.json" --out "$disk/metrics" --quiet \
   --set training.steps=200000 --set faults=null
 finish $last_pid 120
 full_and_whole metrics "$disk/metrics" $status
+
+# Weights that do not fit (about 1 MB, 500 KB left): the run fails, naming them, and its summary
+# keeps what it measured (it lost every figure: steps 0, no loss, no accuracy).
+rm -rf "$disk/metrics" "$disk/filler"
+fallocate -l "$(($(df --output=avail -B1 "$disk" | tail -1) - 500 * 1024))" "$disk/filler"
+expect 1 "the weights could not be written" -- "$troupe" run "$tmp/job.json" --out "$disk/weights" \
+  --quiet --set training.steps=20 --set faults=null
+/usr/bin/python3 - "$disk/weights/summary.json" <<'PY' && pass || fail "weights: the summary lost its figures"
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(s["status"], s["steps"], s["final_train_loss"], s["error"])
+assert s["status"] == "failed" and s["steps"] == 20 and s["final_train_loss"] is not None
+assert "No space left on device" in s["error"] and "weights" not in s["outputs"]
+PY
+rm -f "$disk/filler"
+
+# A read-only folder is refused before the plan (it failed at summary.json, after the training).
+mkdir "$disk/ro"
+mount --bind "$disk/ro" "$disk/ro" && mount -o remount,ro,bind "$disk/ro" &&
+  expect 2 "--out $disk/ro: cannot write in this folder: Read-only file system" -- \
+    "$troupe" run "$tmp/job.json" --out "$disk/ro" --quiet
+umount "$disk/ro" 2>/dev/null
 
 umount "$disk"
 report disk_full_test

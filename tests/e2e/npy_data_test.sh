@@ -79,7 +79,7 @@ expect 2 "$tmp/shape.npy: rows have shape [3, 32, 32], the training arrays' ($tm
   "$troupe" validate "$tmp/job.json"
 # A row holding a NaN is found when a step first reads it: the run fails naming file and row.
 job "$(f nan.npy)" "$(f y10.npy)"
-expect 1 "$tmp/nan.npy: row 3 holds a NaN or an infinity" -- \
+expect 1 "failed: data: $tmp/nan.npy: row 3 holds a NaN or an infinity" -- \
   "$troupe" run "$tmp/job.json" --out "$tmp/nan" --quiet --set training.batch_size=5 \
   --set parallelism.replicas=1 --set training.steps=4
 cat >"$tmp/nofiles.json" <<'JSON'

@@ -100,6 +100,30 @@ timeout 120 "$troupe" run "$tmp/retry/specs/victim.json" --out "$tmp/victim-full
 cmp -s "$tmp/victim-full/final_weights.pt" "$tmp/retry/victim/final_weights.pt" && pass ||
   fail "the retried job's weights differ from an uninterrupted run's"
 
+# Ctrl-C reaches the suite's whole process group (setsid gives it one, as a terminal would): the
+# jobs it reaches are stopped with the suite, none failed (jobs still starting, before their own
+# handler, were listed failed, "killed by signal 2 without a summary"), and the suite exits 130.
+cat >"$tmp/many.json" <<'JSON'
+{"name": "many", "model": {"type": "mlp", "hidden": [8]},
+ "data": {"type": "synthetic", "train_samples": 256, "test_samples": 64},
+ "training": {"steps": 2000, "batch_size": 32}, "sweep": {"seed": [1, 2, 3, 4, 5, 6, 7, 8]}}
+JSON
+setsid "$troupe" run "$tmp/many.json" --out "$tmp/many" --quiet >"$tmp/many.log" 2>&1 &
+many=$!
+for _ in $(seq 100); do [ -n "$(ls "$tmp/many/logs" 2>/dev/null)" ] && break; sleep 0.1; done
+sleep 0.3
+kill -INT -- -$many
+wait $many
+status=$?
+[ $status -eq 130 ] && pass || fail "an interrupted suite exited $status: $(tail -5 "$tmp/many.log")"
+/usr/bin/python3 - "$tmp/many/summary.json" <<'PY' && pass || fail "interrupted suite: $(cat "$tmp/many/summary.json")"
+import json, sys
+jobs = json.load(open(sys.argv[1]))["jobs"]
+print({j["name"]: (j["status"], j.get("error")) for j in jobs})
+assert not any(j["status"] == "failed" for j in jobs)
+assert any(j["status"] == "stopped" for j in jobs)
+PY
+
 # A trial whose loss diverges is listed as diverged, unranked and not retried; the suite succeeds.
 cat >"$tmp/div.json" <<'JSON'
 {"name": "div", "data": {"type": "synthetic"}, "training": {"steps": 40},

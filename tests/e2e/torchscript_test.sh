@@ -229,8 +229,10 @@ bad truncated.pt 'not a TorchScript archive'
 bad state_dict.pt 'LibTorch cannot read it as a TorchScript module'
 bad double.pt 'parameter 1.weight is Double; troupe trains float32 parameters'
 bad frozen.pt 'parameter 1.bias does not require gradients'
-bad five_outputs.pt 'for one input row of shape [1, 1, 28, 28] the model returns Float [1, 5]; cross_entropy against the data'"'"'s 10 classes needs float32 [1, 10]'
-bad wrong_input.pt 'its forward fails on one input row of shape [1, 1, 28, 28]'
+bad five_outputs.pt 'for two input rows of shape [2, 1, 28, 28] the model returns Float [2, 5]; cross_entropy against the data'"'"'s 10 classes needs float32 [2, 10]'
+bad wrong_input.pt 'its forward fails on two input rows of shape [2, 1, 28, 28]'
+bad first_row.pt 'for two input rows of shape [2, 1, 28, 28] the model returns Float [1, 10]'
+bad detached.pt 'its output does not depend on its parameters'
 expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut an nn.Sequential" -- \
   "$troupe" validate "$tmp/job.json" --set parallelism.micro_batches=2 --set "$(model resnet.pt)"
 # A stacked ensemble of a scripted nn.Sequential of stackable layers: each member starts from

@@ -297,7 +297,7 @@ for payload in (os.urandom(65536), b"\x00" * 7, b"\x01" + b"\xff" * 40):
 PY
 # A stranger through CAF's handshake (no token needed) with a frame claiming a CAF stream: it
 # crashed the coordinator (a segmentation fault); now its connection is closed.
-/usr/bin/python3 "$here/../python/forged_basp.py" "$port" && pass ||
+/usr/bin/python3 "$here/../python/basp_stranger.py" forged "$port" && pass ||
   fail "a forged stream frame did not close its connection"
 start good_a "$troupe" node --join "127.0.0.1:$port" --name a --token-file "$tmp/token"
 start good_b "$troupe" node --join "127.0.0.1:$port" --name b --token-file "$tmp/token"
@@ -305,6 +305,23 @@ finish $coord 90
 check "run beside intruders" $status 0 "$tmp/coord_t.log" "refused a join"
 log_has "forged stream frame" "$tmp/coord_t.log" "a message claiming to be part of a CAF stream"
 same_weights "run beside intruders" "$tmp/local2" "$tmp/dist_t"
+
+# --- strangers through CAF's handshake, kept alive by heartbeats, never joining: they held the
+# --- coordinator's descriptors for ever (19,610 of them ran it out of descriptors); now each is
+# --- closed 15 s after it connected (and counts against the 64 pending until then)
+start coord_h "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
+  --set cluster.join_timeout_s=19 --out "$tmp/dist_h" --quiet
+listening_port "$tmp/coord_h.log"
+coord=$last_pid
+# A second coordinator on its port is refused before anything runs (it failed the run, exit 1).
+expect 2 "--listen 127.0.0.1:$port: the port is in use (another program listens there)" -- \
+  "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" --out "$tmp/dist_in_use"
+[ ! -e "$tmp/dist_in_use" ] && pass || fail "a coordinator on a port in use made its folder"
+/usr/bin/python3 "$here/../python/basp_stranger.py" hold "$port" 60 18 && pass ||
+  fail "connections that never joined were not closed"
+log_has "held connections" "$tmp/coord_h.log" "its node did not join the run within 15 s of connecting"
+finish $coord 30
+check "a run no node joined" $status 1 "$tmp/coord_h.log" ""
 
 # --- a node killed mid-run, a hung one: the run ends, naming it; through shared memory and ---
 # --- through the socket ring (cluster.shared_memory=false: plain TCP between ring neighbours) --

@@ -104,6 +104,21 @@ torch.manual_seed(seed)
 save(nn.Sequential(nn.Flatten(), nn.Linear(784, 5)), "five_outputs.pt")
 save(nn.Sequential(nn.Flatten(), nn.Linear(100, 10)), "wrong_input.pt")
 save(nn.Sequential(nn.Flatten(), nn.Linear(784, 10)).double(), "double.pt")
+
+
+class Cut(nn.Module):  # an output of the right shape that training cannot use
+    def __init__(self, first_row_only):
+        super().__init__()
+        self.fc = nn.Linear(784, 10)
+        self.first_row_only = first_row_only
+
+    def forward(self, x):
+        y = self.fc(x.flatten(1))
+        return y[:1] if self.first_row_only else y.detach()
+
+
+save(Cut(False), "detached.pt")
+save(Cut(True), "first_row.pt")
 frozen = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
 frozen[1].bias.requires_grad_(False)
 save(frozen, "frozen.pt")
