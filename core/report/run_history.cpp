@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -262,6 +263,32 @@ run_follower::run_follower(std::string folder) {
   history_.folder = std::move(folder);
 }
 
+bool run_follower::same_metrics_file(const std::string& path) {
+  constexpr std::size_t head_bytes = 256;
+  struct stat info {};
+  // Not a regular file (a pipe put there): no bytes of it are read, here or by refresh().
+  const bool exists = ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+  const std::pair<uint64_t, uint64_t> id{exists ? info.st_dev : 0, exists ? info.st_ino : 0};
+  const auto size = exists ? static_cast<std::uintmax_t>(info.st_size) : 0;
+  std::string head(std::min<std::uintmax_t>(size, head_bytes), '\0');
+  if (!head.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+  }
+  if (offset_ == 0) {  // nothing read yet: whatever it is now is the file
+    file_id_ = id;
+    head_ = head;
+    return true;
+  }
+  const auto compared = std::min(head.size(), head_.size());
+  const bool same =
+      id == file_id_ && size >= offset_ && head.compare(0, compared, head_, 0, compared) == 0;
+  if (same && head.size() > head_.size())
+    head_ = head;
+  return same;
+}
+
 const run_history& run_follower::refresh() {
   const fs::path dir(history_.folder);
   std::error_code ec;
@@ -272,12 +299,13 @@ const run_history& run_follower::refresh() {
   if (!fs::exists(metrics, ec) && !fs::exists(summary, ec))
     throw data_error(history_.folder +
                      ": holds neither metrics.jsonl nor summary.json: not a run's output folder");
-  if (fs::file_size(metrics, ec) < offset_ && !ec) {
-    // Rewritten from the start (or cut back by a resume): fold it again.
+  if (!same_metrics_file(metrics.string())) {
+    // Another file, or rewritten from the start (or cut back by a resume): fold it again.
     history_ = run_history{};
     history_.folder = dir.string();
     offset_ = 0;
     lines_.clear();
+    same_metrics_file(metrics.string());  // what the file now is
   }
   history_.job = read_json_object((dir / "job.json").string());
   history_.summary = read_json_object(summary.string());

@@ -93,7 +93,9 @@ run_history read_run_history(const std::string& folder);
 /// Follows a run folder that is still being written: each refresh() reads only the lines
 /// appended to metrics.jsonl since the last one (a line not yet finished waits for the next),
 /// and job.json, summary.json and plan.txt again. A live report of an hour-long run then costs
-/// per refresh what the run wrote since, not the whole file.
+/// per refresh what the run wrote since, not the whole file. A metrics.jsonl that is another
+/// file than the one read so far (a run with --force, a file moved over it, one cut back by a
+/// resume) is read again from its start.
 class run_follower {
  public:
   explicit run_follower(std::string folder);
@@ -101,8 +103,15 @@ class run_follower {
   const run_history& refresh();
 
  private:
+  /// Whether metrics.jsonl is still the file read so far; notes what it is when read from 0.
+  bool same_metrics_file(const std::string& path);
+
   run_history history_;
   std::uintmax_t offset_ = 0;  ///< bytes of metrics.jsonl read so far
+  /// What the file read so far is: its device and inode, and its first bytes (an inode can be
+  /// reused by the next file at once; a new run's first records hold other timings).
+  std::pair<uint64_t, uint64_t> file_id_{0, 0};
+  std::string head_;
   jsonl_lines lines_;
 };
 

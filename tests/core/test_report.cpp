@@ -158,6 +158,26 @@ TEST_SUITE("report") {
                              "\n");  // rewritten, shorter: read again from the start
     CHECK(follower.refresh().steps.size() == 1);
     CHECK(follower.refresh().steps[0].loss == 3.0);
+    // Found probing as a hostile user: a run with --force (another file, longer than what was
+    // read) or a file moved over it kept the old run's records beside the new one's.
+    std::string longer;
+    for (int step = 0; step < 5; ++step)
+      longer +=
+          R"({"event":"step","step":)" + std::to_string(step) + R"(,"loss":0.5,"t":0.3})" + "\n";
+    f.write("metrics.jsonl.new", longer);
+    std::filesystem::rename(f.path / "metrics.jsonl.new", f.path / "metrics.jsonl");
+    const auto& moved = follower.refresh();
+    REQUIRE(moved.steps.size() == 5);
+    CHECK(moved.steps[0].loss == 0.5);
+    CHECK(moved.skipped_lines == 0);
+    // The same file, rewritten in place with other first bytes and longer than before.
+    std::string other = longer;
+    other.replace(other.find("0.5"), 3, "0.7");
+    f.write("metrics.jsonl", other + R"({"event":"step","step":5,"loss":0.25,"t":0.4})" + "\n");
+    const auto& rewritten = follower.refresh();
+    REQUIRE(rewritten.steps.size() == 6);
+    CHECK(rewritten.steps[0].loss == 0.7);
+    CHECK(follower.refresh().steps.size() == 6);  // and followed from there, not read again
   }
 
   TEST_CASE("summary.json's worker totals win over the records'") {
