@@ -51,13 +51,18 @@ std::string await_nodes(caf::scoped_actor& self, const caf::actor& gate,
 // node already lost counts as answered: monitoring its agent reports it down at once. Returns
 // the names of the nodes told.
 std::vector<std::string> tell_nodes_done(caf::actor_system& system,
-                                         const std::vector<joined_node>& nodes, run_status status) {
+                                         const std::vector<joined_node>& nodes,
+                                         const run_report& report) {
+  // "failed: why": a node printed only "the run failed", whatever had failed it.
+  auto outcome = std::string(to_string(report.status));
+  if (report.status != run_status::succeeded && !report.error.empty())
+    outcome += ": " + report.error;
   caf::scoped_actor self{system};
   std::vector<std::string> told;
   for (const auto& n : nodes) {
     self->monitor(n.agent);
     // Answered with ok, as an ordinary message.
-    self->send(n.agent, done_atom_v, std::string(to_string(status)));
+    self->send(n.agent, done_atom_v, outcome);
     told.push_back(n.name);
   }
   const auto deadline = std::chrono::steady_clock::now() + 3s;
@@ -196,7 +201,7 @@ run_report run_on(caf::actor_system& system, const run_plan& plan, dataset_ptr d
                               : failed_report(plan, error);
   // No joins from here on: the roster (replacements included) is read below.
   ask(self, gate, 5s, caf::close_atom_v);
-  const auto told = tell_nodes_done(system, *roster, report.status);
+  const auto told = tell_nodes_done(system, *roster, report);
   if (cluster.on_ended)
     cluster.on_ended(told);
   links->unpublish(gate, *port);

@@ -55,7 +55,7 @@ caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& sy
       return caf::make_error(caf::sec::no_actor_published_at_port, "nothing troupe listens there");
     if (const auto why = links.last_tls_failure(); !why.empty())
       return caf::make_error(caf::sec::cannot_connect_to_node, why);
-    if (clock_type::now() >= deadline)
+    if (clock_type::now() >= deadline || (o.stop_requested && o.stop_requested->load()))
       return last;
     if (first && o.log)
       o.log(fmt::format("node {}: waiting for the coordinator at {}:{}", o.name, o.coordinator.host,
@@ -164,19 +164,44 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
                    system.render(peer_port.error()));
   const auto where = fmt::format("{}:{}", o.coordinator.host, o.coordinator.port);
   const auto gate = connect(system, links, o);
-  if (!gate)
-    return give_up("cannot reach the coordinator at " + where + ": " + system.render(gate.error()));
+  if (!gate) {
+    // CAF's words alone ("disconnect_during_handshake") did not say what to change.
+    const bool cut = gate.error() == caf::sec::disconnect_during_handshake;
+    return give_up("cannot reach the coordinator at " + where + ": " + system.render(gate.error()) +
+                   (cut && !links.tls()
+                        ? " (it closed the connection during the handshake: does the coordinator "
+                          "run with --tls? then this node needs --tls too; else its log says "
+                          "why it closed it)"
+                        : ""));
+  }
   if (const auto why = not_the_coordinator(system, links, gate->first); !why.empty())
     return give_up("refused the coordinator at " + where + ": " + why);
   trusted->allow(gate->first);
   join_request req{o.version, "", o.name, o.threads, o.peer_host, *peer_port, {}};
   self->send(agent, caf::join_atom_v, gate->second, std::move(req), o.token);
-  self->receive([](caf::down_msg&) {});
+  // The run ends the agent; a stop request ends it here. The coordinator sees either as this
+  // node leaving (it fails the run, or replaces the node where it may).
+  for (bool down = false, stopping = false; !down;) {
+    self->receive([&](caf::down_msg&) { down = true; },
+                  caf::after(std::chrono::milliseconds(100)) >>
+                      [&] {
+                        if (stopping || !o.stop_requested || !o.stop_requested->load())
+                          return;
+                        stopping = true;
+                        self->send_exit(agent, caf::exit_reason::user_shutdown);
+                      });
+  }
+  if (o.stop_requested && o.stop_requested->load()) {
+    log("node " + o.name + ": stopped by an interrupt; left the run");
+    links.unpublish(agent, *peer_port);
+    return node_stopped;
+  }
   int code = 0;
   if (!outcome->error.empty()) {
     log("node " + o.name + ": " + outcome->error);
     code = 1;
   } else {
+    // "succeeded", or a status and why: "failed: worker 1 (node b) failed: ..."
     log("node " + o.name + ": the run " + outcome->status);
     code = outcome->status == to_string(run_status::succeeded) ? 0 : 1;
   }

@@ -12,6 +12,7 @@
 #include "core/cluster/address.hpp"
 #include "core/cluster/certs.hpp"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -33,10 +34,17 @@ struct node_options {
   /// certificate must name "coordinator", a ring neighbour's the name the coordinator gives.
   std::optional<tls_files> tls;
   std::function<void(const std::string&)> log;
+  /// Set (by Ctrl-C or SIGTERM) to leave the run: the node stops its agent, which the
+  /// coordinator sees as a lost node, and says so. Null: only the run ends it.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
-/// Serves one run. Returns 0 when the run ended and succeeded, 1 otherwise (refused, the data
-/// could not be loaded, the coordinator was lost, the run failed); `log` says why.
+/// The exit status of a node that left because `stop_requested` was set.
+constexpr int node_stopped = 130;
+
+/// Serves one run. Returns 0 when the run ended and succeeded, node_stopped when it left on
+/// request, 1 otherwise (refused, the data could not be loaded, the coordinator was lost, the
+/// run failed); `log` says why.
 int run_node(const node_options& options);
 
 }  // namespace troupe

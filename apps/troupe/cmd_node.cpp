@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -109,6 +111,18 @@ std::vector<node_options> nodes_of(const node_command& cmd) {
 
 }  // namespace
 
+namespace {
+
+std::atomic<bool> node_stop_requested{false};
+
+// Ctrl-C or SIGTERM: the node leaves the run (run_node), says so and exits 130; it printed
+// "Terminated" and died mid-step.
+extern "C" void on_node_stop(int) {
+  node_stop_requested.store(true);
+}
+
+}  // namespace
+
 int run_node_command(const node_command& given) {
   std::vector<node_options> nodes;
   try {
@@ -117,16 +131,23 @@ int run_node_command(const node_command& given) {
     print_problems(stderr, e);
     return exit_usage;
   }
+  for (auto& o : nodes)
+    o.stop_requested = &node_stop_requested;
+  // Before any fork: the nodes inherit the handler (the parent takes these signals with sigwait
+  // while it watches them, node_processes).
+  std::signal(SIGINT, on_node_stop);
+  std::signal(SIGTERM, on_node_stop);
   std::size_t mine = 0;
   if (nodes.size() > 1) {  // checked once, above, for all of them; forked before any thread
     const forked_node f = fork_node_processes(
         static_cast<int64_t>(nodes.size()),
         [&](int64_t i) { return nodes[static_cast<std::size_t>(i)].name; }, nodes[0].log);
     if (!f.is_child)
-      return f.status == 0 ? exit_ok : exit_failed;
+      return f.status == 0 ? exit_ok : f.status == node_stopped ? exit_interrupted : exit_failed;
     mine = static_cast<std::size_t>(f.index);
   }
-  return run_node(nodes[mine]) == 0 ? exit_ok : exit_failed;
+  const int status = run_node(nodes[mine]);
+  return status == 0 ? exit_ok : status == node_stopped ? exit_interrupted : exit_failed;
 }
 
 }  // namespace troupe

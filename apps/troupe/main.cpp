@@ -35,16 +35,24 @@ CLI::Option* add_job_options(CLI::App& sub, troupe::job_source& job, bool requir
 // the outputs go.
 void add_job_or_resume(CLI::App& sub, troupe::run_command& cmd) {
   auto* job = add_job_options(sub, cmd.job, false);
-  sub.add_option("--resume", cmd.resume,
-                 "Continue the run in DIR from its newest checkpoint that verifies, with the "
-                 "checkpoint's job (no job file)")
-      ->excludes(job);
-  sub.callback([&cmd] {
+  auto* resume = sub.add_option("--resume", cmd.resume,
+                                "Continue the run in DIR from its newest checkpoint that "
+                                "verifies, with the checkpoint's job (no job file)")
+                     ->excludes(job);
+  // A resumed run continues in its own folder: --out beside --resume was ignored without a word,
+  // and an empty --out ("$OUT" unset) chose the default folder.
+  auto* out = sub.add_option("--out", cmd.out, "Output folder (default: runs/NAME-TIMESTAMP)")
+                  ->excludes(resume);
+  auto* force = sub.add_flag("--force", cmd.force, "Reuse a non-empty output folder");
+  force->excludes(resume);
+  sub.callback([&cmd, out, resume] {
+    if (resume->count() > 0 && cmd.resume.empty())
+      throw CLI::ValidationError("--resume", "an empty folder name (is a variable unset?)");
     if (cmd.job.path.empty() && cmd.resume.empty())
       throw CLI::RequiredError("a job file (or --resume DIR)");
+    if (out->count() > 0 && cmd.out.empty())
+      throw CLI::ValidationError("--out", "an empty folder name (is a variable unset?)");
   });
-  sub.add_option("--out", cmd.out, "Output folder (default: runs/NAME-TIMESTAMP)");
-  sub.add_flag("--force", cmd.force, "Reuse a non-empty output folder");
   sub.add_flag("--quiet", cmd.quiet, "Print only the result, not the plan and progress");
 }
 

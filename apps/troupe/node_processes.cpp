@@ -25,9 +25,10 @@ sigset_t supervised_signals() {
   return s;
 }
 
-// Reaps every child that has ended; logs each that failed. Returns false if one failed.
+// Reaps every child that has ended; logs each that failed. Returns false if one failed (a node
+// that left on a stop passed on to it, exit 130, did not).
 bool reap_ended(std::map<pid_t, std::string>& live,
-                const std::function<void(const std::string&)>& log) {
+                const std::function<void(const std::string&)>& log, bool stopping) {
   bool all_ok = true;
   int status = 0;
   pid_t pid;
@@ -36,7 +37,7 @@ bool reap_ended(std::map<pid_t, std::string>& live,
     if (it == live.end())
       continue;
     const child_exit e = child_exit::of_wait_status(status);
-    if (e.signaled || e.code != 0) {
+    if (e.signaled || (e.code != 0 && !(stopping && e.code == 130))) {
       all_ok = false;
       log(fmt::format("node {} (process {}) ended: {}", it->second, pid, e.describe()));
     }
@@ -104,17 +105,20 @@ forked_node fork_node_processes(int64_t count,
     }
     live.emplace(pid, name_of(i));
   }
+  bool stopping = false;  // a stop was passed on: the nodes leaving with 130 are no failures
   while (!live.empty()) {
     int sig = 0;
     if (sigwait(&supervised, &sig) != 0)
       continue;
-    if (sig == SIGCHLD)
-      ok = reap_ended(live, log) && ok;
-    else
+    if (sig == SIGCHLD) {
+      ok = reap_ended(live, log, stopping) && ok;
+    } else {
+      stopping = stopping || sig == SIGINT || sig == SIGTERM;
       signal_all(live, sig);
+    }
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  return {false, 0, ok ? 0 : 1};
+  return {false, 0, !ok ? 1 : stopping ? 130 : 0};  // 130: run_node's node_stopped
 }
 
 }  // namespace troupe

@@ -18,7 +18,8 @@ namespace troupe {
 struct forked_node {
   bool is_child = false;
   int64_t index = 0;  ///< in a child: which of the K, from 0
-  int status = 0;     ///< in the parent: 0 when every node exited 0, else 1
+  int status =
+      0;  ///< in the parent: 0 when every node exited 0, 130 when they left on a stop, else 1
 };
 
 /// Forks `count` processes, each running with the signal mask and dispositions the caller had.

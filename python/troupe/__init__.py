@@ -36,7 +36,14 @@ __all__ = ["run", "start", "validate", "Run", "JobError", "DataError", "RunFolde
 def _job_args(job):
     """(job_text, job_path): a dict as JSON text, a path as it is."""
     if isinstance(job, dict):
-        return json.dumps(job), ""
+        try:
+            # JSON has no NaN or infinity: Python's "NaN" would reach troupe as a syntax error
+            # at a place of text the user never wrote.
+            return json.dumps(job, allow_nan=False), ""
+        except ValueError:
+            raise ValueError("the job holds a NaN or an infinity (a float('nan') or "
+                             "float('inf') among its values): a job is JSON, which has "
+                             "neither") from None
     if isinstance(job, (str, os.PathLike)):
         return "", os.fspath(job)
     raise TypeError(f"a job is a dict or a job file's path, not {type(job).__name__}")
@@ -57,14 +64,27 @@ def binary():
 
 
 def _with_job_file(job, action):
-    """Calls action(path) with the job as a file: its own path, or a temporary copy of a dict."""
+    """Calls action(path) with the job as a file: its own path, or a temporary copy of a dict.
+    A JobError about the copy names "the job", as errors about a dict do, not a file the user
+    never saw."""
     text, path = _job_args(job)
     if path:
         return action(path)
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="troupe-job-") as f:
         f.write(text)
         f.flush()
-        return action(f.name)
+        try:
+            return action(f.name)
+        except JobError as e:
+            raise JobError(str(e).replace(f.name, "the job")) from None
+
+
+def _program_error(stderr, fallback):
+    """The troupe program's complaint as a JobError's text: its lines without their "error: "
+    (the exception says it is one)."""
+    lines = [line[len("error: "):] if line.startswith("error: ") else line
+             for line in (stderr or "").strip().splitlines()]
+    return "\n".join(lines) or fallback
 
 
 def _checked_sets(sets):
@@ -91,7 +111,7 @@ def validate(job, sets=()):
         done = subprocess.run([binary(), "validate", file] + _set_args(sets),
                               capture_output=True, text=True)
         if done.returncode != 0:
-            raise JobError(done.stderr.strip())
+            raise JobError(_program_error(done.stderr, f"troupe exited {done.returncode}"))
         return done.stdout
     return _with_job_file(job, check)
 
@@ -182,6 +202,6 @@ def run(job, out=None, sets=(), force=False, local_nodes=0, quiet=True):
             raise
         summary = read_summary(out)
         if child.returncode == 2 or summary is None:
-            raise JobError((stderr or "").strip() or f"troupe exited {child.returncode}")
+            raise JobError(_program_error(stderr, f"troupe exited {child.returncode}"))
         return summary
     return _with_job_file(job, launch)

@@ -118,6 +118,10 @@ kill -TERM $held
 wait $held
 grep -q '"error": "interrupted after' "$tmp/held/summary.json" && pass || fail "held: the first run's summary"
 expect 2 "--resume $tmp/none: not a run folder (no such folder)" -- "$troupe" run --resume "$tmp/none"
+# A resumed run continues in its folder: --out beside it was ignored, an empty --out chose the
+# default folder.
+expect 2 "--resume excludes --out" -- "$troupe" run --resume "$tmp/held" --out "$tmp/elsewhere"
+expect 2 "--out: an empty folder name" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out ""
 
 # --- local SGD through the command line ---------------------------------------------------------
 expect 0 "local_sgd (average every 4 steps" -- "$troupe" run "$root/configs/synthetic_smoke.json" \

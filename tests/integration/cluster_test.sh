@@ -198,8 +198,10 @@ for signal in TERM KILL; do
   wait_for_steps "$tmp/dist_$signal"
   kill -$signal $forked
   finish $forked 15
-  [ $signal = KILL ] || check "forked nodes sent SIGTERM" $status 1 "$tmp/forked_$signal.log" \
-    ") ended: killed by signal 15 (Terminated)"
+  # SIGTERM: each node leaves the run and says so, the parent exits 130 (they died mid-step and
+  # the parent called each a failure).
+  [ $signal = KILL ] || check "forked nodes sent SIGTERM" $status 130 "$tmp/forked_$signal.log" \
+    "node sig$signal-1: stopped by an interrupt; left the run"
   for _ in $(seq 100); do
     pgrep -f -- "--name sig$signal --processes" >/dev/null || break
     sleep 0.1
@@ -349,7 +351,9 @@ ended_by_failure "killed node ($plane)" "$tmp/dist_k_$plane" "node b" 2000 3
 summary_field "$tmp/dist_k_$plane" error | grep -qF "node b" && pass ||
   fail "killed node ($plane): summary error"
 finish $node_a 15
-check "survivor of a killed node ($plane)" $status 1 "$tmp/kill_a_$plane.log" "the run failed"
+check "survivor of a killed node ($plane)" $status 1 "$tmp/kill_a_$plane.log" "the run failed: "
+# ... and says why (it said "the run failed", nothing more).
+log_has "survivor of a killed node ($plane): the reason" "$tmp/kill_a_$plane.log" "(node b) failed"
 
 # A hung node (stopped): found by heartbeats within cluster.node_timeout_s.
 start coord_h_$plane "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \

@@ -149,7 +149,7 @@ check "a node named coordinator" $status 1 "$tmp/as_coord.log" "that name is the
 start plaintext "$troupe" node --join "127.0.0.1:$port" --name p --token-file "$tmp/token" \
   --connect-timeout 1
 finish $last_pid 30
-check "a plaintext CAF client" $status 1 "$tmp/plaintext.log" "cannot reach the coordinator"
+check "a plaintext CAF client" $status 1 "$tmp/plaintext.log" "does the coordinator run with --tls? then this node needs --tls too"
 # Each refusal, logged with its reason, before the flood below fills the log.
 log_has "forged header / random bytes / plaintext client" "$tmp/coord.log" "not TLS (wrong version number)"
 log_has "no certificate" "$tmp/coord.log" "peer did not return a certificate"

@@ -177,6 +177,19 @@ class Module(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "/training/batch_size"):
             troupe.validate(synthetic("bad"), sets=["training.batch_size=0"])
         self.assertIn("replicas", troupe.validate(synthetic("fine")))
+        # A NaN is named as such, not as a syntax error in text the user never wrote.
+        with self.assertRaisesRegex(ValueError, "a NaN or an infinity"):
+            troupe.validate(synthetic("bad", optimizer={"type": "sgd", "lr": float("nan")}))
+        # A suite's refusal names "the job", not the temporary file it was written to, and
+        # says "error:" once.
+        suite = synthetic("twins")
+        suite["jobs"] = [{"name": "x"}, {"name": "x"}]
+        for call in (lambda: troupe.validate(suite), lambda: troupe.run(suite, out="twins")):
+            with self.assertRaises(troupe.JobError) as refused:
+                call()
+            self.assertIn("/jobs/1/name", str(refused.exception))
+            self.assertNotIn("troupe-job-", str(refused.exception))
+            self.assertNotIn("error:", str(refused.exception))
 
     def test_missing_folders_and_weights_are_named(self):
         with self.assertRaisesRegex(FileNotFoundError, "nowhere"):
