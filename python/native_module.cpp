@@ -10,6 +10,7 @@
 #include "core/config/parse_job.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
+#include "core/io/weights_file.hpp"
 #include "core/run/run_plan.hpp"
 #include "core/suite/suite_config.hpp"
 
@@ -126,6 +127,60 @@ std::string plan_of(const std::string& job_text, const std::string& job_path,
   return render_plan(make_run_plan(job, read_data_facts(job.data)));
 }
 
+// A weights file troupe wrote (final_weights.pt, member_K.pt), read by troupe's checked reader
+// of pickled tensors, not by torch.load: torch.load unpickles whatever a file holds, and a run
+// folder copied from elsewhere could run code in the reader's process. Each tensor as (name,
+// dtype, shape, raw bytes) for Python to view as a torch tensor.
+py::list read_weights(const std::string& path) {
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  try {
+    named = load_weights(path);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw py::value_error(what.compare(0, path.size(), path) == 0 ? what : path + ": " + what);
+  }
+  py::list out;
+  for (const auto& [name, tensor] : named) {
+    const auto t = tensor.contiguous();
+    // PyTorch's names of the dtypes troupe writes.
+    std::string dtype;
+    switch (t.scalar_type()) {
+      case at::kFloat:
+        dtype = "float32";
+        break;
+      case at::kDouble:
+        dtype = "float64";
+        break;
+      case at::kHalf:
+        dtype = "float16";
+        break;
+      case at::kBFloat16:
+        dtype = "bfloat16";
+        break;
+      case at::kLong:
+        dtype = "int64";
+        break;
+      case at::kInt:
+        dtype = "int32";
+        break;
+      case at::kByte:
+        dtype = "uint8";
+        break;
+      case at::kBool:
+        dtype = "bool";
+        break;
+      default:
+        throw py::value_error(path + ": tensor " + name + " is " +
+                              std::string(c10::toString(t.scalar_type())) +
+                              ", not a type troupe writes");
+    }
+    out.append(py::make_tuple(
+        name, dtype, t.sizes().vec(),
+        py::bytes(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size())));
+  }
+  return out;
+}
+
 bool is_suite_job(const std::string& job_text, const std::string& job_path) {
   py::gil_scoped_release unlocked;
   return is_suite(request_of(job_text, job_path, {}).json);
@@ -165,6 +220,7 @@ PYBIND11_MODULE(_native, m) {
       .def("summary_error", &troupe::native_run::summary_error);
   m.def("validate", &troupe::plan_of, py::arg("job_text"), py::arg("job_path"), py::arg("sets"));
   m.def("is_suite", &troupe::is_suite_job, py::arg("job_text"), py::arg("job_path"));
+  m.def("read_weights", &troupe::read_weights, py::arg("path"));
   m.attr("version") = TROUPE_VERSION;
   m.attr("binary_candidates") =
       std::vector<std::string>{TROUPE_BUILD_BINARY, TROUPE_INSTALLED_BINARY};

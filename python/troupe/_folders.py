@@ -2,14 +2,35 @@
 summaries, and pandas DataFrames of both. pandas is imported only when a frame is asked for."""
 import json
 import os
+import stat
 import time
 
 
+def _regular_file(path):
+    """Whether `path` exists; a pipe, a device or a folder put in a file's place is refused,
+    never read (a pipe would wait for a writer, /dev/zero would fill memory)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path}: not a regular file")
+    return True
+
+
 def _read_json(path):
-    if not os.path.exists(path):
+    """A JSON object troupe wrote; None where it is not written (yet). Anything else is a
+    ValueError naming the file."""
+    if not _regular_file(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+        raise ValueError(f"{path}: not JSON ({type(e).__name__}: {e})"[:1000]) from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: not a JSON object (a {type(value).__name__})")
+    return value
 
 
 def read_summary(folder):
@@ -25,11 +46,12 @@ def read_records(path, follow=None, poll=0.1):
         if follow():
             return
         time.sleep(poll)
-    if not os.path.exists(path):
+    if not _regular_file(path):
         return
     pending = ""
     number = 0
-    with open(path) as f:
+    # Bytes that are not UTF-8 become U+FFFD: their line is then not JSON, named by number.
+    with open(path, encoding="utf-8", errors="replace") as f:
         while True:
             finished = follow is None or follow()  # asked before reading: nothing is missed
             chunk = f.read()
@@ -48,8 +70,8 @@ def read_records(path, follow=None, poll=0.1):
 def _record(path, number, line):
     try:
         record = json.loads(line)
-    except ValueError as e:
-        raise ValueError(f"{path}:{number}: not a JSON record ({e})") from None
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{path}:{number}: not a JSON record ({e})"[:1000]) from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}:{number}: not a JSON record (a {type(record).__name__})")
     return record
@@ -73,9 +95,13 @@ class RunFolder:
         self.folder = os.fspath(folder)
         if not os.path.isdir(self.folder):
             raise FileNotFoundError(f"{self.folder}: no such run folder")
+        metrics = os.path.join(self.folder, "metrics.jsonl")
         self.summary = read_summary(self.folder)
+        if self.summary is None and not _regular_file(metrics):
+            raise ValueError(f"{self.folder}: holds neither metrics.jsonl nor summary.json: not "
+                             "a run's output folder")
         self.job = _read_json(os.path.join(self.folder, "job.json"))
-        self.records = list(read_records(os.path.join(self.folder, "metrics.jsonl")))
+        self.records = list(read_records(metrics))
         self._metrics = None
 
     @property
@@ -97,16 +123,22 @@ class SuiteFolder:
     def __init__(self, folder):
         import pandas as pd
         self.folder = os.fspath(folder)
-        board = _read_json(os.path.join(self.folder, "leaderboard.json"))
+        path = os.path.join(self.folder, "leaderboard.json")
+        board = _read_json(path)
         if board is None:
             raise FileNotFoundError(f"{self.folder}: no leaderboard.json (not a suite's folder, "
                                     "or the suite has not finished)")
+        jobs = board.get("jobs")
+        if not isinstance(jobs, list) or not all(isinstance(job, dict) for job in jobs):
+            raise ValueError(f"{path}: not the leaderboard troupe writes (\"jobs\" is not a "
+                             "list of objects)")
         self.summary = read_summary(self.folder)
         self.ranked_by = board.get("ranked_by")
         rows = []
-        for job in board["jobs"]:
+        for job in jobs:
             row = {k: v for k, v in job.items() if k != "overrides"}
-            row.update(job.get("overrides") or {})
+            overrides = job.get("overrides")
+            row.update(overrides if isinstance(overrides, dict) else {})
             rows.append(row)
         self.leaderboard = pd.DataFrame(rows)
 

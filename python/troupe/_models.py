@@ -7,6 +7,7 @@ the run's final_model.pt, or the job's own module file with the weights asked fo
 """
 import collections
 import json
+import numbers
 import os
 
 
@@ -43,9 +44,24 @@ def _weights_file(folder, weights):
         return os.path.join(folder, "final_weights.pt")
     if weights == "best":
         return os.path.join(folder, "best_weights.pt")
-    if isinstance(weights, int) and not isinstance(weights, bool):
+    if isinstance(weights, numbers.Integral) and not isinstance(weights, bool):
         return os.path.join(folder, f"member_{weights}.pt")
     raise ValueError(f"weights is 'final', 'best' or a member's index, not {weights!r}")
+
+
+def _read_weights(path):
+    """The {name: tensor} dict of a weights file troupe wrote, read by troupe's checked reader:
+    torch.load would unpickle whatever the file holds, code included, and run folders get
+    copied from elsewhere."""
+    import torch
+    from . import _native
+    state = collections.OrderedDict()
+    for name, dtype, shape, raw in _native.read_weights(path):
+        dtype = getattr(torch, dtype)
+        values = (torch.frombuffer(bytearray(raw), dtype=dtype) if raw
+                  else torch.empty(0, dtype=dtype))
+        state[name] = values.reshape(shape)
+    return state
 
 
 def load_model(folder, weights="final"):
@@ -57,10 +73,22 @@ def load_model(folder, weights="final"):
     folder = os.fspath(folder)
     path = _weights_file(folder, weights)
     if not os.path.exists(path):
+        members = [name for name in sorted(os.listdir(folder)) if name.startswith("member_")
+                   and name.endswith(".pt")] if os.path.isdir(folder) else []
+        if members and weights == "final":
+            raise FileNotFoundError(f"{path}: the run is a stacked ensemble of {len(members)} "
+                                    f"members, each its own model: pass weights=0 .. "
+                                    f"{len(members) - 1}")
         raise FileNotFoundError(f"{path}: no such weights (the run failed or did not keep them)")
-    with open(os.path.join(folder, "job.json")) as f:
-        model = json.load(f)["model"]
-    state = torch.load(path)
+    job_file = os.path.join(folder, "job.json")
+    try:
+        with open(job_file) as f:
+            model = json.load(f)["model"]
+        model["type"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{job_file}: not the job.json troupe writes (no model in it: "
+                         f"{e!r})") from None
+    state = _read_weights(path)
     if model["type"] == "torchscript":
         script = os.path.join(folder, "final_model.pt")
         module = torch.jit.load(script if os.path.exists(script) else model["path"])

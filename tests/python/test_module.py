@@ -10,7 +10,9 @@ leaving the folder whole, suites through the program, and bad jobs refused by na
 import gzip
 import json
 import os
+import pickle
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -199,6 +201,40 @@ class Module(unittest.TestCase):
             f.write('{"event": "step", "step": 0}\n[1, 2]\n')
         with self.assertRaisesRegex(ValueError, r"garbled/metrics.jsonl:2: not a JSON record"):
             troupe.read_run("garbled")
+        # Found probing as a hostile user: damaged folders raised AttributeError, KeyError or
+        # UnicodeDecodeError without a path, a pipe hung the reader, /dev/zero filled memory.
+        for name, content in (("list", "[]"), ("empty", "{}"), ("text", '{"jobs": "abc"}')):
+            os.makedirs(f"board_{name}", exist_ok=True)
+            with open(f"board_{name}/leaderboard.json", "w") as f:
+                f.write(content)
+            with self.assertRaisesRegex(ValueError, f"board_{name}/leaderboard.json: not"):
+                troupe.read_suite(f"board_{name}")
+        os.makedirs("damaged", exist_ok=True)
+        with open("damaged/summary.json", "w") as f:
+            f.write("[1, 2]")
+        with self.assertRaisesRegex(ValueError, "damaged/summary.json: not a JSON object"):
+            troupe.read_summary("damaged")
+        with open("damaged/summary.json", "w") as f:
+            f.write('{"status": "succeeded"}')
+        with open("damaged/metrics.jsonl", "wb") as f:
+            f.write(b'{"event": "step", "step": 0}\n\xff\xfe\n' + b"[" * 100000 + b"\n")
+        with self.assertRaisesRegex(ValueError, "damaged/metrics.jsonl:2: not a JSON record"):
+            troupe.read_run("damaged")
+        with open("damaged/metrics.jsonl", "wb") as f:
+            f.write(b"[" * 100000 + b"\n")
+        with self.assertRaisesRegex(ValueError, "damaged/metrics.jsonl:1: not a JSON record"):
+            troupe.read_run("damaged")
+        os.remove("damaged/metrics.jsonl")
+        os.symlink("/dev/zero", "damaged/metrics.jsonl")
+        with self.assertRaisesRegex(ValueError, "damaged/metrics.jsonl: not a regular file"):
+            troupe.read_run("damaged")
+        os.remove("damaged/summary.json")
+        os.mkfifo("damaged/summary.json")
+        with self.assertRaisesRegex(ValueError, "damaged/summary.json: not a regular file"):
+            troupe.read_summary("damaged")
+        os.makedirs("empty_folder", exist_ok=True)
+        with self.assertRaisesRegex(ValueError, "holds neither metrics.jsonl nor summary.json"):
+            troupe.read_run("empty_folder")
         run = troupe.start(synthetic("unfinished", steps=100000), out="unfinished")
         run.stop()
         run.wait()
@@ -206,6 +242,30 @@ class Module(unittest.TestCase):
             troupe.load_model("unfinished")
         with self.assertRaisesRegex(ValueError, "'worst'"):
             troupe.load_model("unfinished", weights="worst")
+
+    def test_weights_are_read_as_tensors_only_never_unpickled_as_code(self):
+        # Found probing as a hostile user: load_model used torch.load, which runs whatever a
+        # pickle holds, and run folders get copied from elsewhere.
+        troupe.run(synthetic("kept", steps=5), out="kept")
+        model = troupe.load_model("kept")
+        self.assertEqual(sum(p.numel() for p in model.parameters()) > 0, True)
+        shutil.copytree("kept", "planted")
+
+        class Planted:
+            def __reduce__(self):
+                return (os.system, ("touch planted/ran",))
+        with open("planted/final_weights.pt", "wb") as f:
+            pickle.dump(Planted(), f)
+        with self.assertRaisesRegex(ValueError, "planted/final_weights.pt"):
+            troupe.load_model("planted")
+        self.assertFalse(os.path.exists("planted/ran"))
+        # A stacked ensemble has a model per member, and says so.
+        troupe.run(synthetic("members", steps=5, ensemble={"members": 2},
+                             parallelism={"replicas": 1}), out="members")
+        with self.assertRaisesRegex(FileNotFoundError, "stacked ensemble of 2 members"):
+            troupe.load_model("members")
+        self.assertEqual(len(list(troupe.load_model("members", weights=1).parameters())) > 0,
+                         True)
 
 
 if __name__ == "__main__":
