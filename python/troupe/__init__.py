@@ -45,7 +45,7 @@ def _job_args(job):
                              "float('inf') among its values): a job is JSON, which has "
                              "neither") from None
     if isinstance(job, (str, os.PathLike)):
-        return "", os.fspath(job)
+        return "", _no_nul(os.fspath(job), "the job's path")
     raise TypeError(f"a job is a dict or a job file's path, not {type(job).__name__}")
 
 
@@ -87,10 +87,22 @@ def _program_error(stderr, fallback):
     return "\n".join(lines) or fallback
 
 
+def _no_nul(text, what):
+    """`text`, refused where it holds a NUL: C++ would read only what comes before it (a path
+    "a.json\\0b" named a.json, a folder "out\\0x" made out)."""
+    if "\0" in text:
+        raise ValueError(f"{what} holds a NUL character: {text!r}")
+    return text
+
+
 def _checked_sets(sets):
     if isinstance(sets, (str, bytes)):
         raise TypeError("sets is a list of --set assignments, e.g. [\"optimizer.lr=0.05\"]")
-    return [str(s) for s in sets]
+    return [_no_nul(str(s), "a --set assignment") for s in sets]
+
+
+def _checked_out(out):
+    return _no_nul(os.fspath(out or ""), "out")
 
 
 def _set_args(sets):
@@ -122,7 +134,7 @@ class Run:
 
     def __init__(self, job, out=None, sets=(), force=False):
         text, path = _job_args(job)
-        self._native = _native.Run(text, path, _checked_sets(sets), os.fspath(out or ""),
+        self._native = _native.Run(text, path, _checked_sets(sets), _checked_out(out),
                                    bool(force))
         self.folder = self._native.folder
         self.plan = self._native.plan
@@ -187,7 +199,7 @@ def run(job, out=None, sets=(), force=False, local_nodes=0, quiet=True):
         raise ValueError("a suite or a job over nodes from Python needs out= (its folder)")
 
     def launch(file):
-        command = [binary(), "run", file, "--out", os.fspath(out)] + _set_args(sets)
+        command = [binary(), "run", file, "--out", _checked_out(out)] + _set_args(sets)
         if force:
             command.append("--force")
         if local_nodes:

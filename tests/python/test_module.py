@@ -179,6 +179,13 @@ class Module(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "/training/batch_size"):
             troupe.validate(synthetic("bad"), sets=["training.batch_size=0"])
         self.assertIn("replicas", troupe.validate(synthetic("fine")))
+        # A NUL ends a C++ string: "base.json\0x" was base.json, a folder "out\0x" was made.
+        for call in (lambda: troupe.validate("no_such_job.json\0.json"),
+                     lambda: troupe.start(synthetic("nul"), out="nul\0x"),
+                     lambda: troupe.validate(synthetic("nul"), sets=["training.steps=20\0junk"])):
+            with self.assertRaisesRegex(ValueError, "NUL"):
+                call()
+        self.assertFalse(os.path.exists("nul"))
         # A NaN is named as such, not as a syntax error in text the user never wrote.
         with self.assertRaisesRegex(ValueError, "a NaN or an infinity"):
             troupe.validate(synthetic("bad", optimizer={"type": "sgd", "lr": float("nan")}))
