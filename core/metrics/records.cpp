@@ -1,5 +1,7 @@
 #include "core/metrics/records.hpp"
 
+#include <limits>
+
 namespace troupe {
 
 const char* to_string(run_status x) {
@@ -139,9 +141,12 @@ nlohmann::json to_json(const node_joined& r) {
 std::vector<int64_t> class_rows(const confusion& r) {
   const auto k = static_cast<std::size_t>(r.classes);
   std::vector<int64_t> rows(k, 0);
+  // Saturating: counts read back from a hand-edited metrics.jsonl may be anything int64 holds,
+  // and a signed sum past it is undefined.
   for (std::size_t truth = 0; truth < k; ++truth)
     for (std::size_t p = 0; p < k; ++p)
-      rows[truth] += r.counts.at(truth * k + p);
+      if (__builtin_add_overflow(rows[truth], r.counts.at(truth * k + p), &rows[truth]))
+        rows[truth] = std::numeric_limits<int64_t>::max();
   return rows;
 }
 

@@ -58,8 +58,12 @@ const char* live_script = R"(
 std::string echo(const std::string& text, std::size_t limit) {
   if (text.size() <= limit)
     return html_escape(text);
-  return html_escape(text.substr(0, limit)) +
-         fmt::format(" … ({} more characters)", text.size() - limit);
+  // Cut between characters, not inside one (a UTF-8 sequence cut in two is not UTF-8, and the
+  // page would not be either); the rest counted in bytes, as it was cut.
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  return html_escape(text.substr(0, cut)) + fmt::format(" … ({} more bytes)", text.size() - cut);
 }
 
 std::string job_href(const std::string& folder) {

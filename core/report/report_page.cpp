@@ -14,10 +14,14 @@
 
 namespace troupe {
 namespace {
+// A page lists at most this many events (and marks as many on its charts): a run checkpointing
+// every step has one per step, and 500,000 of them made a page of 426 MB.
+constexpr std::size_t max_events_shown = 1000;
+
 std::vector<chart_marker> event_markers(const run_history& h) {
   std::vector<chart_marker> markers;
-  for (const auto& e : h.events)
-    markers.push_back({e.t, e.label});
+  for (std::size_t i = 0; i < h.events.size() && i < max_events_shown; ++i)
+    markers.push_back({h.events[i].t, h.events[i].label});
   return markers;
 }
 
@@ -182,9 +186,15 @@ std::string events_table(const run_history& h) {
   // Numbered as the charts' marker lines are.
   std::string out =
       "<h2>Events</h2><table id=\"events\"><tr><th>#</th><th>time (s)</th><th>event</th></tr>";
-  for (std::size_t i = 0; i < h.events.size(); ++i)
+  const auto shown = std::min(h.events.size(), max_events_shown);
+  for (std::size_t i = 0; i < shown; ++i)
     out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td>{}</td></tr>",
                        i + 1, h.events[i].t, echo(h.events[i].label));
+  if (shown < h.events.size())
+    out += fmt::format(
+        "<tr><td></td><td></td><td>… and {} more events (metrics.jsonl holds every "
+        "one)</td></tr>",
+        h.events.size() - shown);
   return out + "</table>";
 }
 

@@ -96,7 +96,8 @@ const char* palette_color(std::size_t k) {
 
 std::vector<double> nice_ticks(double lo, double hi, int count) {
   std::vector<double> ticks;
-  if (!(hi > lo) || count < 1)
+  // A span past double's range (values near ±1e308) has no step to count in.
+  if (!(hi > lo) || count < 1 || !std::isfinite(hi - lo))
     return ticks;
   const double rough = (hi - lo) / count;
   const double power = std::pow(10.0, std::floor(std::log10(rough)));
@@ -119,8 +120,13 @@ struct plot_area {
   range ys;
   double pw = width - left - right;
   double ph = height - top - bottom;
-  double px(double x) const { return left + (x - xs.lo) / (xs.hi - xs.lo) * pw; }
-  double py(double y) const { return top + ph - (y - ys.lo) / (ys.hi - ys.lo) * ph; }
+  // Halved before they are subtracted: the span of values near ±1e308 is past double's range,
+  // and a position of NaN is no SVG.
+  static double share(double v, const range& r) {
+    return (v * 0.5 - r.lo * 0.5) / (r.hi * 0.5 - r.lo * 0.5);
+  }
+  double px(double x) const { return left + share(x, xs) * pw; }
+  double py(double y) const { return top + ph - share(y, ys) * ph; }
 };
 
 plot_area fit(const line_chart& chart) {

@@ -261,6 +261,42 @@ TEST_SUITE("report") {
     CHECK(many.find("936 more rows not drawn") != std::string::npos);
   }
 
+  // Found probing as a hostile user: losses of ±1e308 in a hand-edited metrics.jsonl drew
+  // cy="-nan" (their span is past double's range).
+  TEST_CASE("values at the ends of double's range still have positions") {
+    line_chart c{"loss", "Loss", "step", "loss", {}, {}, false, std::nullopt};
+    c.series.push_back({"train", {{0, 1e308}, {1, -1e308}, {2, 0.5}}, "", false, true});
+    const auto svg = render_svg(c);
+    CHECK(svg.find("nan") == std::string::npos);
+    CHECK(svg.find("inf") == std::string::npos);
+    CHECK(count_of(svg, "<circle") == 3);
+  }
+
+  TEST_CASE("a long text is cut between characters, and many events are listed up to a bound") {
+    std::string text = "a";
+    for (int i = 0; i < 3000; ++i)
+      text += "\xc3\xa9";  // é, two bytes each
+    const auto cut = echo(text, 4096);
+    CHECK(cut.find("(1906 more bytes)") != std::string::npos);
+    // Every byte before the note is whole UTF-8: é's two bytes together.
+    const auto body = cut.substr(0, cut.find(" \xe2\x80\xa6"));
+    CHECK(body.size() % 2 == 1);
+    temp_folder f;
+    std::string metrics;
+    for (int s = 0; s < 3000; ++s)
+      metrics += nlohmann::json{{"event", "checkpoint"},
+                                {"step", s},
+                                {"bytes", 10},
+                                {"seconds", 0.1},
+                                {"t", s * 0.01}}
+                     .dump() +
+                 "\n";
+    f.write("metrics.jsonl", metrics);
+    const auto page = render_run_page(read_run_history(f.path.string()), {});
+    CHECK(page.find("… and 2000 more events") != std::string::npos);
+    CHECK(count_of(page, "class=\"marker\"") <= 1000 * 4);
+  }
+
   TEST_CASE("a y_limit clips a runaway series to the top edge; the others keep the axis") {
     line_chart c{"suite_loss", "Loss", "step", "loss", {}, {}, true, std::nullopt};
     c.series.push_back({"calm", {{0, 2.0}, {1, 1.0}}, "", false, false});

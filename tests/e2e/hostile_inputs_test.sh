@@ -172,7 +172,7 @@ json.dump(s, open(sys.argv[1], "w"))
 PY
 expect 0 "wrote" -- "$troupe" report "$tmp/r"
 size=$(stat -c %s "$tmp/r/report.html")
-[ "$size" -lt 500000 ] && grep -qF "more characters)" "$tmp/r/report.html" && pass ||
+[ "$size" -lt 500000 ] && grep -qF "more bytes)" "$tmp/r/report.html" && pass ||
   fail "a 15 MB error string made a page of $size bytes"
 cp -r "$tmp/r" "$tmp/zero"
 rm "$tmp/zero/metrics.jsonl" "$tmp/zero/summary.json"
