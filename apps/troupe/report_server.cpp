@@ -3,6 +3,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/header_deadline.hpp"
 #include "core/report/report_page.hpp"
+#include "core/suite/suite_config.hpp"
 
 #include <fmt/format.h>
 #include <microhttpd.h>
@@ -70,9 +71,11 @@ class report_source {
     return stamp;
   }
 
-  // A suite's job name from a URL: only a folder of the suite, nothing outside it.
+  // A suite's job name from a URL: only a job's folder of the suite, nothing outside it (nor its
+  // own specs/ and logs/, which are no runs: they were answered 500).
   bool has_job(const std::string& job) const {
-    if (!suite_ || job.empty() || job == "." || job == ".." || job.find('/') != std::string::npos)
+    if (!suite_ || job.empty() || job == "." || job == ".." || job.find('/') != std::string::npos ||
+        suite_folder_entries.count(job) != 0)
       return false;
     std::error_code ec;
     return fs::is_directory(fs::path(folder_) / job, ec);

@@ -22,6 +22,11 @@ double model_state_bytes(const job_config& job, double parameters);
 /// Throws job_error when model_state_bytes exceeds the machine's physical memory.
 void check_model_fits(const job_config& job, double parameters, const device_inventory& inventory);
 
+/// Throws job_error when the rows Fashion-MNIST's headers declare would not fit in physical
+/// memory once loaded.
+void check_data_fits(const job_config& job, const data_facts& data,
+                     const device_inventory& inventory);
+
 /// The address space a process running `threads` compute threads over `parameters` and `data`
 /// maps, estimated from what `troupe run` was measured to map (memory_fit.cpp).
 double address_space_bytes(const job_config& job, double parameters, const data_facts& data,

@@ -395,6 +395,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
   p.data = data;
   p.mode = mode_of(job);
   p.devices = make_device_plan(job, inventory);
+  check_data_fits(job, data, inventory);
   plan_steps(p);
   check_loss_fits_targets(p);
   if (job.model.kind == model_kind::torchscript)

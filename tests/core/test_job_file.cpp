@@ -101,6 +101,32 @@ TEST_SUITE("job_file") {
     small.memory_bytes = 0;  // unknown: no check (and nothing is built here: the test stops)
   }
 
+  // Found probing as a hostile user: two 2 MB gzip files declaring 2.7 million images each were
+  // planned on a 24 GiB machine (18 GiB once loaded).
+  TEST_CASE("Fashion-MNIST files declaring more rows than memory holds are refused") {
+    job_config job;
+    data_facts declared;
+    declared.train_rows = 2'739'000;
+    declared.test_rows = 2'739'000;
+    declared.classes = 10;
+    declared.row_shape = {1, 28, 28};
+    device_inventory machine;
+    machine.memory_bytes = 8.0 * (1 << 30);
+    try {
+      make_run_plan(job, declared, machine);
+      FAIL("20 GiB of images were planned on 8 GiB");
+    } catch (const job_error& e) {
+      CHECK(e.problems().front() ==
+            "/data: the files declare 5478000 rows of 784 values: 20.0 GiB once loaded (as "
+            "bytes, then as float32), more than this machine's 8.0 GiB");
+    }
+    // The published sizes fit anywhere troupe runs.
+    declared.train_rows = 60000;
+    declared.test_rows = 10000;
+    job.training.steps = 1;
+    CHECK(make_run_plan(job, declared, machine).data.train_rows == 60000);
+  }
+
   TEST_CASE("replicas whose threads cannot all map their buffers under ulimit -v are refused") {
     // 256 replicas of a 1024-wide MLP under an 8 GB limit livelocked in OpenBLAS's allocator
     // (issue 39, row 3): the plan refuses them, and plans them where the limit allows.
