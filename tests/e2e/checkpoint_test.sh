@@ -196,10 +196,35 @@ expect_usage() {
 mkdir -p "$tmp/empty"
 expect_usage "resume without checkpoints" "no checkpoint in $tmp/empty/checkpoints verifies" \
   run --resume "$tmp/empty"
-expect_usage "resume a missing folder" "no checkpoint in" run --resume "$tmp/nowhere"
+expect_usage "resume a missing folder" "not a run folder (no such folder)" run --resume "$tmp/nowhere"
 expect_usage "resume with a job file" "excludes" run "$config" --resume "$tmp/sync"
 expect_usage "resume with --set" "give no job file and no --set" \
   run --resume "$tmp/sync" --set optimizer.lr=1
 expect_usage "neither a job nor --resume" "a job file (or --resume DIR)" run
+# A state.json edited by hand with its manifest rewritten to match: refused before the run (it
+# failed the run, exit 1, and invited another --resume; a count of 1e30 became -2^63).
+forge() {  # forge RUN PYTHON: edits the newest checkpoint's state.json, then its manifest
+  cp -r "$tmp/sync" "$1"
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import hashlib, json, os, sys
+run, edit = sys.argv[1], sys.argv[2]
+folder = os.path.join(run, "checkpoints", open(os.path.join(run, "checkpoints", "latest")).read().strip())
+state = json.load(open(os.path.join(folder, "state.json")))
+exec(edit)
+text = json.dumps(state).encode()
+open(os.path.join(folder, "state.json"), "wb").write(text)
+manifest = json.load(open(os.path.join(folder, "manifest.json")))
+for f in manifest["files"]:
+    if f["name"] == "state.json":
+        f["size"], f["sha256"] = len(text), hashlib.sha256(text).hexdigest()
+json.dump(manifest, open(os.path.join(folder, "manifest.json"), "w"))
+PY
+}
+forge "$tmp/forged_huge" 'state["progress"]["tracker"]["rows_per_epoch"] = [1e30]'
+expect_usage "a count of 1e30 in state.json" "state.json's progress/tracker/rows_per_epoch/0 holds a number troupe never writes" \
+  run --resume "$tmp/forged_huge"
+forge "$tmp/forged_type" 'state["progress"]["tracker"]["completed_steps"] = "many"'
+expect_usage "a string for a count in state.json" "state.json's progress is not what troupe writes" \
+  run --resume "$tmp/forged_type"
 
 report checkpoint_test
