@@ -83,7 +83,8 @@ def _program_error(stderr, fallback):
     """The troupe program's complaint as a JobError's text: its lines without their "error: "
     (the exception says it is one)."""
     lines = [line[len("error: "):] if line.startswith("error: ") else line
-             for line in (stderr or "").strip().splitlines()]
+             for line in (stderr or "").strip().splitlines()
+             if line != "Run with --help for more information."]  # the command line's, not ours
     return "\n".join(lines) or fallback
 
 
