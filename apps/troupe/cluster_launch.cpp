@@ -76,8 +76,8 @@ std::string exposure_problem(const std::string& what, const std::string& host, b
            "(--tls DIR; see troupe certs); --insecure accepts plain TCP anyway";
   fmt::print(stderr,
              "warning: {}: --insecure: plain TCP, no TLS: anyone on the network path can read "
-             "and alter what troupe sends, the token included; keep this to a network you "
-             "trust\n",
+             "and alter what troupe sends (the job, the weights, the gradients; the token itself "
+             "never travels); keep this to a network you trust\n",
              what);
   return "";
 }

@@ -54,6 +54,11 @@ node_command with_environment(node_command cmd) {
 node_options shared_options_of(const node_command& cmd) {
   node_options o;
   o.coordinator = parse_host_port(cmd.join, "127.0.0.1", "--join");
+  // Port 0 asks a listener for any port; to join it names none (a node waited for ever).
+  if (o.coordinator.port == 0)
+    throw job_error({"--join " + cmd.join +
+                     ": port 0 names no coordinator (troupe coordinator "
+                     "prints the port it listens on)"});
   o.token = load_token(cmd.token_file);
   if (const auto p = exposure_problem("--listen " + cmd.listen, cmd.listen, !cmd.tls_dir.empty(),
                                       cmd.insecure);

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <optional>
@@ -82,6 +83,7 @@ void print_result(const run_report& r, const std::string& folder, bool stopped) 
                r.status == run_status::diverged ? "diverged" : "failed", r.error);
   }
   fmt::print("outputs in {}\n", folder);
+  std::fflush(stdout);  // said, whatever ends the process after
 }
 
 // The result, and how to continue a run that can be; the exit status.
@@ -114,15 +116,11 @@ int summarize(const run_command& cmd, const single_run& run, const single_run_re
 int run_job_command(const run_command& cmd) {
   // Ctrl-C (or SIGTERM) is a request: during start-up it ends the run before its first step,
   // during training after a step, and the weights and summary.json still get written whole. (A
-  // suite replaces these with its own.)
+  // suite replaces these with its own.) Kept until the process exits: put back to the default
+  // on return, an interrupt during the teardown after a run that succeeded killed the process
+  // (130), and with it the result lines still in stdout's buffer.
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  struct default_signals {
-    ~default_signals() {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
-    }
-  } restore_on_return;
   std::optional<single_run> run;
   try {
     auto request = read_job_request(cmd);

@@ -1,6 +1,7 @@
 #include "core/cluster/certs.hpp"
 
 #include "core/errors.hpp"
+#include "core/io/regular_file.hpp"
 
 #include <fcntl.h>
 #include <openssl/bn.h>
@@ -156,6 +157,13 @@ void write_pair(const std::string& key_path, EVP_PKEY* key, const std::string& c
 bio_ptr open_file(const std::string& path) {
   if (!fs::exists(path))
     fail(path + ": missing");
+  // OpenSSL's fopen would wait for a writer on a pipe put in a file's place (silently, for
+  // ever), and say "unknown error; system lib" of a file it may not read.
+  try {
+    regular_file checked(path);
+  } catch (const std::runtime_error& e) {
+    fail(e.what());
+  }
   bio_ptr bio(BIO_new_file(path.c_str(), "r"));
   if (!bio)
     fail(path + ": cannot read: " + openssl_errors());
@@ -240,11 +248,17 @@ void make_authority(const std::string& dir, int days) {
 void issue_certificate(const std::string& dir, const std::string& name, int days) {
   if (const auto problem = certificate_name_problem(name); !problem.empty())
     fail(problem);
+  if (fs::exists(dir) && !fs::is_directory(dir))
+    fail(dir + ": not a folder (a CA's folder holds ca.pem and ca.key)");
   if (!fs::exists(dir + "/ca.key"))
     fail(dir + "/ca.key: missing: make a CA with `troupe certs init " + dir +
          "` (or issue where the CA's key is kept)");
   const auto ca = read_certificate(dir + "/ca.pem");
   const auto ca_key = read_key(dir + "/ca.key");
+  // Another CA's key signs certificates no node of this CA accepts, found only where they are
+  // used.
+  if (X509_check_private_key(ca.get(), ca_key.get()) != 1)
+    fail(dir + "/ca.key: not the key of " + dir + "/ca.pem (another CA's?)");
   const auto key = new_key();
   const auto cert = make_certificate(key.get(), name, ca.get(), ca_key.get(), false, days);
   const auto files = tls_files_in(dir, name);

@@ -9,6 +9,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace troupe {
 
 std::string read_whole_file(const std::string& path, std::size_t max_bytes) {
@@ -29,10 +33,20 @@ std::string read_whole_file(const std::string& path, std::size_t max_bytes) {
 }
 
 std::string read_small_file(const std::string& path, std::size_t limit) {
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                             &std::fclose);
-  if (!file)
+  // Opened without waiting: a named pipe no program writes to held open() for ever (a token
+  // file, with Ctrl-C caught and so ignored). Read as usual after, blocking: `<(make-job)` has
+  // its writer from the start.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     throw std::runtime_error(std::string("cannot open: ") + std::strerror(errno));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  struct stat info {};
+  const bool pipe = ::fstat(fd, &info) == 0 && S_ISFIFO(info.st_mode);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(::fdopen(fd, "rb"), &std::fclose);
+  if (!file) {
+    ::close(fd);
+    throw std::runtime_error(std::string("cannot open: ") + std::strerror(errno));
+  }
   std::string text;
   std::vector<char> chunk(64 * 1024);
   while (true) {
@@ -48,6 +62,8 @@ std::string read_small_file(const std::string& path, std::size_t limit) {
   // A folder opens, then fails its first read with EISDIR.
   if (std::ferror(file.get()))
     throw std::runtime_error(std::string("cannot read: ") + std::strerror(errno));
+  if (pipe && text.empty())
+    throw std::runtime_error("a pipe that no program writes to");
   return text;
 }
 

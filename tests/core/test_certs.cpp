@@ -109,6 +109,13 @@ TEST_SUITE("certs") {
     fs::remove(tmp.path + "/ca.key");
     CHECK_THROWS_WITH_AS(issue_certificate(tmp.path, "a"), doctest::Contains("ca.key: missing"),
                          job_error);
+    // Another CA's key: its certificates would fail only where they are used.
+    const auto other = tmp.path + "/other";
+    make_authority(other);
+    fs::copy_file(other + "/ca.key", tmp.path + "/ca.key");
+    CHECK_THROWS_WITH_AS(issue_certificate(tmp.path, "a"),
+                         doctest::Contains("ca.key: not the key of"), job_error);
+    CHECK_FALSE(fs::exists(tmp.path + "/a.key"));
   }
 
   TEST_CASE("a process's files must be its own and signed by its CA") {
@@ -141,6 +148,16 @@ TEST_SUITE("certs") {
     files = tls_files_in(ours, "a");
     files.ca = ours + "/b.pem";
     CHECK(tls_files_problem(files, "a").find("not a CA") != std::string::npos);
+    // A pipe or a folder in a file's place is named, never opened (OpenSSL waited on the pipe
+    // for a writer, for ever).
+    files = tls_files_in(ours, "a");
+    files.ca = ours + "/pipe.pem";
+    REQUIRE(::mkfifo(files.ca.c_str(), 0600) == 0);
+    CHECK(tls_files_problem(files, "a").find("pipe.pem: not a regular file (a pipe)") !=
+          std::string::npos);
+    files.ca = ours;
+    CHECK(tls_files_problem(files, "a").find(": not a regular file (a folder)") !=
+          std::string::npos);
   }
 
   TEST_CASE("with certificates a node joins under its certificate's name, never as coordinator") {

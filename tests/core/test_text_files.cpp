@@ -53,6 +53,13 @@ TEST_SUITE("checkpoint") {
                          "cannot open: No such file or directory", std::runtime_error);
     CHECK_THROWS_WITH_AS(read_small_file(path.parent_path().string(), 10),
                          "cannot read: Is a directory", std::runtime_error);
+    // A named pipe with no writer: refused at once (it held open() for ever), while a pipe
+    // with its writer is read (`troupe validate <(make-job)`).
+    temp_folder t;
+    const auto pipe = (t.path / "pipe").string();
+    REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(read_small_file(pipe, 10), "a pipe that no program writes to",
+                         std::runtime_error);
   }
 
   // Found probing as a hostile user: a data or model path naming a pipe waited in open() for a

@@ -319,6 +319,12 @@ coord=$last_pid
 expect 2 "--listen 127.0.0.1:$port: the port is in use (another program listens there)" -- \
   "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" --out "$tmp/dist_in_use"
 [ ! -e "$tmp/dist_in_use" ] && pass || fail "a coordinator on a port in use made its folder"
+# A node asked to join port 0 (it waited for ever), or given a token pipe nobody writes to (it
+# waited in open() for ever): refused at once.
+expect 2 "--join 127.0.0.1:0: port 0 names no coordinator" -- "$troupe" node --join 127.0.0.1:0
+mkfifo "$tmp/token_pipe"
+expect 2 "a pipe that no program writes to" -- "$troupe" node --join "127.0.0.1:$port" \
+  --token-file "$tmp/token_pipe"
 /usr/bin/python3 "$here/../python/basp_stranger.py" hold "$port" 60 18 && pass ||
   fail "connections that never joined were not closed"
 log_has "held connections" "$tmp/coord_h.log" "its node did not join the run within 15 s of connecting"
