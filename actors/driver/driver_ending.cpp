@@ -135,7 +135,14 @@ void end_run_on_failures(driver_pointer self) {
       return;
     if (st.members && st.members->departed.count(msg.source) > 0)
       return;  // given up on already
-    const auto why = msg.reason ? self->system().render(msg.reason) : "exited early";
+    // CAF's words for a lost connection ("exit_reason(remote_link_unreachable)") said nothing a
+    // user could act on.
+    const auto why = !msg.reason ? std::string("exited early")
+                     : msg.reason == caf::exit_reason::remote_link_unreachable
+                         ? std::string(
+                               "its node's connection was lost (the node stopped, or its "
+                               "process or host went away)")
+                         : self->system().render(msg.reason);
     const auto rank = st.roster->rank_of(msg.source);
     // Its node's connection went down (killed, unplugged, silent past node_timeout_s): under
     // cluster.on_node_loss "continue" the survivors carry on. A worker that failed on its own
