@@ -5,6 +5,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/node_processes.hpp"
+#include "apps/troupe/stop_request.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/join_check.hpp"
 #include "core/cluster/slurm_env.hpp"
@@ -118,12 +119,12 @@ std::vector<node_options> nodes_of(const node_command& cmd) {
 
 namespace {
 
-std::atomic<bool> node_stop_requested{false};
-
 // Ctrl-C or SIGTERM: the node leaves the run (run_node), says so and exits 130; it printed
-// "Terminated" and died mid-step.
-extern "C" void on_node_stop(int) {
-  node_stop_requested.store(true);
+// "Terminated" and died mid-step (stop_request.hpp).
+stop_request node_stop;
+
+extern "C" void on_node_stop(int signal) {
+  note_stop_signal(node_stop, signal, "\ntroupe node: stopped at once (a second interrupt)\n");
 }
 
 }  // namespace
@@ -137,7 +138,7 @@ int run_node_command(const node_command& given) {
     return exit_usage;
   }
   for (auto& o : nodes)
-    o.stop_requested = &node_stop_requested;
+    o.stop_requested = &node_stop.asked;
   // Before any fork: the nodes inherit the handler (the parent takes these signals with sigwait
   // while it watches them, node_processes).
   std::signal(SIGINT, on_node_stop);

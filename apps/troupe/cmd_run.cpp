@@ -4,50 +4,29 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/single_run.hpp"
+#include "apps/troupe/stop_request.hpp"
 #include "apps/troupe/suite_commands.hpp"
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <optional>
 
 namespace troupe {
 namespace {
 
-std::atomic<bool> interrupted{false};
-
-// The first Ctrl-C (or SIGTERM) asks the run to stop at a step boundary; another one at least a
-// second later, while that request waits (a step that does not end: a worker stuck in a library
-// call), ends the process at once. Sooner it is the same interrupt delivered twice (a terminal's
-// Ctrl-C reaches the whole process group, and `timeout` forwards it too). Every file troupe
-// writes is replaced whole or appended a record at a time, so what is on disk stays readable.
-std::atomic<int64_t> first_interrupt_ns{0};
-
-int64_t monotonic_ns() {  // async-signal-safe
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
+// The first Ctrl-C (or SIGTERM) asks the run to stop at a step boundary (stop_request.hpp).
+stop_request interrupt;
+const std::atomic<bool>& interrupted = interrupt.asked;
 
 extern "C" void on_interrupt(int signal) {
-  const auto now = monotonic_ns();
-  if (!interrupted.exchange(true)) {
-    first_interrupt_ns.store(now);
-    return;
-  }
-  if (now - first_interrupt_ns.load() < 1'000'000'000)
-    return;
-  static const char message[] = "\ntroupe: stopped at once (a second interrupt)\n";
-  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, message, sizeof message - 1);
-  ::_exit(128 + signal);
+  note_stop_signal(interrupt, signal, "\ntroupe: stopped at once (a second interrupt)\n");
 }
 
 std::string steps_text(int64_t n) {

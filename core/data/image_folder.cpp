@@ -89,6 +89,9 @@ decoded_split decode_split(const image_listing& listing, const image_config& con
   // that image's error, named with its file.
   const auto decode_one = [&](int64_t i) -> std::string {
     const auto& file = listing.files[static_cast<std::size_t>(i)];
+    const auto named = [&file](const std::string& what) {
+      return what.compare(0, file.size(), file) == 0 ? what : file + ": " + what;
+    };
     try {
       const auto image =
           decode_image(read_whole_file(file, max_image_file_bytes), static_cast<int>(channels));
@@ -101,14 +104,13 @@ decoded_split decode_split(const image_listing& listing, const image_config& con
       images[i].copy_(fitted);
       return {};
     } catch (const std::length_error& e) {
-      return std::string(e.what()) + " (an image of at most 2^26 pixels)";
+      return named(e.what()) + " (an image of at most 2^26 pixels)";
     } catch (const std::bad_alloc&) {
       return file + ": out of memory while decoding it";
     } catch (const c10::Error& e) {
       return file + ": " + e.what_without_backtrace();
     } catch (const std::exception& e) {
-      const std::string what = e.what();
-      return what.compare(0, file.size(), file) == 0 ? what : file + ": " + what;
+      return named(e.what());
     }
   };
   const auto work = [&] {
