@@ -12,6 +12,7 @@
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "actors/cluster/bounded_stop.hpp"
 #include "apps/troupe/commands.hpp"
+#include "core/cluster/slurm_env.hpp"
 #include "core/run/allocator_settings.hpp"
 
 #include <CLI/CLI.hpp>
@@ -103,7 +104,7 @@ CLI::App* add_node(CLI::App& app, troupe::node_command& node) {
   sub->add_option("--threads", node.threads,
                   "Compute threads offered (default: $SLURM_CPUS_PER_TASK, else all, shared out "
                   "among --processes)")
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      ->check(CLI::Range(int64_t{1}, troupe::max_node_threads));
   sub->add_option("--processes", node.processes,
                   "Start K nodes here, NAME-0 .. NAME-(K-1), forked from one start so that they "
                   "share its loaded libraries (default 1)")

@@ -78,6 +78,10 @@ slurm_node_defaults slurm_node_defaults_of(const env_lookup& env) {
   if (const auto cpus = value_of(env, "SLURM_CPUS_PER_TASK"); !cpus.empty()) {
     if (!is_count(cpus) || std::stoll(cpus) == 0)
       throw std::invalid_argument("SLURM_CPUS_PER_TASK \"" + cpus + "\" is not a count of CPUs");
+    // --threads's bound, which the environment went around.
+    if (std::stoll(cpus) > max_node_threads)
+      throw std::invalid_argument("SLURM_CPUS_PER_TASK \"" + cpus + "\": a node offers at most " +
+                                  std::to_string(max_node_threads) + " threads");
     d.threads = std::stoll(cpus);
   }
   return d;

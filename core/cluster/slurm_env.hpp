@@ -26,6 +26,9 @@ using env_lookup = std::function<const char*(const char*)>;
 /// empty or its brackets do not close.
 std::string first_slurm_host(const std::string& nodelist);
 
+/// The most compute threads one node offers (`troupe node --threads`, $SLURM_CPUS_PER_TASK).
+constexpr int64_t max_node_threads = 4096;
+
 struct slurm_node_defaults {
   std::string join;     ///< "HOST:PORT", or "" where the environment does not say
   std::string name;     ///< "" outside a step
@@ -35,7 +38,7 @@ struct slurm_node_defaults {
 
 /// The defaults `env` gives. Throws std::invalid_argument naming the variable that is wrong: a
 /// host list that does not parse, $TROUPE_PORT missing inside a Slurm job without $TROUPE_JOIN,
-/// $SLURM_CPUS_PER_TASK or $SLURM_PROCID not a count.
+/// $SLURM_CPUS_PER_TASK or $SLURM_PROCID not a count (the CPUs at most max_node_threads).
 slurm_node_defaults slurm_node_defaults_of(const env_lookup& env);
 
 }  // namespace troupe

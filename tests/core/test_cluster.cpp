@@ -91,6 +91,11 @@ TEST_SUITE("cluster") {
     vars["SLURM_CPUS_PER_TASK"] = "0";
     CHECK_THROWS_WITH_AS(slurm_node_defaults_of(env), doctest::Contains("SLURM_CPUS_PER_TASK"),
                          std::invalid_argument);
+    // --threads's bound holds for the environment too (a million was taken).
+    vars["SLURM_CPUS_PER_TASK"] = "1000000";
+    CHECK_THROWS_WITH_AS(slurm_node_defaults_of(env),
+                         "SLURM_CPUS_PER_TASK \"1000000\": a node offers at most 4096 threads",
+                         std::invalid_argument);
     vars["SLURM_CPUS_PER_TASK"] = "2";
     vars["SLURM_PROCID"] = "x";
     CHECK_THROWS_WITH_AS(slurm_node_defaults_of(env), doctest::Contains("SLURM_PROCID"),
