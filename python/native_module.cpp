@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -143,39 +144,17 @@ py::list read_weights(const std::string& path) {
   for (const auto& [name, tensor] : named) {
     const auto t = tensor.contiguous();
     // PyTorch's names of the dtypes troupe writes.
-    std::string dtype;
-    switch (t.scalar_type()) {
-      case at::kFloat:
-        dtype = "float32";
-        break;
-      case at::kDouble:
-        dtype = "float64";
-        break;
-      case at::kHalf:
-        dtype = "float16";
-        break;
-      case at::kBFloat16:
-        dtype = "bfloat16";
-        break;
-      case at::kLong:
-        dtype = "int64";
-        break;
-      case at::kInt:
-        dtype = "int32";
-        break;
-      case at::kByte:
-        dtype = "uint8";
-        break;
-      case at::kBool:
-        dtype = "bool";
-        break;
-      default:
-        throw py::value_error(path + ": tensor " + name + " is " +
-                              std::string(c10::toString(t.scalar_type())) +
-                              ", not a type troupe writes");
-    }
+    static const std::map<at::ScalarType, const char*> dtype_names = {
+        {at::kFloat, "float32"},     {at::kDouble, "float64"}, {at::kHalf, "float16"},
+        {at::kBFloat16, "bfloat16"}, {at::kLong, "int64"},     {at::kInt, "int32"},
+        {at::kByte, "uint8"},        {at::kBool, "bool"}};
+    const auto dtype = dtype_names.find(t.scalar_type());
+    if (dtype == dtype_names.end())
+      throw py::value_error(path + ": tensor " + name + " is " +
+                            std::string(c10::toString(t.scalar_type())) +
+                            ", not a type troupe writes");
     out.append(py::make_tuple(
-        name, dtype, t.sizes().vec(),
+        name, dtype->second, t.sizes().vec(),
         py::bytes(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size())));
   }
   return out;

@@ -1,14 +1,13 @@
 #include "apps/troupe/cluster_launch.hpp"
 
+#include "apps/troupe/listen_socket.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
-#include <netdb.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,23 +42,14 @@ std::string make_private_directory() {
 std::string listen_problem(const std::string& host, uint16_t port) {
   if (port == 0)
     return "";
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
-    return "not an address of this machine";
-  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> owned(found, ::freeaddrinfo);
-  const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return "";  // let the run say why
-  const int on = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // as CAF binds
-  const int bound = ::bind(fd, found->ai_addr, found->ai_addrlen);
-  const int error = errno;
-  ::close(fd);
-  if (bound == 0)
+  int bound = 0, error = 0;
+  const int fd = open_listener(host, port, bound, error);
+  if (fd >= 0) {
+    ::close(fd);  // nothing has connected: the run's own acceptor binds it again at once
     return "";
+  }
+  if (error == 0)
+    return "not an address of this machine";
   return error == EADDRINUSE ? "the port is in use (another program listens there)"
                              : std::string("cannot listen there: ") + std::strerror(error);
 }

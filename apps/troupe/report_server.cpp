@@ -2,13 +2,12 @@
 
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/header_deadline.hpp"
+#include "apps/troupe/listen_socket.hpp"
 #include "core/report/report_page.hpp"
 #include "core/suite/suite_config.hpp"
 
 #include <fmt/format.h>
 #include <microhttpd.h>
-#include <netdb.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -198,36 +197,6 @@ extern "C" void on_connection(void* cls, MHD_Connection* connection, void**,
     deadline.started(connection, info->connect_fd);
 }
 
-// A listening socket on host:port (port 0: one the OS picks), and the port it got; -1 when the
-// address cannot be listened on.
-int open_listener(const std::string& host, int port, int& bound) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0)
-    return -1;
-  int fd = -1;
-  for (auto* a = found; a && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    const int on = 1;
-    if (fd >= 0 && (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-                    ::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 64) != 0)) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  sockaddr_storage address{};
-  socklen_t length = sizeof address;
-  if (fd >= 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
-    bound =
-        ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
-  return fd;
-}
-
 }  // namespace
 
 int serve_report(const std::string& folder, const std::string& host, int port,
@@ -239,8 +208,8 @@ int serve_report(const std::string& folder, const std::string& host, int port,
     fmt::print(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
-  int bound = port;
-  const int listener = open_listener(host, port, bound);
+  int bound = port, error = 0;
+  const int listener = open_listener(host, port, bound, error);
   if (listener < 0) {
     fmt::print(stderr, "error: --serve: cannot listen on {}:{} (in use, or not an address here)\n",
                host, port);

@@ -13,8 +13,15 @@
 
 namespace troupe {
 
+int open_without_waiting(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0)  // the flag only kept open() from waiting
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 regular_file::regular_file(const std::string& path, failure fail) : path_(path), fail_(fail) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  fd_ = open_without_waiting(path);
   if (fd_ < 0)
     this->fail(path + ": cannot open it (" + std::strerror(errno) + ")");
   struct stat info {};
@@ -31,8 +38,6 @@ regular_file::regular_file(const std::string& path, failure fail) : path_(path),
                                          : "device or socket") +
                ")");
   }
-  // Reads of a regular file never block anyway; the flag only kept open() from waiting.
-  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
   size_ = static_cast<std::size_t>(info.st_size);
 }
 

@@ -8,6 +8,10 @@
 
 namespace troupe {
 
+/// open(path, O_RDONLY) that does not wait for a pipe's writer (then reads block as usual): the
+/// descriptor, or -1 with errno set. A pipe with no writer then reads as empty.
+int open_without_waiting(const std::string& path);
+
 class regular_file {
  public:
   /// Throws what `fail` makes of a message beginning with the path.

@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,10 +35,9 @@ std::string read_small_file(const std::string& path, std::size_t limit) {
   // Opened without waiting: a named pipe no program writes to held open() for ever (a token
   // file, with Ctrl-C caught and so ignored). Read as usual after, blocking: `<(make-job)` has
   // its writer from the start.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int fd = open_without_waiting(path);
   if (fd < 0)
     throw std::runtime_error(std::string("cannot open: ") + std::strerror(errno));
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   struct stat info {};
   const bool pipe = ::fstat(fd, &info) == 0 && S_ISFIFO(info.st_mode);
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(::fdopen(fd, "rb"), &std::fclose);

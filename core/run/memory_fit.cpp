@@ -22,6 +22,16 @@ constexpr double mib = 1 << 20;
 constexpr double base_bytes = 2 * gib;
 constexpr double per_thread_bytes = 136 * mib;
 
+// The data's rows (training, validation, test) and the values in each, as loaded.
+double all_rows(const data_facts& data) {
+  return static_cast<double>(data.train_rows + data.validation_rows + data.test_rows);
+}
+
+int64_t row_values(const data_facts& data) {
+  return std::accumulate(data.row_shape.begin(), data.row_shape.end(), int64_t{1},
+                         std::multiplies<>());
+}
+
 }  // namespace
 
 double model_state_bytes(const job_config& job, double parameters) {
@@ -44,17 +54,14 @@ void check_data_fits(const job_config& job, const data_facts& data,
   // 2.7 million images each, 18 GiB once loaded, on a 24 GiB machine.
   if (job.data.kind != data_kind::fashion_mnist || inventory.memory_bytes <= 0)
     return;
-  const auto row = std::accumulate(data.row_shape.begin(), data.row_shape.end(), int64_t{1},
-                                   std::multiplies<>());
-  const double rows = static_cast<double>(data.train_rows + data.validation_rows + data.test_rows);
   // The file's bytes, then the same as float32 rows.
-  const double bytes = rows * static_cast<double>(row) * 5;
+  const double bytes = all_rows(data) * static_cast<double>(row_values(data)) * 5;
   if (bytes <= inventory.memory_bytes)
     return;
   throw job_error({fmt::format(
       "/data: the files declare {:.0f} rows of {} values: {:.1f} GiB once loaded (as bytes, "
       "then as float32), more than this machine's {:.1f} GiB",
-      rows, row, bytes / gib, inventory.memory_bytes / gib)});
+      all_rows(data), row_values(data), bytes / gib, inventory.memory_bytes / gib)});
 }
 
 void check_model_fits(const job_config& job, double parameters, const device_inventory& inventory) {
@@ -71,11 +78,9 @@ void check_model_fits(const job_config& job, double parameters, const device_inv
 
 double address_space_bytes(const job_config& job, double parameters, const data_facts& data,
                            int64_t threads) {
-  const auto row = std::accumulate(data.row_shape.begin(), data.row_shape.end(), int64_t{1},
-                                   std::multiplies<>());
-  const double rows = static_cast<double>(data.train_rows + data.validation_rows + data.test_rows);
   return base_bytes + static_cast<double>(threads) * per_thread_bytes +
-         model_state_bytes(job, parameters) + rows * static_cast<double>(row) * 4;
+         model_state_bytes(job, parameters) +
+         all_rows(data) * static_cast<double>(row_values(data)) * 4;
 }
 
 void check_address_space(const job_config& job, double parameters, const data_facts& data,
