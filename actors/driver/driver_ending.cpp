@@ -105,6 +105,12 @@ void maybe_succeed(driver_pointer self) {
   const auto last_step = st.plan->rules.total_steps() - 1;
   if (st.finished || !st.training_done || !st.tracker->evaluated(last_step))
     return;
+  // keep_best's verdict on the last evaluation waits for its weights: a stage that evaluates
+  // alone (one stage, micro-batches) hands in its final weights, then the figures, then the
+  // evaluated weights. (A replica sends those before its final weights; where nodes may be lost
+  // the replica that sent them may be gone, and the run must not wait for them.)
+  if (st.keeper && !st.members && !st.keeper->settled(last_step))
+    return;
   if (st.members && !st.plan->parameter_server()) {
     // Replicas: every live one's weights (a lost node's never come), which must agree.
     if (!may_release(st))

@@ -304,6 +304,7 @@ run_driver_actor::behavior_type driver_behavior(driver_pointer self) {
       [self](snapshot_atom, const evaluated_weights& w) {
         take_snapshot(self, w.step, w.part, w.weights);
         after_evaluation(self, w.step);
+        maybe_succeed(self);
       },
       [self](checkpoint_atom, const checkpoint_part& c) {
         take_checkpoint_part(self, c.step, c.part, c.weights, c.optimizer);

@@ -35,15 +35,13 @@ validation_keeper::validation_keeper(std::optional<monitor_metric> keep_best,
   }
 }
 
-std::optional<double> validation_keeper::best_value() const {
-  return keep_ ? keep_->best() : std::nullopt;
-}
-
 void validation_keeper::on_evaluation(int64_t step, double loss, double accuracy) {
   if (!wants_snapshots() || stop_decided_)
     return;
   auto& p = pending_[step];
   p.best = keep_ && keep_->improves(loss, accuracy);
+  if (*p.best)
+    p.value = *keep_->best();
   if (stop_) {
     stop_->improves(loss, accuracy);
     p.stop = stop_->since_best() >= patience_;
@@ -72,6 +70,7 @@ void validation_keeper::settle(int64_t step) {
   const auto weights = model_weights_of_stages(p.parts, stage_parameters_);
   if (*p.best) {
     best_step_ = step;
+    best_value_ = p.value;
     best_weights_ = weights;
   }
   if (p.stop) {
@@ -116,6 +115,7 @@ void validation_keeper::restore(const nlohmann::json& saved, at::Tensor best_wei
   const auto& step = saved.at("best_step");
   if (!step.is_null() && best_weights.defined()) {
     best_step_ = step.get<int64_t>();
+    best_value_ = keep_ ? keep_->best() : std::nullopt;  // no evaluation pends at a checkpoint
     best_weights_ = std::move(best_weights);
   }
 }

@@ -58,9 +58,10 @@ class validation_keeper {
   /// Set once early stopping decided and the weights of that evaluation are in.
   std::optional<int64_t> stopped_at() const { return stopped_at_; }
   const at::Tensor& stop_weights() const { return stop_weights_; }
-  /// The best evaluation so far (keep_best) and its weights, once they are in.
+  /// The best evaluation so far (keep_best), its figure and its weights, once the weights are
+  /// in: a better evaluation whose weights are still awaited is not the best yet.
   std::optional<int64_t> best_step() const { return best_step_; }
-  std::optional<double> best_value() const;
+  std::optional<double> best_value() const { return best_value_; }
   const at::Tensor& best_weights() const { return best_weights_; }
 
   /// Whether nothing about the evaluation after `step` is still awaited (its verdict and its
@@ -79,6 +80,7 @@ class validation_keeper {
     std::vector<at::Tensor> parts;
     int64_t received = 0;
     std::optional<bool> best;  ///< the verdict, once the evaluation is in
+    double value = 0;          ///< its figure, where it is the best
     bool stop = false;
   };
   void settle(int64_t step);
@@ -88,6 +90,7 @@ class validation_keeper {
   int64_t patience_ = 0;
   std::map<int64_t, pending> pending_;  ///< by step
   std::optional<int64_t> best_step_;
+  std::optional<double> best_value_;
   at::Tensor best_weights_;
   std::optional<int64_t> stopped_at_;
   at::Tensor stop_weights_;

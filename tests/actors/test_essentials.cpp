@@ -89,6 +89,34 @@ TEST_SUITE("essentials") {
     }
   }
 
+  // One stage with micro-batches evaluates alone and hands in its final weights before the
+  // weights it evaluated: the last evaluation, the best here, must still be kept, with its figure.
+  TEST_CASE("keep_best keeps the last evaluation's weights in every stage layout") {
+    struct layout {
+      int64_t replicas, stages, micro_batches;
+    };
+    for (auto l : {layout{1, 1, 2}, layout{1, 2, 2}, layout{2, 1, 2}, layout{1, 1, 1}}) {
+      CAPTURE(l.replicas);
+      CAPTURE(l.stages);
+      CAPTURE(l.micro_batches);
+      auto job = watched(test::small_job(l.replicas, 200));
+      job.parallelism.stages = l.stages;
+      job.parallelism.micro_batches = l.micro_batches;
+      job.optimizer.lr = 0.01;  // small: every evaluation improves on the one before
+      job.training.steps = 20;
+      job.training.keep_best = monitor_metric::validation_loss;
+      const auto r = plan_and_run(job, test::small_data(job));
+      REQUIRE_MESSAGE(r.succeeded(), r.error);
+      REQUIRE(r.best_step.has_value());
+      CHECK(*r.best_step == 19);
+      REQUIRE(r.best_value.has_value());
+      REQUIRE(r.validation_loss.has_value());
+      CHECK(*r.best_value == *r.validation_loss);  // the figure of the evaluation kept
+      REQUIRE(r.best_weights.defined());
+      CHECK(at::equal(r.best_weights, r.final_weights));
+    }
+  }
+
   TEST_CASE("async stops early and keeps its best at the parameter server") {
     auto job = stopping(watched(test::small_job(2, 200)), 3);
     job.parallelism.policy = policy_kind::async;

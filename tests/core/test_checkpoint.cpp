@@ -226,6 +226,20 @@ TEST_SUITE("checkpoint") {
     resumed.on_snapshot(2, 0, 1, at::zeros({3}));
     CHECK(resumed.stopped_at() == std::optional<int64_t>(2));
   }
+
+  TEST_CASE("a better evaluation is the best only once its weights are in") {
+    validation_keeper keeper(monitor_metric::validation_loss, std::nullopt);
+    keeper.on_evaluation(7, 1.4, 0.25);
+    keeper.on_snapshot(7, 0, 1, at::full({3}, 7.0));
+    keeper.on_evaluation(14, 1.2, 0.45);  // better, its weights still on their way
+    CHECK_FALSE(keeper.settled(14));
+    CHECK(keeper.best_step() == std::optional<int64_t>(7));
+    CHECK(keeper.best_value() == std::optional<double>(1.4));  // step 7's figure, not 14's
+    keeper.on_snapshot(14, 0, 1, at::full({3}, 14.0));
+    CHECK(keeper.best_step() == std::optional<int64_t>(14));
+    CHECK(keeper.best_value() == std::optional<double>(1.2));
+    CHECK(at::equal(keeper.best_weights(), at::full({3}, 14.0)));
+  }
 }
 
 TEST_SUITE("checkpoint") {
