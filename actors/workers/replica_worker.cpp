@@ -371,11 +371,12 @@ caf::error on_failure(self_pointer self, std::exception_ptr& ep) {
   auto error = make_error_from_exception(ep);
   const auto& st = self->state;
   const auto why = "replica " + std::to_string(st.rank) + " failed";
+  // The steps this one completed count in the run's figures, whatever failed after them.
+  send_unsent_reports(self);
   if (const auto& reduction = st.context->reduction) {
     // Every replica summed the last step this one completed. The abort releases the others,
     // which then send the reports they held (exchange_sync); they must reach the driver before
     // this failure does, so that the run counts that step.
-    send_unsent_reports(self);
     reduction->abort(why);
     if (const auto last = reduction->last_reported(st.rank);
         last >= 0 && st.plan->schedule.policy_at(last) == policy_kind::sync)

@@ -118,6 +118,19 @@ TEST_SUITE("training") {
   }
 
   TEST_CASE("a worker that throws inside LibTorch ends the run, naming the worker and cause") {
+    // A lone replica holds its short steps' reports back (a block at a time): they still count.
+    for (const int64_t replicas : {2, 1}) {
+      CAPTURE(replicas);
+      auto job = test::small_job(replicas, 50);
+      job.faults.throw_worker = replicas - 1;
+      job.faults.throw_step = 5;
+      auto r = plan_and_run(job, test::small_data(job), {});
+      CHECK(r.status == run_status::failed);
+      CHECK(r.error.find("worker " + std::to_string(replicas - 1) + " failed") !=
+            std::string::npos);
+      CHECK(r.error.find("mat1 and mat2 shapes cannot be multiplied") != std::string::npos);
+      CHECK(r.steps == 5);
+    }
     auto job = test::small_job(2, 50);
     job.faults.throw_worker = 1;
     job.faults.throw_step = 5;
