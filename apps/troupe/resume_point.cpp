@@ -14,6 +14,21 @@
 
 namespace troupe {
 
+namespace {
+
+// Whether the folder's summary.json says the run succeeded (a missing or unreadable one does
+// not: a run killed before its end has none, or the stub of a failure).
+bool already_succeeded(const std::string& run_dir) {
+  try {
+    const auto summary = read_json_file(run_dir + "/summary.json");
+    return summary.is_object() && summary.value("status", "") == "succeeded";
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 resume_point find_resume_point(const std::string& run_dir) {
   resume_point point;
   std::error_code error;
@@ -27,6 +42,13 @@ resume_point find_resume_point(const std::string& run_dir) {
                      "/JOB), or run the suite again into another folder"});
   // Before any checkpoint is read: a run still writing them would be read half-way.
   point.lock = std::make_shared<folder_lock>(run_dir, "--resume");
+  // A run that ended well is resumed all the same (its last steps trained again, its outputs
+  // written over, as the same weights), but not without a word.
+  if (already_succeeded(run_dir))
+    fmt::print(stderr,
+               "note: {}: the run already succeeded (its summary.json says so); its steps after "
+               "the newest checkpoint train again and its outputs are written anew\n",
+               run_dir);
   // The run folder's own job names which checkpoints are its: one copied in from another run
   // would otherwise continue as this one, its job.json overwritten.
   const auto job_file = run_dir + "/job.json";
@@ -44,6 +66,10 @@ resume_point find_resume_point(const std::string& run_dir) {
         ++point.skipped;
       },
       run_job);
+  if (!stored && !std::filesystem::exists(checkpoints_folder(run_dir), error))
+    throw job_error({"--resume " + run_dir +
+                     ": the run wrote no checkpoint (it stopped before its first, or its job "
+                     "has checkpoint.every_steps 0): run the job again"});
   if (!stored)
     throw job_error({"--resume " + run_dir + ": no checkpoint in " + checkpoints_folder(run_dir) +
                      " verifies"});

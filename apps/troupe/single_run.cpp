@@ -4,6 +4,7 @@
 #include "apps/troupe/cluster_launch.hpp"
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/progress_printer.hpp"
+#include "core/checkpoint/checkpoint_store.hpp"
 #include "core/config/overrides.hpp"
 #include "core/data/data_source.hpp"
 #include "core/data/validation_split.hpp"
@@ -72,7 +73,10 @@ run_directory claim_folder(const run_command& cmd, const run_plan& plan,
   const bool resumed = resume_lock != nullptr;
   const auto folder =
       resumed ? cmd.resume : (cmd.out.empty() ? default_run_directory(plan.job.name) : cmd.out);
-  check_checkpoints_fit(plan, folder, disk_free_bytes(folder));
+  auto free_bytes = disk_free_bytes(folder);
+  if (resumed && free_bytes >= 0)  // the checkpoints there now make way for the new ones
+    free_bytes += bytes_under(checkpoints_folder(folder));
+  check_checkpoints_fit(plan, folder, free_bytes);
   auto dir = resumed ? run_directory::reopen(folder, std::move(resume_lock))
                      : run_directory(folder, cmd.force);
   dir.reserve_summary_space();

@@ -110,13 +110,26 @@ int64_t step_of(const fs::path& folder) {
   return std::stoll(digits);
 }
 
-// Checkpoint folders, newest first.
-std::vector<fs::path> stored_steps(const std::string& folder) {
+// Checkpoint folders, newest first. Any entry may be anything a user or a disk left there (a
+// link loop, a folder it may not read): each is judged without throwing, and what cannot be
+// listed or judged is told to `log` (null: nobody asks) and passed over.
+std::vector<fs::path> stored_steps(const std::string& folder,
+                                   const std::function<void(const std::string&)>& log = nullptr) {
   std::vector<fs::path> out;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(folder, ec))
-    if (entry.is_directory() && step_of(entry.path()) >= 0)
-      out.push_back(entry.path());
+  fs::directory_iterator it(folder, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && log)
+    log("cannot list " + folder + ": " + ec.message());
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const auto& path = it->path();
+    if (step_of(path) < 0)
+      continue;
+    std::error_code type_error;
+    if (it->is_directory(type_error))
+      out.push_back(path);
+    else if (type_error && log)
+      log("checkpoint " + path.filename().string() + " skipped: " + type_error.message());
+  }
   std::sort(out.begin(), out.end(),
             [](const fs::path& a, const fs::path& b) { return step_of(a) > step_of(b); });
   return out;
@@ -214,7 +227,15 @@ int64_t write_checkpoint(const std::string& run_dir, const stored_checkpoint& c,
     fs::remove_all(tmp, ec);
     throw;
   }
-  fs::remove_all(final_path, ec);  // a checkpoint of the same step from before a resume
+  // A checkpoint of the same step from before a resume goes first; one that cannot (a folder
+  // made unreadable) is named, or the rename below fails with "Directory not empty".
+  fs::remove_all(final_path, ec);
+  if (ec) {
+    const auto why = ec.message();
+    fs::remove_all(tmp, ec);
+    throw std::runtime_error("cannot replace " + final_path.string() +
+                             " (an older checkpoint of the same step): " + why);
+  }
   fs::rename(tmp, final_path);
   sync_folder(folder);
   write_file_atomically((fs::path(folder) / "latest").string(), name + "\n");
@@ -226,7 +247,7 @@ int64_t write_checkpoint(const std::string& run_dir, const stored_checkpoint& c,
 std::optional<stored_checkpoint> read_latest_checkpoint(
     const std::string& run_dir, const std::function<void(const std::string&)>& log,
     const std::string& job_sha256) {
-  for (const auto& path : stored_steps(checkpoints_folder(run_dir))) {
+  for (const auto& path : stored_steps(checkpoints_folder(run_dir), log)) {
     try {
       auto c = load_verified(path);
       if (!job_sha256.empty() && !c.job_sha256.empty() && c.job_sha256 != job_sha256)

@@ -50,6 +50,22 @@ double disk_free_bytes(const std::string& folder) {
   return ec ? -1 : static_cast<double>(space.available);
 }
 
+double bytes_under(const std::string& folder) {
+  namespace fs = std::filesystem;
+  double bytes = 0;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(folder, ec);  // links are not followed
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_error;
+    if (it->is_regular_file(size_error)) {
+      const auto size = it->file_size(size_error);
+      if (!size_error)
+        bytes += static_cast<double>(size);
+    }
+  }
+  return bytes;
+}
+
 void check_checkpoints_fit(const run_plan& plan, const std::string& folder, double free_bytes) {
   const auto count = checkpoints_at_most(plan);
   const double each = checkpoint_bytes(plan);

@@ -24,6 +24,11 @@ int64_t checkpoints_at_most(const run_plan& plan);
 /// user; a negative number when that cannot be read.
 double disk_free_bytes(const std::string& folder);
 
+/// The bytes of the regular files under `folder` (0 where there is none): what a resumed run's
+/// checkpoints already hold of the space check_checkpoints_fit counts, since retention removes
+/// them as the new ones come.
+double bytes_under(const std::string& folder);
+
 /// Throws job_error when the checkpoints at their most exceed `free_bytes` (negative: unknown,
 /// no check). `folder` names the output folder in the message.
 void check_checkpoints_fit(const run_plan& plan, const std::string& folder, double free_bytes);

@@ -146,6 +146,38 @@ TEST_SUITE("checkpoint") {
     }
   }
 
+  // Found probing as a hostile user: a link loop anywhere in checkpoints/ aborted --resume (an
+  // uncaught filesystem_error), and the run that met one failed.
+  TEST_CASE("a link loop among the checkpoints is passed over, named when it looks like one") {
+    const temp_folder dir;
+    write_checkpoint(dir.path.string(), sample(1), 5);
+    write_checkpoint(dir.path.string(), sample(2), 5);
+    const auto folder = fs::path(checkpoints_folder(dir.path.string()));
+    fs::create_symlink("zz", folder / "zz");
+    fs::remove_all(folder / "step-2");
+    fs::create_symlink("step-2", folder / "step-2");
+    const auto c = read_latest_checkpoint(dir.path.string(), nullptr);
+    REQUIRE(c);
+    CHECK(c->step == 1);
+    const auto lines = skipped_lines(dir.path.string());
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("checkpoint step-2 skipped: Too many levels of symbolic links") !=
+          std::string::npos);
+    CHECK(write_checkpoint(dir.path.string(), sample(3, 10), 1) > 0);  // retention passes them
+    CHECK(read_latest_checkpoint(dir.path.string(), nullptr)->step == 3);
+  }
+
+  // (Its mode 000 hid "Permission denied" the same way; root, as in CI, reads such a folder.)
+  TEST_CASE("a checkpoints folder that cannot be listed is named, not taken for an empty one") {
+    const temp_folder dir;
+    std::ofstream(checkpoints_folder(dir.path.string())) << "not a folder";
+    const auto lines = skipped_lines(dir.path.string());
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("cannot list") != std::string::npos);
+    CHECK(lines[0].find("Not a directory") != std::string::npos);
+    CHECK_FALSE(read_latest_checkpoint(dir.path.string(), nullptr));
+  }
+
   TEST_CASE("retention keeps the newest `keep` and removes stray temporaries") {
     const temp_folder dir;
     const auto folder = fs::path(checkpoints_folder(dir.path.string()));

@@ -4,10 +4,14 @@
 #include "core/errors.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/run/disk_fit.hpp"
+#include "temp_folder.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 #include <torch/optim/optimizer.h>
+
+#include <filesystem>
+#include <fstream>
 
 using namespace troupe;
 
@@ -86,5 +90,16 @@ TEST_SUITE("checkpoint") {
     CHECK(checkpoints_at_most(plan) == 0);
     CHECK_NOTHROW(check_checkpoints_fit(plan, "out", 0));
     CHECK(disk_free_bytes("/no/such/folder/below/root") > 0);  // the root's file system
+  }
+
+  TEST_CASE("bytes_under counts the files of a folder, links not followed") {
+    const temp_folder dir;
+    std::filesystem::create_directories(dir.path / "step-9");
+    std::ofstream(dir.path / "step-9" / "state.pt") << std::string(1000, 'x');
+    std::ofstream(dir.path / "latest") << "step-9\n";
+    std::filesystem::create_symlink("/dev/zero", dir.path / "endless");
+    std::filesystem::create_directory_symlink(".", dir.path / "loop");
+    CHECK(bytes_under(dir.path.string()) == 1007);
+    CHECK(bytes_under((dir.path / "none").string()) == 0);
   }
 }
