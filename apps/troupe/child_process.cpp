@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -44,7 +47,15 @@ child_process::child_process(const std::vector<std::string>& argv, const std::st
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const int rc = posix_spawn(&pid_, argv.at(0).c_str(), &actions, nullptr, args.data(), environ);
+  // This process's environment, its own parent_variable (if any) replaced by this pid.
+  const std::string parent = std::string(parent_variable) + "=" + std::to_string(::getpid());
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, parent.c_str(), std::strlen(parent_variable) + 1) != 0)
+      env.push_back(*e);
+  env.push_back(const_cast<char*>(parent.c_str()));
+  env.push_back(nullptr);
+  const int rc = posix_spawn(&pid_, argv.at(0).c_str(), &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0)
     throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
@@ -87,6 +98,20 @@ double child_process::rss_mb() const {
 void child_process::send(int signal) const {
   if (!exit_ && pid_ > 0)
     ::kill(pid_, signal);
+}
+
+void end_with_parent() {
+  const char* value = std::getenv(parent_variable);
+  if (value == nullptr)
+    return;
+  const auto parent = static_cast<pid_t>(std::atol(value));
+  ::unsetenv(parent_variable);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) {  // it ended before the request was in place
+    std::fprintf(stderr, "troupe: the process that started this one (pid %ld, %s) has ended\n",
+                 static_cast<long>(parent), parent_variable);
+    std::_Exit(128 + SIGTERM);
+  }
 }
 
 std::string self_executable() {

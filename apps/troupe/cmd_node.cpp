@@ -141,8 +141,7 @@ int run_node_command(const node_command& given) {
     o.stop_requested = &node_stop.asked;
   // Before any fork: the nodes inherit the handler (the parent takes these signals with sigwait
   // while it watches them, node_processes).
-  std::signal(SIGINT, on_node_stop);
-  std::signal(SIGTERM, on_node_stop);
+  take_stop_signals(on_node_stop);
   std::size_t mine = 0;
   if (nodes.size() > 1) {  // checked once, above, for all of them; forked before any thread
     const forked_node f = fork_node_processes(

@@ -98,8 +98,7 @@ int run_job_command(const run_command& cmd) {
   // suite replaces these with its own.) Kept until the process exits: put back to the default
   // on return, an interrupt during the teardown after a run that succeeded killed the process
   // (130), and with it the result lines still in stdout's buffer.
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  take_stop_signals(on_interrupt);
   std::optional<single_run> run;
   try {
     auto request = read_job_request(cmd);

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -122,10 +123,18 @@ int write_outputs(const suite_config& suite, const run_directory& dir,
     return exit_failed;
   }
   fmt::print("{}", render_leaderboard(results));
-  int failed = 0;
+  // The table first, whole, where stdout and stderr share one file (> log 2>&1).
+  std::fflush(stdout);
+  std::map<run_status, int> count;
   for (const auto& r : results)
-    failed += r.status == run_status::failed || r.status == run_status::not_started ? 1 : 0;
-  if (failed > 0)
+    ++count[r.status];
+  if (suite_was_interrupted())
+    fmt::print(stderr,
+               "error: the suite was interrupted: of {} jobs, {} succeeded, {} stopped, {} not "
+               "started, {} failed\n",
+               results.size(), count[run_status::succeeded], count[run_status::stopped],
+               count[run_status::not_started], count[run_status::failed]);
+  else if (const int failed = count[run_status::failed] + count[run_status::not_started])
     fmt::print(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
   fmt::print("outputs in {}\n", dir.path());
   if (suite_succeeded(results))
@@ -136,7 +145,12 @@ int write_outputs(const suite_config& suite, const run_directory& dir,
 // The suite's folder before anything runs: the file as run, each job's spec, the logs folder;
 // the results named. Returns the program to start the jobs with (this one).
 std::string prepare_folder(const nlohmann::json& file, const suite_config& suite,
-                           const run_directory& dir, std::vector<suite_job_result>& results) {
+                           const run_directory& dir, std::vector<suite_job_result>& results,
+                           bool force) {
+  if (force) {  // the specs and logs of the suite run before go with its summary (run_directory)
+    std::filesystem::remove_all(dir.file("specs"));
+    std::filesystem::remove_all(dir.file("logs"));
+  }
   write_file_atomically(dir.file("suite.json"), file.dump(2) + "\n");
   std::filesystem::create_directories(dir.file("specs"));
   std::filesystem::create_directories(dir.file("logs"));
@@ -196,7 +210,8 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
     suite_run run{
         suite,
         *dir,
-        prepare_folder(file, suite, *dir, results),
+        prepare_folder(file, suite, *dir, results, cmd.force),
+        cmd.force,
         results,
         {},
         loser_watch(suite.stop_losers_after, suite.asha, longest(steps), suite.jobs.size()),

@@ -11,6 +11,7 @@
 //
 // Exit status: 0 success, 1 the run failed, 2 bad job file or command line.
 #include "actors/cluster/bounded_stop.hpp"
+#include "apps/troupe/child_process.hpp"
 #include "apps/troupe/commands.hpp"
 #include "core/cluster/slurm_env.hpp"
 #include "core/run/allocator_settings.hpp"
@@ -167,6 +168,7 @@ int print_help(CLI::App& app, const std::string& topic, const std::string& overv
 }  // namespace
 
 int main(int argc, char** argv) {
+  troupe::end_with_parent();  // a suite's job or a local node: not one moment past its parent
   troupe::keep_step_memory_for_reuse();  // before LibTorch allocates (core/run/allocator_settings)
   CLI::App app{"troupe: train neural networks with actors, from one JSON job file"};
   app.name("troupe");

@@ -113,7 +113,7 @@ forked_node fork_node_processes(int64_t count,
     if (sig == SIGCHLD) {
       ok = reap_ended(live, log, stopping) && ok;
     } else {
-      stopping = stopping || sig == SIGINT || sig == SIGTERM;
+      stopping = stopping || sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
       signal_all(live, sig);
     }
   }

@@ -17,6 +17,12 @@ struct stop_request {
   std::atomic<int64_t> first_ns{0};  ///< CLOCK_MONOTONIC, when it was first asked
 };
 
+/// Makes `handler` take SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session: it killed
+/// a suite runner mid-job), each a stop; SIGHUP only where it is not ignored (nohup).
+void take_stop_signals(void (*handler)(int));
+/// Gives the three back to their default.
+void release_stop_signals();
+
 /// Call from the signal handler (async-signal-safe). `message` is written to stderr before a
 /// second stop ends the process with 128 + signal.
 void note_stop_signal(stop_request& request, int signal, const char* message);

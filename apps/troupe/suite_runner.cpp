@@ -2,6 +2,7 @@
 #include "apps/troupe/suite_runner.hpp"
 
 #include "apps/troupe/commands.hpp"
+#include "apps/troupe/stop_request.hpp"
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/io/atomic_file.hpp"
 
@@ -22,9 +23,11 @@ constexpr auto poll_interval = std::chrono::milliseconds(50);
 constexpr auto stop_grace = std::chrono::seconds(10);
 
 std::atomic<bool> suite_interrupted{false};
+std::atomic<int> suite_interrupts{0};
 
 extern "C" void on_suite_interrupt(int) {
   suite_interrupted.store(true);
+  suite_interrupts.fetch_add(1);
 }
 
 std::optional<double> number_at(const nlohmann::json& summary, const char* key) {
@@ -42,19 +45,40 @@ void read_figures(const nlohmann::json& summary, suite_job_result& result) {
   result.samples_per_s = summary.value("samples_per_s", 0.0);
 }
 
+// The last "error: ..." line of a job's log (what `troupe run` said when it refused), or "".
+std::string last_error_line(const std::string& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.rfind("error: ", 0) == 0)
+      last = line.substr(7);
+  constexpr std::size_t longest = 400;
+  return last.size() > longest ? last.substr(0, longest) + "..." : last;
+}
+
 // Folds what the child left (its summary.json) into the result; writes a summary for a child
 // that could not (killed), or whose end the runner decided (a limit, stop_losers).
 void collect(const std::string& folder, const child_exit& exit, running_job& r,
              suite_job_result& result) {
   result.wall_s = std::chrono::duration<double>(clock_type::now() - r.started).count();
   const auto summary_path = folder + "/summary.json";
+  // A job that refused to run (exit 2: its folder held another run's files, or was in use) left
+  // nothing: a summary.json there is another run's, and its figures are not this job's.
+  const bool refused = !exit.signaled && exit.code == exit_usage;
   nlohmann::json summary;
   try {
     std::ifstream in(summary_path);
-    if (in)
+    if (in && !refused)
       summary = nlohmann::json::parse(in);
   } catch (const std::exception&) {
     summary = nullptr;  // half a file cannot happen (atomic writes); a bad one is ignored
+  }
+  if (refused) {
+    const auto why = last_error_line(r.log);
+    result.status = run_status::failed;
+    result.error = "the job's process refused to run (exit status 2)" +
+                   (why.empty() ? std::string() : ": " + why);
+    return;  // its folder is not the runner's to write in either
   }
   if (summary.is_object()) {
     result.status =
@@ -73,8 +97,9 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
   // stopped with the suite, not a failure of its own.
   const bool stopped_with_suite =
       suite_interrupted.load() &&
-      ((exit.signaled && (exit.signal == SIGINT || exit.signal == SIGTERM)) ||
-       (!exit.signaled && exit.code == 130));
+      ((exit.signaled &&
+        (exit.signal == SIGINT || exit.signal == SIGTERM || exit.signal == SIGHUP)) ||
+       (!exit.signaled && exit.code == exit_interrupted));
   if (r.lost) {
     // The job was asked to stop; however it ended (interrupted, or killed after the grace
     // period), the reason is the rule's, and it is no failure.
@@ -82,8 +107,8 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
     result.error = r.cause;
   } else if (stopped_with_suite) {
     result.status = run_status::stopped;
-    if (!summary.is_object())
-      result.error = "stopped by an interrupt of the suite before it trained";
+    if (!summary.is_object())  // still starting, or a second interrupt ended it at once
+      result.error = "stopped by an interrupt of the suite before it wrote its summary";
   } else if (!r.cause.empty()) {
     result.status = run_status::failed;
     result.error =
@@ -99,6 +124,7 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
     summary["status"] = to_string(result.status);
     summary["error"] = result.error;
     std::filesystem::create_directories(folder);
+    give_up_summary_space(folder);  // the job's reserve for the summary it could not write
     write_file_atomically(summary_path, summary.dump(2) + "\n");
   }
 }
@@ -150,13 +176,19 @@ void start_ready(suite_run& s, placement_queue& queue) {
     running_job r;
     r.index = p.job;
     r.started = clock_type::now();
+    r.log = s.dir.file("logs/" + result.name + ".log");
     try {
-      r.child = std::make_unique<child_process>(
-          // The job runs on the device the queue placed it on ("cuda" becomes one GPU).
-          std::vector<std::string>{s.program, "run", s.dir.file("specs/" + result.name + ".json"),
-                                   "--set", "device=" + result.device, "--out",
-                                   s.dir.file(result.name)},
-          s.dir.file("logs/" + result.name + ".log"));
+      // The job runs on the device the queue placed it on ("cuda" becomes one GPU).
+      std::vector<std::string> argv{s.program,
+                                    "run",
+                                    s.dir.file("specs/" + result.name + ".json"),
+                                    "--set",
+                                    "device=" + result.device,
+                                    "--out",
+                                    s.dir.file(result.name)};
+      if (s.force)
+        argv.push_back("--force");
+      r.child = std::make_unique<child_process>(argv, r.log);
     } catch (const std::exception& e) {
       result.status = run_status::failed;
       result.error = e.what();
@@ -203,10 +235,9 @@ bool retry(suite_run& s, running_job& r, suite_job_result& result) {
   s.display.event(fmt::format(
       "retrying {} ({} of {}) {}: {}", result.name, result.retries, s.suite.jobs[r.index].retries,
       resumable ? "from its newest checkpoint" : "from the start", result.error));
+  r.log = s.dir.file("logs/" + result.name + ".retry" + std::to_string(result.retries) + ".log");
   try {
-    r.child = std::make_unique<child_process>(
-        args,
-        s.dir.file("logs/" + result.name + ".retry" + std::to_string(result.retries) + ".log"));
+    r.child = std::make_unique<child_process>(args, r.log);
   } catch (const std::exception& e) {
     result.error = e.what();
     return false;
@@ -249,12 +280,15 @@ void run_jobs(suite_run& s) {
   for (const auto& j : s.suite.jobs)
     requests.push_back(j.request);
   placement_queue queue(s.suite.devices, requests, s.suite.max_concurrent);
-  std::signal(SIGINT, on_suite_interrupt);
-  std::signal(SIGTERM, on_suite_interrupt);
+  take_stop_signals(on_suite_interrupt);
   bool stopping = false;
+  int passed_on = 0;
   while (!queue.all_done()) {
-    if (suite_interrupted.load() && !stopping) {
-      stopping = true;  // no new job starts; the running ones stop after their step
+    // Each interrupt goes on to the running jobs: the first stops them after their step, one a
+    // second or more later ends them at once (stop_request.hpp), as it would a lone run.
+    if (const int interrupts = suite_interrupts.load(); interrupts > passed_on) {
+      passed_on = interrupts;
+      stopping = true;  // no new job starts
       for (auto& r : s.running)
         r.child->send(SIGINT);
     }
@@ -267,8 +301,7 @@ void run_jobs(suite_run& s) {
     s.display.poll([&s](std::size_t j) { return s.metrics_of(j); });
   }
   s.display.close([&s](std::size_t j) { return s.metrics_of(j); });
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  release_stop_signals();
 }
 
 bool suite_was_interrupted() {

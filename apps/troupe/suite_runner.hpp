@@ -28,6 +28,7 @@ struct running_job {
   clock_type::time_point started;
   std::optional<clock_type::time_point> kill_at;  ///< after a stop request
   std::string cause;                              ///< why the runner stopped it
+  std::string log;                                ///< where its output goes
   bool lost = false;  ///< stopped by stop_losers: the job ends stopped, not failed
   int64_t attempts = 1;
 };
@@ -37,6 +38,7 @@ struct suite_run {
   const suite_config& suite;
   const run_directory& dir;
   std::string program;
+  bool force;  ///< --force: each job may reuse its folder, as the suite reuses its own
   std::vector<suite_job_result>& results;
   std::vector<running_job> running;
   loser_watch watch;

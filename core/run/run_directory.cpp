@@ -135,8 +135,12 @@ void run_directory::write_job(const job_config& job) const {
   write_file_atomically(file("job.json"), to_json(job).dump(2) + "\n");
 }
 
+void give_up_summary_space(const std::string& path) {
+  ::unlink((path + "/" + summary_reserve).c_str());
+}
+
 void run_directory::write_summary(const run_report& report, const job_config& job) const {
-  ::unlink(file(summary_reserve).c_str());
+  give_up_summary_space(path_);
   auto j = to_json(report);
   j["name"] = job.name;
   j["policy"] = to_string(job.parallelism.policy);

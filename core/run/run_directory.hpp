@@ -22,6 +22,10 @@ namespace troupe {
 /// runs/NAME-YYYYmmdd-HHMMSS (local time), the default output folder.
 std::string default_run_directory(const std::string& job_name);
 
+/// Removes the summary reserve of the run folder `path`, for whoever writes the summary of a
+/// run that could not (a suite runner, for a job killed before it wrote one).
+void give_up_summary_space(const std::string& path);
+
 /// The file of stacked ensemble member k's weights: member_K.pt.
 std::string member_weights_file(int64_t k);
 

@@ -123,6 +123,29 @@ print({j["name"]: (j["status"], j.get("error")) for j in jobs})
 assert not any(j["status"] == "failed" for j in jobs)
 assert any(j["status"] == "stopped" for j in jobs)
 PY
+# It says how its jobs ended ("1 of 8 jobs did not succeed" counted the unstarted only), after
+# the table, and no job folder keeps the reserve of a summary the runner wrote for it.
+grep -qE "error: the suite was interrupted: of 8 jobs, [0-9] succeeded, [1-8] stopped" \
+  "$tmp/many.log" && pass || fail "interrupted suite's count: $(tail -3 "$tmp/many.log")"
+[ -z "$(find "$tmp/many" -name .summary-space)" ] && pass ||
+  fail "reserves left: $(find "$tmp/many" -name .summary-space)"
+
+# A suite runner killed with SIGKILL takes its jobs with it: the kernel sends each SIGTERM, and it
+# stops as after Ctrl-C. They ran on to their end, unwatched, re-parented to init.
+"$troupe" run "$tmp/many.json" --out "$tmp/killed" --quiet >"$tmp/killed.log" 2>&1 &
+runner=$!
+for _ in $(seq 100); do [ -n "$(ls "$tmp/killed/logs" 2>/dev/null)" ] && break; sleep 0.1; done
+sleep 0.3
+kill -9 $runner
+wait $runner 2>/dev/null
+for _ in $(seq 100); do pgrep -f "$tmp/killed/specs" >/dev/null || break; sleep 0.1; done
+! pgrep -f "$tmp/killed/specs" >/dev/null && pass ||
+  fail "jobs outlived their killed runner: $(pgrep -af "$tmp/killed/specs")"
+# Run again with --force, every job starts anew in its folder (it refused the folders the run
+# before left, exit 2, and the table showed that run's figures as this one's).
+timeout 300 "$troupe" run "$tmp/many.json" --out "$tmp/killed" --force --quiet \
+  --set training.steps=20 >"$tmp/forced.log" 2>&1 && pass ||
+  fail "--force over a killed suite: $(tail -5 "$tmp/forced.log")"
 
 # A trial whose loss diverges is listed as diverged, unranked and not retried; the suite succeeds.
 cat >"$tmp/div.json" <<'JSON'
