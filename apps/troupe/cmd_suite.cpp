@@ -107,6 +107,12 @@ std::vector<int64_t> check_plans(const suite_config& suite) {
       problems.push_back("job " + j.job.name + ": data: " + e.what());
     }
   }
+  // A first rung no job reaches stops none: asha was accepted and did nothing.
+  if (problems.empty() && suite.asha && suite.asha->min_steps >= longest(steps))
+    problems.push_back(fmt::format(
+        "/asha/min_steps: {} steps, not fewer than the longest job's {}: no job reaches the "
+        "first rung, so asha would stop none",
+        suite.asha->min_steps, longest(steps)));
   if (!problems.empty())
     throw job_error(std::move(problems));
   return steps;

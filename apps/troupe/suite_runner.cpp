@@ -100,6 +100,14 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
       ((exit.signaled &&
         (exit.signal == SIGINT || exit.signal == SIGTERM || exit.signal == SIGHUP)) ||
        (!exit.signaled && exit.code == exit_interrupted));
+  // A job asked to stop (asha, stop_losers, a time budget) that had trained every step before
+  // the request reached it ended as it would have: succeeded, ranked (it was listed stopped).
+  const bool finished_first = !exit.signaled && exit.code == exit_ok &&
+                              result.status == run_status::succeeded && !r.cause.empty();
+  if (finished_first) {
+    r.cause.clear();
+    r.lost = false;
+  }
   if (r.lost) {
     // The job was asked to stop; however it ended (interrupted, or killed after the grace
     // period), the reason is the rule's, and it is no failure.

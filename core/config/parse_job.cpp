@@ -26,10 +26,10 @@ constexpr int64_t max_channels = 1024;
 // Each conv block halves the 28x28 image: 28 -> 14 -> 7 -> 3.
 constexpr std::size_t max_conv_blocks = 3;
 
-// A name becomes a folder (runs/NAME-TIME, a suite's DIR/NAME) and a word on a command line:
-// nothing a shell or a path reads specially. '=' and ',' spell a suite job's settings
-// ("cnn-lr=0.05,seed=2", core/suite/job_names).
-bool valid_name(const std::string& s) {
+}  // namespace
+
+// '=' and ',' spell a suite job's settings ("cnn-lr=0.05,seed=2", core/suite/job_names).
+bool valid_run_name(const std::string& s) {
   if (s.empty() || s.size() > 64)
     return false;
   for (char c : s)
@@ -38,6 +38,8 @@ bool valid_name(const std::string& s) {
       return false;
   return s != "." && s != "..";
 }
+
+namespace {
 
 bool non_empty(const std::string& s) {
   return !s.empty();
@@ -289,8 +291,7 @@ job_config parse_job(const nlohmann::json& json) {
   std::vector<std::string> problems;
   job_config job;
   object_reader top(json, "", problems);
-  top.string("name", job.name, valid_name,
-             "a name of 1 to 64 characters from A-Z a-z 0-9 _ . - = ,");
+  top.string("name", job.name, valid_run_name, run_name_rule);
   {
     int64_t seed = 0;
     top.integer("seed", seed, 0, INT64_MAX);

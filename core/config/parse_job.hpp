@@ -14,6 +14,13 @@ namespace troupe {
 
 job_config parse_job(const nlohmann::json& job);
 
+/// Whether `name` may name a job or a suite: it becomes a folder (runs/NAME-TIME, a suite's
+/// DIR/NAME) and a word on a command line, so nothing a shell or a path reads specially.
+bool valid_run_name(const std::string& name);
+/// What valid_run_name wants, for messages.
+inline constexpr const char* run_name_rule =
+    "a name of 1 to 64 characters from A-Z a-z 0-9 _ . - = , (not . or ..)";
+
 nlohmann::ordered_json to_json(const job_config& job);
 
 /// Reads and parses a JSON file. Throws job_error naming the file: cannot open, invalid JSON

@@ -262,6 +262,28 @@ std::vector<std::string> name_jobs(const std::string& suite_name,
   return pick_job_names(wanted, fallback);
 }
 
+// A key the sweep or the search sets in every job that an entry sets too: the entry's value
+// would be replaced without a word (and still be listed among its overrides), so it is refused,
+// as a key both in the sweep and in the search is.
+void check_entry_not_shadowed(const nlohmann::json& entry, const std::string& where,
+                              const assignment& values, const std::set<std::string>& searched,
+                              std::vector<std::string>& problems) {
+  for (const auto& [key, value] : values) {
+    std::string pointer = "/" + key;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    bool set = false;
+    try {
+      set = entry.contains(nlohmann::json::json_pointer(pointer));
+    } catch (const nlohmann::json::exception&) {
+      // not a path JSON pointers can spell: apply_override names it
+    }
+    if (set)
+      problems.push_back(where + pointer + ": also in " +
+                         (searched.count(key) > 0 ? "search" : "sweep") +
+                         ", which sets it in every job; give each key one of them");
+  }
+}
+
 // One job of the suite, parsed and checked; nullopt (its problems added) when it does not parse.
 std::optional<suite_job> expand_job(const nlohmann::json& base, const job_origin& from,
                                     std::vector<std::string>& problems) {
@@ -369,8 +391,11 @@ suite_config parse_suite(const nlohmann::json& file) {
   for (const auto& key : suite_keys)
     base.erase(key);
   suite.name = string_or(base, "name", "suite");
-  if (base.contains("name") && !base["name"].is_string())
-    problems.push_back("/name: must be a string, got " + render_value(base["name"]));
+  // The suite's name names its default folder (runs/NAME-TIME) even where every job names
+  // itself: "../../x" wrote the suite outside runs/, a byte not UTF-8 failed it after its folder.
+  if (base.contains("name") && (!base["name"].is_string() || !valid_run_name(suite.name)))
+    problems.push_back("/name: must be " + std::string(run_name_rule) + ", got " +
+                       render_value(base["name"]));
 
   const auto entries = read_entries(file, problems);
   suite.entries = entries.size();
@@ -394,6 +419,8 @@ suite_config parse_suite(const nlohmann::json& file) {
   for (std::size_t e = 0; e < entries.size(); ++e)
     for (std::size_t c = 0; c < combos.size(); ++c) {
       const auto where = file.contains("jobs") ? "/jobs/" + std::to_string(e) : std::string("");
+      if (c == 0)
+        check_entry_not_shadowed(entries[e], where, combos[c], searched, problems);
       auto job = expand_job(
           base, {entries[e], where, combos[c], searched, job_names[e * combos.size() + c]},
           problems);

@@ -250,6 +250,24 @@ TEST_SUITE("suite") {
         "job big: needs 4 threads on cpu, the largest such device offers 2"));
     CHECK(any_contains(problems_of({{"jobs", {json::object()}}, {"max_concurrent", 0}}),
                        "/max_concurrent: must be an integer >= 1"));
+    // Found probing as a hostile user: the suite's own name named its default folder unchecked
+    // ("../../x" wrote outside runs/) when every job named itself.
+    for (const char* name : {"../../x", "", "a/b", "..", "\xff"}) {
+      CAPTURE(name);
+      CHECK(any_contains(problems_of({{"name", name}, {"jobs", {{{"name", "a"}}}}}),
+                         "/name: must be a name of 1 to 64 characters"));
+    }
+    // An entry's key that the sweep (or the search) sets in every job was replaced silently,
+    // and still listed as the entry's override.
+    const json shadowed = {
+        {"jobs", {{{"name", "a"}}, {{"name", "b"}, {"optimizer", {{"lr", 0.1}}}}}},
+        {"sweep", {{"optimizer.lr", {0.01, 0.02}}}}};
+    CHECK(any_contains(problems_of(shadowed),
+                       "/jobs/1/optimizer/lr: also in sweep, which sets it in every job"));
+    CHECK(problems_of(shadowed).size() == 1);  // once, not once per combination
+    const json beside = {{"jobs", {{{"name", "b"}, {"optimizer", {{"type", "adam"}}}}}},
+                         {"sweep", {{"optimizer.lr", {0.01, 0.02}}}}};
+    CHECK(problems_of(beside).empty());
   }
 
   TEST_CASE("placement: jobs outnumbering the threads queue, in order, and take freed slots") {

@@ -132,6 +132,10 @@ status=$?
 check "$tmp/asha" "the leader succeeds, the hopeless job is stopped at the first rung" \
   'jobs["leader"]["status"] == "succeeded" and jobs["hopeless"]["status"] == "stopped" and jobs["hopeless"]["error"].startswith("stopped by asha at the rung of 10 steps: validation accuracy ") and jobs["hopeless"]["wall_s"] < 100'
 
+# A first rung beyond every job's end stopped nothing, without a word.
+expect 2 "/asha/min_steps: 2000000 steps, not fewer than the longest job's 1000000" -- \
+  "$troupe" validate "$tmp/asha.json" --set asha.min_steps=2000000
+
 # ---- stop_losers refused without a validation set, or with a bad K ----------------------------
 echo '{"sweep": {"seed": [1, 2]}, "data": {"type": "synthetic"}, "stop_losers": {"after": 2}}' \
   >"$tmp/nosplit.json"
