@@ -106,7 +106,7 @@ int run_job_command(const run_command& cmd) {
       if (cmd.local_nodes > 0 || !cmd.listen.empty())
         throw job_error({cmd.job.path + ": a suite runs its jobs as processes of this machine; "
                                         "--local-nodes and troupe coordinator take a single job"});
-      return run_suite(cmd, request.json);
+      return run_suite(cmd, request.source, request.json);
     }
     run.emplace(prepare_single_run(cmd, std::move(request)));
     if (!cmd.quiet)

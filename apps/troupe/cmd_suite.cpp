@@ -169,6 +169,15 @@ std::string prepare_folder(const nlohmann::json& file, const suite_config& suite
   return self_executable();
 }
 
+// Prints the problems, each named by the --set or the file it came from; exit_usage.
+int refuse(const job_source& source, const job_error& e) {
+  std::vector<std::string> named;
+  for (const auto& p : e.problems())
+    named.push_back(blamed_source(source, p) + ": " + p);
+  print_problems(stderr, job_error(named));
+  return exit_usage;
+}
+
 }  // namespace
 
 int validate_suite(const job_source& source, const nlohmann::json& file) {
@@ -178,15 +187,11 @@ int validate_suite(const job_source& source, const nlohmann::json& file) {
     fmt::print("{}: valid\n{}", source.path, render_suite_plan(suite));
     return exit_ok;
   } catch (const job_error& e) {
-    std::vector<std::string> named;
-    for (const auto& p : e.problems())
-      named.push_back(source.path + ": " + p);
-    print_problems(stderr, job_error(named));
-    return exit_usage;
+    return refuse(source, e);
   }
 }
 
-int run_suite(const run_command& cmd, const nlohmann::json& file) {
+int run_suite(const run_command& cmd, const job_source& source, const nlohmann::json& file) {
   suite_config suite;
   std::optional<run_directory> dir;
   std::vector<int64_t> steps;
@@ -198,11 +203,7 @@ int run_suite(const run_command& cmd, const nlohmann::json& file) {
       fmt::print("{}", render_suite_plan(suite));
     std::fflush(stdout);
   } catch (const job_error& e) {
-    std::vector<std::string> named;
-    for (const auto& p : e.problems())
-      named.push_back(cmd.job.path + ": " + p);
-    print_problems(stderr, job_error(named));
-    return exit_usage;
+    return refuse(source, e);
   }
 
   std::vector<suite_job_result> results(suite.jobs.size());

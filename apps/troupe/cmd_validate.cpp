@@ -10,7 +10,7 @@
 
 namespace troupe {
 
-int validate_job(const job_source& source) {
+int validate_job(job_source source) {
   try {
     const auto json = load_job_json(source);
     if (is_suite(json))

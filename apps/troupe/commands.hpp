@@ -19,6 +19,9 @@ enum exit_status : int {
 struct job_source {
   std::string path;               ///< the job file
   std::vector<std::string> sets;  ///< --set PATH=VALUE, applied in order
+  /// For each of `sets` once applied: the JSON pointer of the first key on its path the file did
+  /// not have ("" where it had them all), so that a problem there is blamed on that --set.
+  std::vector<std::string> created;
 };
 
 struct run_command {
@@ -72,6 +75,6 @@ int run_job_command(const run_command& cmd);
 int run_report_command(const report_command& cmd);
 int run_node_command(const node_command& cmd);
 int run_certs_command(const certs_command& cmd);
-int validate_job(const job_source& job);
+int validate_job(job_source job);
 
 }  // namespace troupe

@@ -22,24 +22,52 @@ std::string pointer_of(const std::string& assignment) {
 
 std::string blamed_source(const job_source& source, const std::string& problem) {
   const auto at = problem.substr(0, problem.find(": "));
-  // The last --set that wrote the key, or an object holding it, is where the user looks.
-  for (auto s = source.sets.rbegin(); s != source.sets.rend(); ++s) {
-    const auto pointer = pointer_of(*s);
-    if (at == pointer || at.rfind(pointer + "/", 0) == 0)
-      return "--set " + *s;
+  const auto within = [&at](const std::string& pointer) {
+    return !pointer.empty() && (at == pointer || at.rfind(pointer + "/", 0) == 0);
+  };
+  // The last --set that wrote the key, or an object holding it, or that made the object the
+  // problem is in (--set nope.x=1: "/nope: unknown key"), is where the user looks.
+  for (std::size_t i = source.sets.size(); i-- > 0;) {
+    if (within(pointer_of(source.sets[i])) ||
+        (i < source.created.size() && within(source.created[i])))
+      return "--set " + source.sets[i];
   }
   return source.path;
 }
 
-nlohmann::json load_job_json(const job_source& source) {
+nlohmann::json load_job_json(job_source& source) {
   auto json = read_json_file(source.path);
-  apply_overrides(json, source.sets);
+  source.created = apply_overrides(json, source.sets);
   return json;
 }
 
-void apply_overrides(nlohmann::json& json, const std::vector<std::string>& sets) {
+namespace {
+
+// The pointer of the first key along the assignment's path that `json` lacks, or "".
+std::string first_missing(const nlohmann::json& json, const std::string& assignment) {
+  const auto pointer = pointer_of(assignment);
+  for (std::size_t end = 1; end <= pointer.size(); ++end) {
+    if (end < pointer.size() && pointer[end] != '/')
+      continue;
+    const auto prefix = pointer.substr(0, end);
+    try {
+      if (!json.contains(nlohmann::json::json_pointer(prefix)))
+        return prefix;
+    } catch (const nlohmann::json::exception&) {
+      return "";  // not a pointer JSON spells (an array index): apply_override names it
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> apply_overrides(nlohmann::json& json,
+                                         const std::vector<std::string>& sets) {
   std::vector<std::string> problems;
+  std::vector<std::string> created;
   for (const auto& assignment : sets) {
+    created.push_back(first_missing(json, assignment));
     try {
       apply_override(json, assignment);
     } catch (const job_error& e) {
@@ -48,10 +76,12 @@ void apply_overrides(nlohmann::json& json, const std::vector<std::string>& sets)
   }
   if (!problems.empty())
     throw job_error(std::move(problems));
+  return created;
 }
 
-job_config load_job(const job_source& source) {
-  return parse_loaded_job(source, load_job_json(source));
+job_config load_job(job_source source) {
+  const auto json = load_job_json(source);
+  return parse_loaded_job(source, json);
 }
 
 job_config parse_loaded_job(const job_source& source, const nlohmann::json& json) {

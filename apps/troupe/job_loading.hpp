@@ -12,14 +12,18 @@
 
 namespace troupe {
 
-/// The job file's JSON with the --set overrides applied; throws job_error.
-nlohmann::json load_job_json(const job_source& source);
+/// The job file's JSON with the --set overrides applied (what they created noted in `source`);
+/// throws job_error.
+nlohmann::json load_job_json(job_source& source);
 
 /// Applies --set assignments to `json` in order; throws job_error listing each that does not.
-void apply_overrides(nlohmann::json& json, const std::vector<std::string>& sets);
+/// Returns job_source::created for them.
+std::vector<std::string> apply_overrides(nlohmann::json& json,
+                                         const std::vector<std::string>& sets);
 
 /// Where a validation problem ("/optimizer/lrr: unknown key ...") came from: the last --set
-/// that wrote that key or an object holding it ("--set optimizer.lrr=1"), else the job file.
+/// that wrote that key or an object holding it ("--set optimizer.lrr=1"), or that made the
+/// object the problem is in ("--set nope.x=1": "/nope: unknown key"), else the job file.
 std::string blamed_source(const job_source& source, const std::string& problem);
 
 /// Validates what load_job_json read; throws job_error listing every problem, each prefixed
@@ -27,7 +31,7 @@ std::string blamed_source(const job_source& source, const std::string& problem);
 job_config parse_loaded_job(const job_source& source, const nlohmann::json& json);
 
 /// Both of the above.
-job_config load_job(const job_source& source);
+job_config load_job(job_source source);
 
 /// Prints a job_error's problems, one per line, to `out`.
 void print_problems(std::FILE* out, const std::exception& e);

@@ -157,8 +157,8 @@ job_request read_job_request(const run_command& cmd) {
 
 job_request job_request_from_json(const std::string& label, nlohmann::json json,
                                   const std::vector<std::string>& sets) {
-  apply_overrides(json, sets);
-  return job_request{job_source{label, sets}, std::move(json), std::nullopt};
+  auto created = apply_overrides(json, sets);
+  return job_request{job_source{label, sets, std::move(created)}, std::move(json), std::nullopt};
 }
 
 single_run prepare_single_run(const run_command& cmd, job_request request) {

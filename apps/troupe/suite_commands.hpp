@@ -9,7 +9,7 @@
 
 namespace troupe {
 
-int run_suite(const run_command& cmd, const nlohmann::json& file);
+int run_suite(const run_command& cmd, const job_source& source, const nlohmann::json& file);
 int validate_suite(const job_source& source, const nlohmann::json& file);
 
 }  // namespace troupe

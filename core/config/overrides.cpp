@@ -4,6 +4,7 @@
 #include "core/config/overrides.hpp"
 
 #include "core/config/json_fields.hpp"
+#include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
 #include "core/io/shallow_json.hpp"
 
@@ -77,6 +78,16 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
   }
   if (value.is_discarded())
     value = text;
+  // A key twice in an object value (training={"steps":20,"steps":30}) is refused as it is in a
+  // job file, not decided silently for the last. (parse_json_text's checks, which want an
+  // object at the top.)
+  if (value.is_object()) {
+    try {
+      parse_json_text(text, "the value");
+    } catch (const job_error& e) {
+      fail(e.problems().front());
+    }
+  }
 
   const auto keys = split_path(path);
   for (const auto& key : keys)

@@ -436,6 +436,12 @@ TEST_SUITE("job_config") {
     CHECK(j["training"]["steps"] == 4);
     apply_override(j, "a.b.c=true");
     CHECK(j["a"]["b"]["c"] == true);
+    // A key twice in an object value: refused as in a job file (the last won, silently).
+    CHECK_THROWS_WITH_AS(apply_override(j, "training={\"steps\": 20, \"steps\": 30}"),
+                         doctest::Contains("--set training={\"steps\": 20, \"steps\": 30}: the "
+                                           "value: /steps: given twice in the same object"),
+                         job_error);
+    CHECK(j["training"]["steps"] == 4);
   }
 
   TEST_CASE("--set follows the suite's merge-patch rules: objects merge, null removes") {

@@ -83,6 +83,14 @@ expect 2 "error: --set optimizer.momentun=0.5: /optimizer/momentun: unknown key 
   -- "$troupe" validate "$tmp/fashion.json" --set optimizer.momentun=0.5
 expect 2 "error: --set training={\"stepz\": 3}: /training/stepz: unknown key (did you mean \"steps\"?" \
   -- "$troupe" validate "$tmp/fashion.json" --set 'training={"stepz": 3}'
+# A problem in an object a --set made is that --set's, not the file's; a key twice in a value is
+# refused as in a file (the last won, silently).
+expect 2 "error: --set nope.x=1: /nope: unknown key" -- "$troupe" validate "$tmp/fashion.json" \
+  --set nope.x=1
+expect 2 "error: --set training.early_stopping.metric=validation_loss: /training/early_stopping:" \
+  -- "$troupe" validate "$tmp/fashion.json" --set training.early_stopping.metric=validation_loss
+expect 2 "/steps: given twice in the same object" -- "$troupe" validate "$tmp/fashion.json" \
+  --set 'training={"steps": 20, "steps": 30}'
 echo '{"optimizer": {"lrr": 0.1}}' >"$tmp/typo.json"
 expect 2 "$tmp/typo.json: /optimizer/lrr: unknown key (did you mean \"lr\"?" -- "$troupe" validate \
   "$tmp/typo.json"
