@@ -9,6 +9,7 @@
 #include "core/cluster/link_limits.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/data/data_source.hpp"
+#include "core/io/owned_temp_folder.hpp"
 #include "messages/error_code.hpp"
 
 #include <ATen/Parallel.h>
@@ -16,12 +17,9 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -105,29 +103,6 @@ void exit_if_shutdown_hangs(int code) {
   }).detach();
 }
 
-// A private folder (mode 0700) for the node's part of the run, removed when the node is done.
-class scratch_folder {
- public:
-  scratch_folder() {
-    auto pattern = (std::filesystem::temp_directory_path() / "troupe-node-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error("cannot make a scratch folder in " +
-                               std::filesystem::temp_directory_path().string() + ": " +
-                               std::strerror(errno));
-    path_ = pattern;
-  }
-  ~scratch_folder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  scratch_folder(const scratch_folder&) = delete;
-  scratch_folder& operator=(const scratch_folder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // Joins and serves the run until the agent stops; the exit code.
 int serve(caf::actor_system& system, guarded_links& links, const node_options& o) {
   const auto log = o.log ? o.log : [](const std::string&) {};
@@ -141,9 +116,11 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
   init.outcome = outcome;
   init.log = log;
   init.links = &links;
-  std::optional<scratch_folder> scratch;
+  // A private folder for the node's part of the run (the job's files it fetches), removed when
+  // the node is done, or by the next node if this one is killed.
+  std::optional<owned_temp_folder> scratch;
   try {
-    scratch.emplace();
+    scratch.emplace("troupe-node");
   } catch (const std::exception& e) {
     log("node " + o.name + ": " + e.what());
     return 1;

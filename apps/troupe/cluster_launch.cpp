@@ -27,15 +27,6 @@ std::string local_name(std::size_t i) {
   return "local-" + std::to_string(i);
 }
 
-// A private directory (0700) for this run's CA: mkdtemp, so no other user can plant files there.
-std::string make_private_directory() {
-  auto path = (std::filesystem::temp_directory_path() / "troupe-tls-XXXXXX").string();
-  if (::mkdtemp(path.data()) == nullptr)
-    throw std::runtime_error("cannot make a directory for this run's certificates in " +
-                             std::filesystem::temp_directory_path().string());
-  return path;
-}
-
 // Why the coordinator could not listen on host:port, tried before anything runs: found when the
 // run listened, a port in use failed the run (exit 1, a folder made) in CAF's words
 // ("system_error(cannot_open_port, ...)"). "" when it can, or when the system picks the port.
@@ -113,7 +104,10 @@ local_nodes::local_nodes(int64_t count, std::string log_dir, bool tls)
     token_ += fmt::format("{:08x}", random());
   if (!tls)
     return;
-  tls_dir_ = make_private_directory();
+  // Private (0700: no other user can plant files there), and gone with this process however it
+  // ends (with the next local cluster's start where it was killed).
+  tls_folder_ = std::make_unique<owned_temp_folder>("troupe-tls");
+  tls_dir_ = tls_folder_->path();
   make_authority(tls_dir_, 30);
   issue_certificate(tls_dir_, coordinator_name, 30);
   for (int64_t i = 0; i < count_; ++i)
@@ -166,10 +160,7 @@ local_nodes::~local_nodes() {
     while (!n->poll() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   nodes_.clear();  // kills and reaps any that did not
-  if (!tls_dir_.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove_all(tls_dir_, ignored);
-  }
+  tls_folder_.reset();
 }
 
 }  // namespace troupe

@@ -5,6 +5,7 @@
 #include "actors/cluster/run_cluster.hpp"
 #include "apps/troupe/child_process.hpp"
 #include "apps/troupe/commands.hpp"
+#include "core/io/owned_temp_folder.hpp"
 
 #include <memory>
 #include <string>
@@ -49,7 +50,8 @@ class local_nodes {
   int64_t count_;
   std::string log_dir_;
   std::string token_;
-  std::string tls_dir_;  ///< "" without TLS
+  std::unique_ptr<owned_temp_folder> tls_folder_;  ///< null without TLS
+  std::string tls_dir_;                            ///< "" without TLS
   std::vector<std::unique_ptr<child_process>> nodes_;
 };
 

@@ -66,6 +66,9 @@ resume_point find_resume_point(const std::string& run_dir) {
         ++point.skipped;
       },
       run_job);
+  if (!stored && no_job)
+    throw job_error(
+        {"--resume " + run_dir + ": not the folder of a run: " + no_job->problems().front()});
   if (!stored && !std::filesystem::exists(checkpoints_folder(run_dir), error))
     throw job_error({"--resume " + run_dir +
                      ": the run wrote no checkpoint (it stopped before its first, or its job "

@@ -194,8 +194,14 @@ expect_usage() {
   fi
 }
 mkdir -p "$tmp/empty"
-expect_usage "resume without checkpoints" "no checkpoint in $tmp/empty/checkpoints verifies" \
+expect_usage "resume an empty folder" "--resume $tmp/empty: not the folder of a run" \
   run --resume "$tmp/empty"
+cp "$tmp/sync-full/job.json" "$tmp/empty/"
+expect_usage "resume without checkpoints" "--resume $tmp/empty: the run wrote no checkpoint" \
+  run --resume "$tmp/empty"
+mkdir -p "$tmp/empty/checkpoints"
+expect_usage "resume without a checkpoint that verifies" \
+  "no checkpoint in $tmp/empty/checkpoints verifies" run --resume "$tmp/empty"
 expect_usage "resume a missing folder" "not a run folder (no such folder)" run --resume "$tmp/nowhere"
 expect_usage "resume with a job file" "excludes" run "$config" --resume "$tmp/sync"
 expect_usage "resume with --set" "give no job file and no --set" \

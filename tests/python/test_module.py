@@ -53,7 +53,15 @@ class Module(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="troupe-python-")
+        cls.before = os.getcwd()
         os.chdir(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        # KEEP_TMP=1 keeps it, as for the shell tests (tests/lib/harness.sh).
+        os.chdir(cls.before)
+        if os.environ.get("KEEP_TMP") != "1":
+            shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_readme_example_runs_and_its_model_scores_what_the_summary_says(self):
         with open(os.path.join(SOURCE, "README.md")) as f:
