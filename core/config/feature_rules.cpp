@@ -163,6 +163,13 @@ void check_ensemble(const job_config& job, problem_list& problems) {
           "/training/keep_best: an ensemble's members peak at different steps, so no one best "
           "model exists: train them as a suite of jobs (sweep over seed) to keep each one's "
           "best");
+    // Member k is the job of seed + k: past the largest seed a job may have, no job is it.
+    constexpr auto largest_seed = static_cast<uint64_t>(INT64_MAX);
+    if (job.seed > largest_seed - static_cast<uint64_t>(job.ensemble.members - 1))
+      problems.push_back("/ensemble/members: member k trains as the job of seed + k, and seed " +
+                         std::to_string(job.seed) + " + " +
+                         std::to_string(job.ensemble.members - 1) +
+                         " passes the largest seed, 9223372036854775807: lower the seed");
   }
   if (!job.ensemble.lrs.empty() && !reported_at(problems, "/optimizer") &&
       (job.optimizer.kind != optimizer_kind::sgd || job.optimizer.weight_decay != 0))

@@ -25,10 +25,16 @@ bool read_range(const nlohmann::json& range, const std::string& where, search_ax
     return bad(integers ? "must be [low, high], two integers" : "must be [low, high], two numbers");
   if (integers && (!range[0].is_number_integer() || !range[1].is_number_integer()))
     return bad("must be [low, high], two integers");
-  // Past 2^53 a double holds no longer every integer: the draw could not reach them all.
-  constexpr double exact = 9007199254740992.0;
-  if (integers &&
-      (std::abs(range[0].get<double>()) > exact || std::abs(range[1].get<double>()) > exact))
+  // Past 2^53 a double holds no longer every integer: the draw could not reach them all. The
+  // ends are compared as integers (as doubles, 2^53 + 1 rounded to 2^53 and passed).
+  constexpr int64_t exact = int64_t{1} << 53;
+  const auto beyond = [&](const nlohmann::json& end) {
+    if (end.is_number_unsigned())
+      return end.get<uint64_t>() > static_cast<uint64_t>(exact);
+    const auto v = end.get<int64_t>();
+    return v < -exact || v > exact;
+  };
+  if (integers && (beyond(range[0]) || beyond(range[1])))
     return bad("must lie within ±2^53 (9007199254740992)");
   axis.low = range[0].get<double>();
   axis.high = range[1].get<double>();

@@ -201,6 +201,10 @@ TEST_SUITE("ensemble") {
     CHECK(problem({{"ensemble", {{"members", 2}, {"lrs", {0.1, 0}}}}})
               .find("/ensemble/lrs/1: must be > 0") == 0);
     CHECK(problem({{"ensemble", {{"lrs", {0.1}}}}}).find("/ensemble: needs members") == 0);
+    // Member k is the job of seed + k: the last member's seed must be a seed a job may have.
+    CHECK(problem({{"seed", INT64_MAX}, {"ensemble", {{"members", 3}}}})
+              .find("/ensemble/members: member k trains as the job of seed + k") == 0);
+    CHECK(problem({{"seed", INT64_MAX - 2}, {"ensemble", {{"members", 3}}}}).empty());
     CHECK(problem({{"ensemble", {{"members", 2}}}, {"parallelism", {{"replicas", 2}}}})
               .find("/ensemble: runs as one stacked model on one worker") == 0);
     CHECK(problem({{"ensemble", {{"members", 2}, {"lrs", {0.1, 0.2}}}},

@@ -142,6 +142,17 @@ TEST_SUITE("suite") {
         problems_of(
             with({{"trials", 2}, {"space", {{"training.steps", {{"int", {1, INT64_MAX}}}}}}})),
         "/search/space/training.steps/int: must lie within ±2^53"));
+    // 2^53 + 1 rounds to 2^53 as a double, and passed.
+    const int64_t past = (int64_t{1} << 53) + 1;
+    CHECK(any_contains(
+        problems_of(with({{"trials", 2}, {"space", {{"seed", {{"int", {past - 3, past}}}}}}})),
+        "/search/space/seed/int: must lie within ±2^53"));
+    CHECK(any_contains(
+        problems_of(with({{"trials", 2}, {"space", {{"seed", {{"int", {INT64_MIN, 0}}}}}}})),
+        "/search/space/seed/int: must lie within ±2^53"));
+    CHECK_FALSE(any_contains(
+        problems_of(with({{"trials", 2}, {"space", {{"seed", {{"int", {past - 4, past - 1}}}}}}})),
+        "±2^53"));
     CHECK(any_contains(
         problems_of(
             with({{"trials", 2}, {"space", {{"optimizer.lr", {{"uniform", {-1e308, 1e308}}}}}}})),
