@@ -44,10 +44,15 @@ run_plan plan_job(const run_command& cmd, const job_request& request, run_option
     throw job_error(
         {"/cluster/nodes: troupe coordinator needs the number of nodes to wait "
          "for (e.g. --set cluster.nodes=2)"});
-  if (job.cluster.enabled() && cmd.listen.empty() && cmd.local_nodes == 0)
-    throw job_error({"/cluster/nodes: a job for " + std::to_string(job.cluster.nodes) +
-                     " node(s) runs with troupe coordinator --listen HOST:PORT or troupe run "
-                     "--local-nodes K"});
+  if (job.cluster.enabled() && cmd.listen.empty() && cmd.local_nodes == 0) {
+    const auto nodes = std::to_string(job.cluster.nodes);
+    throw job_error(
+        {"/cluster/nodes: a job for " + nodes + " node(s) runs with " +
+         (cmd.resume.empty()
+              ? "troupe coordinator --listen HOST:PORT or troupe run --local-nodes K"
+              : "troupe run --resume " + cmd.resume + " --local-nodes " + nodes +
+                    ", or troupe coordinator --resume " + cmd.resume + " --listen HOST:PORT")});
+  }
   if (job.cluster.enabled())
     options.cluster = make_cluster_options(cmd);
   if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv ||

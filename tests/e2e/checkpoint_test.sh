@@ -202,6 +202,10 @@ expect_usage "resume without checkpoints" "--resume $tmp/empty: the run wrote no
 mkdir -p "$tmp/empty/checkpoints"
 expect_usage "resume without a checkpoint that verifies" \
   "no checkpoint in $tmp/empty/checkpoints verifies" run --resume "$tmp/empty"
+# Resumed without its nodes, it says how to give them.
+expect_usage "resume across nodes without them" \
+  "runs with troupe run --resume $tmp/nodes --local-nodes 2, or troupe coordinator --resume" \
+  run --resume "$tmp/nodes"
 expect_usage "resume a missing folder" "not a run folder (no such folder)" run --resume "$tmp/nowhere"
 expect_usage "resume with a job file" "excludes" run "$config" --resume "$tmp/sync"
 expect_usage "resume with --set" "give no job file and no --set" \
