@@ -1,5 +1,7 @@
 #include "core/model/model_builder.hpp"
 
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -103,6 +105,20 @@ torch::nn::Sequential build_model(const model_config& config, int64_t classes) {
   append(cnn, "flatten", torch::nn::Flatten());
   add_classifier(cnn, config, in_channels * height * width, classes, 1);
   return cnn;
+}
+
+int64_t activation_values_per_row(torch::nn::Sequential model,
+                                  const std::vector<int64_t>& row_shape) {
+  at::NoGradGuard no_gradients;
+  std::vector<int64_t> shape{1};
+  shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+  auto x = at::zeros(shape);
+  int64_t values = 0;
+  for (auto& layer : *model) {
+    x = layer.forward(x);
+    values += x.numel();
+  }
+  return values;
 }
 
 std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model) {

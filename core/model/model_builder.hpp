@@ -37,6 +37,12 @@ struct layer_summary {
 std::vector<layer_summary> summarize_layers(const torch::nn::Sequential& model);
 int64_t count_parameters(const torch::nn::Sequential& model);
 
+/// The values every layer outputs for one input row of `row_shape`, summed: what a training
+/// step holds per row between its forward and its backward. Measured by one row through the
+/// layers, without gradients.
+int64_t activation_values_per_row(torch::nn::Sequential model,
+                                  const std::vector<int64_t>& row_shape);
+
 /// The parameters build_model(config, classes) would hold, counted without building it (in a
 /// double: a hostile job may ask for more than an int64 holds), so that a job asking for more
 /// weights than a machine can hold is refused before anything is allocated.

@@ -21,6 +21,11 @@ constexpr double mib = 1 << 20;
 // estimate errs high (64 replicas: 10.5 GiB estimated), which only matters under `ulimit -v`.
 constexpr double base_bytes = 2 * gib;
 constexpr double per_thread_bytes = 136 * mib;
+// A layer's output is kept from the forward for the backward, which makes gradients beside some
+// of them: the built-in CNN's stacked ensemble at batch 64 peaked 12.7 MB a member above its
+// model state (64 members against 1, resident), 1.12 times its 44,170 values a row as float32.
+// Half as much again, to err high.
+constexpr double activation_copies = 1.5;
 
 // The data's rows (training, validation, test) and the values in each, as loaded.
 double all_rows(const data_facts& data) {
@@ -76,26 +81,55 @@ void check_model_fits(const job_config& job, double parameters, const device_inv
       parameters, copies, bytes / gib, inventory.memory_bytes / gib)});
 }
 
+double activation_bytes(const job_config& job, int64_t per_row) {
+  // A stacked ensemble runs every member's batch in one step; replicas and stages share the
+  // global batch between them.
+  const double rows = static_cast<double>(job.training.batch_size) *
+                      (job.ensemble.enabled() ? static_cast<double>(job.ensemble.members) : 1);
+  return static_cast<double>(per_row) * rows * 4 * activation_copies;
+}
+
+void check_step_fits(const job_config& job, double parameters, int64_t per_row,
+                     const device_inventory& inventory) {
+  const double state = model_state_bytes(job, parameters);
+  const double activations = activation_bytes(job, per_row);
+  if (inventory.memory_bytes <= 0 || state + activations <= inventory.memory_bytes)
+    return;
+  throw job_error({fmt::format(
+      "/training/batch_size: a step of {:.0f} row(s){} holds about {:.1f} GiB of activations "
+      "({} values a row) beside {:.1f} GiB of model state, more than this machine's {:.1f} GiB: "
+      "lower batch_size{}",
+      static_cast<double>(job.training.batch_size),
+      job.ensemble.enabled() ? fmt::format(" for each of {} member(s)", job.ensemble.members) : "",
+      activations / gib, per_row, state / gib, inventory.memory_bytes / gib,
+      job.ensemble.enabled() ? " or ensemble.members" : "")});
+}
+
 double address_space_bytes(const job_config& job, double parameters, const data_facts& data,
-                           int64_t threads) {
+                           int64_t threads, int64_t activations_per_row) {
   return base_bytes + static_cast<double>(threads) * per_thread_bytes +
-         model_state_bytes(job, parameters) +
+         model_state_bytes(job, parameters) + activation_bytes(job, activations_per_row) +
          all_rows(data) * static_cast<double>(row_values(data)) * 4;
 }
 
 void check_address_space(const job_config& job, double parameters, const data_facts& data,
-                         int64_t threads, const device_inventory& inventory) {
+                         int64_t threads, const device_inventory& inventory,
+                         int64_t activations_per_row) {
   if (inventory.address_space_bytes <= 0)
     return;
-  const double needed = address_space_bytes(job, parameters, data, threads);
+  const double needed = address_space_bytes(job, parameters, data, threads, activations_per_row);
   if (needed <= inventory.address_space_bytes)
     return;
   throw job_error({fmt::format(
       "/parallelism: {} compute thread(s) over {:.0f} parameters need about {:.1f} GiB of address "
-      "space (about {:.0f} MiB per thread for its stack and BLAS buffers, plus the model copies "
-      "and the data), more than this process may map ({:.1f} GiB, ulimit -v): run fewer "
-      "replicas or threads_per_replica, or raise the limit",
-      threads, parameters, needed / gib, per_thread_bytes / mib,
+      "space ({:.1f} for the threads' stacks and BLAS buffers and the libraries, {:.1f} for the "
+      "model copies, {:.1f} for a step's activations, {:.1f} for the data), more than this "
+      "process may map ({:.1f} GiB, ulimit -v): lower the largest (replicas or "
+      "threads_per_replica, ensemble.members, batch_size), or raise the limit",
+      threads, parameters, needed / gib,
+      (base_bytes + static_cast<double>(threads) * per_thread_bytes) / gib,
+      model_state_bytes(job, parameters) / gib, activation_bytes(job, activations_per_row) / gib,
+      all_rows(data) * static_cast<double>(row_values(data)) * 4 / gib,
       inventory.address_space_bytes / gib)});
 }
 

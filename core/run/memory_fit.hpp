@@ -22,6 +22,15 @@ double model_state_bytes(const job_config& job, double parameters);
 /// Throws job_error when model_state_bytes exceeds the machine's physical memory.
 void check_model_fits(const job_config& job, double parameters, const device_inventory& inventory);
 
+/// What a step's activations hold at their peak, in bytes: `per_row` values (the layers'
+/// outputs for one row, model_facts) for every row in flight, kept from the forward for the
+/// backward, with their gradients and temporaries beside them. 0 where per_row is (unknown).
+double activation_bytes(const job_config& job, int64_t per_row);
+
+/// Throws job_error when the model state and a step's activations exceed physical memory.
+void check_step_fits(const job_config& job, double parameters, int64_t per_row,
+                     const device_inventory& inventory);
+
 /// Throws job_error when the rows Fashion-MNIST's headers declare would not fit in physical
 /// memory once loaded.
 void check_data_fits(const job_config& job, const data_facts& data,
@@ -30,11 +39,12 @@ void check_data_fits(const job_config& job, const data_facts& data,
 /// The address space a process running `threads` compute threads over `parameters` and `data`
 /// maps, estimated from what `troupe run` was measured to map (memory_fit.cpp).
 double address_space_bytes(const job_config& job, double parameters, const data_facts& data,
-                           int64_t threads);
+                           int64_t threads, int64_t activations_per_row = 0);
 
 /// Throws job_error when the estimate exceeds the process's address-space limit
 /// (inventory.address_space_bytes; 0: no limit, no check).
 void check_address_space(const job_config& job, double parameters, const data_facts& data,
-                         int64_t threads, const device_inventory& inventory);
+                         int64_t threads, const device_inventory& inventory,
+                         int64_t activations_per_row = 0);
 
 }  // namespace troupe

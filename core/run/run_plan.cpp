@@ -130,6 +130,9 @@ void describe_builtin(run_plan& p, const device_inventory& inventory) {
   p.model.layers = summarize_layers(layers);
   p.model.parameters = count_parameters(layers);
   p.model.parameter_layout = flat_parameters(*layers).layout();
+  p.model.activation_values_per_row = activation_values_per_row(layers, p.data.row_shape);
+  check_step_fits(p.job, static_cast<double>(p.model.parameters), p.model.activation_values_per_row,
+                  inventory);
   if (p.mode == run_mode::pipeline) {
     network model(layers);
     add_pipeline(model, p);
@@ -417,7 +420,7 @@ run_plan make_run_plan(const job_config& job, const data_facts& data,
   p.threads_total = p.workers * p.job.parallelism.threads_per_replica;
   if (!job.cluster.enabled())  // else the replicas live in the nodes' processes
     check_address_space(p.job, static_cast<double>(p.model.flat_size()), p.data, p.threads_total,
-                        inventory);
+                        inventory, p.model.activation_values_per_row);
   return p;
 }
 

@@ -55,6 +55,8 @@ const char* to_string(gradient_meeting x);
 struct model_facts {
   int64_t parameters = 0;
   int64_t buffer_values = 0;  ///< BatchNorm's running statistics and the like
+  /// What the layers output for one row, summed (built-in models; 0 where not known).
+  int64_t activation_values_per_row = 0;
   std::vector<layer_summary> layers;
   std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_layout;
   /// Random operators its forward reaches (aten::dropout, ...): core/model/random_draws.

@@ -144,12 +144,40 @@ TEST_SUITE("job_file") {
     } catch (const job_error& e) {
       CHECK(e.problems().front() ==
             "/parallelism: 256 compute thread(s) over 814090 parameters need about 37.6 GiB of "
-            "address space (about 136 MiB per thread for its stack and BLAS buffers, plus the "
-            "model copies and the data), more than this process may map (7.5 GiB, ulimit -v): "
-            "run fewer replicas or threads_per_replica, or raise the limit");
+            "address space (36.0 for the threads' stacks and BLAS buffers and the libraries, 1.6 "
+            "for the model copies, 0.0 for a step's activations, 0.0 for the data), more than "
+            "this process may map (7.5 GiB, ulimit -v): lower the largest (replicas or "
+            "threads_per_replica, ensemble.members, batch_size), or raise the limit");
     }
     job.parallelism.replicas = 8;
     CHECK(make_run_plan(job, describe_data(job.data), limited).threads_total == 8);
+    // A stacked ensemble's step holds every member's activations: 512 members of the CNN at
+    // batch 64 passed the plan and failed its first step (a 1.6 GB allocation, 5.7 GiB limit).
+    job_config cnn;
+    cnn.data.kind = data_kind::synthetic;
+    cnn.model.kind = model_kind::cnn;
+    cnn.training.batch_size = 64;
+    cnn.ensemble.members = 512;
+    limited.address_space_bytes = 6e9;
+    try {
+      make_run_plan(cnn, describe_data(cnn.data), limited);
+      FAIL("512 CNN members were planned in 6 GB of address space");
+    } catch (const job_error& e) {
+      CHECK_MESSAGE(e.problems().front().find("8.2 for a step's activations") != std::string::npos,
+                    e.problems().front());
+    }
+    device_inventory small;
+    small.memory_bytes = 8e9;
+    try {
+      make_run_plan(cnn, describe_data(cnn.data), small);
+      FAIL("512 CNN members were planned in 8 GB of memory");
+    } catch (const job_error& e) {
+      CHECK(e.problems().front().rfind(
+                "/training/batch_size: a step of 64 row(s) for each of 512 member(s) holds about",
+                0) == 0);
+    }
+    cnn.ensemble.members = 8;
+    CHECK(make_run_plan(cnn, describe_data(cnn.data), small).workers == 1);
     limited.address_space_bytes = 0;  // unlimited: no check
     job.parallelism.replicas = 256;
     CHECK(make_run_plan(job, describe_data(job.data), limited).threads_total == 256);
