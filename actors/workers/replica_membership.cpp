@@ -97,8 +97,9 @@ void evaluate_again(self_pointer self, int64_t step) {
   auto& st = self->state;
   ensure_engine(st);
   const auto start = clock_type::now();
-  tell_driver(
-      self, evaluation_report(st.rank, step, st.engine->evaluate(), seconds_since(start), st.live));
+  auto figures = st.engine->evaluate();  // before the clock is read (replica_worker.cpp)
+  tell_driver(self,
+              evaluation_report(st.rank, step, std::move(figures), seconds_since(start), st.live));
   if (st.position == 0 && st.plan->snapshots())
     tell_driver(self, snapshot_atom_v, evaluated_weights{step, 0, cpu_copy(*st.engine)});
 }
