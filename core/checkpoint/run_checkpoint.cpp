@@ -3,13 +3,13 @@
 #include "core/checkpoint/sha256.hpp"
 #include "core/io/pickled_tensors.hpp"
 #include "core/io/shallow_json.hpp"
+#include "core/io/weights_file.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/optim/make_optimizer.hpp"
 #include "core/pipeline/stage_weights.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <stdexcept>
 
@@ -17,7 +17,7 @@ namespace troupe {
 namespace {
 
 std::string pickled(const c10::Dict<std::string, at::Tensor>& dict) {
-  const auto bytes = torch::jit::pickle_save(dict);
+  const auto bytes = weights_archive(dict);
   return std::string(bytes.data(), bytes.size());
 }
 

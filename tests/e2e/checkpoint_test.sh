@@ -170,8 +170,8 @@ kill_and_resume_async
 import json, sys, torch
 run = sys.argv[1]
 newest = open(f"{run}/checkpoints/latest").read().strip()
-weights = torch.load(f"{run}/checkpoints/{newest}/weights.pt")
-final = torch.load(f"{run}/final_weights.pt")
+weights = torch.load(f"{run}/checkpoints/{newest}/weights.pt", weights_only=True)
+final = torch.load(f"{run}/final_weights.pt", weights_only=True)
 assert list(weights) == list(final), (list(weights), list(final))
 assert all(weights[k].shape == final[k].shape for k in final)
 manifest = json.load(open(f"{run}/checkpoints/{newest}/manifest.json"))

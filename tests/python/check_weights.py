@@ -122,7 +122,8 @@ def main():
         stated = job["data"]["preprocessing"]
         assert stated == summary["preprocessing"], (stated, summary["preprocessing"])
         PREPROCESSING.update({k: stated[k] for k in ("scale", "mean", "std")})
-    weights = torch.load(f"{run}/{file}")
+    # weights_only: what PyTorch 2.6 and later do by default; a tagged dict failed there.
+    weights = torch.load(f"{run}/{file}", weights_only=True)
     if not isinstance(weights, dict):
         sys.exit(f"{file} holds a {type(weights).__name__}, not a dict")
     if job["model"]["type"] == "torchscript":

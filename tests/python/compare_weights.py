@@ -13,8 +13,8 @@ import torch
 
 def largest_difference(run_a, run_b):
     """The largest absolute difference of two runs' final weights; exits 1 if names differ."""
-    a = torch.load(run_a + "/final_weights.pt")
-    b = torch.load(run_b + "/final_weights.pt")
+    a = torch.load(run_a + "/final_weights.pt", weights_only=True)
+    b = torch.load(run_b + "/final_weights.pt", weights_only=True)
     if a.keys() != b.keys():
         print(f"different names: {sorted(a)} vs {sorted(b)}")
         sys.exit(1)
