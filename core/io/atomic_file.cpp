@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,10 +51,19 @@ int remove_abandoned_temporaries(const std::string& folder) {
 }
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {
+  // The rename below replaces whatever the name holds: a device (root's save_weights to
+  // /dev/full left a 102 KB file in its place), a pipe, a folder's link. Only a file, or nothing,
+  // is replaced.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw std::runtime_error(path +
+                             ": exists and is not a regular file; troupe replaces only a "
+                             "file it wrote");
+  // Messages name the file asked for; its temporary (NAME.tmp.PID) is troupe's business.
   const std::string tmp = path + std::string(temporary_marker) + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    fail(tmp, "create", errno);
+    fail(path, "create", errno);
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -63,14 +73,14 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
       const int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      fail(tmp, "write", err);
+      fail(path, "write", err);
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    fail(tmp, "flush", err);
+    fail(path, "flush", err);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

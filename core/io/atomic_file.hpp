@@ -8,7 +8,9 @@
 
 namespace troupe {
 
-/// Throws std::runtime_error naming the path if any step fails; the temporary is removed then.
+/// Throws std::runtime_error naming the path if any step fails (the temporary is removed then),
+/// or if the path names something other than a regular file (a device, a pipe, a folder, a
+/// link), which the rename would replace.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
 /// Removes the temporaries of write_file_atomically in `folder` that a process killed mid-write

@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -41,8 +42,28 @@ TEST_SUITE("outputs") {
     for (const auto& e : fs::directory_iterator(t.path))
       entries += e.is_regular_file();
     CHECK(entries == 1);
+    // The message names the file asked for, not its temporary (x.tmp.PID).
     CHECK_THROWS_WITH_AS(write_file_atomically((t.path / "no/such/x").string(), "y"),
-                         doctest::Contains("no/such/x"), std::runtime_error);
+                         doctest::Contains("no/such/x: cannot create: No such file"),
+                         std::runtime_error);
+  }
+
+  // Found probing as a hostile user: root's save_weights to /dev/full replaced the device with
+  // a file (the rename replaces whatever the name holds).
+  TEST_CASE("an atomic write replaces only a regular file") {
+    temp_folder t;
+    const auto fifo = t.path / "pipe";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    fs::create_directory(t.path / "folder");
+    fs::create_symlink("/dev/null", t.path / "link");
+    for (const char* name : {"pipe", "folder", "link"}) {
+      CAPTURE(name);
+      CHECK_THROWS_WITH_AS(write_file_atomically((t.path / name).string(), "x"),
+                           doctest::Contains("exists and is not a regular file"),
+                           std::runtime_error);
+    }
+    CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+    CHECK(fs::is_symlink(fs::symlink_status(t.path / "link")));
   }
 
   TEST_CASE("weights round trip with names, shapes and values") {
