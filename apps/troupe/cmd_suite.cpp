@@ -198,7 +198,8 @@ int run_suite(const run_command& cmd, const job_source& source, const nlohmann::
   try {
     suite = parse_suite(file);
     steps = check_plans(suite);
-    dir.emplace(cmd.out.empty() ? default_run_directory(suite.name) : cmd.out, cmd.force);
+    dir.emplace(cmd.out.empty() ? default_run_directory(suite.name) : cmd.out, cmd.force,
+                folder_kind::suite);
     if (!cmd.quiet)
       fmt::print("{}", render_suite_plan(suite));
     std::fflush(stdout);

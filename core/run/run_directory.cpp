@@ -44,7 +44,8 @@ void check_writable(const std::string& folder, const std::string& option) {
 
 }  // namespace
 
-run_directory::run_directory(std::string path, bool overwrite) : path_(std::move(path)) {
+run_directory::run_directory(std::string path, bool overwrite, folder_kind kind)
+    : path_(std::move(path)) {
   std::error_code ec;
   if (fs::exists(path_, ec)) {
     if (!fs::is_directory(path_, ec))
@@ -55,11 +56,26 @@ run_directory::run_directory(std::string path, bool overwrite) : path_(std::move
       throw job_error({"--out " + path_ +
                        ": folder is not empty (choose another or pass --force to reuse it)"});
     if (overwrite) {
+      // A run's files beside a suite's (or the other way round) made a folder whose readers
+      // (load_model, read_suite) found the old kind's outputs and took them as the new one's.
+      const bool suite_there = fs::exists(fs::path(path_) / "suite.json", ec);
+      const bool run_there = !suite_there && fs::exists(fs::path(path_) / "job.json", ec);
+      if (kind == folder_kind::run ? suite_there : run_there)
+        throw job_error({"--out " + path_ + ": holds a " + (suite_there ? "suite's" : "run's") +
+                         " outputs, and --force reuses a folder only for another " +
+                         (suite_there ? "suite" : "run") + ": choose another folder"});
       for (const char* name :
            {"metrics.jsonl", "summary.json", "final_weights.pt", "final_model.pt",
-            "best_weights.pt", "job.json", "validation_rows.json"})
+            "best_weights.pt", "job.json", "validation_rows.json", "plan.txt", "report.html",
+            "leaderboard.json", "suite.json"})
         fs::remove(fs::path(path_) / name, ec);
       fs::remove_all(fs::path(path_) / "checkpoints", ec);
+      // A stacked ensemble's members: a run of fewer members left the others' files, which
+      // load_model then read as this run's.
+      for (fs::directory_iterator it(path_, ec); !ec && it != fs::directory_iterator();
+           it.increment(ec))
+        if (is_member_weights_file(it->path().filename().string()))
+          fs::remove(it->path(), ec);
       remove_abandoned_temporaries(path_);
     }
   }
@@ -129,6 +145,15 @@ run_directory run_directory::reopen(std::string path, folder_lock_ptr lock) {
 
 std::string member_weights_file(int64_t k) {
   return "member_" + std::to_string(k) + ".pt";
+}
+
+bool is_member_weights_file(const std::string& name) {
+  constexpr std::string_view prefix = "member_", suffix = ".pt";
+  if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
+  const auto digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  return digits.find_first_not_of("0123456789") == std::string::npos;
 }
 
 void run_directory::write_job(const job_config& job) const {

@@ -28,13 +28,19 @@ void give_up_summary_space(const std::string& path);
 
 /// The file of stacked ensemble member k's weights: member_K.pt.
 std::string member_weights_file(int64_t k);
+/// Whether `name` is such a file's name.
+bool is_member_weights_file(const std::string& name);
+
+/// What a folder holds: one run's outputs, or a suite's (suite.json, its jobs' folders).
+enum class folder_kind { run, suite };
 
 class run_directory {
  public:
   /// Creates `path` (and parents). Refuses, with job_error, a path that is a file or a folder
   /// that is not empty, unless `overwrite` is set, or a folder another run holds: a run never
-  /// mixes its files with another's.
-  run_directory(std::string path, bool overwrite);
+  /// mixes its files with another's. `overwrite` removes the outputs of the run (or suite) there
+  /// before, and refuses a folder of the other kind, whose files it would leave beside its own.
+  run_directory(std::string path, bool overwrite, folder_kind kind = folder_kind::run);
   /// A run folder to continue in (`--resume`): it must exist and no other run may hold it (or
   /// `lock` holds it already, taken before its checkpoints were read); nothing in it is removed,
   /// and metrics.jsonl loses only a record a killed run left half-written.

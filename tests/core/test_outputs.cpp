@@ -99,6 +99,39 @@ TEST_SUITE("outputs") {
                          doctest::Contains("not a folder"), job_error);
   }
 
+  // Found probing as a hostile user: a forced run of 2 members left an earlier run's member_3.pt,
+  // which load_model read as this run's; a forced run into a suite's folder left the suite's
+  // leaderboard beside its own summary.
+  TEST_CASE("--force removes every output of the run before, and refuses the other kind's") {
+    temp_folder t;
+    const auto out = (t.path / "run").string();
+    {
+      run_directory dir(out, false);
+      dir.write_job(job_config());
+      for (const char* name : {"member_0.pt", "member_3.pt", "plan.txt", "report.html"})
+        std::ofstream(fs::path(out) / name) << "old";
+      std::ofstream(fs::path(out) / "member_notes.pt") << "the user's";
+    }
+    {
+      run_directory again(out, true);
+      for (const char* name : {"member_0.pt", "member_3.pt", "plan.txt", "report.html", "job.json"})
+        CHECK_FALSE(fs::exists(fs::path(out) / name));
+      CHECK(fs::exists(fs::path(out) / "member_notes.pt"));  // not troupe's: left alone
+      again.write_job(job_config());
+    }
+    CHECK_THROWS_WITH_AS(run_directory(out, true, folder_kind::suite),
+                         doctest::Contains("holds a run's outputs, and --force reuses a folder "
+                                           "only for another run"),
+                         job_error);
+    const auto suite = (t.path / "suite").string();
+    fs::create_directories(suite);
+    std::ofstream(fs::path(suite) / "suite.json") << "{}";
+    CHECK_THROWS_WITH_AS(run_directory(suite, true), doctest::Contains("holds a suite's outputs"),
+                         job_error);
+    run_directory suite_again(suite, true, folder_kind::suite);
+    CHECK_FALSE(fs::exists(fs::path(suite) / "suite.json"));
+  }
+
   // Found probing as a hostile user: a second run with --force into a folder a run still wrote
   // cleared it under the first, and two resumes at once wrote one checkpoint twice.
   TEST_CASE("a folder a run holds is refused to a second run until the first lets it go") {
