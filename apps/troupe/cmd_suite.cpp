@@ -122,8 +122,9 @@ int write_outputs(const suite_config& suite, const run_directory& dir,
                   const std::vector<suite_job_result>& results) {
   try {
     write_file_atomically(dir.file("leaderboard.json"), leaderboard_json(results).dump(2) + "\n");
-    write_file_atomically(dir.file("summary.json"),
-                          suite_summary_json(suite.name, results).dump(2) + "\n");
+    write_file_atomically(
+        dir.file("summary.json"),
+        suite_summary_json(suite.name, results, suite_was_interrupted()).dump(2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return exit_failed;

@@ -132,17 +132,18 @@ bool suite_succeeded(const std::vector<suite_job_result>& results) {
 }
 
 nlohmann::json suite_summary_json(const std::string& name,
-                                  const std::vector<suite_job_result>& results) {
+                                  const std::vector<suite_job_result>& results, bool interrupted) {
   const auto by = ranking_of(results);
   nlohmann::json jobs = nlohmann::json::array();
   for (const auto& r : results)
     jobs.push_back(to_json(r));
-  nlohmann::json summary = {
-      {"name", name},
-      {"status", to_string(suite_succeeded(results) ? run_status::succeeded : run_status::failed)},
-      {"ranked_by", to_string(by)},
-      {"jobs", jobs},
-      {"leaderboard", "leaderboard.json"}};
+  nlohmann::json summary = {{"name", name},
+                            {"status", to_string(interrupted                ? run_status::stopped
+                                                 : suite_succeeded(results) ? run_status::succeeded
+                                                                            : run_status::failed)},
+                            {"ranked_by", to_string(by)},
+                            {"jobs", jobs},
+                            {"leaderboard", "leaderboard.json"}};
   const auto settings = group_settings(results);
   if (has_seed_groups(settings))
     summary["settings"] = settings_json(settings, results, by);

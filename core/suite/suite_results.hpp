@@ -55,9 +55,12 @@ nlohmann::json to_json(const suite_job_result& r);
 nlohmann::json leaderboard_json(const std::vector<suite_job_result>& results);
 
 /// The suite's summary.json: its status, `ranked_by`, every job in suite order, and `settings`
-/// as in the leaderboard. Stopped jobs do not make the suite fail.
+/// as in the leaderboard. Jobs a rule stopped do not make the suite fail; a suite `interrupted`
+/// (Ctrl-C) is "stopped", whatever its jobs did (it said "succeeded" of one whose jobs had all
+/// been stopped by the interrupt).
 nlohmann::json suite_summary_json(const std::string& name,
-                                  const std::vector<suite_job_result>& results);
+                                  const std::vector<suite_job_result>& results,
+                                  bool interrupted = false);
 
 /// Whether no job failed or was left unstarted (a stopped job is no failure).
 bool suite_succeeded(const std::vector<suite_job_result>& results);

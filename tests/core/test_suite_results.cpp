@@ -103,6 +103,8 @@ TEST_SUITE("suite") {
     const auto summary = suite_summary_json("s", {results[0], results[3]});
     CHECK(summary["status"] == "succeeded");
     CHECK(summary["jobs"][1]["status"] == "stopped");
+    // Interrupted, the suite is stopped, though its jobs' endings count as a success.
+    CHECK(suite_summary_json("s", {results[0], results[3]}, true)["status"] == "stopped");
   }
 
   TEST_CASE("run_status stopped reads back") {

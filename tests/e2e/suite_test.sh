@@ -118,8 +118,10 @@ status=$?
 [ $status -eq 130 ] && pass || fail "an interrupted suite exited $status: $(tail -5 "$tmp/many.log")"
 /usr/bin/python3 - "$tmp/many/summary.json" <<'PY' && pass || fail "interrupted suite: $(cat "$tmp/many/summary.json")"
 import json, sys
-jobs = json.load(open(sys.argv[1]))["jobs"]
+summary = json.load(open(sys.argv[1]))
+jobs = summary["jobs"]
 print({j["name"]: (j["status"], j.get("error")) for j in jobs})
+assert summary["status"] == "stopped", summary["status"]  # it said "succeeded"
 assert not any(j["status"] == "failed" for j in jobs)
 assert any(j["status"] == "stopped" for j in jobs)
 PY
