@@ -359,4 +359,25 @@ TEST_SUITE("data") {
     CHECK(at::equal(here.train.images.whole(), there.train.images.whole()));
     CHECK(at::equal(here.test.labels, there.test.labels));
   }
+
+  // Found probing the library as a user: a dataset built by hand whose rows and labels differ
+  // trained on part of it, or failed in a worker with LibTorch's words.
+  TEST_CASE("a dataset whose inputs and labels do not pair up is named before the plan") {
+    dataset d;
+    d.classes = 3;
+    d.train = {at::zeros({200, 4}), at::zeros({100}, at::kLong)};
+    d.test = {at::zeros({10, 4}), at::zeros({10}, at::kLong)};
+    CHECK_THROWS_WITH_AS(facts_of(d),
+                         "the training set holds 200 rows of inputs and 100 labels; every row "
+                         "needs its label",
+                         data_error);
+    d.train = {at::zeros({100, 4}), at::zeros({100}, at::kLong)};
+    d.test = {at::zeros({10, 4}), at::zeros({50}, at::kLong)};
+    CHECK_THROWS_WITH_AS(facts_of(d), doctest::Contains("the test set holds 10 rows"), data_error);
+    d.test = {at::zeros({10, 4}), at::zeros({10, 2}, at::kLong)};
+    CHECK_THROWS_WITH_AS(facts_of(d), doctest::Contains("class labels (int64) have shape [10, 2]"),
+                         data_error);
+    d.test = {at::zeros({10, 4}), at::zeros({10, 2})};  // float targets may have more values
+    CHECK(facts_of(d).test_rows == 10);
+  }
 }
