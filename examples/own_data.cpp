@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,13 @@ troupe::labeled_images make_quadrants(int64_t rows, at::Generator& gen) {
   return {images, labels};
 }
 
+std::string shape_of(const at::Tensor& t) {
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d)
+    s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "]";
+}
+
 // Reads DATA.pt (see the top) with troupe's reader of {name: tensor} files, the one that reads
 // saved weights back. Images of [N, 784] are viewed as [N, 1, 28, 28].
 troupe::dataset read_data_file(const std::string& path) {
@@ -63,10 +71,18 @@ troupe::dataset read_data_file(const std::string& path) {
       throw std::runtime_error(path + " holds no " + name);
     return it->second;
   };
+  // What the rest takes for granted, checked here: the file is yours, LibTorch's own words about
+  // a wrong shape would not name it.
   const auto split = [&](const std::string& which) {
     const auto images = get(which + "_images").to(at::kFloat).contiguous();
-    return troupe::labeled_images{images.view({images.size(0), 1, 28, 28}),
-                                  get(which + "_labels").to(at::kLong)};
+    const auto labels = get(which + "_labels");
+    if (images.dim() < 1 || images.size(0) == 0 || images.numel() != images.size(0) * 784)
+      throw std::runtime_error(path + ": " + which + "_images must be [N, 784] or [N, 1, 28, 28]" +
+                               " with N > 0, got " + shape_of(images));
+    if (labels.dim() != 1 || labels.size(0) != images.size(0) || labels.is_floating_point())
+      throw std::runtime_error(path + ": " + which + "_labels must be integers [" +
+                               std::to_string(images.size(0)) + "], got " + shape_of(labels));
+    return troupe::labeled_images{images.view({images.size(0), 1, 28, 28}), labels.to(at::kLong)};
   };
   troupe::dataset data;
   data.train = split("train");
@@ -87,17 +103,14 @@ void normalize(troupe::dataset& data) {
   data.test.images = (data.test.images.whole() - mean) / std;
 }
 
-std::string shape_of(const at::Tensor& t) {
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d)
-    s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + "]";
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
+int train_and_save(int argc, char** argv) {
   const std::string weights_path = argc > 1 ? argv[1] : "own_data_weights.pt";
+  // Before training, not after: a path that cannot be written would waste the run.
+  const auto folder = std::filesystem::path(weights_path).parent_path();
+  if (!std::filesystem::is_directory(folder.empty() ? "." : folder))
+    throw std::runtime_error(weights_path + ": its folder does not exist");
 
   auto data = std::make_shared<troupe::dataset>();
   if (argc > 2) {
@@ -170,4 +183,15 @@ int main(int argc, char** argv) {
   std::printf("reloaded into a new model: test accuracy %.4f (the run's: %.4f)\n", accuracy,
               report.test_accuracy.value_or(0));
   return 0;
+}
+
+// Every error (a data file that is not what the top says, a path that cannot be written, a job
+// the plan refuses) as one line and exit status 1, not std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return train_and_save(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "own_data: %s\n", e.what());
+    return 1;
+  }
 }
