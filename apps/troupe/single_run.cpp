@@ -5,6 +5,7 @@
 #include "apps/troupe/job_loading.hpp"
 #include "apps/troupe/progress_printer.hpp"
 #include "core/checkpoint/checkpoint_store.hpp"
+#include "core/collective/gloo_mesh.hpp"
 #include "core/config/overrides.hpp"
 #include "core/data/data_source.hpp"
 #include "core/data/validation_split.hpp"
@@ -52,6 +53,18 @@ run_plan plan_job(const run_command& cmd, const job_request& request, run_option
               ? "troupe coordinator --listen HOST:PORT or troupe run --local-nodes K"
               : "troupe run --resume " + cmd.resume + " --local-nodes " + nodes +
                     ", or troupe coordinator --resume " + cmd.resume + " --listen HOST:PORT")});
+  }
+  // Before any folder or node: found when the run started, these failed it (exit 1) after its
+  // nodes had joined.
+  if (job.cluster.enabled() && job.cluster.collective == node_collective::gloo) {
+    if (!cmd.tls_dir.empty() || cmd.local_tls)
+      throw job_error(
+          {"/cluster/collective: \"gloo\" cannot run under --tls: gloo's "
+           "connections are plain TCP (\"ring\", the socket ring, is encrypted)"});
+    if (!gloo_built_in())
+      throw job_error(
+          {"/cluster/collective: \"gloo\": this troupe is built without gloo "
+           "(CMake option TROUPE_GLOO)"});
   }
   if (job.cluster.enabled())
     options.cluster = make_cluster_options(cmd);

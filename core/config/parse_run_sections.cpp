@@ -31,10 +31,14 @@ void read_cluster(object_reader r, cluster_config& c) {
   r.integer("ring_window", c.ring_window, 1, 1024);
   r.number("step_timeout_s", c.step_timeout_s, 0, false, 7 * 24 * 3600, false);
   r.boolean("shared_memory", c.shared_memory);
-  // What a lost node does only concerns runs with nodes: in one process nothing is lost.
+  // What a lost node does, and how nodes sum, only concern runs with nodes: in one process
+  // nothing is lost, and the replicas sum in memory.
   for (const char* key : {"on_node_loss", "min_nodes", "replacement_timeout_s", "collective"})
     if (r.has(key) && c.nodes == 0 && nodes_ok)
-      r.problem(key, "needs cluster.nodes (only a run across processes can lose a node)");
+      r.problem(key, std::string(key) == "collective"
+                         ? "needs cluster.nodes (only nodes in several processes sum through a "
+                           "collective)"
+                         : "needs cluster.nodes (only a run across processes can lose a node)");
   if (r.has("on_node_loss")) {
     if (const auto i = r.choice("on_node_loss", {"fail", "continue"}))
       c.on_node_loss = *i == 0 ? node_loss_policy::fail : node_loss_policy::carry_on;

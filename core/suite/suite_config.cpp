@@ -342,8 +342,11 @@ std::optional<asha_config> read_asha(const nlohmann::json& file, const std::vect
     return std::nullopt;
   object_reader r(file["asha"], "/asha", problems);
   asha_config c;
-  const bool good = r.integer("min_steps", c.min_steps, 1, int64_t{1} << 40) &&
-                    (!r.has("reduction") || r.integer("reduction", c.reduction, 2, 1000));
+  // Both read whatever the first gives: a bad min_steps left reduction unread, and finish()
+  // then called it an unknown key.
+  const bool steps_good = r.integer("min_steps", c.min_steps, 1, int64_t{1} << 40);
+  const bool reduction_good = !r.has("reduction") || r.integer("reduction", c.reduction, 2, 1000);
+  const bool good = steps_good && reduction_good;
   if (r.valid() && !r.has("min_steps"))
     r.problem("min_steps", "is required: the steps of the first rung");
   r.finish({"min_steps", "reduction"});

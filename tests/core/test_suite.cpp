@@ -212,6 +212,10 @@ TEST_SUITE("suite") {
     CHECK(any_contains(problems_of(file), "/asha/min_steps: is required"));
     file["asha"] = {{"min_steps", 20}, {"reduction", 1}};
     CHECK(any_contains(problems_of(file), "/asha/reduction"));
+    // A bad min_steps left reduction unread, then called an unknown key.
+    file["asha"] = {{"min_steps", 0}, {"reduction", 3}};
+    CHECK(any_contains(problems_of(file), "/asha/min_steps"));
+    CHECK_FALSE(any_contains(problems_of(file), "unknown key"));
     file["asha"] = {{"min_steps", 20}};
     file["stop_losers"] = {{"after", 2}};
     CHECK(any_contains(problems_of(file), "/asha: give asha or stop_losers, not both"));

@@ -245,12 +245,14 @@ check "coordinator --tls without its certificate" $status 2 "$tmp/badtls.log" "c
 start run_tls_alone "$troupe" run "$tmp/local.json" --tls --out "$tmp/dist_alone"
 finish $last_pid 10
 check "run --tls without --local-nodes" $status 2 "$tmp/run_tls_alone.log" "--local-nodes"
-# gloo's connections cannot be encrypted: asking for both is refused before any node starts.
+# gloo's connections cannot be encrypted: asking for both is refused before any node starts
+# (exit 2, no folder; it failed the run once the nodes had joined).
 start tls_gloo "$troupe" run "$tmp/job.json" --local-nodes 2 --tls \
   --set cluster.collective=gloo --out "$tmp/dist_tls_gloo"
 finish $last_pid 30
-check "--tls with cluster.collective gloo" $status 1 "$tmp/tls_gloo.log" \
-  'cluster.collective "gloo" cannot run under --tls'
+check "--tls with cluster.collective gloo" $status 2 "$tmp/tls_gloo.log" \
+  '/cluster/collective: "gloo" cannot run under --tls'
+[ ! -e "$tmp/dist_tls_gloo" ] && pass || fail "--tls with gloo made a folder"
 
 # --- --local-nodes --tls: a CA for the run, gone afterwards -------------------------------------
 before=$(ls -d "${TMPDIR:-/tmp}"/troupe-tls-* 2>/dev/null | sort)
