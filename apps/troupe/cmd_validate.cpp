@@ -18,7 +18,7 @@ int validate_job(job_source source) {
     const auto job = parse_loaded_job(source, json);
     // The data files' headers, not the published sizes: the plan states the data there is, and
     // a missing file is found now rather than when the run starts.
-    const auto plan = make_run_plan(job, read_data_facts(job.data));
+    const auto plan = plan_named(source, job, read_data_facts(job.data));
     fmt::print("{}: valid\n{}", source.path, render_plan(plan));
     return exit_ok;
   } catch (const job_error& e) {

@@ -21,18 +21,32 @@ std::string pointer_of(const std::string& assignment) {
 }  // namespace
 
 std::string blamed_source(const job_source& source, const std::string& problem) {
-  const auto at = problem.substr(0, problem.find(": "));
+  const auto colon = problem.find(": ");
+  const auto at = problem.substr(0, colon);
+  const auto said = colon == std::string::npos ? std::string() : problem.substr(colon + 2);
   const auto within = [&at](const std::string& pointer) {
     return !pointer.empty() && (at == pointer || at.rfind(pointer + "/", 0) == 0);
   };
   // The last --set that wrote the key, or an object holding it, or that made the object the
-  // problem is in (--set nope.x=1: "/nope: unknown key"), is where the user looks.
+  // problem is in (--set nope.x=1: "/nope: unknown key"), is where the user looks; so is one
+  // whose key a problem of the object above names ("/training: give clip_grad_norm or
+  // clip_grad_value, not both").
   for (std::size_t i = source.sets.size(); i-- > 0;) {
-    if (within(pointer_of(source.sets[i])) ||
-        (i < source.created.size() && within(source.created[i])))
+    const auto pointer = pointer_of(source.sets[i]);
+    const auto key = pointer.substr(pointer.rfind('/') + 1);
+    const bool named_below =
+        pointer.rfind(at + "/", 0) == 0 && !key.empty() && said.find(key) != std::string::npos;
+    if (within(pointer) || named_below || (i < source.created.size() && within(source.created[i])))
       return "--set " + source.sets[i];
   }
   return source.path;
+}
+
+job_error blamed(const job_source& source, const job_error& e) {
+  std::vector<std::string> named;
+  for (const auto& p : e.problems())
+    named.push_back(p.rfind('/', 0) == 0 ? blamed_source(source, p) + ": " + p : p);
+  return job_error(std::move(named));
 }
 
 nlohmann::json load_job_json(job_source& source) {
@@ -82,6 +96,14 @@ std::vector<std::string> apply_overrides(nlohmann::json& json,
 job_config load_job(job_source source) {
   const auto json = load_job_json(source);
   return parse_loaded_job(source, json);
+}
+
+run_plan plan_named(const job_source& source, const job_config& job, const data_facts& facts) {
+  try {
+    return make_run_plan(job, facts);
+  } catch (const job_error& e) {
+    throw blamed(source, e);
+  }
 }
 
 job_config parse_loaded_job(const job_source& source, const nlohmann::json& json) {

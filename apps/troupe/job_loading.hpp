@@ -2,7 +2,9 @@
 #pragma once
 
 #include "apps/troupe/commands.hpp"
+#include "core/errors.hpp"
 #include "core/job/job_config.hpp"
+#include "core/run/run_plan.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,13 @@ std::vector<std::string> apply_overrides(nlohmann::json& json,
 /// that wrote that key or an object holding it ("--set optimizer.lrr=1"), or that made the
 /// object the problem is in ("--set nope.x=1": "/nope: unknown key"), else the job file.
 std::string blamed_source(const job_source& source, const std::string& problem);
+
+/// `e`'s problems at a key ("/parallelism/stages: ..."), each prefixed with blamed_source.
+job_error blamed(const job_source& source, const job_error& e);
+
+/// make_run_plan, its refusals of keys ("/parallelism/stages: 64 stages, but ...") named as
+/// blamed() names them (they had no origin at all).
+run_plan plan_named(const job_source& source, const job_config& job, const data_facts& facts);
 
 /// Validates what load_job_json read; throws job_error listing every problem, each prefixed
 /// with where it came from (blamed_source).

@@ -73,14 +73,14 @@ run_plan plan_job(const run_command& cmd, const job_request& request, run_option
     preloaded = load_dataset(job.data, job.seed);
     for (const auto& why : preloaded->skipped)
       std::cerr << "warning: left out " << why << '\n';
-    return make_run_plan(job, facts_of(*preloaded));
+    return plan_named(request.source, job, facts_of(*preloaded));
   }
   // A coordinator of nodes may plan without the files (its nodes read their own copies); a run
   // on this machine reads them here, so a bad header is refused now (exit 2, no folder), as
   // `troupe validate` refuses it, not after the plan was shown with the published sizes.
-  return make_run_plan(job, job.cluster.enabled() && !cmd.listen.empty()
-                                ? describe_data(job.data)
-                                : read_data_facts(job.data));
+  return plan_named(request.source, job,
+                    job.cluster.enabled() && !cmd.listen.empty() ? describe_data(job.data)
+                                                                 : read_data_facts(job.data));
 }
 
 // The run's folder, claimed before the plan is shown (an existing --out is refused at once, not

@@ -445,8 +445,15 @@ suite_config parse_suite(const nlohmann::json& file) {
     for (const auto& j : suite.jobs)
       if (auto why = unplaceable(suite.devices, j.request))
         problems.push_back("job " + j.job.name + ": " + *why);
-  if (!problems.empty())
-    throw job_error(std::move(problems));
+  if (!problems.empty()) {
+    // A bad key of an entry is found in each of its jobs (a sweep's combinations): once is
+    // enough ("--set retries=101" was printed once per job).
+    std::vector<std::string> once;
+    for (auto& p : problems)
+      if (std::find(once.begin(), once.end(), p) == once.end())
+        once.push_back(std::move(p));
+    throw job_error(std::move(once));
+  }
   return suite;
 }
 

@@ -91,6 +91,13 @@ expect 2 "error: --set training.early_stopping.metric=validation_loss: /training
   -- "$troupe" validate "$tmp/fashion.json" --set training.early_stopping.metric=validation_loss
 expect 2 "/steps: given twice in the same object" -- "$troupe" validate "$tmp/fashion.json" \
   --set 'training={"steps": 20, "steps": 30}'
+# The plan's refusals name their --set too (they named nothing), and so does a problem of the
+# object above a --set's key that names that key.
+expect 2 'error: --set parallelism={"stages": 64}: /parallelism/stages: 64 stages' -- \
+  "$troupe" validate "$tmp/fashion.json" --set 'parallelism={"stages": 64}'
+expect 2 "error: --set training.clip_grad_value=1: /training: give clip_grad_norm or" -- \
+  "$troupe" validate "$tmp/fashion.json" --set training.clip_grad_norm=1 \
+  --set training.clip_grad_value=1
 echo '{"optimizer": {"lrr": 0.1}}' >"$tmp/typo.json"
 expect 2 "$tmp/typo.json: /optimizer/lrr: unknown key (did you mean \"lr\"?" -- "$troupe" validate \
   "$tmp/typo.json"
