@@ -67,6 +67,20 @@ bool within_record(const at::Tensor& t, const std::map<const void*, size_t>& rec
   return last < t.storage().nbytes() / element;
 }
 
+// What LibTorch's reader says of two common files, in words that say what to do.
+std::string in_words(const std::string& message) {
+  // It reads collections.OrderedDict (what model.state_dict() is, the thing most saved) as None,
+  // then asserts on it: "... please report a bug to PyTorch" helps no one.
+  if (message.find("Expected GenericDict") != std::string::npos)
+    return "holds a dictionary LibTorch cannot read (an OrderedDict, as model.state_dict() "
+           "returns?): save a plain dict, torch.save(dict(model.state_dict()), path)";
+  // Python pickles a dictionary of one entry with SETITEM, an opcode the reader lacks.
+  if (message.find("opcode for unpickling at 0x73") != std::string::npos)
+    return "holds a dictionary of one entry, which Python pickles in a way LibTorch cannot "
+           "read (SETITEM): save two entries or more";
+  return message;
+}
+
 }  // namespace
 
 c10::Dict<std::string, at::Tensor> read_pickled_tensors(std::string_view bytes,
@@ -81,9 +95,9 @@ c10::Dict<std::string, at::Tensor> read_pickled_tensors(std::string_view bytes,
   try {
     value = unpickle(bytes, record_sizes);
   } catch (const c10::Error& e) {
-    throw std::runtime_error(what + ": " + e.what_without_backtrace());
+    throw std::runtime_error(what + ": " + in_words(e.what_without_backtrace()));
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(what + ": " + e.what());
+    throw std::runtime_error(what + ": " + in_words(e.what()));
   }
   if (!value.isGenericDict())
     throw std::runtime_error(what + " holds no dictionary");

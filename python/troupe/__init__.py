@@ -99,11 +99,25 @@ def _no_nul(text, what):
 def _checked_sets(sets):
     if isinstance(sets, (str, bytes)):
         raise TypeError("sets is a list of --set assignments, e.g. [\"optimizer.lr=0.05\"]")
-    return [_no_nul(str(s), "a --set assignment") for s in sets]
+    for s in sets:  # str() of b"a=1" is "b'a=1'", which validation then called an unknown key
+        if not isinstance(s, str):
+            raise TypeError(f"sets holds {s!r}, a {type(s).__name__}: each --set assignment is "
+                            "a str, e.g. \"optimizer.lr=0.05\"")
+    return [_no_nul(s, "a --set assignment") for s in sets]
 
 
 def _checked_out(out):
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out is a folder's path (a str or os.PathLike), got a "
+                        f"{type(out).__name__}")
     return _no_nul(os.fspath(out or ""), "out")
+
+
+def _checked_nodes(local_nodes):
+    if isinstance(local_nodes, bool) or not isinstance(local_nodes, int) or local_nodes < 0:
+        raise TypeError(f"local_nodes is a count of node processes (an int >= 0), got "
+                        f"{local_nodes!r}")
+    return local_nodes
 
 
 def _set_args(sets):
@@ -125,7 +139,7 @@ def validate(job, sets=()):
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise JobError(_program_error(done.stderr, f"troupe exited {done.returncode}"))
-        return done.stdout
+        return done.stdout.replace(file, path or "the job")  # a dict's copy is no user's file
     return _with_job_file(job, check)
 
 
@@ -194,6 +208,8 @@ def run(job, out=None, sets=(), force=False, local_nodes=0, quiet=True):
     (its output shown unless quiet)."""
     text, path = _job_args(job)
     sets = _checked_sets(sets)
+    local_nodes = _checked_nodes(local_nodes)
+    _checked_out(out)
     if not local_nodes and not _native.is_suite(text, path):
         return start(job, out=out, sets=sets, force=force).wait()
     if not out:
@@ -204,7 +220,7 @@ def run(job, out=None, sets=(), force=False, local_nodes=0, quiet=True):
         if force:
             command.append("--force")
         if local_nodes:
-            command += ["--local-nodes", str(int(local_nodes))]
+            command += ["--local-nodes", str(local_nodes)]
         output = subprocess.PIPE if quiet else None
         child = subprocess.Popen(command, stdout=output, stderr=output, text=True)
         try:

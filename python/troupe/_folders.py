@@ -1,5 +1,6 @@
 """Reading what troupe leaves in a run's or a suite's folder (docs/run-folder.md): records,
 summaries, and pandas DataFrames of both. pandas is imported only when a frame is asked for."""
+import fcntl
 import json
 import os
 import stat
@@ -47,6 +48,8 @@ def read_records(path, follow=None, poll=0.1):
             return
         time.sleep(poll)
     if not _regular_file(path):
+        if follow is None:  # a path with a typo yielded nothing, as an empty file does
+            raise FileNotFoundError(f"{path}: no such file")
         return
     pending = ""
     number = 0
@@ -94,14 +97,20 @@ class RunFolder:
     def __init__(self, folder):
         self.folder = os.fspath(folder)
         if not os.path.isdir(self.folder):
+            if os.path.exists(self.folder):
+                raise ValueError(f"{self.folder}: not a folder")
             raise FileNotFoundError(f"{self.folder}: no such run folder")
+        if os.path.exists(os.path.join(self.folder, "suite.json")):
+            raise ValueError(f"{self.folder}: a suite's folder: read_suite() reads it, and "
+                             "read_run() one of its jobs' (FOLDER/NAME)")
         metrics = os.path.join(self.folder, "metrics.jsonl")
         self.summary = read_summary(self.folder)
         if self.summary is None and not _regular_file(metrics):
             raise ValueError(f"{self.folder}: holds neither metrics.jsonl nor summary.json: not "
                              "a run's output folder")
         self.job = _read_json(os.path.join(self.folder, "job.json"))
-        self.records = list(read_records(metrics))
+        # A job a suite runner wrote the summary of may have no records (killed at its start).
+        self.records = list(read_records(metrics)) if _regular_file(metrics) else []
         self._metrics = None
 
     @property
@@ -110,8 +119,24 @@ class RunFolder:
             self._metrics = _frames_by_event(self.records)
         return self._metrics
 
+    @property
+    def running(self):
+        """Whether a troupe run writes the folder now: it holds the folder's lock (an flock,
+        which the kernel lets go however the run ends), so a run killed before its summary
+        does not read as running for ever."""
+        fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
     def __repr__(self):
-        status = (self.summary or {}).get("status", "running")
+        status = (self.summary or {}).get("status")
+        if status is None:
+            status = "running" if self.running else "ended without a summary (killed?)"
         return f"RunFolder({self.folder!r}, {status}, {len(self.records)} records)"
 
 

@@ -12,7 +12,10 @@ import os
 
 
 def _activation(nn, name):
-    return {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}[name]()
+    kinds = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
+    if name not in kinds:
+        raise ValueError(f"an activation troupe does not build: {name!r}")
+    return kinds[name]()
 
 
 def _built_in(model, weights):
@@ -72,6 +75,9 @@ def load_model(folder, weights="final"):
     import torch
     folder = os.fspath(folder)
     path = _weights_file(folder, weights)
+    if os.path.exists(os.path.join(folder, "suite.json")):
+        raise ValueError(f"{folder}: a suite's folder, not a run's: load one of its jobs' models "
+                         "(load_model(FOLDER/NAME))")
     if not os.path.exists(path):
         members = [name for name in sorted(os.listdir(folder)) if name.startswith("member_")
                    and name.endswith(".pt")] if os.path.isdir(folder) else []
@@ -92,7 +98,18 @@ def load_model(folder, weights="final"):
     if model["type"] == "torchscript":
         script = os.path.join(folder, "final_model.pt")
         module = torch.jit.load(script if os.path.exists(script) else model["path"])
+    elif model["type"] in ("mlp", "cnn"):
+        try:
+            module = _built_in(model, state)
+        except (KeyError, ValueError, TypeError) as e:
+            raise ValueError(f"{path}: not the weights of the run's {model['type']} "
+                             f"({job_file}): {e!r}") from None
     else:
-        module = _built_in(model, state)
-    module.load_state_dict(state, strict=True)
+        raise ValueError(f"{job_file}: a model of type {model['type']!r}, which troupe does not "
+                         "build")
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        raise ValueError(f"{path}: its weights do not fit the run's model ({job_file}): "
+                         f"{str(e)[:800]}") from None
     return module.eval()

@@ -282,6 +282,54 @@ class Module(unittest.TestCase):
         self.assertEqual(len(list(troupe.load_model("members", weights=1).parameters())) > 0,
                          True)
 
+    def test_wrong_arguments_and_foreign_weights_are_named(self):
+        # Found probing the module as a user: a bytes --set became "/b'training: unknown key",
+        # a bytes out= a TypeError naming neither, and model.state_dict() saved with torch.save
+        # "INTERNAL ASSERT FAILED ... please report a bug to PyTorch".
+        with self.assertRaisesRegex(TypeError, "each --set assignment is a str"):
+            troupe.validate(synthetic("bad"), sets=[b"training.steps=3"])
+        with self.assertRaisesRegex(TypeError, "out is a folder's path"):
+            troupe.start(synthetic("bad"), out=b"bytes_out")
+        with self.assertRaisesRegex(TypeError, "local_nodes is a count"):
+            troupe.run(synthetic("bad"), out="bad_nodes", local_nodes="x")
+        troupe.run(synthetic("foreign", steps=5), out="foreign")
+        torch.save(torch.nn.Linear(784, 10).state_dict(), "foreign/final_weights.pt")
+        with self.assertRaisesRegex(ValueError, r"foreign/final_weights.pt: holds a dictionary "
+                                    r"LibTorch cannot read \(an OrderedDict"):
+            troupe.load_model("foreign")
+        mlp = {"fc1.weight": torch.zeros(64, 784), "fc1.bias": torch.zeros(64),
+               "out.weight": torch.zeros(10, 64), "out.bias": torch.zeros(10)}
+        torch.save(dict(mlp, extra=torch.zeros(1)), "foreign/final_weights.pt")
+        with self.assertRaisesRegex(ValueError, "foreign/final_weights.pt: its weights do not "
+                                    "fit the run's model"):
+            troupe.load_model("foreign")
+        torch.save({"fc1.weight": mlp["fc1.weight"], "fc1.bias": mlp["fc1.bias"]},
+                   "foreign/final_weights.pt")
+        with self.assertRaisesRegex(ValueError, "not the weights of the run's mlp"):
+            troupe.load_model("foreign")
+        # One entry is pickled with SETITEM, which LibTorch's reader lacks: said in words.
+        torch.save({"out.weight": mlp["out.weight"]}, "foreign/final_weights.pt")
+        with self.assertRaisesRegex(ValueError, "a dictionary of one entry"):
+            troupe.load_model("foreign")
+        # A suite's folder is named as one by the readers of a run's.
+        troupe.run(dict(synthetic("pair", steps=5), jobs=[{"name": "a"}, {"name": "b"}]),
+                   out="pair")
+        for call in (lambda: troupe.read_run("pair"), lambda: troupe.load_model("pair")):
+            with self.assertRaisesRegex(ValueError, "pair: a suite's folder"):
+                call()
+        self.assertEqual(troupe.read_run("pair/a").summary["status"], "succeeded")
+        with self.assertRaisesRegex(FileNotFoundError, "no_such.jsonl: no such file"):
+            list(troupe.read_records("no_such.jsonl"))
+        # A folder whose run was killed before its summary does not read as running for ever.
+        os.makedirs("orphan", exist_ok=True)
+        with open("orphan/metrics.jsonl", "w") as f:
+            f.write('{"event": "step", "step": 0}\n')
+        self.assertIn("ended without a summary", repr(troupe.read_run("orphan")))
+        self.assertFalse(troupe.read_run("orphan").running)
+        # validate() of a suite dict names no temporary file.
+        self.assertNotIn("troupe-job-", troupe.validate(dict(synthetic("pair"),
+                                                             jobs=[{"name": "a"}])))
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
