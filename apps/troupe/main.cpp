@@ -18,7 +18,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 namespace {
 
@@ -198,6 +200,17 @@ int main(int argc, char** argv) {
   if (argc == 1) {  // `troupe` alone: what it can do, rather than "A subcommand is required"
     std::fputs(overview.c_str(), stderr);
     return troupe::exit_usage;
+  }
+  // A word that is no subcommand (`troupe bogus`, `troupe trian`): CLI11 said "A subcommand is
+  // required", as if none had been given.
+  if (const std::string first = argv[1]; !first.empty() && first[0] != '-') {
+    const auto known = app.get_subcommands([](CLI::App*) { return true; });
+    if (std::none_of(known.begin(), known.end(),
+                     [&first](const CLI::App* sub) { return sub->check_name(first); })) {
+      std::fprintf(stderr, "error: %s is not a troupe subcommand (troupe help lists them)\n",
+                   first.c_str());
+      return troupe::exit_usage;
+    }
   }
   try {
     app.parse(argc, argv);

@@ -21,6 +21,9 @@ expect 0 "--set" -- "$troupe" run --help
 expect 0 "validate" -- "$troupe" validate --help
 expect 2 "" -- "$troupe"
 expect 2 "job" -- "$troupe" run
+# A word that is no subcommand is named (CLI11 said "A subcommand is required").
+expect 2 "error: trian is not a troupe subcommand (troupe help lists them)" -- "$troupe" trian
+expect 0 "troupe" -- "$troupe" --version
 expect 2 "--bogus" -- "$troupe" run "$root/configs/synthetic_smoke.json" --bogus
 expect 2 "cannot open" -- "$troupe" validate "$tmp/missing.json"
 expect 2 "longer than 64 MiB" -- "$troupe" validate /dev/zero
