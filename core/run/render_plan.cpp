@@ -188,7 +188,13 @@ void render_exchange(std::ostringstream& out, const run_plan& p) {
                "gloo's halving-doubling all-reduce (cluster.collective \"gloo\", plain TCP)\n";
       else
         out << " bytes per step in the ring all-reduce (buckets of " << job.cluster.bucket_mb
-            << " MiB)\n";
+            << " MiB)"
+            // Decided once the nodes have joined (the log says which): the plan cannot know.
+            << (job.cluster.shared_memory && job.cluster.on_node_loss == node_loss_policy::fail
+                    ? "; where every node runs on one machine they sum in its shared memory "
+                      "instead (cluster.shared_memory)"
+                    : "")
+            << "\n";
     } else {
       out << ": exchanges go through the coordinator as serialized tensors\n";
     }

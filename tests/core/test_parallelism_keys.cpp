@@ -268,4 +268,19 @@ TEST_SUITE("job_config") {
     // Not written back: the resolved job of a run made elsewhere leaves the choice to its plan.
     CHECK(!to_json(parse_job(json::object()))["parallelism"].contains("threads_per_replica"));
   }
+
+  // Found checking the docs: plan.txt said the ring all-reduce where local nodes then summed in
+  // shared memory (decided once they join).
+  TEST_CASE("the plan of nodes says when they may sum in shared memory instead of the ring") {
+    const json nodes = {{"parallelism", {{"replicas", 2}}}, {"cluster", {{"nodes", 2}}}};
+    const auto text = [](const json& j) {
+      const auto job = parse_job(j);
+      return render_plan(make_run_plan(job, describe_data(job.data)));
+    };
+    const std::string shared = "they sum in its shared memory instead (cluster.shared_memory)";
+    CHECK(text(nodes).find(shared) != std::string::npos);
+    auto ring_only = nodes;
+    ring_only["cluster"]["shared_memory"] = false;
+    CHECK(text(ring_only).find(shared) == std::string::npos);
+  }
 }
