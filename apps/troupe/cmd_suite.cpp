@@ -171,10 +171,32 @@ std::string prepare_folder(const nlohmann::json& file, const suite_config& suite
 }
 
 // Prints the problems, each named by the --set or the file it came from; exit_usage.
-int refuse(const job_source& source, const job_error& e) {
+// A problem of an entry's key the entry does not set itself ("/jobs/0/retries: ...") came from
+// the suite's base, which `--set retries=101` writes: it is judged as the base's key.
+std::string blamed_in_suite(const job_source& source, const nlohmann::json& file,
+                            const std::string& problem) {
+  const auto blamed = blamed_source(source, problem);
+  if (blamed != source.path || problem.rfind("/jobs/", 0) != 0)
+    return blamed;
+  const auto slash = problem.find('/', 6);
+  const auto colon = problem.find(": ");
+  if (slash == std::string::npos || colon == std::string::npos || slash > colon)
+    return blamed;
+  try {
+    const auto entry = nlohmann::json::json_pointer(problem.substr(0, slash));
+    const auto key = nlohmann::json::json_pointer(problem.substr(slash, colon - slash));
+    if (file.contains(entry) && file.at(entry).contains(key))
+      return blamed;  // the entry sets it: the file's (or a --set of the entry's)
+  } catch (const nlohmann::json::exception&) {
+    return blamed;
+  }
+  return blamed_source(source, problem.substr(slash));
+}
+
+int refuse(const job_source& source, const nlohmann::json& file, const job_error& e) {
   std::vector<std::string> named;
   for (const auto& p : e.problems())
-    named.push_back(blamed_source(source, p) + ": " + p);
+    named.push_back(blamed_in_suite(source, file, p) + ": " + p);
   print_problems(stderr, job_error(named));
   return exit_usage;
 }
@@ -188,7 +210,7 @@ int validate_suite(const job_source& source, const nlohmann::json& file) {
     fmt::print("{}: valid\n{}", source.path, render_suite_plan(suite));
     return exit_ok;
   } catch (const job_error& e) {
-    return refuse(source, e);
+    return refuse(source, file, e);
   }
 }
 
@@ -205,7 +227,7 @@ int run_suite(const run_command& cmd, const job_source& source, const nlohmann::
       fmt::print("{}", render_suite_plan(suite));
     std::fflush(stdout);
   } catch (const job_error& e) {
-    return refuse(source, e);
+    return refuse(source, file, e);
   }
 
   std::vector<suite_job_result> results(suite.jobs.size());

@@ -132,6 +132,9 @@ status=$?
 check "$tmp/asha" "the leader succeeds, the hopeless job is stopped at the first rung" \
   'jobs["leader"]["status"] == "succeeded" and jobs["hopeless"]["status"] == "stopped" and jobs["hopeless"]["error"].startswith("stopped by asha at the rung of 10 steps: validation accuracy ") and jobs["hopeless"]["wall_s"] < 100'
 
+# A base key a --set wrote, found bad in each entry, is that --set's (it named the file).
+expect 2 "error: --set retries=101: /jobs/0/retries: must be an integer from 0 to 100" -- \
+  "$troupe" validate "$tmp/asha.json" --set retries=101
 # A first rung beyond every job's end stopped nothing, without a word.
 expect 2 "/asha/min_steps: 2000000 steps, not fewer than the longest job's 1000000" -- \
   "$troupe" validate "$tmp/asha.json" --set asha.min_steps=2000000
