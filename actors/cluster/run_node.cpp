@@ -116,9 +116,7 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
   init.outcome = outcome;
   init.log = log;
   init.links = &links;
-  // A private folder for the node's part of the run (the job's files it fetches), removed when
-  // the node is done, or by the next node if this one is killed.
-  std::optional<owned_temp_folder> scratch;
+  std::optional<owned_temp_folder> scratch;  // the job's files this node fetches
   try {
     scratch.emplace("troupe-node");
   } catch (const std::exception& e) {

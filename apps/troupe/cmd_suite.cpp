@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <string_view>
 
 namespace troupe {
 namespace {
@@ -170,15 +171,15 @@ std::string prepare_folder(const nlohmann::json& file, const suite_config& suite
   return self_executable();
 }
 
-// Prints the problems, each named by the --set or the file it came from; exit_usage.
 // A problem of an entry's key the entry does not set itself ("/jobs/0/retries: ...") came from
 // the suite's base, which `--set retries=101` writes: it is judged as the base's key.
 std::string blamed_in_suite(const job_source& source, const nlohmann::json& file,
                             const std::string& problem) {
+  constexpr std::string_view entries = "/jobs/";
   const auto blamed = blamed_source(source, problem);
-  if (blamed != source.path || problem.rfind("/jobs/", 0) != 0)
+  if (blamed != source.path || problem.rfind(entries, 0) != 0)
     return blamed;
-  const auto slash = problem.find('/', 6);
+  const auto slash = problem.find('/', entries.size());  // after the entry's index
   const auto colon = problem.find(": ");
   if (slash == std::string::npos || colon == std::string::npos || slash > colon)
     return blamed;
@@ -193,6 +194,7 @@ std::string blamed_in_suite(const job_source& source, const nlohmann::json& file
   return blamed_source(source, problem.substr(slash));
 }
 
+// Prints the problems, each named by the --set or the file it came from; exit_usage.
 int refuse(const job_source& source, const nlohmann::json& file, const job_error& e) {
   std::vector<std::string> named;
   for (const auto& p : e.problems())

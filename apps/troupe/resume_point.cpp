@@ -10,7 +10,6 @@
 #include <cmath>
 
 #include <filesystem>
-#include <optional>
 
 namespace troupe {
 
@@ -53,11 +52,10 @@ resume_point find_resume_point(const std::string& run_dir) {
   // would otherwise continue as this one, its job.json overwritten.
   const auto job_file = run_dir + "/job.json";
   std::string run_job;
-  std::optional<job_error> no_job;
   try {
     run_job = job_digest(read_json_file(job_file));
   } catch (const job_error& e) {
-    no_job = e;
+    throw job_error({"--resume " + run_dir + ": not the folder of a run: " + e.problems().front()});
   }
   const auto stored = read_latest_checkpoint(
       run_dir,
@@ -66,9 +64,6 @@ resume_point find_resume_point(const std::string& run_dir) {
         ++point.skipped;
       },
       run_job);
-  if (!stored && no_job)
-    throw job_error(
-        {"--resume " + run_dir + ": not the folder of a run: " + no_job->problems().front()});
   if (!stored && !std::filesystem::exists(checkpoints_folder(run_dir), error))
     throw job_error({"--resume " + run_dir +
                      ": the run wrote no checkpoint (it stopped before its first, or its job "
@@ -76,9 +71,6 @@ resume_point find_resume_point(const std::string& run_dir) {
   if (!stored)
     throw job_error({"--resume " + run_dir + ": no checkpoint in " + checkpoints_folder(run_dir) +
                      " verifies"});
-  if (no_job)
-    throw job_error(
-        {"--resume " + run_dir + ": not the folder of a run: " + no_job->problems().front()});
   point.folder = checkpoints_folder(run_dir) + "/step-" + std::to_string(stored->step);
   try {
     point.checkpoint = std::make_shared<run_checkpoint>(decode_checkpoint(*stored));

@@ -22,11 +22,10 @@ namespace {
 constexpr auto poll_interval = std::chrono::milliseconds(50);
 constexpr auto stop_grace = std::chrono::seconds(10);
 
-std::atomic<bool> suite_interrupted{false};
+// Ctrl-C, SIGTERM or SIGHUP to the runner, counted: each one is passed on to the jobs.
 std::atomic<int> suite_interrupts{0};
 
 extern "C" void on_suite_interrupt(int) {
-  suite_interrupted.store(true);
   suite_interrupts.fetch_add(1);
 }
 
@@ -96,7 +95,7 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
   // was in place) dies of it with no summary, one training stops after its step. Either was
   // stopped with the suite, not a failure of its own.
   const bool stopped_with_suite =
-      suite_interrupted.load() &&
+      suite_was_interrupted() &&
       ((exit.signaled &&
         (exit.signal == SIGINT || exit.signal == SIGTERM || exit.signal == SIGHUP)) ||
        (!exit.signaled && exit.code == exit_interrupted));
@@ -224,7 +223,7 @@ std::string describe_end(const suite_job_result& r) {
 // left: `troupe run --resume` from its newest checkpoint, else from the start.
 bool retry(suite_run& s, running_job& r, suite_job_result& result) {
   if (result.status != run_status::failed || !r.cause.empty() || r.lost ||
-      suite_interrupted.load() || r.attempts > s.suite.jobs[r.index].retries)
+      suite_was_interrupted() || r.attempts > s.suite.jobs[r.index].retries)
     return false;
   const auto folder = s.dir.file(result.name);
   const bool resumable = std::filesystem::exists(checkpoints_folder(folder) + "/latest");
@@ -313,7 +312,7 @@ void run_jobs(suite_run& s) {
 }
 
 bool suite_was_interrupted() {
-  return suite_interrupted.load();
+  return suite_interrupts.load() > 0;
 }
 
 }  // namespace troupe

@@ -37,6 +37,10 @@ int64_t row_values(const data_facts& data) {
                          std::multiplies<>());
 }
 
+double data_values(const data_facts& data) {
+  return all_rows(data) * static_cast<double>(row_values(data));
+}
+
 }  // namespace
 
 double model_state_bytes(const job_config& job, double parameters) {
@@ -60,7 +64,7 @@ void check_data_fits(const job_config& job, const data_facts& data,
   if (job.data.kind != data_kind::fashion_mnist || inventory.memory_bytes <= 0)
     return;
   // The file's bytes, then the same as float32 rows.
-  const double bytes = all_rows(data) * static_cast<double>(row_values(data)) * 5;
+  const double bytes = data_values(data) * 5;
   if (bytes <= inventory.memory_bytes)
     return;
   throw job_error({fmt::format(
@@ -105,11 +109,12 @@ void check_step_fits(const job_config& job, double parameters, int64_t per_row,
       job.ensemble.enabled() ? " or ensemble.members" : "")});
 }
 
-double address_space_bytes(const job_config& job, double parameters, const data_facts& data,
-                           int64_t threads, int64_t activations_per_row) {
-  return base_bytes + static_cast<double>(threads) * per_thread_bytes +
-         model_state_bytes(job, parameters) + activation_bytes(job, activations_per_row) +
-         all_rows(data) * static_cast<double>(row_values(data)) * 4;
+address_space_parts address_space_of(const job_config& job, double parameters,
+                                     const data_facts& data, int64_t threads,
+                                     int64_t activations_per_row) {
+  return {base_bytes + static_cast<double>(threads) * per_thread_bytes,
+          model_state_bytes(job, parameters), activation_bytes(job, activations_per_row),
+          data_values(data) * 4};
 }
 
 void check_address_space(const job_config& job, double parameters, const data_facts& data,
@@ -117,8 +122,8 @@ void check_address_space(const job_config& job, double parameters, const data_fa
                          int64_t activations_per_row) {
   if (inventory.address_space_bytes <= 0)
     return;
-  const double needed = address_space_bytes(job, parameters, data, threads, activations_per_row);
-  if (needed <= inventory.address_space_bytes)
+  const auto needed = address_space_of(job, parameters, data, threads, activations_per_row);
+  if (needed.total() <= inventory.address_space_bytes)
     return;
   throw job_error({fmt::format(
       "/parallelism: {} compute thread(s) over {:.0f} parameters need about {:.1f} GiB of address "
@@ -126,11 +131,8 @@ void check_address_space(const job_config& job, double parameters, const data_fa
       "model copies, {:.1f} for a step's activations, {:.1f} for the data), more than this "
       "process may map ({:.1f} GiB, ulimit -v): lower the largest (replicas or "
       "threads_per_replica, ensemble.members, batch_size), or raise the limit",
-      threads, parameters, needed / gib,
-      (base_bytes + static_cast<double>(threads) * per_thread_bytes) / gib,
-      model_state_bytes(job, parameters) / gib, activation_bytes(job, activations_per_row) / gib,
-      all_rows(data) * static_cast<double>(row_values(data)) * 4 / gib,
-      inventory.address_space_bytes / gib)});
+      threads, parameters, needed.total() / gib, needed.threads / gib, needed.model / gib,
+      needed.activations / gib, needed.data / gib, inventory.address_space_bytes / gib)});
 }
 
 }  // namespace troupe

@@ -37,9 +37,18 @@ void check_data_fits(const job_config& job, const data_facts& data,
                      const device_inventory& inventory);
 
 /// The address space a process running `threads` compute threads over `parameters` and `data`
-/// maps, estimated from what `troupe run` was measured to map (memory_fit.cpp).
-double address_space_bytes(const job_config& job, double parameters, const data_facts& data,
-                           int64_t threads, int64_t activations_per_row = 0);
+/// maps, in bytes, by part, estimated from what `troupe run` was measured to map
+/// (memory_fit.cpp).
+struct address_space_parts {
+  double threads = 0;  ///< the libraries, and each thread's stack and BLAS buffers
+  double model = 0;    ///< model_state_bytes
+  double activations = 0;
+  double data = 0;  ///< the rows as float32
+  double total() const { return threads + model + activations + data; }
+};
+address_space_parts address_space_of(const job_config& job, double parameters,
+                                     const data_facts& data, int64_t threads,
+                                     int64_t activations_per_row = 0);
 
 /// Throws job_error when the estimate exceeds the process's address-space limit
 /// (inventory.address_space_bytes; 0: no limit, no check).

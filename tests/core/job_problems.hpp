@@ -38,6 +38,19 @@ inline std::vector<std::string> job_problems(const nlohmann::json& j) {
   return problems_of([](const nlohmann::json& x) { return parse_job(x); }, j);
 }
 
+/// The single problem of a job_error thrown by `f`.
+template <class F>
+std::string only_problem(F&& f) {
+  try {
+    f();
+  } catch (const job_error& e) {
+    REQUIRE(e.problems().size() == 1);
+    return e.problems()[0];
+  }
+  FAIL("no job_error thrown");
+  return {};
+}
+
 /// Exactly one problem of parse_job for `j`, containing every fragment.
 inline void check_one_problem(const nlohmann::json& j,
                               std::initializer_list<const char*> fragments) {
