@@ -105,12 +105,13 @@ class RunFolder:
                              "read_run() one of its jobs' (FOLDER/NAME)")
         metrics = os.path.join(self.folder, "metrics.jsonl")
         self.summary = read_summary(self.folder)
-        if self.summary is None and not _regular_file(metrics):
+        has_metrics = _regular_file(metrics)
+        if self.summary is None and not has_metrics:
             raise ValueError(f"{self.folder}: holds neither metrics.jsonl nor summary.json: not "
                              "a run's output folder")
         self.job = _read_json(os.path.join(self.folder, "job.json"))
         # A job a suite runner wrote the summary of may have no records (killed at its start).
-        self.records = list(read_records(metrics)) if _regular_file(metrics) else []
+        self.records = list(read_records(metrics)) if has_metrics else []
         self._metrics = None
 
     @property
