@@ -74,7 +74,7 @@ step_actions async_strategy::on_push(const arrival& a, double now_s) {
   const double lr_scale = lr_scaling_ ? 1.0 / (1.0 + static_cast<double>(d.staleness)) : 1.0;
   step_actions out{
       act::apply_push{a.rank, lr_scale, a.step, d.version, d.staleness, (d.version - 1) / ranks_}};
-  parts_.push_back({a.rank, a.loss, a.samples});
+  parts_.push_back({a.rank, a.loss, a.samples, 0.0, 0, a.step});
   if (d.version % ranks_ == 0) {
     const int64_t step = d.version / ranks_ - 1;
     std::stable_sort(parts_.begin(), parts_.end(),

@@ -28,6 +28,9 @@ struct step_part {
   /// lost one's too, where its gradient was summed before it was lost); 0: not known, the
   /// step's rows are its parts' samples (a sum the driver made of exactly those parts).
   int64_t sum_rows = 0;
+  /// Async: the step whose batch the rows came from (the pusher's own clock, which runs ahead
+  /// of or behind the global step the push completes); -1: the completed step's own batch.
+  int64_t batch = -1;
 };
 
 class step_rules {

@@ -82,9 +82,15 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   }
   last_loss_ = samples > 0 ? weighted_loss / static_cast<double>(samples) : 0;
   // The parts' losses are the reporters'; the step trained every row its sum held.
-  if (summed > 0)
+  if (summed > 0) {
     samples = summed;
-  add_rows(step, samples);
+    add_rows(step, samples);
+  } else {
+    add_rows(step, 0);  // the step's epoch has its entry, whichever batches the rows came from
+    // An async push's rows belong to its pusher's batch, whose epoch may not be the step's.
+    for (const auto& p : parts)
+      add_rows(p.batch >= 0 ? p.batch : step, p.samples);
+  }
   last_samples_per_s_ = step_s > 0 ? static_cast<double>(samples) / step_s : 0;
   last_step_s_ = step_s;
   samples_ += samples;

@@ -51,7 +51,8 @@ class run_tracker {
   /// A step completed with these parts (in worker order). Its duration is the parts' longest
   /// span_s, or the time since the last step completed here when none has one. Its rows are
   /// what the sum the parts applied held where they say (step_part::sum_rows), else the parts'
-  /// samples; they count towards the step's epoch (rows_per_epoch). Returns the progress
+  /// samples; they count towards the epoch of the step, or of the batch a part names
+  /// (step_part::batch), in rows_per_epoch. Returns the progress
   /// snapshot.
   progress_update on_step_complete(int64_t step, const std::vector<step_part>& parts,
                                    double reduce_s);

@@ -124,6 +124,8 @@ TEST_SUITE("async_strategy") {
     REQUIRE(done.parts.size() == 2);  // rank 0 twice: the quicker worker contributes more
     CHECK(done.parts[0].worker == 0);
     CHECK(done.parts[1].worker == 0);
+    CHECK(done.parts[0].batch == 0);  // each push's rows come from its pusher's own batch
+    CHECK(done.parts[1].batch == 1);
     out = s.on_push(arr(1, 0), 0.0);  // pulled version 0, two applied since
     REQUIRE(kinds(out) == "apply_push hand_out");
     CHECK(as<act::apply_push>(out[0]).staleness == 2);

@@ -213,4 +213,23 @@ TEST_SUITE("outputs") {
     CHECK(r.samples == 88);
     CHECK(to_json(r)["rows_per_epoch"] == nlohmann::json::array({65, 23}));
   }
+
+  TEST_CASE("rows per epoch under async: a push's rows count in its own batch's epoch") {
+    run_tracker tracker(2, step_rules(6, 2, 0), nullptr);  // epochs of 2 steps
+    // Worker 0 runs ahead: global step 0 completes with its batches 0 and 1; step 1 with its
+    // batch 2 (epoch 1) and worker 1's batch 0.
+    step_part ahead{0, 1.0, 10};
+    ahead.batch = 0;
+    step_part next = ahead;
+    next.batch = 1;
+    tracker.on_step_complete(0, {ahead, next}, 0.0);
+    step_part far = ahead;
+    far.batch = 2;
+    step_part behind{1, 1.0, 6};
+    behind.batch = 0;
+    tracker.on_step_complete(1, {far, behind}, 0.0);
+    const auto r = tracker.report("", at::Tensor());
+    CHECK(r.rows_per_epoch == std::vector<int64_t>{26, 10});
+    CHECK(r.samples == 36);
+  }
 }
