@@ -36,8 +36,9 @@ void add_noisy(line_chart& c, const std::string& name, const std::vector<chart_p
 void add_evals(line_chart& c, const run_history& h, bool by_time, bool accuracy) {
   std::map<std::string, std::vector<chart_point>> by_split;
   for (const auto& e : h.evals)
-    by_split[e.split].push_back(
-        {by_time ? e.t : static_cast<double>(e.step), accuracy ? e.accuracy * 100 : e.loss});
+    if (!accuracy || e.has_accuracy)
+      by_split[e.split].push_back(
+          {by_time ? e.t : static_cast<double>(e.step), accuracy ? e.accuracy * 100 : e.loss});
   std::size_t k = 1;
   for (auto& [split, points] : by_split)
     c.series.push_back({split + (accuracy ? " accuracy" : " loss"),
@@ -61,7 +62,8 @@ std::string learning_charts(const run_history& h) {
     if (by_time)
       loss.markers = event_markers(h);
     out += render_svg(loss);
-    if (h.evals.empty())
+    if (std::none_of(h.evals.begin(), h.evals.end(),
+                     [](const eval_row& e) { return e.has_accuracy; }))
       continue;
     line_chart accuracy{"accuracy" + suffix,
                         by_time ? "Accuracy over time" : "Accuracy per evaluation",
@@ -237,6 +239,39 @@ std::string classes_section(const run_history& h) {
   return out + "</table>";
 }
 
+// The evaluations' figures as summary.json names them by metric (accuracy, mse or mae); with a
+// validation set, the test set's one evaluation names the weights it was of.
+std::string evaluation_facts(const nlohmann::json& s) {
+  const bool validated = s.contains("validation_loss");
+  const bool best = s.contains("best") && s["best"].is_object();
+  std::string out;
+  for (const std::string split : {"validation", "test"})
+    for (const std::string metric : {"accuracy", "mse", "mae"}) {
+      const auto key = split + "_" + metric;
+      if (!s.contains(key))
+        continue;
+      const auto of =
+          split == "test" && validated ? (best ? " (best weights)" : " (final weights)") : "";
+      out += row(split + " " + metric + of,
+                 metric == "accuracy" ? percent_text(s[key]) : field_text(s, key.c_str()));
+    }
+  if (best) {
+    const auto& b = s["best"];
+    auto metric = field_text(b, "metric");
+    std::replace(metric.begin(), metric.end(), '_', ' ');
+    const bool percent = metric.size() > 8 && metric.substr(metric.size() - 8) == "accuracy";
+    out += row("best evaluation",
+               fmt::format("{} {} after step {}", metric,
+                           percent ? percent_text(b.value("value", nlohmann::json()))
+                                   : field_text(b, "value"),
+                           field_text(b, "step")));
+  }
+  if (s.contains("stopped_early_at"))
+    out +=
+        row("stopped early", "after step " + field_text(s, "stopped_early_at") + "'s evaluation");
+  return out;
+}
+
 std::string facts_table(const run_history& h) {
   const auto& s = h.summary;
   std::string status = h.finished() ? field_text(s, "status") : "running";
@@ -256,10 +291,8 @@ std::string facts_table(const run_history& h) {
   if (h.finished()) {
     out += row("samples/s", field_text(s, "samples_per_s"));
     out += row("final train loss", field_text(s, "final_train_loss"));
-    if (s.contains("validation_accuracy"))
-      out += row("validation accuracy", percent_text(s["validation_accuracy"]));
-    out += row("test accuracy", percent_text(s.value("test_accuracy", nlohmann::json())));
-    out += row("wall time (s)", field_text(s, "wall_s"));
+    out += evaluation_facts(s);
+    out += row("wall time from the first step (s)", field_text(s, "wall_s"));
   } else if (!h.steps.empty()) {
     out += row("latest loss", number_text(h.steps.back().loss));
     out += row("seconds so far", number_text(h.steps.back().t));

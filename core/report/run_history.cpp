@@ -153,7 +153,7 @@ void fold_events(run_history& h, const records::any_record& record) {
 // The figures the report draws from a record of evaluation: accuracy only where it is one.
 eval_row eval_row_of(int64_t step, double t, const std::string& split, double loss, double value,
                      bool accuracy) {
-  return {step, t, split, loss, accuracy ? value : 0.0};
+  return {step, t, split, loss, accuracy ? value : 0.0, -1, accuracy};
 }
 
 // summary.json's per-worker totals are the run's own; the records may have been aggregated.

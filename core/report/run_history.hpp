@@ -32,7 +32,8 @@ struct eval_row {
   std::string split;  ///< "test" or "validation"
   double loss = 0;
   double accuracy = 0;
-  int64_t member = -1;  ///< a stacked ensemble member's own evaluation; -1: the run's
+  int64_t member = -1;       ///< a stacked ensemble member's own evaluation; -1: the run's
+  bool has_accuracy = true;  ///< false: the metric is mse or mae, accuracy is 0
 };
 
 /// A worker's time, summed over its steps: where the time went, and why scaling falls short.

@@ -155,10 +155,24 @@ std::optional<double> loss_limit(const line_chart& loss, const std::vector<bool>
   return calm * 1.1;
 }
 
+// A job's accuracy per evaluation of one split: validation where it has one (its test set is
+// evaluated once, at the end), else test; none under mse or l1.
+std::pair<std::string, std::vector<chart_point>> accuracy_series(const run_history& h) {
+  const bool validated = std::any_of(h.evals.begin(), h.evals.end(),
+                                     [](const eval_row& e) { return e.split == "validation"; });
+  const std::string split = validated ? "validation" : "test";
+  std::vector<chart_point> points;
+  for (const auto& e : h.evals)
+    if (e.split == split && e.has_accuracy)
+      points.push_back({static_cast<double>(e.step), e.accuracy * 100});
+  return {split, points};
+}
+
 std::string overlaid_charts(const suite_history& s) {
   line_chart loss{"suite_loss", "Train loss per step (smoothed), every job", "step", "loss", {}, {},
                   true};
-  std::vector<bool> wild;  // by loss series: its job diverged
+  std::vector<bool> wild;           // by loss series: its job diverged
+  std::vector<std::string> splits;  // by accuracy series: the split it draws
   line_chart accuracy{"suite_accuracy",
                       "Accuracy per evaluation, every job",
                       "step",
@@ -175,13 +189,20 @@ std::string overlaid_charts(const suite_history& s) {
         {s.jobs[k].name + (wild.back() ? " (diverged)" : ""),
          thinned(smoothed(step_series(h, false, &step_row::loss)), max_chart_points),
          palette_color(k), false, false});
-    std::vector<chart_point> evals;
-    for (const auto& e : h.evals)
-      evals.push_back({static_cast<double>(e.step), e.accuracy * 100});
-    if (!evals.empty())
+    auto [split, evals] = accuracy_series(h);
+    if (!evals.empty()) {
       accuracy.series.push_back(
           {s.jobs[k].name, thinned(evals, max_chart_points), palette_color(k), false, true});
+      splits.push_back(split);
+    }
   }
+  // The title names the split when every job's is the same, else each line does.
+  if (!splits.empty() && std::equal(splits.begin() + 1, splits.end(), splits.begin()))
+    accuracy.title = (splits[0] == "test" ? "Test" : "Validation") +
+                     std::string(" accuracy per evaluation, every job");
+  else
+    for (std::size_t k = 0; k < splits.size(); ++k)
+      accuracy.series[k].name += " (" + splits[k] + ")";
   loss.y_limit = loss_limit(loss, wild);
   if (loss.y_limit)
     loss.title += fmt::format(" (clipped at {:.3g}: diverged jobs run off the top)", *loss.y_limit);

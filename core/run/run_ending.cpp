@@ -33,13 +33,14 @@ void record_test_evaluation(const run_plan& plan, const run_options& options, ru
   const double n = static_cast<double>(std::max<int64_t>(count, 1));
   report.test_loss = loss_sum / n;
   report.test_accuracy = metric_sum / n;
+  report.wall_s += eval_s;  // the run ends after this evaluation; train_s leaves it out
   if (options.metrics != nullptr)
-    options.metrics->write(to_json(records::eval{
-        step, plan.rules.epoch_of(step), "test", *report.test_loss, *report.test_accuracy, count,
-        eval_s, report.wall_s + eval_s, weights, report.metric}));
+    options.metrics->write(to_json(records::eval{step, plan.rules.epoch_of(step), "test",
+                                                 *report.test_loss, *report.test_accuracy, count,
+                                                 eval_s, report.wall_s, weights, report.metric}));
   if (options.metrics != nullptr && !confusion.empty())
     options.metrics->write(to_json(records::confusion{step, "test", confusion_classes(confusion),
-                                                      confusion, weights, report.wall_s + eval_s}));
+                                                      confusion, weights, report.wall_s}));
 }
 
 run_report end_run(run_tracker& tracker, const run_plan& plan, const std::string& error,

@@ -19,8 +19,8 @@ std::string stop_reason(const run_options& options, const step_rules& rules, int
 
 /// The test set's one evaluation at the end of a run with a validation set, `weights` ("best"
 /// or "final") after `step`, from its sums over `count` rows taking `eval_s`: into the report's
-/// test figures and an eval record (when the run records metrics), with a confusion record
-/// when `confusion` holds counts (core/train/confusion).
+/// test figures and wall_s (not train_s) and an eval record (when the run records metrics), with
+/// a confusion record when `confusion` holds counts (core/train/confusion).
 void record_test_evaluation(const run_plan& plan, const run_options& options, run_report& report,
                             int64_t step, const char* weights, double loss_sum, double metric_sum,
                             int64_t count, double eval_s,

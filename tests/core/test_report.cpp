@@ -334,6 +334,68 @@ TEST_SUITE("report") {
     CHECK(render_run_page(h, {true}).find("fetch('version'") != std::string::npos);
   }
 
+  TEST_CASE("the facts name the weights the test figure is of, the best and an early stop") {
+    temp_folder f;
+    const auto eval = [](int step, const char* split, double accuracy) {
+      return nlohmann::json{{"event", "eval"},
+                            {"step", step},
+                            {split + std::string("_loss"), 1.0},
+                            {split + std::string("_accuracy"), accuracy},
+                            {"t", step * 0.1}}
+                 .dump() +
+             "\n";
+    };
+    f.write("metrics.jsonl",
+            eval(9, "validation", 0.5) + eval(19, "validation", 0.4) + eval(9, "test", 0.45));
+    f.write("summary.json", R"({"status": "succeeded", "steps": 20, "validation_loss": 1.0,
+        "validation_accuracy": 0.4, "test_loss": 1.0, "test_accuracy": 0.45,
+        "best": {"step": 9, "metric": "validation_accuracy", "value": 0.5},
+        "stopped_early_at": 19, "wall_s": 2.0})");
+    const auto page = render_run_page(read_run_history(f.path.string()), {});
+    CHECK(page.find("test accuracy (best weights)") != std::string::npos);
+    CHECK(page.find("validation accuracy 50.00% after step 9") != std::string::npos);
+    CHECK(page.find("after step 19's evaluation") != std::string::npos);
+    // The accuracy chart keeps its splits apart: 2 validation points, 1 test point.
+    CHECK(page.find("data-series=\"validation accuracy\" data-points=\"2\"") != std::string::npos);
+    CHECK(page.find("data-series=\"test accuracy\" data-points=\"1\"") != std::string::npos);
+  }
+
+  TEST_CASE("under mse the run page draws no accuracy and states the test mse") {
+    temp_folder f;
+    f.write("metrics.jsonl",
+            nlohmann::json{
+                {"event", "eval"}, {"step", 4}, {"test_loss", 0.3}, {"test_mse", 0.3}, {"t", 1.0}}
+                    .dump() +
+                "\n");
+    f.write("summary.json", R"({"status": "succeeded", "test_loss": 0.3, "test_mse": 0.3})");
+    const auto page = render_run_page(read_run_history(f.path.string()), {});
+    CHECK(page.find("data-chart=\"accuracy_by_step\"") == std::string::npos);
+    CHECK(page.find("test mse") != std::string::npos);
+    CHECK(page.find("test accuracy") == std::string::npos);
+  }
+
+  TEST_CASE("a suite draws each job's validation accuracy, never its test figure on the line") {
+    const auto job = [](const char* name, bool validated) {
+      run_history h;
+      for (int step : {9, 19})
+        h.evals.push_back({step, 0.0, validated ? "validation" : "test", 1.0, 0.5});
+      if (validated)
+        h.evals.push_back({19, 0.0, "test", 1.0, 0.9});  // the one test evaluation at the end
+      return suite_job_history{name, h};
+    };
+    suite_history s;
+    s.name = "s";
+    s.jobs = {job("a", true), job("b", true)};
+    auto page = render_suite_page(s, {});
+    CHECK(page.find("Validation accuracy per evaluation, every job") != std::string::npos);
+    CHECK(page.find("data-series=\"a\" data-points=\"2\"") != std::string::npos);
+    // Jobs of both kinds: each line names its split.
+    s.jobs = {job("a", true), job("c", false)};
+    page = render_suite_page(s, {});
+    CHECK(page.find("data-series=\"a (validation)\" data-points=\"2\"") != std::string::npos);
+    CHECK(page.find("data-series=\"c (test)\" data-points=\"2\"") != std::string::npos);
+  }
+
   TEST_CASE("record windows sum what they stand for; stride 1 writes records as they are") {
     std::vector<nlohmann::json> out;
     record_windows w([&](const nlohmann::json& j) { out.push_back(j); });
