@@ -20,6 +20,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -63,11 +64,25 @@ bool inside_its_storage(const at::Tensor& t) {
          static_cast<uint64_t>(last + 1) * t.element_size() <= t.storage().nbytes();
 }
 
+// A tensor reached under two names (a module used twice: tied weights) would get a slice of
+// the flat weights per name, and only the last would train; refused, naming both.
+void check_once(std::map<const void*, std::string>& seen, const at::Tensor& t,
+                const std::string& name, const char* kind, const std::string& path) {
+  const auto [it, first] = seen.emplace(t.unsafeGetTensorImpl(), name);
+  if (!first)
+    throw model_file_error(fmt::format(
+        "{}: {} {} and {} are one tensor (a module used twice); troupe trains a tensor under "
+        "one name: give each use a module of its own",
+        path, kind, it->second, name));
+}
+
 void check_loaded(const torch::jit::Module& m, const std::string& path) {
   if (!m.find_method("forward"))
     throw model_file_error(path + ": the module has no forward method");
   int64_t count = 0;
+  std::map<const void*, std::string> seen;
   for (const auto& p : m.named_parameters()) {
+    check_once(seen, p.value, p.name, "parameters", path);
     if (!inside_its_storage(p.value))
       throw model_file_error(path + ": parameter " + p.name +
                              " reaches past the bytes stored for it");
@@ -85,6 +100,7 @@ void check_loaded(const torch::jit::Module& m, const std::string& path) {
   if (count == 0)
     throw model_file_error(path + ": the module has no parameters to train");
   for (const auto& b : m.named_buffers()) {
+    check_once(seen, b.value, b.name, "buffers", path);
     if (!inside_its_storage(b.value))
       throw model_file_error(path + ": buffer " + b.name + " reaches past the bytes stored for it");
     if (b.value.scalar_type() != at::kFloat && b.value.scalar_type() != at::kLong)

@@ -38,15 +38,20 @@ struct child_reader {
     refuse("its " + key + " is not in the file (save it with torch.jit.script, not trace)");
   }
 
+  // nn.Conv2d and nn.MaxPool2d keep a pair as a tuple, (1, 1); a list or one int is read too.
   std::vector<int64_t> pair(const std::string& key) const {
     const auto value = constant(key);
     if (value.isInt())
       return {value.toInt(), value.toInt()};
-    if (value.isIntList()) {
-      auto list = value.toIntVector();
-      if (list.size() == 2)
-        return list;
-    }
+    std::vector<c10::IValue> items;
+    if (value.isIntList())
+      for (const auto v : value.toIntVector())
+        items.emplace_back(v);
+    else if (value.isTuple())
+      for (const auto& v : value.toTupleRef().elements())
+        items.push_back(v);
+    if (items.size() == 2 && items[0].isInt() && items[1].isInt())
+      return {items[0].toInt(), items[1].toInt()};
     refuse("its " + key + " is not one or two integers");
   }
 

@@ -233,6 +233,7 @@ bad five_outputs.pt 'for two input rows of shape [2, 1, 28, 28] the model return
 bad wrong_input.pt 'its forward fails on two input rows of shape [2, 1, 28, 28]'
 bad first_row.pt 'for two input rows of shape [2, 1, 28, 28] the model returns Float [1, 10]'
 bad detached.pt 'its output does not depend on its parameters'
+bad tied.pt 'parameters 3.weight and 5.weight are one tensor (a module used twice)'
 expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut an nn.Sequential" -- \
   "$troupe" validate "$tmp/job.json" --set parallelism.micro_batches=2 --set "$(model resnet.pt)"
 # A stacked ensemble of a scripted nn.Sequential of stackable layers: each member starts from
@@ -249,6 +250,17 @@ for k in 0 1; do
 done
 $py -c "import torch,sys; m=torch.jit.load(sys.argv[1]); m.load_state_dict(torch.load(sys.argv[2]), strict=True)" \
   "$tmp/mlp.pt" "$tmp/ens_script/member_1.pt" && pass || fail "member_1.pt does not load into mlp.pt"
+# A scripted CNN stacks too (nn.Conv2d keeps its padding as a tuple), bit for bit as the
+# built-in CNN of the same layers.
+cnn=(--set parallelism.replicas=1 --set ensemble.members=2 --set training.steps=20)
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_cnn_script" --quiet \
+  --set "$(model cnn.pt)" "${cnn[@]}"
+expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_cnn_builtin" --quiet \
+  --set 'model={"type":"cnn","path":null,"channels":[4],"kernel_size":3,"hidden":[]}' "${cnn[@]}"
+for k in 0 1; do
+  cmp -s "$tmp/ens_cnn_script/member_$k.pt" "$tmp/ens_cnn_builtin/member_$k.pt" && pass ||
+    fail "scripted CNN ensemble member $k ended away from the built-in one's"
+done
 expect 2 "/ensemble: $tmp/bn_cnn.pt: the module has buffers" -- \
   "$troupe" validate "$tmp/job.json" "${ensemble[@]}"
 expect 2 "/ensemble: $tmp/resnet.pt: a stacked ensemble stacks the children of an nn.Sequential" -- \

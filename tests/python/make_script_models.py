@@ -4,12 +4,15 @@
 
 OUT_DIR/mlp.pt      the built-in MLP (784-256-128-10, relu) as nn.Sequential with the same
                     parameter names, initialized under SEED exactly as troupe initializes its own
+OUT_DIR/cnn.pt      the built-in CNN (channels [4], kernel 3, no hidden layer) as nn.Sequential,
+                    its pool's kernel given as a tuple
 OUT_DIR/bn_cnn.pt   a small CNN with BatchNorm (an nn.Sequential: stages can be cut by child)
 OUT_DIR/dropout.pt  an MLP with dropout (runs are not bit-for-bit reproducible)
 OUT_DIR/resnet.pt   a module that is not an nn.Sequential (a residual block)
 OUT_DIR/tabular.pt  an MLP over 20 features, 3 classes, and its data tab_train.pt, tab_test.pt
 OUT_DIR/scaled.pt   a Linear times a parameter of the module's own (model.init "seed" refuses it)
 OUT_DIR/fake_linear.pt  a module named Linear with a 1-d weight (model.init "seed" refuses it)
+OUT_DIR/tied.pt     one Linear used twice in an nn.Sequential (tied weights: refused)
 and one bad file per refusal the tests check.
 """
 import collections
@@ -61,6 +64,10 @@ torch.manual_seed(seed)
 save(mlp(), "mlp.pt")
 torch.manual_seed(seed)
 save(bn_cnn(), "bn_cnn.pt")
+save(nn.Sequential(collections.OrderedDict([
+    ("conv1", nn.Conv2d(1, 4, 3, padding=1)), ("cact1", nn.ReLU()),
+    ("pool1", nn.MaxPool2d((2, 2))), ("flatten", nn.Flatten()),
+    ("out", nn.Linear(4 * 14 * 14, 10))])), "cnn.pt")
 torch.manual_seed(seed)
 save(nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Dropout(0.2),
                    nn.Linear(64, 10)), "dropout.pt")
@@ -104,6 +111,9 @@ torch.manual_seed(seed)
 save(nn.Sequential(nn.Flatten(), nn.Linear(784, 5)), "five_outputs.pt")
 save(nn.Sequential(nn.Flatten(), nn.Linear(100, 10)), "wrong_input.pt")
 save(nn.Sequential(nn.Flatten(), nn.Linear(784, 10)).double(), "double.pt")
+shared = nn.Linear(16, 16)
+save(nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.Tanh(), shared, nn.Tanh(), shared,
+                   nn.Linear(16, 10)), "tied.pt")
 
 
 class Cut(nn.Module):  # an output of the right shape that training cannot use
