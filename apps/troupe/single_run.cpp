@@ -114,8 +114,13 @@ run_report train(const run_command& cmd, const single_run& run, const std::atomi
   options.checkpoint_dir = dir.path();
   if (run.resumed) {
     options.resume_from = run.resumed->checkpoint;
-    metrics.write(to_json(records::resumed{run.resumed->checkpoint->step, run.resumed->folder,
-                                           run.resumed->skipped, 0.0}));
+    const auto step = run.resumed->checkpoint->step;
+    metrics.write(to_json(records::resumed{step, run.resumed->folder, run.resumed->skipped, 0.0}));
+    // A phase that begins at the next step was recorded before the checkpoint, among the
+    // records a resume supersedes: the switch is recorded again.
+    const auto& phases = plan.schedule;
+    if (!plan.rules.is_last(step) && phases.policy_at(step + 1) != phases.policy_at(step))
+      metrics.write(to_json(records::phase{step + 1, to_string(phases.policy_at(step + 1)), 0.0}));
   }
   const auto data = run.preloaded ? run.preloaded : load_dataset(plan.job.data, plan.job.seed);
   if (plan.data.validation_rows > 0) {

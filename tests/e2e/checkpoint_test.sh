@@ -165,6 +165,26 @@ kill_and_resume_async() {
 }
 kill_and_resume_async
 
+# ---- a schedule resumed at the last step of a phase records the switch again -------------------
+# Its checkpoint follows step 24, the sync phase's last; the switch to local_sgd was recorded
+# before it, among the records the resume supersedes. A worker's fault at step 30 fails the run
+# after that checkpoint, and the resumed one again (exit 1 both times).
+dir=$tmp/phase_resume
+phases='parallelism={"policy":"schedule","replicas":2,"phases":[{"policy":"sync","steps":25},{"policy":"local_sgd","period":5}]}'
+timeout 120 "$troupe" run "$config" --out "$dir" --quiet "${base[@]}" --set "$phases" \
+  --set faults.throw_worker=0 --set faults.throw_step=30 >"$dir.log" 2>&1
+[ $? -eq 1 ] && pass || fail "phase resume: the first run did not fail at its fault"
+timeout 120 "$troupe" run --resume "$dir" --quiet >>"$dir.log" 2>&1
+[ $? -eq 1 ] && pass || fail "phase resume: the resumed run did not fail at its fault"
+/usr/bin/python3 - "$dir/metrics.jsonl" <<'PY' && pass || fail "phase resume: no switch recorded after the resume"
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+resumed = max(k for k, r in enumerate(records) if r["event"] == "resumed")
+assert records[resumed]["step"] == 24, records[resumed]
+phases = [(r["step"], r["policy"]) for r in records[resumed:] if r["event"] == "phase"]
+assert phases == [(25, "local_sgd")], phases
+PY
+
 # ---- a checkpoint's weights.pt loads in PyTorch ------------------------------------------------
 /usr/bin/python3 - "$tmp/sync" <<'PY' && pass || fail "a checkpoint's weights.pt does not load"
 import json, sys, torch
