@@ -307,11 +307,11 @@ bool object_reader::string_or_strings(const std::string& key, std::vector<std::s
 }
 
 bool object_reader::number_array(const std::string& key, std::vector<double>& out, double min,
-                                 double max_exclusive, std::size_t size) {
+                                 bool min_exclusive, double max_exclusive, std::size_t size) {
   const auto* v = get(key);
   if (v == nullptr)
     return true;
-  const auto range = number_text(min, false, max_exclusive, true);
+  const auto range = number_text(min, min_exclusive, max_exclusive, true);
   if (!v->is_array() || v->size() != size)
     return mismatch(key, array_text(size, size, "numbers " + range), *v);
   std::vector<double> values;
@@ -321,7 +321,7 @@ bool object_reader::number_array(const std::string& key, std::vector<double>& ou
     const auto at = key + "/" + std::to_string(i);
     if (!e.is_number())
       ok = mismatch(at, "a number", e);
-    else if (!in_range(e.get<double>(), min, false, max_exclusive, true))
+    else if (!in_range(e.get<double>(), min, min_exclusive, max_exclusive, true))
       ok = mismatch(at, range, e);
     else
       values.push_back(e.get<double>());

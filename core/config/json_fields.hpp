@@ -64,9 +64,10 @@ class object_reader {
   bool string_or_strings(const std::string& key, std::vector<std::string>& out,
                          bool (*valid_value)(const std::string&), const char* expected,
                          std::size_t max_size);
-  /// An array of exactly `size` numbers, each in [min, max_exclusive).
+  /// An array of exactly `size` numbers, each in [min, max_exclusive) ((min, ...) when
+  /// `min_exclusive`).
   bool number_array(const std::string& key, std::vector<double>& out, double min,
-                    double max_exclusive, std::size_t size);
+                    bool min_exclusive, double max_exclusive, std::size_t size);
   /// A nested object (an empty one when missing); its reader reports into the same list.
   object_reader object(const std::string& key);
   /// An array of min_size..max_size objects, a reader for each (none when missing or bad).

@@ -134,8 +134,8 @@ void read_image(object_reader r, image_config& image) {
   if (image.channels == 2)
     r.problem("channels", "must be 1 (gray) or 3 (RGB), got 2");
   const auto channels = static_cast<std::size_t>(image.channels);
-  r.number_array("mean", image.mean, -1e6, 1e6, channels);
-  r.number_array("std", image.std, 1e-9, 1e6, channels);
+  r.number_array("mean", image.mean, -1e6, false, 1e6, channels);
+  r.number_array("std", image.std, 1e-9, false, 1e6, channels);
   r.boolean("center_crop", image.center_crop);
   std::string cache = "memory";
   if (r.string(
@@ -277,7 +277,7 @@ void read_optimizer(object_reader r, optimizer_config& o) {
     r.finish({"type", "lr", "weight_decay", "momentum", "alpha", "eps", "centered", "schedule"});
   } else {
     std::vector<double> betas{o.beta1, o.beta2};
-    r.number_array("betas", betas, 0, 1, 2);
+    r.number_array("betas", betas, 0, false, 1, 2);
     o.beta1 = betas[0];
     o.beta2 = betas[1];
     r.number("eps", o.eps, 0, true, HUGE_VAL, false);

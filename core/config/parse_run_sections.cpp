@@ -12,10 +12,7 @@ void read_ensemble(object_reader r, ensemble_config& e) {
     r.object_problem("needs members");
   const bool members_ok = r.integer("members", e.members, 1, 4096);
   if (members_ok && e.members > 0) {
-    if (r.number_array("lrs", e.lrs, 0, HUGE_VAL, static_cast<std::size_t>(e.members)))
-      for (std::size_t i = 0; i < e.lrs.size(); ++i)
-        if (e.lrs[i] <= 0)
-          r.problem("lrs/" + std::to_string(i), "must be > 0, got " + render_value(e.lrs[i]));
+    r.number_array("lrs", e.lrs, 0, true, HUGE_VAL, static_cast<std::size_t>(e.members));
   } else {
     r.skip("lrs");
   }

@@ -160,13 +160,51 @@ void read_outer_optimizer(object_reader& r, outer_optimizer_config& o) {
   o.enabled = true;
 }
 
+// The parallelism keys that only some policies read, and which.
+struct policy_key {
+  const char* key;
+  const char* policies;
+};
+constexpr policy_key policy_keys[] = {{"period", "local_sgd"},
+                                      {"average_momenta", "local_sgd"},
+                                      {"outer_optimizer", "local_sgd"},
+                                      {"fragments", "local_sgd"},
+                                      {"fragment_overlap", "local_sgd"},
+                                      {"fragment_mix", "local_sgd"},
+                                      {"max_staleness", "async"},
+                                      {"staleness_lr_scaling", "async"},
+                                      {"ps_shards", "async"},
+                                      {"compression", "local_sgd and async"},
+                                      {"phases", "schedule"}};
+
+// A key of another policy than the job's is named as such (the list of known keys would not
+// say why it is refused), and skipped; `policy` nullopt (not a policy) skips them all.
+void refuse_other_policies_keys(object_reader& r, std::optional<policy_kind> policy) {
+  const std::string mine = policy ? to_string(*policy) : "";
+  for (const auto& k : policy_keys) {
+    const std::string owners = k.policies;
+    // Whole words: "sync" is in "async".
+    const bool own = (" " + owners + " ").find(" " + mine + " ") != std::string::npos;
+    if (!r.has(k.key) || (policy && own))
+      continue;
+    if (policy) {
+      const bool several = owners.find(" and ") != std::string::npos;
+      std::string why =
+          "is for " + std::string(several ? "policies " : "policy ") + owners + ", not " + mine;
+      if (*policy == policy_kind::schedule && owners.find("local_sgd") != std::string::npos)
+        why += " (a schedule's local_sgd phases take their period and average_momenta)";
+      r.problem(k.key, why);
+    }
+    r.skip(k.key);
+  }
+}
+
 }  // namespace
 
 void read_parallelism(object_reader r, parallelism_config& p) {
-  if (!read_enum(r, "policy", policy_names, p.policy))
-    skip_all(r, {"period", "average_momenta", "max_staleness", "staleness_lr_scaling",
-                 "compression", "phases", "outer_optimizer", "ps_shards", "fragments",
-                 "fragment_overlap", "fragment_mix"});
+  refuse_other_policies_keys(r, read_enum(r, "policy", policy_names, p.policy)
+                                    ? std::optional<policy_kind>(p.policy)
+                                    : std::nullopt);
   r.integer("replicas", p.replicas, 1, 256);
   r.integer("threads_per_replica", p.threads_per_replica, 1, 256);
   read_pipeline(r, p);

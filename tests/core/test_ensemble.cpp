@@ -198,6 +198,9 @@ TEST_SUITE("ensemble") {
     CHECK(parse_job(json::parse(to_json(ok).dump())).ensemble.lrs.size() == 3);
     CHECK(problem({{"ensemble", {{"members", 0}}}}).find("/ensemble/members") == 0);
     CHECK(problem({{"ensemble", {{"members", 2}, {"lrs", {0.1}}}}}).find("/ensemble/lrs") == 0);
+    // The length's message states the bound the values are then held to.
+    CHECK(problem({{"ensemble", {{"members", 2}, {"lrs", {0.1}}}}}).find("numbers > 0") !=
+          std::string::npos);
     CHECK(problem({{"ensemble", {{"members", 2}, {"lrs", {0.1, 0}}}}})
               .find("/ensemble/lrs/1: must be > 0") == 0);
     CHECK(problem({{"ensemble", {{"lrs", {0.1}}}}}).find("/ensemble: needs members") == 0);

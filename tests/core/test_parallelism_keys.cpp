@@ -12,7 +12,8 @@ using test::check_one_problem;
 
 TEST_SUITE("job_config") {
   TEST_CASE("local_sgd keys belong to local_sgd, momentum averaging to sgd") {
-    check_one_problem({{"parallelism", {{"period", 4}}}}, {"/parallelism/period", "unknown key"});
+    check_one_problem({{"parallelism", {{"period", 4}}}},
+                      {"/parallelism/period", "is for policy local_sgd, not sync"});
     check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"period", 0}}}},
                       {"/parallelism/period", "got 0"});
     check_one_problem({{"optimizer", {{"type", "adam"}}},
@@ -39,7 +40,7 @@ TEST_SUITE("job_config") {
         render_plan(plan).find("4 streaming fragments, each averaged every 8 steps, one every 2") !=
         std::string::npos);
     check_one_problem({{"parallelism", {{"fragments", 2}}}},
-                      {"/parallelism/fragments", "unknown key"});
+                      {"/parallelism/fragments", "is for policy local_sgd, not sync"});
     check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"fragments", 0}}}},
                       {"/parallelism/fragments", "got 0"});
     check_one_problem(
@@ -97,7 +98,7 @@ TEST_SUITE("job_config") {
                            {"fragment_mix", mix}}}},
                         {"/parallelism/fragment_mix"});
     check_one_problem({{"parallelism", {{"policy", "async"}, {"fragment_overlap", 1}}}},
-                      {"/parallelism/fragment_overlap", "unknown key"});
+                      {"/parallelism/fragment_overlap", "is for policy local_sgd, not async"});
   }
 
   TEST_CASE("a slowed worker must exist") {
@@ -108,11 +109,11 @@ TEST_SUITE("job_config") {
 
   TEST_CASE("async keys belong to async; no max_staleness means unbounded") {
     check_one_problem({{"parallelism", {{"max_staleness", 2}}}},
-                      {"/parallelism/max_staleness", "unknown key"});
+                      {"/parallelism/max_staleness", "is for policy async, not sync"});
     check_one_problem({{"parallelism", {{"policy", "async"}, {"max_staleness", -1}}}},
                       {"/parallelism/max_staleness", "got -1"});
     check_one_problem({{"parallelism", {{"policy", "async"}, {"period", 2}}}},
-                      {"/parallelism/period", "unknown key"});
+                      {"/parallelism/period", "is for policy local_sgd, not async"});
     auto unbounded = parse_job({{"parallelism", {{"policy", "async"}}}});
     CHECK(!unbounded.parallelism.max_staleness);
     CHECK(!to_json(unbounded)["parallelism"].contains("max_staleness"));
@@ -121,9 +122,23 @@ TEST_SUITE("job_config") {
     CHECK(parse_job(json::parse(to_json(bounded).dump())).parallelism.max_staleness == 0);
   }
 
+  TEST_CASE("a schedule's local_sgd keys are its phases', and the others none of its") {
+    const json phases = {{{"policy", "sync"}, {"steps", 5}}, {{"policy", "local_sgd"}}};
+    check_one_problem({{"parallelism",
+                        {{"policy", "schedule"}, {"phases", phases}, {"outer_optimizer", "none"}}}},
+                      {"/parallelism/outer_optimizer", "is for policy local_sgd, not schedule",
+                       "local_sgd phases take their period and average_momenta"});
+    check_one_problem(
+        {{"parallelism", {{"policy", "schedule"}, {"phases", phases}, {"ps_shards", 2}}}},
+        {"/parallelism/ps_shards", "is for policy async, not schedule"});
+    check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"phases", phases}}}},
+                      {"/parallelism/phases", "is for policy schedule, not local_sgd"});
+  }
+
   TEST_CASE("compression: async and local_sgd, one of none, bf16, int8; the default left out") {
-    check_one_problem({{"parallelism", {{"compression", "int8"}}}},
-                      {"/parallelism/compression", "unknown key"});
+    check_one_problem(
+        {{"parallelism", {{"compression", "int8"}}}},
+        {"/parallelism/compression", "is for policies local_sgd and async, not sync"});
     auto local = parse_job({{"parallelism", {{"policy", "local_sgd"}, {"compression", "bf16"}}}});
     CHECK(local.parallelism.compression == compression_kind::bf16);
     CHECK(to_json(local)["parallelism"]["compression"] == "bf16");
