@@ -147,9 +147,12 @@ caf::expected<uint16_t> guarded_links::publish(const caf::actor& whom, uint16_t 
   auto& system = whom.home_system();
   caf::scoped_actor self{system};
   caf::expected<uint16_t> result{caf::sec::cannot_publish_invalid_actor};
+  // SO_REUSEADDR (the last argument): without it the connections this port accepted leave it
+  // in TIME_WAIT for a minute after the run, and a coordinator started again on it (the
+  // --resume its interrupt suggests) could not bind it. Linux still refuses a second listener.
   self->request(middleman_, std::chrono::seconds(10), caf::publish_atom_v, port,
                 caf::actor_cast<caf::strong_actor_ptr>(whom), system.message_types(whom), host,
-                false)
+                true)
       .receive([&](uint16_t actual) { result = actual; },
                [&](caf::error& e) { result = std::move(e); });
   return result;

@@ -330,6 +330,14 @@ expect 2 "a pipe that no program writes to" -- "$troupe" node --join "127.0.0.1:
 log_has "held connections" "$tmp/coord_h.log" "its node did not join the run within 15 s of connecting"
 finish $coord 30
 check "a run no node joined" $status 1 "$tmp/coord_h.log" ""
+# Its port at once: the connections it closed left it in TIME_WAIT, which refused the port for a
+# minute ("in use") to the coordinator started again there (as an interrupt's hint says to).
+start coord_again "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
+  --set cluster.join_timeout_s=1 --out "$tmp/dist_again" --quiet
+finish $last_pid 30
+check "its port again at once" $status 1 "$tmp/coord_again.log" ""
+! grep -q "in use" "$tmp/coord_again.log" && [ -d "$tmp/dist_again" ] && pass ||
+  fail "the port of a run that ended was refused: $(tail -2 "$tmp/coord_again.log")"
 
 # --- a node killed mid-run, a hung one: the run ends, naming it; through shared memory and ---
 # --- through the socket ring (cluster.shared_memory=false: plain TCP between ring neighbours) --
