@@ -223,8 +223,15 @@ caf::response_promise run_over(agent_actor* self, const std::string& status) {
 caf::behavior node_agent(agent_actor* self, agent_state init) {
   self->state = std::move(init);
   self->set_down_handler([self](caf::down_msg& msg) {
-    if (msg.source == self->state.coordinator_gate.address())
-      stop(self, "lost the coordinator (" + self->system().render(msg.reason) + ")");
+    if (msg.source != self->state.coordinator_gate.address())
+      return;
+    // The coordinator closes the connection of a node silent past node_timeout_s (one that was
+    // stopped) as it gives the node up: from here that looks like any lost connection.
+    stop(self, msg.reason == caf::exit_reason::remote_link_unreachable
+                   ? std::string("lost the coordinator: its connection closed (the coordinator "
+                                 "ended, or gave this node up after it was silent past "
+                                 "cluster.node_timeout_s)")
+                   : "lost the coordinator (" + self->system().render(msg.reason) + ")");
   });
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& ep) {
     auto err = make_error_from_exception(ep);

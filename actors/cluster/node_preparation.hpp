@@ -9,6 +9,7 @@
 
 #include <caf/scoped_actor.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -24,7 +25,18 @@ template <class Timeout, class... Ts>
 std::string ask(caf::scoped_actor& self, const caf::actor& to, Timeout timeout, Ts&&... xs) {
   std::string error;
   self->request(to, timeout, std::forward<Ts>(xs)...)
-      .receive([](caf::ok_atom) {}, [&](caf::error& e) { error = self->system().render(e); });
+      .receive(
+          [](caf::ok_atom) {},
+          [&](caf::error& e) {
+            // CAF's "system_error(request_timeout)" says nothing of the likely cause.
+            error =
+                e == caf::sec::request_timeout
+                    ? "no answer within " +
+                          std::to_string(
+                              std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
+                          " s (the node stopped, or its connection was lost)"
+                    : self->system().render(e);
+          });
   return error;
 }
 

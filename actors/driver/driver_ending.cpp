@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <caf/all.hpp>
 
+#include <algorithm>
+
 namespace troupe {
 
 namespace {
@@ -141,6 +143,20 @@ void end_run_on_failures(driver_pointer self) {
       return;
     if (st.members && st.members->departed.count(msg.source) > 0)
       return;  // given up on already
+    const auto& agents = st.options.node_agents;
+    const auto agent = std::find_if(agents.begin(), agents.end(),
+                                    [&](const caf::actor& a) { return a.address() == msg.source; });
+    if (agent != agents.end()) {
+      // A node's agent, watched while its workers start: once they are there, their own
+      // monitors say what its loss means.
+      if (st.roster->complete())
+        return;
+      const auto rank = agent - agents.begin();
+      return finish(self, "could not start worker " + std::to_string(rank) + " on " +
+                              st.roster->place(rank) +
+                              ": its node's connection was lost before the run began (the node "
+                              "stopped, or its process or host went away)");
+    }
     // CAF's words for a lost connection ("exit_reason(remote_link_unreachable)") said nothing a
     // user could act on.
     const auto why = !msg.reason ? std::string("exited early")

@@ -90,10 +90,13 @@ void add_worker(driver_pointer self, int64_t rank, caf::actor worker) {
     begin(self);
 }
 
-// Across processes: the node answers with the worker's handle; nothing waits for it.
+// Across processes: the node answers with the worker's handle; nothing waits for it. Its agent
+// is watched until then: a node lost before its worker is there ends the run at once
+// (end_run_on_failures), instead of when the request times out.
 void start_remote(driver_pointer self, int64_t rank) {
   auto& st = self->state;
   const auto& agent = st.options.node_agents.at(static_cast<std::size_t>(rank));
+  self->monitor(agent);
   self->request(agent, 60s, caf::spawn_atom_v, rank, caf::actor_cast<caf::actor>(self))
       .then([self, rank](caf::actor& worker) { add_worker(self, rank, std::move(worker)); },
             [self, rank](caf::error& e) {
