@@ -167,15 +167,20 @@ void write_if_complete(driver_pointer self, int64_t step) {
   finish(self, reason);
 }
 
-// Once the step, or its evaluation, is recorded: the tracker's figures for the checkpoint.
-void capture_figures(driver_pointer self, int64_t step) {
+// Once the step, or its evaluation, is recorded: the tracker's figures for the checkpoint (an
+// evaluation adds its own to the step's counts).
+void capture_figures(driver_pointer self, int64_t step, bool evaluation) {
   auto& st = self->state;
   if (st.finished)
     return;
   auto it = st.pending_checkpoints.find(step);
   if (it == st.pending_checkpoints.end())
     return;
-  it->second.tracker = st.tracker->save();
+  auto& figures = it->second.tracker;
+  if (evaluation && figures.is_object())
+    st.tracker->add_evaluation_to(figures);
+  else
+    figures = st.tracker->save();
   write_if_complete(self, step);
 }
 
@@ -220,11 +225,11 @@ void after_step_complete(driver_pointer self, int64_t step) {
     it->second.outer_base = base.defined() ? base.clone() : base;
     it->second.outer_momentum = momentum.defined() ? momentum.clone() : momentum;
   }
-  capture_figures(self, step);
+  capture_figures(self, step, false);
 }
 
 void after_evaluation(driver_pointer self, int64_t step) {
-  capture_figures(self, step);
+  capture_figures(self, step, true);
 }
 
 void take_checkpoint_part(driver_pointer self, int64_t step, int64_t part, at::Tensor weights,

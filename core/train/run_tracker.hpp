@@ -126,6 +126,10 @@ class run_tracker {
 
   /// Its figures so far, for a checkpoint (run_tracker_state.cpp).
   nlohmann::json save() const;
+  /// `saved` (what save() returned when a step completed) with the evaluation's figures and the
+  /// clock as they are now, its counts left at that step's: the steps after it may have
+  /// completed while it was evaluated (async), and a checkpoint counts what its weights hold.
+  void add_evaluation_to(nlohmann::json& saved) const;
   /// A resumed run: carries on from the figures save() returned, its clock included.
   void restore(const nlohmann::json& saved);
   /// The report of the run so far; `error` empty means it succeeded.

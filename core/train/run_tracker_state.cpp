@@ -69,6 +69,19 @@ nlohmann::json run_tracker::save() const {
   return saved;
 }
 
+void run_tracker::add_evaluation_to(nlohmann::json& saved) const {
+  saved["elapsed_s"] = elapsed_s();
+  saved["eval_s"] = eval_s_;
+  saved["test_loss"] = optional_json(test_loss_);
+  saved["test_accuracy"] = optional_json(test_accuracy_);
+  saved["validation_loss"] = optional_json(validation_loss_);
+  saved["validation_accuracy"] = optional_json(validation_accuracy_);
+  saved["last_evaluated"] = last_evaluated_ ? nlohmann::json(*last_evaluated_) : nlohmann::json();
+  auto& workers = saved.at("workers");
+  for (std::size_t i = 0; i < workers_.size() && i < workers.size(); ++i)
+    workers[i]["eval_s"] = workers_[i].eval_s;
+}
+
 void run_tracker::restore(const nlohmann::json& saved) {
   const auto elapsed = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(saved.at("elapsed_s").get<double>()));

@@ -207,6 +207,27 @@ TEST_SUITE("checkpoint") {
     CHECK_THROWS_WITH(other.restore(saved), "the checkpoint's tracker has 2 workers, the run 3");
   }
 
+  TEST_CASE("a step's evaluation joins its checkpoint's figures, not the steps done since") {
+    // Async: step 3's figures are taken when it completes; step 4 completes while step 3 is
+    // evaluated. The checkpoint of step 3 counts 4 steps and the evaluation.
+    run_tracker tracker(2, step_rules(10, 5, 0), nullptr);
+    for (int64_t s = 0; s < 4; ++s)
+      tracker.on_step_complete(s, {{0, 1.0, 8}, {1, 1.0, 8}}, 0.0);
+    auto saved = tracker.save();
+    tracker.on_step_complete(4, {{0, 1.0, 8}, {1, 1.0, 8}}, 0.0);
+    tracker.on_eval_shard(0, 3, 5.0, 3, 10, 0.5, 1);
+    tracker.add_evaluation_to(saved);
+    run_tracker resumed(2, step_rules(10, 5, 0), nullptr);
+    resumed.restore(saved);
+    const auto r = resumed.report("", {});
+    CHECK(r.steps == 4);
+    CHECK(r.samples == 64);
+    CHECK(r.rows_per_epoch == std::vector<int64_t>{64});
+    CHECK(r.test_accuracy == doctest::Approx(0.3));
+    CHECK(r.workers[0].eval_s == doctest::Approx(0.5));
+    CHECK(resumed.evaluated(3));
+  }
+
   TEST_CASE("the keeper carries its best and its patience over") {
     early_stopping_config stop;
     stop.patience = 2;
