@@ -86,8 +86,13 @@ step_actions local_sgd_strategy::on_worker_left(int64_t rank) {
   step_actions out;
   const auto lost = static_cast<std::size_t>(rank);
   act::recount recount{rank, averaged_through_[lost], {}};
+  // Rows it trained since its last average never reach the weights: those of completed steps
+  // were counted and are taken off; those of steps still open leave the steps (which may never
+  // complete, when no one is left to report them).
   for (const auto& [step, rows] : std::exchange(unaveraged_[lost], {}))
-    recount.rows.emplace_back(step, -rows);
+    if (step <= reports_.completed_through())
+      recount.rows.emplace_back(step, -rows);
+  reports_.drop_parts(rank, averaged_through_[lost]);
   if (const auto averaged = std::exchange(averaged_unreported_[lost], std::nullopt))
     recount.rows.push_back(*averaged);
   out.push_back(std::move(recount));

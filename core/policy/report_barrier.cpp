@@ -67,6 +67,11 @@ std::vector<report_barrier::closed> report_barrier::remove(int64_t rank) {
   return out;
 }
 
+void report_barrier::drop_parts(int64_t rank, int64_t after) {
+  for (auto it = steps_.upper_bound(after); it != steps_.end(); ++it)
+    it->second.erase(rank);
+}
+
 std::vector<report_barrier::closed> report_barrier::close_through(int64_t step) {
   std::vector<closed> out;
   while (!steps_.empty() && steps_.begin()->first <= step) {

@@ -39,6 +39,10 @@ class report_barrier {
   using closed = std::pair<int64_t, std::vector<step_part>>;
   /// `rank` left: the steps that every remaining live rank had reported complete now, in order.
   std::vector<closed> remove(int64_t rank);
+  /// The last step completed (its parts were handed back).
+  int64_t completed_through() const { return completed_through_; }
+  /// Drops `rank`'s parts of the steps after `after` still open: they complete without them.
+  void drop_parts(int64_t rank, int64_t after);
   /// A regroup brought every live worker to the state after `step`: the steps up to it that
   /// were still open complete with the parts that came (a lost worker's are missing), in order.
   std::vector<closed> close_through(int64_t step);
