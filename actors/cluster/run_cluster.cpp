@@ -27,7 +27,8 @@ namespace {
 using namespace std::chrono_literals;
 // Waits until the gatekeeper has every node (""), or says why not, or the user interrupts.
 std::string await_nodes(caf::scoped_actor& self, const caf::actor& gate,
-                        const std::atomic<bool>* stop_requested) {
+                        const std::atomic<bool>* stop_requested,
+                        const std::function<std::string()>& joins_impossible) {
   // Answered, as an ordinary message, with "" once every node is in, or why they are not.
   self->send(gate, caf::get_atom_v);
   std::string error;
@@ -42,6 +43,8 @@ std::string await_nodes(caf::scoped_actor& self, const caf::actor& gate,
             [&] {
               if (stop_requested != nullptr && stop_requested->load())
                 error = "interrupted while waiting for nodes";
+              else if (joins_impossible)
+                error = joins_impossible();
             });
   return error;
 }
@@ -144,6 +147,16 @@ gatekeeper_options gate_options(const run_plan& plan, const cluster_options& clu
   return o;
 }
 
+// Tells these actors to exit when it goes out of scope.
+struct stop_on_return {
+  std::vector<caf::actor> actors;
+  ~stop_on_return() {
+    for (const auto& a : actors)
+      if (a)
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+};
+
 // The run on `system`: what it starts ends here, before the system is stopped.
 run_report run_on(caf::actor_system& system, const run_plan& plan, dataset_ptr data,
                   const run_options& options, const std::string& plan_json,
@@ -167,21 +180,20 @@ run_report run_on(caf::actor_system& system, const run_plan& plan, dataset_ptr d
   }
   const auto model_server = gate_setup.files.model_server;
   auto gate = spawn_gatekeeper(system, std::move(gate_setup));
+  // However this ends (an exception too), the gate and the model server end with it: the
+  // system's destructor waits for every actor, and a log line that threw once hung troupe there.
+  const stop_on_return stop{{gate, model_server}};
   const auto where = cluster.listen.host + ":" + std::to_string(cluster.listen.port);
   auto port = links->publish(gate, cluster.listen.port, cluster.listen.host);
-  if (!port) {
-    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
-    if (model_server)
-      caf::anon_send_exit(model_server, caf::exit_reason::user_shutdown);
+  if (!port)
     return failed_report(plan, "cannot listen on " + where + ": " + system.render(port.error()));
-  }
   log(fmt::format("listening on {}:{}{}, waiting for {} node(s) for up to {} s",
                   cluster.listen.host, *port, links->tls() ? " (TLS)" : "", job.cluster.nodes,
                   job.cluster.join_timeout_s));
   if (cluster.on_listening)
     cluster.on_listening(*port);
   caf::scoped_actor self{system};
-  auto error = await_nodes(self, gate, options.stop_requested);
+  auto error = await_nodes(self, gate, options.stop_requested, cluster.joins_impossible);
   if (!error.empty())  // no more joins: the roster is read below
     ask(self, gate, 5s, caf::close_atom_v);
   // Placement by name, not by who came first: the same nodes give the same ranks every time.
@@ -205,9 +217,6 @@ run_report run_on(caf::actor_system& system, const run_plan& plan, dataset_ptr d
   if (cluster.on_ended)
     cluster.on_ended(told);
   links->unpublish(gate, *port);
-  self->send_exit(gate, caf::exit_reason::user_shutdown);
-  if (model_server)
-    self->send_exit(model_server, caf::exit_reason::user_shutdown);
   return report;
 }
 

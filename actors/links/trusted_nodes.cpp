@@ -1,5 +1,7 @@
 #include "actors/links/trusted_nodes.hpp"
 
+#include "core/io/terminal_output.hpp"
+
 #include <fmt/format.h>
 
 namespace troupe {
@@ -20,8 +22,9 @@ bool sender_trusted(trusted_nodes* trusted, const caf::strong_actor_ptr& sender,
     return true;
   const bool ok = sender && (sender->node() == here || trusted->allows(sender->node()));
   if (!ok && trusted->count_refusal())
-    fmt::print(stderr, "troupe: ignored a message from {}, which never joined\n",
-               sender ? "node " + to_string(sender->node()) : std::string("an anonymous sender"));
+    print_to_terminal(
+        stderr, "troupe: ignored a message from {}, which never joined\n",
+        sender ? "node " + to_string(sender->node()) : std::string("an anonymous sender"));
   return ok;
 }
 

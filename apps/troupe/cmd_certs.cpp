@@ -5,6 +5,7 @@
 #include "apps/troupe/job_loading.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/errors.hpp"
+#include "core/io/terminal_output.hpp"
 
 #include <fmt/format.h>
 
@@ -14,16 +15,17 @@ int run_certs_command(const certs_command& cmd) {
   try {
     if (cmd.action == "init") {
       make_authority(cmd.dir);
-      fmt::print(
+      print_to_terminal(
+          stdout,
           "made a CA: {0}/ca.pem (every machine needs it) and {0}/ca.key (mode 0600: keep "
           "it where certificates are issued, not on the nodes)\n",
           cmd.dir);
     } else {
       issue_certificate(cmd.dir, cmd.name);
-      fmt::print(
-          "issued {0}/{1}.pem and {0}/{1}.key (mode 0600) for {1}: copy both and "
-          "{0}/ca.pem to its machine\n",
-          cmd.dir, cmd.name);
+      print_to_terminal(stdout,
+                        "issued {0}/{1}.pem and {0}/{1}.key (mode 0600) for {1}: copy both and "
+                        "{0}/ca.pem to its machine\n",
+                        cmd.dir, cmd.name);
     }
   } catch (const job_error& e) {
     print_problems(stderr, e);

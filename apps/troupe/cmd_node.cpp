@@ -11,6 +11,7 @@
 #include "core/cluster/slurm_env.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
+#include "core/io/terminal_output.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -72,7 +73,7 @@ node_options shared_options_of(const node_command& cmd) {
   o.connect_timeout_s = cmd.connect_timeout_s;
   if (!cmd.claim_version.empty())
     o.version = cmd.claim_version;
-  o.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  o.log = [](const std::string& line) { print_to_terminal(stderr, "{}\n", line); };
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include "core/cluster/address.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/io/terminal_output.hpp"
 #include "core/report/report_page.hpp"
 
 #include <fmt/format.h>
@@ -37,7 +38,7 @@ int write_report(const std::string& folder) {
   } else {
     write_page(folder, render_run_page(read_run_history(folder), {}));
   }
-  fmt::print("wrote {}\n", (std::filesystem::path(folder) / "report.html").string());
+  print_to_terminal(stdout, "wrote {}\n", (std::filesystem::path(folder) / "report.html").string());
   return exit_ok;
 }
 
@@ -49,19 +50,20 @@ int run_report_command(const report_command& cmd) {
       return write_report(cmd.folder);
     const auto address = parse_host_port(cmd.serve, "127.0.0.1", "--serve");
     if (!is_loopback(address.host))
-      fmt::print(stderr,
-                 "warning: --serve {}: the report (job, plan and metrics) is readable by anyone "
-                 "who reaches this address, without a password\n",
-                 cmd.serve);
+      print_to_terminal(
+          stderr,
+          "warning: --serve {}: the report (job, plan and metrics) is readable by anyone "
+          "who reaches this address, without a password\n",
+          cmd.serve);
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     return serve_report(cmd.folder, address.host, address.port, stop_serving);
   } catch (const job_error& e) {
     for (const auto& p : e.problems())
-      fmt::print(stderr, "error: {}\n", p);
+      print_to_terminal(stderr, "error: {}\n", p);
     return exit_usage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    print_to_terminal(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
 }

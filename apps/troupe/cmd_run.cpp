@@ -8,6 +8,7 @@
 #include "apps/troupe/suite_commands.hpp"
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/errors.hpp"
+#include "core/io/terminal_output.hpp"
 
 #include <fmt/format.h>
 
@@ -36,32 +37,33 @@ std::string steps_text(int64_t n) {
 // `stopped`: the run ended because it was asked to (Ctrl-C, SIGTERM), not because it failed.
 void print_result(const run_report& r, const std::string& folder, bool stopped) {
   if (r.succeeded()) {
-    fmt::print("succeeded: {} steps, {:.0f} samples/s, final train loss {:.4f}", r.steps,
-               r.samples_per_s(), r.final_train_loss.value_or(NAN));
+    print_to_terminal(stdout, "succeeded: {} steps, {:.0f} samples/s, final train loss {:.4f}",
+                      r.steps, r.samples_per_s(), r.final_train_loss.value_or(NAN));
     if (r.test_accuracy && r.metric == "accuracy")
-      fmt::print(", test accuracy {:.2f}%", *r.test_accuracy * 100);
+      print_to_terminal(stdout, ", test accuracy {:.2f}%", *r.test_accuracy * 100);
     else if (r.test_accuracy)
-      fmt::print(", test {} {:.6g}", r.metric, *r.test_accuracy);
+      print_to_terminal(stdout, ", test {} {:.6g}", r.metric, *r.test_accuracy);
     if (!r.members.empty()) {
       double best = 0;
       for (const auto& m : r.members)
         best = std::max(best, m.test_accuracy.value_or(0));
-      fmt::print(" (ensemble of {}; best member {:.2f}%)", r.members.size(), best * 100);
+      print_to_terminal(stdout, " (ensemble of {}; best member {:.2f}%)", r.members.size(),
+                        best * 100);
     }
     // Messages count steps; summary.json and metrics.jsonl hold the 0-based index of the step.
     if (r.stopped_early_at)
-      fmt::print("; stopped early after {}", steps_text(*r.stopped_early_at + 1));
+      print_to_terminal(stdout, "; stopped early after {}", steps_text(*r.stopped_early_at + 1));
     if (r.best_step)
-      fmt::print("; best {} {:.4g} after {} (best_weights.pt)", r.best_metric,
-                 r.best_value.value_or(NAN), steps_text(*r.best_step + 1));
-    fmt::print("\n");
+      print_to_terminal(stdout, "; best {} {:.4g} after {} (best_weights.pt)", r.best_metric,
+                        r.best_value.value_or(NAN), steps_text(*r.best_step + 1));
+    print_to_terminal(stdout, "\n");
   } else if (stopped) {
-    fmt::print(stderr, "troupe: {} (stopped by an interrupt)\n", r.error);
+    print_to_terminal(stderr, "troupe: {} (stopped by an interrupt)\n", r.error);
   } else {
-    fmt::print(stderr, "error: run {}: {}\n",
-               r.status == run_status::diverged ? "diverged" : "failed", r.error);
+    print_to_terminal(stderr, "error: run {}: {}\n",
+                      r.status == run_status::diverged ? "diverged" : "failed", r.error);
   }
-  fmt::print("outputs in {}\n", folder);
+  print_to_terminal(stdout, "outputs in {}\n", folder);
   std::fflush(stdout);  // said, whatever ends the process after
 }
 
@@ -69,7 +71,7 @@ void print_result(const run_report& r, const std::string& folder, bool stopped) 
 int summarize(const run_command& cmd, const single_run& run, const single_run_result& result) {
   const auto& report = result.report;
   if (!result.summary_error.empty()) {
-    fmt::print(stderr, "error: {}\n", result.summary_error);
+    print_to_terminal(stderr, "error: {}\n", result.summary_error);
     return exit_failed;
   }
   const auto folder = run.dir->path();
@@ -79,12 +81,13 @@ int summarize(const run_command& cmd, const single_run& run, const single_run_re
       !report.succeeded() && interrupted.load() && report.error.rfind("interrupted ", 0) == 0;
   print_result(report, folder, stopped);
   if (!report.succeeded() && std::filesystem::exists(checkpoints_folder(folder) + "/latest"))
-    fmt::print(stderr, "continue it with: troupe {} --resume {}{}\n",
-               cmd.listen.empty() ? std::string("run") : "coordinator --listen " + cmd.listen,
-               folder,
-               cmd.local_nodes > 0 ? " --local-nodes " + std::to_string(cmd.local_nodes) : "");
+    print_to_terminal(
+        stderr, "continue it with: troupe {} --resume {}{}\n",
+        cmd.listen.empty() ? std::string("run") : "coordinator --listen " + cmd.listen, folder,
+        cmd.local_nodes > 0 ? " --local-nodes " + std::to_string(cmd.local_nodes) : "");
   else if (stopped)
-    fmt::print(stderr, "nothing to continue from: no checkpoint was written before it stopped\n");
+    print_to_terminal(stderr,
+                      "nothing to continue from: no checkpoint was written before it stopped\n");
   if (report.succeeded())
     return exit_ok;
   return stopped ? exit_interrupted : exit_failed;
@@ -110,19 +113,19 @@ int run_job_command(const run_command& cmd) {
     }
     run.emplace(prepare_single_run(cmd, std::move(request)));
     if (!cmd.quiet)
-      fmt::print("{}", render_plan(run->plan));
+      print_to_terminal(stdout, "{}", render_plan(run->plan));
     // The plan goes to stdout, progress to stderr: with `> log 2>&1` the plan must reach the
     // file before the first progress line does.
     std::fflush(stdout);
     if (run->resumed)
-      fmt::print(stderr, "resuming after {} from {}\n",
-                 steps_text(run->resumed->checkpoint->step + 1), run->resumed->folder);
+      print_to_terminal(stderr, "resuming after {} from {}\n",
+                        steps_text(run->resumed->checkpoint->step + 1), run->resumed->folder);
   } catch (const job_error& e) {
     print_problems(stderr, e);
     return exit_usage;
   } catch (const data_error& e) {  // data read to plan (tensor files): nothing has run yet
-    fmt::print(stderr, "error: {}: data: {}\n",
-               cmd.resume.empty() ? cmd.job.path : "--resume " + cmd.resume, e.what());
+    print_to_terminal(stderr, "error: {}: data: {}\n",
+                      cmd.resume.empty() ? cmd.job.path : "--resume " + cmd.resume, e.what());
     return exit_usage;
   }
   return summarize(cmd, *run, complete_single_run(cmd, *run, interrupted));

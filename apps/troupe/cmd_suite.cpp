@@ -16,6 +16,7 @@
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/io/terminal_output.hpp"
 #include "core/run/run_directory.hpp"
 #include "core/run/run_plan.hpp"
 #include "core/suite/placement.hpp"
@@ -127,24 +128,25 @@ int write_outputs(const suite_config& suite, const run_directory& dir,
         dir.file("summary.json"),
         suite_summary_json(suite.name, results, suite_was_interrupted()).dump(2) + "\n");
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    print_to_terminal(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
-  fmt::print("{}", render_leaderboard(results));
+  print_to_terminal(stdout, "{}", render_leaderboard(results));
   // The table first, whole, where stdout and stderr share one file (> log 2>&1).
   std::fflush(stdout);
   std::map<run_status, int> count;
   for (const auto& r : results)
     ++count[r.status];
   if (suite_was_interrupted())
-    fmt::print(stderr,
-               "error: the suite was interrupted: of {} jobs, {} succeeded, {} stopped, {} not "
-               "started, {} failed\n",
-               results.size(), count[run_status::succeeded], count[run_status::stopped],
-               count[run_status::not_started], count[run_status::failed]);
+    print_to_terminal(
+        stderr,
+        "error: the suite was interrupted: of {} jobs, {} succeeded, {} stopped, {} not "
+        "started, {} failed\n",
+        results.size(), count[run_status::succeeded], count[run_status::stopped],
+        count[run_status::not_started], count[run_status::failed]);
   else if (const int failed = count[run_status::failed] + count[run_status::not_started])
-    fmt::print(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
-  fmt::print("outputs in {}\n", dir.path());
+    print_to_terminal(stderr, "error: {} of {} jobs did not succeed\n", failed, results.size());
+  print_to_terminal(stdout, "outputs in {}\n", dir.path());
   if (suite_succeeded(results))
     return exit_ok;
   return suite_was_interrupted() ? exit_interrupted : exit_failed;
@@ -209,7 +211,7 @@ int validate_suite(const job_source& source, const nlohmann::json& file) {
   try {
     const auto suite = parse_suite(file);
     (void)check_plans(suite);
-    fmt::print("{}: valid\n{}", source.path, render_suite_plan(suite));
+    print_to_terminal(stdout, "{}: valid\n{}", source.path, render_suite_plan(suite));
     return exit_ok;
   } catch (const job_error& e) {
     return refuse(source, file, e);
@@ -226,7 +228,7 @@ int run_suite(const run_command& cmd, const job_source& source, const nlohmann::
     dir.emplace(cmd.out.empty() ? default_run_directory(suite.name) : cmd.out, cmd.force,
                 folder_kind::suite);
     if (!cmd.quiet)
-      fmt::print("{}", render_suite_plan(suite));
+      print_to_terminal(stdout, "{}", render_suite_plan(suite));
     std::fflush(stdout);
   } catch (const job_error& e) {
     return refuse(source, file, e);
@@ -251,7 +253,7 @@ int run_suite(const run_command& cmd, const job_source& source, const nlohmann::
         display};
     run_jobs(run);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    print_to_terminal(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
   for (auto& r : results)

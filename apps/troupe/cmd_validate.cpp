@@ -4,6 +4,7 @@
 #include "apps/troupe/suite_commands.hpp"
 #include "core/data/data_source.hpp"
 #include "core/errors.hpp"
+#include "core/io/terminal_output.hpp"
 #include "core/run/run_plan.hpp"
 
 #include <fmt/format.h>
@@ -19,13 +20,13 @@ int validate_job(job_source source) {
     // The data files' headers, not the published sizes: the plan states the data there is, and
     // a missing file is found now rather than when the run starts.
     const auto plan = plan_named(source, job, read_data_facts(job.data));
-    fmt::print("{}: valid\n{}", source.path, render_plan(plan));
+    print_to_terminal(stdout, "{}: valid\n{}", source.path, render_plan(plan));
     return exit_ok;
   } catch (const job_error& e) {
     print_problems(stderr, e);
     return exit_usage;
   } catch (const data_error& e) {
-    fmt::print(stderr, "error: {}: data: {}\n", source.path, e.what());
+    print_to_terminal(stderr, "error: {}: data: {}\n", source.path, e.what());
     return exit_usage;
   }
 }

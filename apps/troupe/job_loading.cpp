@@ -3,6 +3,7 @@
 #include "core/config/overrides.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
+#include "core/io/terminal_output.hpp"
 
 #include <fmt/format.h>
 
@@ -120,11 +121,11 @@ job_config parse_loaded_job(const job_source& source, const nlohmann::json& json
 void print_problems(std::FILE* out, const std::exception& e) {
   if (const auto* je = dynamic_cast<const job_error*>(&e)) {
     for (const auto& p : je->problems())
-      fmt::print(out, "error: {}\n", p);
+      print_to_terminal(out, "error: {}\n", p);
     if (je->problems().size() > 1)
-      fmt::print(out, "{} problems\n", je->problems().size());
+      print_to_terminal(out, "{} problems\n", je->problems().size());
   } else {
-    fmt::print(out, "error: {}\n", e.what());
+    print_to_terminal(out, "error: {}\n", e.what());
   }
 }
 

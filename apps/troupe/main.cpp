@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -171,6 +172,10 @@ int print_help(CLI::App& app, const std::string& topic, const std::string& overv
 
 int main(int argc, char** argv) {
   troupe::end_with_parent();  // a suite's job or a local node: not one moment past its parent
+  // A write to a pipe whose reader left (`troupe run ... | head -1`), or past `ulimit -f`, fails
+  // (EPIPE, EFBIG) instead of killing troupe mid-write: the run's files end as after a full disk.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
   troupe::keep_step_memory_for_reuse();  // before LibTorch allocates (core/run/allocator_settings)
   CLI::App app{"troupe: train neural networks with actors, from one JSON job file"};
   app.name("troupe");

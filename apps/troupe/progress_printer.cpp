@@ -1,5 +1,6 @@
 #include "apps/troupe/progress_printer.hpp"
 
+#include "core/io/terminal_output.hpp"
 #include "core/train/progress_line.hpp"
 
 #include <fmt/format.h>
@@ -45,18 +46,18 @@ void progress_printer::update(const progress_update& p) {
     const auto line = progress_line(p, rate, width);
     // Spaces rub out what a longer previous line left, up to the width and never past it.
     const auto pad = std::min(std::max(line.size(), shown_), width > 1 ? width - 1 : 1);
-    fmt::print(out_, "\r{:<{}}", line, pad);
+    print_to_terminal(out_, "\r{:<{}}", line, pad);
     shown_ = line.size();
     line_open_ = true;
   } else {
-    fmt::print(out_, "{}\n", progress_line(p, rate, 0));
+    print_to_terminal(out_, "{}\n", progress_line(p, rate, 0));
   }
   std::fflush(out_);
 }
 
 void progress_printer::close() {
   if (line_open_)
-    fmt::print(out_, "\n");
+    print_to_terminal(out_, "\n");
   line_open_ = false;
   std::fflush(out_);
 }

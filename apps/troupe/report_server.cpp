@@ -3,6 +3,7 @@
 #include "apps/troupe/commands.hpp"
 #include "apps/troupe/header_deadline.hpp"
 #include "apps/troupe/listen_socket.hpp"
+#include "core/io/terminal_output.hpp"
 #include "core/report/report_page.hpp"
 #include "core/suite/suite_config.hpp"
 
@@ -205,14 +206,15 @@ int serve_report(const std::string& folder, const std::string& host, int port,
   try {
     source.page("");  // a folder that cannot be drawn is refused before anything listens
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    print_to_terminal(stderr, "error: {}\n", e.what());
     return exit_failed;
   }
   int bound = port, error = 0;
   const int listener = open_listener(host, port, bound, error);
   if (listener < 0) {
-    fmt::print(stderr, "error: --serve: cannot listen on {}:{} (in use, or not an address here)\n",
-               host, port);
+    print_to_terminal(stderr,
+                      "error: --serve: cannot listen on {}:{} (in use, or not an address here)\n",
+                      host, port);
     return exit_usage;
   }
   const serving_limits limits;
@@ -230,11 +232,11 @@ int serve_report(const std::string& folder, const std::string& host, int port,
                        MHD_OPTION_END);
   if (!daemon) {
     ::close(listener);
-    fmt::print(stderr, "error: --serve: the server could not start on {}:{}\n", host, bound);
+    print_to_terminal(stderr, "error: --serve: the server could not start on {}:{}\n", host, bound);
     return exit_failed;
   }
-  fmt::print("serving the report of {} at http://{}:{}/ (Ctrl-C stops)\n", folder,
-             host.find(':') != std::string::npos ? "[" + host + "]" : host, bound);
+  print_to_terminal(stdout, "serving the report of {} at http://{}:{}/ (Ctrl-C stops)\n", folder,
+                    host.find(':') != std::string::npos ? "[" + host + "]" : host, bound);
   std::fflush(stdout);
   // Signal handlers may not call into the server: the flag is watched here instead.
   while (!stop.load())

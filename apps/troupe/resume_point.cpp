@@ -3,6 +3,7 @@
 #include "core/checkpoint/checkpoint_store.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
+#include "core/io/terminal_output.hpp"
 #include "core/train/run_tracker.hpp"
 
 #include <fmt/format.h>
@@ -44,10 +45,11 @@ resume_point find_resume_point(const std::string& run_dir) {
   // A run that ended well is resumed all the same (its last steps trained again, its outputs
   // written over, as the same weights), but not without a word.
   if (already_succeeded(run_dir))
-    fmt::print(stderr,
-               "note: {}: the run already succeeded (its summary.json says so); its steps after "
-               "the newest checkpoint train again and its outputs are written anew\n",
-               run_dir);
+    print_to_terminal(
+        stderr,
+        "note: {}: the run already succeeded (its summary.json says so); its steps after "
+        "the newest checkpoint train again and its outputs are written anew\n",
+        run_dir);
   // The run folder's own job names which checkpoints are its: one copied in from another run
   // would otherwise continue as this one, its job.json overwritten.
   const auto job_file = run_dir + "/job.json";
@@ -60,7 +62,7 @@ resume_point find_resume_point(const std::string& run_dir) {
   const auto stored = read_latest_checkpoint(
       run_dir,
       [&point](const std::string& line) {
-        fmt::print(stderr, "note: {}\n", line);
+        print_to_terminal(stderr, "note: {}\n", line);
         ++point.skipped;
       },
       run_job);

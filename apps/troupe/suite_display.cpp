@@ -1,6 +1,7 @@
 #include "apps/troupe/suite_display.hpp"
 
 #include "apps/troupe/progress_printer.hpp"
+#include "core/io/terminal_output.hpp"
 #include "core/train/progress_line.hpp"
 
 #include <fmt/format.h>
@@ -30,14 +31,15 @@ suite_display::suite_display(std::vector<job_row> rows, std::FILE* out, bool qui
 
 void suite_display::erase_table() {
   if (drawn_ > 0)
-    fmt::print(out_, "\x1b[{}A\r\x1b[J", drawn_);  // up to the table's first line, clear below
+    print_to_terminal(out_, "\x1b[{}A\r\x1b[J",
+                      drawn_);  // up to the table's first line, clear below
   drawn_ = 0;
 }
 
 void suite_display::draw_table() {
   const auto lines = render_table(rows_, terminal_width(out_));
   for (const auto& line : lines)
-    fmt::print(out_, "{}\n", line);
+    print_to_terminal(out_, "{}\n", line);
   drawn_ = lines.size();
 }
 
@@ -45,7 +47,7 @@ void suite_display::event(const std::string& text) {
   const bool table = terminal_ && !quiet_;
   if (table)
     erase_table();
-  fmt::print(out_, "{}\n", text);
+  print_to_terminal(out_, "{}\n", text);
   if (table)
     draw_table();
   std::fflush(out_);
@@ -89,7 +91,7 @@ void suite_display::poll(const std::function<std::string(std::size_t)>& metrics_
       auto line = row_line(rows_[j]);
       if (line == last_lines_[j] || now - last_printed_[j] < log_interval)
         continue;
-      fmt::print(out_, "{}\n", line);
+      print_to_terminal(out_, "{}\n", line);
       last_lines_[j] = std::move(line);
       last_printed_[j] = now;
     }

@@ -32,6 +32,9 @@ struct cluster_options {
   std::optional<tls_files> tls;
   /// Called once the run is over and the nodes that joined were told, with their names.
   std::function<void(const std::vector<std::string>& told)> on_ended;
+  /// Asked while the nodes are awaited: why the missing ones can no longer come (local nodes
+  /// that exited), or "". May be empty.
+  std::function<std::string()> joins_impossible;
 };
 
 struct run_options {
