@@ -4,6 +4,7 @@
 #include "core/cluster/certs.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
+#include "core/io/terminal_output.hpp"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <thread>
@@ -55,11 +57,12 @@ std::string exposure_problem(const std::string& what, const std::string& host, b
     return what +
            ": other machines can reach this address, so its connections need mutual TLS "
            "(--tls DIR; see troupe certs); --insecure accepts plain TCP anyway";
-  fmt::print(stderr,
-             "warning: {}: --insecure: plain TCP, no TLS: anyone on the network path can read "
-             "and alter what troupe sends (the job, the weights, the gradients; the token itself "
-             "never travels); keep this to a network you trust\n",
-             what);
+  print_to_terminal(
+      stderr,
+      "warning: {}: --insecure: plain TCP, no TLS: anyone on the network path can read "
+      "and alter what troupe sends (the job, the weights, the gradients; the token itself "
+      "never travels); keep this to a network you trust\n",
+      what);
   return "";
 }
 
@@ -72,7 +75,7 @@ tls_files checked_tls_files(const std::string& dir, const std::string& name) {
 
 cluster_options make_cluster_options(const run_command& cmd) {
   cluster_options o;
-  o.log = [](const std::string& line) { fmt::print(stderr, "coordinator: {}\n", line); };
+  o.log = [](const std::string& line) { print_to_terminal(stderr, "coordinator: {}\n", line); };
   if (cmd.local_nodes > 0) {  // the token and TLS come from local_nodes::attach
     o.listen = {"127.0.0.1", 0};
     return o;
@@ -121,6 +124,25 @@ void local_nodes::attach(cluster_options& cluster) {
     cluster.tls = tls_files_in(tls_dir_, coordinator_name);
   cluster.on_listening = [this](uint16_t port) { start(port); };
   cluster.on_ended = [this](const std::vector<std::string>& told) { stop_untold(told); };
+  cluster.joins_impossible = [this] { return exited_node(); };
+}
+
+// A node that exited while the coordinator waits for them all (no temporary folder, no
+// descriptors left): the wait would last the whole join_timeout_s, its reason only in its log.
+std::string local_nodes::exited_node() {
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (const auto exit = nodes_[i]->poll()) {
+      const auto log = log_dir_ + "/" + local_name(i) + ".log";
+      std::ifstream in(log);
+      std::string line, last;
+      while (std::getline(in, line))
+        if (!line.empty())
+          last = line;
+      return fmt::format("local node {} ended ({}) before the run began{} (its log: {})",
+                         local_name(i), exit->describe(),
+                         last.empty() ? "" : ": " + last.substr(0, 400), log);
+    }
+  return "";
 }
 
 void local_nodes::start(uint16_t port) {
@@ -147,8 +169,8 @@ void local_nodes::start(uint16_t port) {
 void local_nodes::stop_untold(const std::vector<std::string>& told) {
   for (std::size_t i = 0; i < nodes_.size(); ++i)
     if (std::find(told.begin(), told.end(), local_name(i)) == told.end() && !nodes_[i]->poll()) {
-      fmt::print(stderr, "coordinator: stopping local node {}, which never joined\n",
-                 local_name(i));
+      print_to_terminal(stderr, "coordinator: stopping local node {}, which never joined\n",
+                        local_name(i));
       nodes_[i]->send(SIGTERM);
     }
 }

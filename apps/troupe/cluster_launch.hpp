@@ -46,6 +46,7 @@ class local_nodes {
  private:
   void start(uint16_t port);
   void stop_untold(const std::vector<std::string>& told);
+  std::string exited_node();
 
   int64_t count_;
   std::string log_dir_;

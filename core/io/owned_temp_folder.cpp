@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -43,9 +44,15 @@ int remove_abandoned_folders(const std::string& parent, const std::string& prefi
 
 owned_temp_folder::owned_temp_folder(const std::string& prefix) {
   std::error_code ec;
-  const auto parent = fs::temp_directory_path(ec);
-  if (ec)
-    throw std::runtime_error("no temporary directory: " + ec.message());
+  // $TMPDIR as POSIX reads it: unset or empty means /tmp (std::filesystem refused an empty one).
+  const char* variable = std::getenv("TMPDIR");
+  const fs::path parent = variable != nullptr && *variable != '\0' ? variable : "/tmp";
+  if (!fs::is_directory(parent, ec))
+    throw std::runtime_error(
+        "no folder for temporary files: " +
+        (variable != nullptr && *variable != '\0'
+             ? "TMPDIR=" + parent.string() + " is not a folder (make it, or unset TMPDIR for /tmp)"
+             : std::string("/tmp is not a folder")));
   remove_abandoned_folders(parent.string(), prefix);
   auto pattern = (parent / (prefix + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr)

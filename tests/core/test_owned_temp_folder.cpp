@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -37,6 +38,20 @@ TEST_SUITE("io") {
       std::ofstream(path + "/key.pem") << "secret";
     }
     CHECK_FALSE(fs::exists(path));
+  }
+
+  TEST_CASE("TMPDIR empty means /tmp; one that is not a folder is named") {
+    const char* was = std::getenv("TMPDIR");
+    const std::string saved = was != nullptr ? was : "";
+    ::setenv("TMPDIR", "", 1);
+    CHECK(owned_temp_folder("troupe-test-owned").path().rfind("/tmp/", 0) == 0);
+    ::setenv("TMPDIR", "/nonexistent-troupe-test", 1);
+    CHECK_THROWS_WITH(owned_temp_folder("troupe-test-owned"),
+                      doctest::Contains("TMPDIR=/nonexistent-troupe-test is not a folder"));
+    if (was != nullptr)
+      ::setenv("TMPDIR", saved.c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
   }
 
   TEST_CASE("a killed owner's folder is removed by the next; a live one's is not") {
