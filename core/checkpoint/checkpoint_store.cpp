@@ -202,6 +202,13 @@ std::string checkpoints_folder(const std::string& run_dir) {
 
 int64_t write_checkpoint(const std::string& run_dir, const stored_checkpoint& c, int64_t keep) {
   const auto folder = checkpoints_folder(run_dir);
+  // Never the run's folder itself: one renamed or removed while the run went on was made again
+  // here, and the run's last files went to a folder without its job.json and metrics.
+  std::error_code gone;
+  if (!fs::is_directory(run_dir, gone))
+    throw std::runtime_error(run_dir +
+                             ": the run's folder is gone (renamed or removed while the run "
+                             "went on); no checkpoint written");
   fs::create_directories(folder);
   const auto name = step_prefix + std::to_string(c.step);
   const auto tmp = fs::path(folder) / (".tmp-" + name);

@@ -25,7 +25,14 @@ std::string default_run_directory(const std::string& job_name) {
   localtime_r(&now, &local);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  return "runs/" + job_name + "-" + stamp;
+  // Runs started within one second took the same folder: the second was refused as "not empty"
+  // for a folder its user never named, or with --force wiped the first's results.
+  const auto base = "runs/" + job_name + "-" + stamp;
+  std::error_code ec;
+  auto name = base;
+  for (int k = 2; fs::exists(fs::symlink_status(name, ec)); ++k)
+    name = base + "-" + std::to_string(k);
+  return name;
 }
 
 namespace {
@@ -47,6 +54,9 @@ void check_writable(const std::string& folder, const std::string& option) {
 run_directory::run_directory(std::string path, bool overwrite, folder_kind kind)
     : path_(std::move(path)) {
   std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path_, ec)) && !fs::exists(path_, ec))
+    throw job_error({"--out " + path_ + ": a link to " + fs::read_symlink(path_, ec).string() +
+                     ", which does not exist (make that folder, or give another)"});
   if (fs::exists(path_, ec)) {
     if (!fs::is_directory(path_, ec))
       throw job_error({"--out " + path_ + ": exists and is not a folder"});

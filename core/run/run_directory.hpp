@@ -19,7 +19,8 @@
 
 namespace troupe {
 
-/// runs/NAME-YYYYmmdd-HHMMSS (local time), the default output folder.
+/// runs/NAME-YYYYmmdd-HHMMSS (local time), the default output folder; -2, -3, ... after it
+/// where that name is taken.
 std::string default_run_directory(const std::string& job_name);
 
 /// Removes the summary reserve of the run folder `path`, for whoever writes the summary of a

@@ -101,6 +101,14 @@ TEST_SUITE("checkpoint") {
     CHECK(lines[2].find("state.pt has 100 bytes") != std::string::npos);
   }
 
+  TEST_CASE("a run folder renamed away is not made again for a checkpoint") {
+    temp_folder dir;
+    const auto gone = (dir.path / "run").string();
+    CHECK_THROWS_WITH(write_checkpoint(gone, sample(4), 3),
+                      doctest::Contains("the run's folder is gone (renamed or removed"));
+    CHECK(!std::filesystem::exists(gone));
+  }
+
   TEST_CASE("a damaged manifest is skipped, and a folder naming another step is not trusted") {
     const temp_folder dir;
     write_checkpoint(dir.path.string(), sample(1), 5);

@@ -102,6 +102,34 @@ TEST_SUITE("outputs") {
   // Found probing as a hostile user: a forced run of 2 members left an earlier run's member_3.pt,
   // which load_model read as this run's; a forced run into a suite's folder left the suite's
   // leaderboard beside its own summary.
+  TEST_CASE("the default folder of a run started in the same second as another is a new one") {
+    temp_folder f;
+    const auto before = fs::current_path();
+    fs::current_path(f.path);
+    std::string first, second;
+    // Within one second (a second that ticks in between makes new names: tried again).
+    for (int tries = 0; tries < 5; ++tries) {
+      first = default_run_directory("job");
+      fs::create_directories(first);
+      second = default_run_directory("job");
+      if (second.rfind(first, 0) == 0)
+        break;
+    }
+    fs::create_directories(second);
+    const auto third = default_run_directory("job");
+    fs::current_path(before);
+    CHECK(first.rfind("runs/job-", 0) == 0);
+    CHECK(second == first + "-2");
+    CHECK((third == first + "-3" || third.rfind(first, 0) != 0));
+  }
+
+  TEST_CASE("an --out that links to nothing is named as such") {
+    temp_folder f;
+    fs::create_symlink(f.path / "missing", f.path / "out");
+    CHECK_THROWS_WITH(run_directory((f.path / "out").string(), false),
+                      doctest::Contains("which does not exist"));
+  }
+
   TEST_CASE("--force removes every output of the run before, and refuses the other kind's") {
     temp_folder t;
     const auto out = (t.path / "run").string();
