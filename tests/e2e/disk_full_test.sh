@@ -5,7 +5,8 @@
 # (the run folder keeps a reserve for it), metrics.jsonl must hold whole records only, and no
 # temporary (.tmp-step-*, *.tmp.PID) may be left. Before: the process aborted (134) with no
 # summary and a record cut in two. Weights that do not fit fail the run with its figures kept;
-# a read-only --out is refused before anything runs.
+# a read-only --out is refused before anything runs; a file size limit is a full disk, and a
+# closed stderr or a closed output pipe fail nothing.
 # Skipped (77) where no mount namespace can be made (unshare -m needs root, unshare -rm user
 # namespaces); under CI (CI=true) that is a failure instead (tests/lib/skip.sh).
 #   disk_full_test.sh PATH/TO/troupe
@@ -35,16 +36,18 @@ cat >"$tmp/job.json" <<'JSON'
  "faults": {"slow_worker": 0, "slow_ms": 5}}
 JSON
 
-# full_and_whole WHAT DIR STATUS: exit 1, the summary naming the full disk, whole records, no
-# temporaries.
+# full_and_whole WHAT DIR STATUS [ERROR]: exit 1, the summary naming the full disk (or ERROR),
+# whole records, no temporaries.
 full_and_whole() {
   local what=$1 dir=$2 status=$3
+  export FULL_ERROR=${4:-No space left on device}
   [ "$status" -eq 1 ] && pass || fail "$what: exit $status, expected 1: $(tail -3 "$tmp/$what.log")"
   /usr/bin/python3 - "$dir" <<'PY' && pass || fail "$what: the summary or the records"
 import json, sys
 folder = sys.argv[1]
 s = json.load(open(folder + "/summary.json"))
-ok = s["status"] == "failed" and "No space left on device" in s["error"]
+import os
+ok = s["status"] == "failed" and os.environ["FULL_ERROR"] in s["error"]
 for number, line in enumerate(open(folder + "/metrics.jsonl", "rb"), 1):
     if not line.endswith(b"\n"):
         print(f"metrics.jsonl line {number} is cut: {line[-80:]!r}")
@@ -111,4 +114,20 @@ mount --bind "$disk/ro" "$disk/ro" && mount -o remount,ro,bind "$disk/ro" &&
 umount "$disk/ro" 2>/dev/null
 
 umount "$disk"
+
+# A file size limit (ulimit -f) is a full disk for the run's files: SIGXFSZ killed troupe
+# mid-record, with no summary.
+(ulimit -f 400 && exec "$troupe" run "$tmp/job.json" --out "$tmp/fsize" --quiet \
+  --set training.steps=200000 --set faults=null) >"$tmp/fsize.log" 2>&1
+full_and_whole fsize "$tmp/fsize" $? "File too large"
+# A closed stderr, or a pipe whose reader left, fails nothing: the first progress line failed
+# the run and then aborted troupe; the pipe's SIGPIPE killed it mid-run.
+"$troupe" run "$tmp/job.json" --out "$tmp/closed" --set training.steps=300 --set faults=null \
+  2>&- >/dev/null
+[ $? -eq 0 ] && grep -q '"succeeded"' "$tmp/closed/summary.json" && pass ||
+  fail "a run with stderr closed did not succeed"
+"$troupe" run "$tmp/job.json" --out "$tmp/piped" --set training.steps=3000 --set faults=null \
+  2>&1 | head -1 >/dev/null
+[ "${PIPESTATUS[0]}" -eq 0 ] && grep -q '"succeeded"' "$tmp/piped/summary.json" && pass ||
+  fail "a run whose output pipe closed did not succeed"
 report disk_full_test
