@@ -239,6 +239,8 @@ bool retry(suite_run& s, running_job& r, suite_job_result& result) {
                                                    "--force"};
   ++r.attempts;
   result.retries = r.attempts - 1;
+  if (!resumable)
+    s.watch.restart(r.index);
   s.display.event(fmt::format(
       "retrying {} ({} of {}) {}: {}", result.name, result.retries, s.suite.jobs[r.index].retries,
       resumable ? "from its newest checkpoint" : "from the start", result.error));

@@ -1,5 +1,6 @@
 #include "apps/troupe/suite_watch.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -26,11 +27,19 @@ void loser_watch::read(std::size_t index, const std::string& metrics_path) {
   offsets_[index] += text.size();
   auto& history = histories_[index];
   history.feed(text);
-  for (auto& k = judged_[index]; rungs_ && k < history.accuracies().size(); ++k) {
-    auto reason = rungs_->on_evaluation(index, history.steps()[k] + 1, history.accuracies()[k]);
-    if (reason && !stopped_[index])
-      stopped_[index] = std::move(reason);
-  }
+  auto& judged = judged_[index];
+  judged = std::min(judged, history.accuracies().size());  // a resume dropped some
+  // A job stopped at a rung reports none higher: the evaluations it makes before the stop takes
+  // effect filled the higher rungs, and others were judged against them.
+  for (; rungs_ && !stopped_[index] && judged < history.accuracies().size(); ++judged)
+    stopped_[index] =
+        rungs_->on_evaluation(index, history.steps()[judged] + 1, history.accuracies()[judged]);
+}
+
+void loser_watch::restart(std::size_t index) {
+  histories_[index] = validation_history();
+  offsets_[index] = 0;
+  judged_[index] = 0;
 }
 
 void loser_watch::finished(std::size_t index, const std::string& metrics_path, bool succeeded) {

@@ -26,6 +26,8 @@ class loser_watch {
   /// Reads what job `index` has appended to its metrics file since the last look (under asha,
   /// each new evaluation is judged at the rungs it passed).
   void read(std::size_t index, const std::string& metrics_path);
+  /// Job `index` starts again from nothing (a retry without a checkpoint writes a new file).
+  void restart(std::size_t index);
   /// A job ended: its last lines are read, and a job that succeeded with K evaluations joins the
   /// jobs whose K-th accuracies make the median.
   void finished(std::size_t index, const std::string& metrics_path, bool succeeded);

@@ -89,17 +89,20 @@ double unit(std::mt19937_64& bits) {
   return static_cast<double>(bits() >> 11) * 0x1.0p-53;
 }
 
-double six_digits(double x) {
-  return std::stod(fmt::format("{:.6g}", x));
+// x with 6 significant digits (what a job's name and the table show), kept in [low, high]:
+// rounding alone stepped out of a narrow range (0.123457 from [0.1234564, 0.1234566]).
+double six_digits(double x, double low, double high) {
+  return std::clamp(std::stod(fmt::format("{:.6g}", x)), low, high);
 }
 
 nlohmann::json draw(const search_axis& a, std::mt19937_64& bits) {
   const double u = unit(bits);
   switch (a.what) {
     case search_axis::kind::uniform:
-      return six_digits(a.low + u * (a.high - a.low));
+      return six_digits(a.low + u * (a.high - a.low), a.low, a.high);
     case search_axis::kind::log_uniform:
-      return six_digits(std::exp(std::log(a.low) + u * (std::log(a.high) - std::log(a.low))));
+      return six_digits(std::exp(std::log(a.low) + u * (std::log(a.high) - std::log(a.low))), a.low,
+                        a.high);
     case search_axis::kind::integer: {  // both ends within ±2^53 (read_range): no overflow
       const auto low = static_cast<int64_t>(a.low);
       const auto span = static_cast<int64_t>(a.high) - low + 1;

@@ -31,6 +31,12 @@ void validation_history::feed(std::string_view text) {
   lines_.feed(text, [this](const nlohmann::json& line) {
     // The final test evaluation is an eval too, of the test split: it does not count.
     const auto record = records::parse_record(line);
+    // A resumed run redoes the steps after its checkpoint: their evaluations come again.
+    if (const auto* r = record ? std::get_if<records::resumed>(&*record) : nullptr)
+      while (!steps_.empty() && steps_.back() > r->step) {
+        steps_.pop_back();
+        accuracies_.pop_back();
+      }
     const auto* e = record ? std::get_if<records::eval>(&*record) : nullptr;
     if (e && e->split == "validation" && e->metric == "accuracy") {
       accuracies_.push_back(e->accuracy);

@@ -30,6 +30,8 @@ std::optional<std::string> stop_loser_reason(int64_t after, double accuracy,
 /// may be half way through it), and lines that are no validation evaluation are skipped.
 class validation_history {
  public:
+  /// More of the metrics file; a `resumed` record drops the evaluations after its step (the
+  /// resumed run makes them again).
   void feed(std::string_view text);
   const std::vector<double>& accuracies() const { return accuracies_; }
   /// The step after which each was evaluated (0-based), beside accuracies().

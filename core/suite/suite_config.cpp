@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "core/suite/job_names.hpp"
 #include "core/suite/random_search.hpp"
+#include "core/train/loss.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -143,7 +144,15 @@ void read_retries(const nlohmann::json& job, const std::string& where, int64_t& 
 // the first such job) when one has none.
 bool every_job_validates(const char* key, const std::vector<suite_job>& jobs,
                          std::vector<std::string>& problems) {
-  for (const auto& j : jobs)
+  for (const auto& j : jobs) {
+    // Under mse and l1 there is no accuracy to compare: the rule was accepted and never acted.
+    if (std::string(metric_name(j.job.training.loss)) != "accuracy") {
+      problems.push_back(std::string(key) + ": compares validation accuracies, and job " +
+                         j.job.name + " trains with training.loss " +
+                         to_string(j.job.training.loss) +
+                         ", which has none (the rules stop classifiers only)");
+      return false;
+    }
     if (j.job.data.validation <= 0) {
       problems.push_back(std::string(key) +
                          ": needs every job to hold out a validation set (data.validation), and "
@@ -152,6 +161,7 @@ bool every_job_validates(const char* key, const std::vector<suite_job>& jobs,
                          " has none; stopping on test figures would tune on the test set");
       return false;
     }
+  }
   return true;
 }
 

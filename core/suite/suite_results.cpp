@@ -172,7 +172,9 @@ std::string render_leaderboard(const std::vector<suite_job_result>& results) {
     out += fmt::format("{:>4}  {:<{}}  ", place, r.name, width);
     if (validation)
       out += fmt::format("{:>9}  {:>9}  ", percent(r.validation_accuracy), loss(r.validation_loss));
-    auto what = std::string(to_string(r.status)) + ": " + r.error;
+    // "stopped by stop_losers ...", "diverged: loss ...": the cause may name its status itself.
+    const std::string status = to_string(r.status);
+    auto what = r.error.rfind(status, 0) == 0 ? r.error : status + ": " + r.error;
     if (r.status == run_status::succeeded)
       what = (is_ranked(r, by) ? "" : fmt::format("unranked, no {}: ", to_string(by))) +
              r.overrides.dump();

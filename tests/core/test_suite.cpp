@@ -118,6 +118,20 @@ TEST_SUITE("suite") {
     CHECK(crossed.jobs[1].job.seed == 2);
   }
 
+  TEST_CASE("random search: draws rounded to 6 digits stay within a narrow range") {
+    const json space = {{"optimizer.lr", {{"uniform", {0.1234564, 0.1234566}}}},
+                        {"optimizer.momentum", {{"log_uniform", {0.9000004, 0.9000006}}}}};
+    const auto suite = parse_suite({{"search", {{"trials", 50}, {"space", space}}}});
+    for (const auto& j : suite.jobs) {
+      const auto lr = j.overrides.at("optimizer.lr").get<double>();
+      CHECK(lr >= 0.1234564);
+      CHECK(lr <= 0.1234566);
+      const auto momentum = j.overrides.at("optimizer.momentum").get<double>();
+      CHECK(momentum >= 0.9000004);
+      CHECK(momentum <= 0.9000006);
+    }
+  }
+
   TEST_CASE("random search: a bad space is refused, naming the key and what it must be") {
     const auto with = [](json search) { return json{{"search", std::move(search)}}; };
     const json lr = {{"optimizer.lr", {{"log_uniform", {0.0, 0.1}}}}};
@@ -374,5 +388,23 @@ TEST_SUITE("suite") {
     no_split["jobs"] = {{{"name", "x"}}, {{"name", "y"}, {"data", {{"validation", 0}}}}};
     no_split["stop_losers"] = {{"after", 2}};
     CHECK(any_contains(problems_of(no_split), "job y-"));
+    // A regression has no accuracy to compare: the rule was accepted and never stopped a job.
+    auto regression = base;
+    regression["training"] = {{"loss", "mse"}};
+    regression["stop_losers"] = {{"after", 2}};
+    CHECK(any_contains(problems_of(regression),
+                       "/stop_losers: compares validation accuracies, and job"));
+  }
+
+  TEST_CASE("stop_losers: a resumed run's evaluations replace those after its checkpoint") {
+    validation_history h;
+    h.feed(
+        "{\"event\":\"eval\",\"step\":9,\"validation_accuracy\":0.4}\n"
+        "{\"event\":\"eval\",\"step\":19,\"validation_accuracy\":0.7}\n"
+        "{\"event\":\"eval\",\"step\":29,\"validation_accuracy\":0.8}\n"
+        "{\"event\":\"resumed\",\"step\":19,\"path\":\"x\",\"skipped\":0,\"t\":0}\n"
+        "{\"event\":\"eval\",\"step\":29,\"validation_accuracy\":0.8}\n");
+    CHECK(h.accuracies() == std::vector<double>{0.4, 0.7, 0.8});
+    CHECK(h.steps() == std::vector<int64_t>{9, 19, 29});
   }
 }
