@@ -17,9 +17,16 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 namespace troupe {
 namespace {
+
+// A column's name in a message: the first 40 characters.
+std::string cut(const std::string& name) {
+  return name.size() <= 40 ? name : name.substr(0, 40) + "...";
+}
 
 // libcsv calls back from C: the callbacks must not throw, so the first problem is kept here and
 // thrown once parsing returns.
@@ -49,9 +56,6 @@ struct table_reader {
   // Where the header parts from the training file's, in a line however wide the tables are
   // (echoing both headers of 10^6 columns made a 7.9 MB message).
   std::string header_difference(const std::vector<std::string>& expected) const {
-    const auto cut = [](const std::string& name) {
-      return name.size() <= 40 ? name : name.substr(0, 40) + "...";
-    };
     std::size_t k = 0;
     while (k < header.size() && k < expected.size() && header[k] == expected[k])
       ++k;
@@ -65,9 +69,16 @@ struct table_reader {
   }
 
   void on_header_end() {
-    for (std::size_t i = 0; i < header.size(); ++i)
+    std::unordered_map<std::string_view, std::size_t> column_of;
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      // Two columns of one name: which is the label (or a feature) would be a guess, and a label
+      // read from one while the other went in as a feature leaked the target into the inputs.
+      if (const auto [it, first] = column_of.emplace(header[i], i); !first)
+        return fail(fmt::format("columns {} and {} are both named \"{}\"", it->second + 1, i + 1,
+                                cut(header[i])));
       if (header[i] == label)
         label_column = i;
+    }
     if (expected_header != nullptr && header != *expected_header)
       return fail(header_difference(*expected_header));
     if (!label_column) {

@@ -41,16 +41,29 @@ decoded_image decode_png(const std::string& bytes, int channels) {
     return failed("a PNG of " + std::to_string(image.width) + " x " + std::to_string(image.height) +
                   " pixels, more than troupe decodes");
   }
-  image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+  // As torchvision's loader gives it (PIL's convert("RGB"), then "L" for one channel): read as
+  // RGBA and the alpha dropped, not composited onto black (transparent pixels keep their
+  // colour); 16-bit samples scaled to 8 bits (libpng took them for linear light and brightened
+  // them); gray as PIL's luma of RGB (libpng's is of linear light: pure red gave 126, not 76).
+  image.format = PNG_FORMAT_RGBA;
+  image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
+  std::vector<unsigned char> rgba(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, rgba.data(), 0, nullptr))
+    return failed(std::string("a corrupt PNG (") + image.message + ")");
   decoded_image out;
   out.height = image.height;
   out.width = image.width;
   out.channels = channels;
-  out.pixels.resize(PNG_IMAGE_SIZE(image));
-  // What transparent pixels are composited onto: black.
-  png_color black{0, 0, 0};
-  if (!png_image_finish_read(&image, &black, out.pixels.data(), 0, nullptr))
-    return failed(std::string("a corrupt PNG (") + image.message + ")");
+  const auto pixels = static_cast<std::size_t>(image.width) * image.height;
+  out.pixels.resize(pixels * static_cast<std::size_t>(channels));
+  for (std::size_t p = 0; p < pixels; ++p) {
+    const unsigned char* px = &rgba[4 * p];
+    if (channels == 1)
+      out.pixels[p] = static_cast<unsigned char>(
+          (px[0] * 19595u + px[1] * 38470u + px[2] * 7471u + 0x8000u) >> 16);
+    else
+      std::memcpy(&out.pixels[3 * p], px, 3);
+  }
   return out;
 }
 

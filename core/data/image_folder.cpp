@@ -206,7 +206,10 @@ image_listing list_image_folder(const std::string& root) {
           throw data_error(it->path().string() +
                            ": a link back to a folder already listed (a loop of links, or two "
                            "links to one folder)");
-      } else if (!type_error && it->is_regular_file(type_error) && is_image_file(it->path())) {
+      } else if (is_image_file(it->path()) && (type_error == std::errc::no_such_file_or_directory ||
+                                               (!type_error && it->is_regular_file(type_error)))) {
+        // A link to nothing named like an image is a sample that cannot be read: named when
+        // decoded (or skipped and counted under bad_images "skip"), not left out unsaid.
         files.push_back(it->path().string());
       }
       // A link to itself cannot be followed: named, not left out unsaid.

@@ -8,7 +8,9 @@ namespace troupe {
 
 nlohmann::ordered_json preprocessing_json(data_kind kind) {
   if (kind == data_kind::tensors)
-    return {{"input", "x as saved: float32 [N, 1, 28, 28], [N, 28, 28] or [N, 784]; uint8 too"},
+    return {{"input",
+             "x as saved: float32 or uint8 [N, ...]; [N, 28, 28] and [N, 784] become [N, 1, "
+             "28, 28]"},
             {"scale", "uint8 x is divided by 255; float32 x is used as it is"},
             {"formula", "x/255 for uint8 x, else x"}};
   if (kind == data_kind::image_folder)

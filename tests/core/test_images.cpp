@@ -47,6 +47,29 @@ std::string png_of(const std::vector<uint8_t>& pixels, int height, int width, in
   return out;
 }
 
+// A PNG of one pixel in libpng's `format` (a PNG_FORMAT_* with PNG_FORMAT_FLAG_LINEAR for 16-bit
+// samples), its samples `values`.
+std::string one_pixel_png(png_uint_32 format, const std::vector<uint16_t>& values) {
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  image.width = image.height = 1;
+  image.format = format;
+  std::vector<uint8_t> bytes;
+  if (format & PNG_FORMAT_FLAG_LINEAR) {
+    bytes.resize(values.size() * 2);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+  } else {
+    bytes.assign(values.begin(), values.end());
+  }
+  png_alloc_size_t size = 0;
+  REQUIRE(png_image_write_to_memory(&image, nullptr, &size, 0, bytes.data(), 0, nullptr));
+  std::string out(size, '\0');
+  REQUIRE(png_image_write_to_memory(&image, out.data(), &size, 0, bytes.data(), 0, nullptr));
+  out.resize(size);
+  return out;
+}
+
 std::string jpeg_of(const std::vector<uint8_t>& pixels, int height, int width, int channels) {
   tjhandle handle = tjInitCompress();
   unsigned char* bytes = nullptr;
@@ -90,6 +113,21 @@ std::string load_error(const data_config& config) {
 }  // namespace
 
 TEST_SUITE("data") {
+  TEST_CASE("PNG pixels as torchvision's loader has them: alpha dropped, PIL's gray") {
+    // Half-transparent white stays white (it was composited onto black: 186 after gamma).
+    auto d = decode_image(one_pixel_png(PNG_FORMAT_RGBA, {255, 255, 255, 128}), 3);
+    REQUIRE(d.error.empty());
+    CHECK(d.pixels == std::vector<uint8_t>{255, 255, 255});
+    // A fully transparent pixel keeps its colour.
+    d = decode_image(one_pixel_png(PNG_FORMAT_GA, {200, 0}), 1);
+    REQUIRE(d.error.empty());
+    CHECK(d.pixels == std::vector<uint8_t>{200});
+    // Pure red in one channel: PIL's L = (19595 R + 38470 G + 7471 B + 2^15) >> 16 = 76.
+    d = decode_image(one_pixel_png(PNG_FORMAT_RGB, {255, 0, 0}), 1);
+    REQUIRE(d.error.empty());
+    CHECK(d.pixels == std::vector<uint8_t>{76});
+  }
+
   TEST_CASE("PNG and JPEG decode to their pixels, in the channels asked for") {
     const auto gray = pattern(5, 6, 1);
     const auto png = decode_image(png_of(gray, 5, 6, 1), 1);

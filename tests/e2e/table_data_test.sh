@@ -139,6 +139,9 @@ printf 'x1,x2,label\r\n\r\n0.5,0.25,1\r\n\r\n\r\n0.5,abc,2\r\n' >"$tmp/bad_blank
 bad bad_blank_lines.csv "$tmp/bad_blank_lines.csv: line 6: column \"x2\" holds \"abc\", not a number"
 printf '\n\nx1,x2,label\n0.5,0.25,1\n\n0.5\n' >"$tmp/bad_blank_start.csv"
 bad bad_blank_start.csv "$tmp/bad_blank_start.csv: line 6: 1 fields, the header has 3"
+# A column named twice (the label read from the last "label", the first fed in as a feature).
+printf 'label,x,label\n1,0.5,2\n0,0.25,1\n' >"$tmp/bad_twice.csv"
+bad bad_twice.csv "$tmp/bad_twice.csv: line 1: columns 1 and 3 are both named \"label\""
 # A spreadsheet's byte order mark before the header is not part of the first column's name.
 { printf '\xef\xbb\xbf'; cat "$tmp/cls_train.csv"; } >"$tmp/cls_train_bom.csv"
 job cls_bom '{"type": "csv", "train": "'$tmp'/cls_train_bom.csv", "test": "'$tmp'/cls_test.csv"}' cross_entropy
