@@ -35,8 +35,10 @@ int64_t checkpoints_at_most(const run_plan& plan) {
   if (!c.enabled())
     return 0;
   int64_t written = c.keep;  // by time: as many as the run lasts; keep bounds them
+  // After every every_steps-th step but the last (core/checkpoint/checkpoint_schedule): it
+  // counted one more, and the plan said "at most 4" of a run that wrote 2.
   if (c.every_steps > 0 && c.every_s <= 0)
-    written = (plan.rules.total_steps() + c.every_steps - 1) / c.every_steps;
+    written = (plan.rules.total_steps() - 1) / c.every_steps;
   return std::min(c.keep, written) + 1;
 }
 

@@ -84,7 +84,7 @@ grep -qF "the header differs from the training file's at column 1: \"z0\" here, 
 
 # --- row 9: checkpoints that cannot fit ---------------------------------------------------
 # About 23 TB: 10^6 checkpoints of a 1.9M-parameter model with momentum.
-expect 2 "/checkpoint: 1000001 checkpoints of about 22.4 MB each" -- "$troupe" run \
+expect 2 "/checkpoint: 1000000 checkpoints of about 22.4 MB each" -- "$troupe" run \
   "$here/../../configs/synthetic_smoke.json" --set 'model.hidden=[1024,1024]' \
   --set checkpoint.every_steps=1 --set checkpoint.keep=1000000 --set training.steps=1000000 \
   --out "$tmp/too_many" --quiet
