@@ -148,8 +148,9 @@ void end_run_on_failures(driver_pointer self) {
                                     [&](const caf::actor& a) { return a.address() == msg.source; });
     if (agent != agents.end()) {
       // A node's agent, watched while its workers start: once they are there, their own
-      // monitors say what its loss means.
-      if (st.roster->complete())
+      // monitors say what its loss means (the roster may be incomplete again, a lost node's
+      // ranks waiting for a replacement).
+      if (st.begun)
         return;
       const auto rank = agent - agents.begin();
       return finish(self, "could not start worker " + std::to_string(rank) + " on " +

@@ -67,6 +67,7 @@ void connect_workers(driver_pointer self) {
 // Every worker is there: connect them, start the server, and let the strategy begin.
 void begin(driver_pointer self) {
   auto& st = self->state;
+  st.begun = true;
   connect_workers(self);
   if (st.plan->parameter_server()) {
     st.server = spawn_parameter_server(

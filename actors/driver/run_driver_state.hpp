@@ -87,6 +87,7 @@ struct run_driver_state {
   std::optional<outer_optimizer> outer;
   parameter_server_actor server;          ///< when the plan has a parameter server
   double reduce_s = 0;                    ///< combining, since the last completed step
+  bool begun = false;                     ///< every worker was there once: training started
   bool training_done = false;             ///< the strategy said every step is complete
   std::vector<at::Tensor> final_weights;  ///< by worker (or [0]: the server's)
   /// keep_best and early stopping: the evaluations' verdicts and the weights they keep.

@@ -239,28 +239,26 @@ expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut
 # A stacked ensemble of a scripted nn.Sequential of stackable layers: each member starts from
 # PyTorch's initialization under seed + k, so the scripted MLP's members end bit for bit where
 # the built-in MLP's do, and each member_K.pt loads strictly into the user's module.
-ensemble=(--set ensemble.members=2 --set parallelism.replicas=1 --set training.steps=40)
-expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_script" --quiet \
-  --set "$(model mlp.pt)" "${ensemble[@]}"
-expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_builtin" --quiet \
-  --set 'model={"type":"mlp","path":null,"hidden":[256,128]}' "${ensemble[@]}"
-for k in 0 1; do
-  cmp -s "$tmp/ens_script/member_$k.pt" "$tmp/ens_builtin/member_$k.pt" && pass ||
-    fail "scripted ensemble member $k ended away from the built-in one's"
-done
+ensemble=(--set ensemble.members=2 --set parallelism.replicas=1)
+# same_members NAME FILE BUILTIN STEPS: a 2-member ensemble of FILE ends bit for bit where one
+# of the built-in model BUILTIN (a --set model= value) does, in $tmp/NAME_script and _builtin.
+same_members() {
+  local name=$1 file=$2 builtin=$3 steps=$4
+  expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/${name}_script" --quiet \
+    --set "$(model "$file")" "${ensemble[@]}" --set training.steps="$steps"
+  expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/${name}_builtin" --quiet \
+    --set "model=$builtin" "${ensemble[@]}" --set training.steps="$steps"
+  for k in 0 1; do
+    cmp -s "$tmp/${name}_script/member_$k.pt" "$tmp/${name}_builtin/member_$k.pt" && pass ||
+      fail "$name: scripted ensemble member $k ended away from the built-in one's"
+  done
+}
+same_members ens mlp.pt '{"type":"mlp","path":null,"hidden":[256,128]}' 40
+# A scripted CNN stacks too (nn.Conv2d keeps its padding as a tuple).
+same_members ens_cnn cnn.pt \
+  '{"type":"cnn","path":null,"channels":[4],"kernel_size":3,"hidden":[]}' 20
 $py -c "import torch,sys; m=torch.jit.load(sys.argv[1]); m.load_state_dict(torch.load(sys.argv[2]), strict=True)" \
   "$tmp/mlp.pt" "$tmp/ens_script/member_1.pt" && pass || fail "member_1.pt does not load into mlp.pt"
-# A scripted CNN stacks too (nn.Conv2d keeps its padding as a tuple), bit for bit as the
-# built-in CNN of the same layers.
-cnn=(--set parallelism.replicas=1 --set ensemble.members=2 --set training.steps=20)
-expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_cnn_script" --quiet \
-  --set "$(model cnn.pt)" "${cnn[@]}"
-expect 0 "succeeded" -- "$troupe" run "$tmp/job.json" --out "$tmp/ens_cnn_builtin" --quiet \
-  --set 'model={"type":"cnn","path":null,"channels":[4],"kernel_size":3,"hidden":[]}' "${cnn[@]}"
-for k in 0 1; do
-  cmp -s "$tmp/ens_cnn_script/member_$k.pt" "$tmp/ens_cnn_builtin/member_$k.pt" && pass ||
-    fail "scripted CNN ensemble member $k ended away from the built-in one's"
-done
 expect 2 "/ensemble: $tmp/bn_cnn.pt: the module has buffers" -- \
   "$troupe" validate "$tmp/job.json" "${ensemble[@]}"
 expect 2 "/ensemble: $tmp/resnet.pt: a stacked ensemble stacks the children of an nn.Sequential" -- \
