@@ -226,17 +226,9 @@ run_report run_cluster(const run_plan& plan, dataset_ptr data, const run_options
   use_plan_threads(plan);  // as the server's and the final evaluation's (thread_team.hpp)
   const auto& cluster = *options.cluster;
   const log_function log = cluster.log ? cluster.log : [](const std::string&) {};
-  if (plan.job.cluster.collective == node_collective::gloo) {
-    if (cluster.tls)
-      return failed_report(plan,
-                           "cluster.collective \"gloo\" cannot run under --tls: gloo's "
-                           "connections are plain TCP (\"ring\", the socket ring, is "
-                           "encrypted)");
-    if (!gloo_built_in())
-      return failed_report(plan,
-                           "cluster.collective \"gloo\": this troupe is built without "
-                           "gloo (CMake option TROUPE_GLOO)");
-  }
+  if (plan.job.cluster.collective == node_collective::gloo)
+    if (const auto why = gloo_refusal(cluster.tls.has_value()); !why.empty())
+      return failed_report(plan, "cluster.collective " + why);
   const auto plan_json = plan_to_json(plan).dump();
   if (plan_json.size() + (1 << 20) > pre_join_message_bytes)
     return failed_report(plan, fmt::format("the plan to ship to the nodes is {} bytes, more than a "

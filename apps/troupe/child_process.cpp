@@ -114,6 +114,16 @@ void end_with_parent() {
   }
 }
 
+std::string last_log_line(const std::string& log_path, const std::string& prefix) {
+  std::ifstream in(log_path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.size() > prefix.size() && line.rfind(prefix, 0) == 0)
+      last = line.substr(prefix.size());
+  constexpr std::size_t longest = 400;
+  return last.size() > longest ? last.substr(0, longest) + "..." : last;
+}
+
 std::string self_executable() {
   char buffer[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);

@@ -50,6 +50,10 @@ class child_process {
 /// The running program's own path (/proc/self/exe), to start more of itself.
 std::string self_executable();
 
+/// What a child said last in its log: the last non-empty line starting with `prefix`, the
+/// prefix left out and cut after 400 characters ("..."); "" when none (or no log).
+std::string last_log_line(const std::string& log_path, const std::string& prefix = "");
+
 /// The environment variable by which a child_process learns its parent's pid.
 inline constexpr const char* parent_variable = "TROUPE_PARENT_PID";
 

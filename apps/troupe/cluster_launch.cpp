@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <thread>
@@ -133,14 +132,9 @@ std::string local_nodes::exited_node() {
   for (std::size_t i = 0; i < nodes_.size(); ++i)
     if (const auto exit = nodes_[i]->poll()) {
       const auto log = log_dir_ + "/" + local_name(i) + ".log";
-      std::ifstream in(log);
-      std::string line, last;
-      while (std::getline(in, line))
-        if (!line.empty())
-          last = line;
+      const auto last = last_log_line(log);
       return fmt::format("local node {} ended ({}) before the run began{} (its log: {})",
-                         local_name(i), exit->describe(),
-                         last.empty() ? "" : ": " + last.substr(0, 400), log);
+                         local_name(i), exit->describe(), last.empty() ? "" : ": " + last, log);
     }
   return "";
 }

@@ -63,8 +63,7 @@ void print_result(const run_report& r, const std::string& folder, bool stopped) 
     print_to_terminal(stderr, "error: run {}: {}\n",
                       r.status == run_status::diverged ? "diverged" : "failed", r.error);
   }
-  print_to_terminal(stdout, "outputs in {}\n", folder);
-  std::fflush(stdout);  // said, whatever ends the process after
+  print_to_terminal(stdout, "outputs in {}\n", folder);  // flushed: said, whatever ends it after
 }
 
 // The result, and how to continue a run that can be; the exit status.
@@ -115,8 +114,7 @@ int run_job_command(const run_command& cmd) {
     if (!cmd.quiet)
       print_to_terminal(stdout, "{}", render_plan(run->plan));
     // The plan goes to stdout, progress to stderr: with `> log 2>&1` the plan must reach the
-    // file before the first progress line does.
-    std::fflush(stdout);
+    // file before the first progress line does, as it does (print_to_terminal flushes).
     if (run->resumed)
       print_to_terminal(stderr, "resuming after {} from {}\n",
                         steps_text(run->resumed->checkpoint->step + 1), run->resumed->folder);

@@ -132,8 +132,7 @@ int write_outputs(const suite_config& suite, const run_directory& dir,
     return exit_failed;
   }
   print_to_terminal(stdout, "{}", render_leaderboard(results));
-  // The table first, whole, where stdout and stderr share one file (> log 2>&1).
-  std::fflush(stdout);
+  // The table first, whole (flushed), where stdout and stderr share one file (> log 2>&1).
   std::map<run_status, int> count;
   for (const auto& r : results)
     ++count[r.status];
@@ -229,7 +228,6 @@ int run_suite(const run_command& cmd, const job_source& source, const nlohmann::
                 folder_kind::suite);
     if (!cmd.quiet)
       print_to_terminal(stdout, "{}", render_suite_plan(suite));
-    std::fflush(stdout);
   } catch (const job_error& e) {
     return refuse(source, file, e);
   }

@@ -52,14 +52,12 @@ void progress_printer::update(const progress_update& p) {
   } else {
     print_to_terminal(out_, "{}\n", progress_line(p, rate, 0));
   }
-  std::fflush(out_);
 }
 
 void progress_printer::close() {
   if (line_open_)
     print_to_terminal(out_, "\n");
   line_open_ = false;
-  std::fflush(out_);
 }
 
 }  // namespace troupe

@@ -237,7 +237,6 @@ int serve_report(const std::string& folder, const std::string& host, int port,
   }
   print_to_terminal(stdout, "serving the report of {} at http://{}:{}/ (Ctrl-C stops)\n", folder,
                     host.find(':') != std::string::npos ? "[" + host + "]" : host, bound);
-  std::fflush(stdout);
   // Signal handlers may not call into the server: the flag is watched here instead.
   while (!stop.load())
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

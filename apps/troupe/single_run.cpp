@@ -56,16 +56,9 @@ run_plan plan_job(const run_command& cmd, const job_request& request, run_option
   }
   // Before any folder or node: found when the run started, these failed it (exit 1) after its
   // nodes had joined.
-  if (job.cluster.enabled() && job.cluster.collective == node_collective::gloo) {
-    if (!cmd.tls_dir.empty() || cmd.local_tls)
-      throw job_error(
-          {"/cluster/collective: \"gloo\" cannot run under --tls: gloo's "
-           "connections are plain TCP (\"ring\", the socket ring, is encrypted)"});
-    if (!gloo_built_in())
-      throw job_error(
-          {"/cluster/collective: \"gloo\": this troupe is built without gloo "
-           "(CMake option TROUPE_GLOO)"});
-  }
+  if (job.cluster.enabled() && job.cluster.collective == node_collective::gloo)
+    if (const auto why = gloo_refusal(!cmd.tls_dir.empty() || cmd.local_tls); !why.empty())
+      throw job_error({"/cluster/collective: " + why});
   if (job.cluster.enabled())
     options.cluster = make_cluster_options(cmd);
   if (job.data.kind == data_kind::tensors || job.data.kind == data_kind::csv ||

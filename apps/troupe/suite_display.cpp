@@ -30,16 +30,17 @@ suite_display::suite_display(std::vector<job_row> rows, std::FILE* out, bool qui
       terminal_(::isatty(::fileno(out)) == 1) {}
 
 void suite_display::erase_table() {
-  if (drawn_ > 0)
-    print_to_terminal(out_, "\x1b[{}A\r\x1b[J",
-                      drawn_);  // up to the table's first line, clear below
+  if (drawn_ > 0)  // up to the table's first line, clear below
+    print_to_terminal(out_, "\x1b[{}A\r\x1b[J", drawn_);
   drawn_ = 0;
 }
 
 void suite_display::draw_table() {
   const auto lines = render_table(rows_, terminal_width(out_));
+  std::string text;  // one write: the terminal shows the table whole, not line by line
   for (const auto& line : lines)
-    print_to_terminal(out_, "{}\n", line);
+    text += line + "\n";
+  write_to_terminal(out_, text);
   drawn_ = lines.size();
 }
 
@@ -50,7 +51,6 @@ void suite_display::event(const std::string& text) {
   print_to_terminal(out_, "{}\n", text);
   if (table)
     draw_table();
-  std::fflush(out_);
 }
 
 void suite_display::set_status(std::size_t job, const std::string& status) {
@@ -96,7 +96,6 @@ void suite_display::poll(const std::function<std::string(std::size_t)>& metrics_
       last_printed_[j] = now;
     }
   }
-  std::fflush(out_);
 }
 
 void suite_display::close(const std::function<std::string(std::size_t)>& metrics_path) {
@@ -106,7 +105,6 @@ void suite_display::close(const std::function<std::string(std::size_t)>& metrics
     read(j, metrics_path(j));
   erase_table();
   draw_table();
-  std::fflush(out_);
 }
 
 }  // namespace troupe

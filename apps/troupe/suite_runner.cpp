@@ -44,17 +44,6 @@ void read_figures(const nlohmann::json& summary, suite_job_result& result) {
   result.samples_per_s = summary.value("samples_per_s", 0.0);
 }
 
-// The last "error: ..." line of a job's log (what `troupe run` said when it refused), or "".
-std::string last_error_line(const std::string& log) {
-  std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (line.rfind("error: ", 0) == 0)
-      last = line.substr(7);
-  constexpr std::size_t longest = 400;
-  return last.size() > longest ? last.substr(0, longest) + "..." : last;
-}
-
 // Folds what the child left (its summary.json) into the result; writes a summary for a child
 // that could not (killed), or whose end the runner decided (a limit, stop_losers).
 void collect(const std::string& folder, const child_exit& exit, running_job& r,
@@ -73,7 +62,7 @@ void collect(const std::string& folder, const child_exit& exit, running_job& r,
     summary = nullptr;  // half a file cannot happen (atomic writes); a bad one is ignored
   }
   if (refused) {
-    const auto why = last_error_line(r.log);
+    const auto why = last_log_line(r.log, "error: ");  // what `troupe run` said
     result.status = run_status::failed;
     result.error = "the job's process refused to run (exit status 2)" +
                    (why.empty() ? std::string() : ": " + why);

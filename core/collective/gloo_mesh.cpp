@@ -24,6 +24,15 @@
 
 namespace troupe {
 
+std::string gloo_refusal(bool tls) {
+  if (tls)
+    return "\"gloo\" cannot run under --tls: gloo's connections are plain TCP (\"ring\", the "
+           "socket ring, is encrypted)";
+  if (!gloo_built_in())
+    return "\"gloo\": this troupe is built without gloo (CMake option TROUPE_GLOO)";
+  return "";
+}
+
 #if TROUPE_HAVE_GLOO
 
 bool gloo_built_in() {

@@ -29,6 +29,10 @@ namespace troupe {
 /// Whether this build has gloo (CMake option TROUPE_GLOO); without it a mesh refuses to form.
 bool gloo_built_in();
 
+/// Why a run across nodes cannot sum through gloo (under TLS, `tls`; or without gloo built
+/// in), as the words after "cluster.collective"; "" when it can.
+std::string gloo_refusal(bool tls);
+
 class gloo_mesh final : public cross_process_sum {
  public:
   /// Starts forming rank `rank` of `ranks` on `host` (a name or address of this node's): its

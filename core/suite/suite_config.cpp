@@ -140,12 +140,13 @@ void read_retries(const nlohmann::json& job, const std::string& where, int64_t& 
 }
 
 // The stopping rules compare validation accuracies: a job without a validation set would have
-// them stop on test figures, tuning on the test set. False (a problem added, naming `key` and
-// the first such job) when one has none.
-bool every_job_validates(const char* key, const std::vector<suite_job>& jobs,
-                         std::vector<std::string>& problems) {
+// them stop on test figures, tuning on the test set, and one without accuracy (mse, l1) gives
+// them nothing to compare. False (a problem added, naming `key` and the first such job) when
+// one lacks either.
+bool every_job_has_validation_accuracy(const char* key, const std::vector<suite_job>& jobs,
+                                       std::vector<std::string>& problems) {
   for (const auto& j : jobs) {
-    // Under mse and l1 there is no accuracy to compare: the rule was accepted and never acted.
+    // Such a rule was accepted, and never acted.
     if (std::string(metric_name(j.job.training.loss)) != "accuracy") {
       problems.push_back(std::string(key) + ": compares validation accuracies, and job " +
                          j.job.name + " trains with training.loss " +
@@ -180,7 +181,7 @@ std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
   r.finish({"after"});
   if (!r.valid() || !good || !r.has("after"))
     return std::nullopt;
-  if (!every_job_validates("/stop_losers", jobs, problems))
+  if (!every_job_has_validation_accuracy("/stop_losers", jobs, problems))
     return std::nullopt;
   return after;
 }
@@ -366,7 +367,7 @@ std::optional<asha_config> read_asha(const nlohmann::json& file, const std::vect
     problems.push_back("/asha: give asha or stop_losers, not both");
     return std::nullopt;
   }
-  if (!every_job_validates("/asha", jobs, problems))
+  if (!every_job_has_validation_accuracy("/asha", jobs, problems))
     return std::nullopt;
   return c;
 }

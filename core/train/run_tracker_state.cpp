@@ -48,22 +48,15 @@ nlohmann::json run_tracker::save() const {
   nlohmann::json staleness = nlohmann::json::array();
   for (const auto& [k, n] : staleness_histogram_)
     staleness.push_back({k, n});
-  nlohmann::json saved = {
-      {"elapsed_s", elapsed_s()},
-      {"completed_steps", completed_steps_},
-      {"samples", samples_},
-      {"rows_per_epoch", rows_per_epoch_},
-      {"eval_s", eval_s_},
-      {"last_loss", last_loss_},
-      {"recent_losses", recent_losses_},
-      {"test_loss", optional_json(test_loss_)},
-      {"test_accuracy", optional_json(test_accuracy_)},
-      {"validation_loss", optional_json(validation_loss_)},
-      {"validation_accuracy", optional_json(validation_accuracy_)},
-      {"last_evaluated", last_evaluated_ ? nlohmann::json(*last_evaluated_) : nlohmann::json()},
-      {"workers", workers},
-      {"staleness", staleness},
-      {"metrics_stride", options_.budget.stride()}};
+  nlohmann::json saved = {{"completed_steps", completed_steps_},
+                          {"samples", samples_},
+                          {"rows_per_epoch", rows_per_epoch_},
+                          {"last_loss", last_loss_},
+                          {"recent_losses", recent_losses_},
+                          {"workers", workers},
+                          {"staleness", staleness},
+                          {"metrics_stride", options_.budget.stride()}};
+  add_evaluation_to(saved);  // and the clock
   if (!failures_.empty())
     saved["failures"] = failures_.save();
   return saved;

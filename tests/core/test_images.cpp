@@ -32,42 +32,30 @@ std::vector<uint8_t> pattern(int height, int width, int channels) {
   return pixels;
 }
 
-std::string png_of(const std::vector<uint8_t>& pixels, int height, int width, int channels) {
+// A PNG of height x width pixels `pixels` in libpng's 8-bit `format` (a PNG_FORMAT_*).
+std::string png_written(png_uint_32 format, int height, int width, const void* pixels) {
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
   image.width = static_cast<png_uint_32>(width);
   image.height = static_cast<png_uint_32>(height);
-  image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+  image.format = format;
   png_alloc_size_t size = 0;
-  REQUIRE(png_image_write_to_memory(&image, nullptr, &size, 0, pixels.data(), 0, nullptr));
+  REQUIRE(png_image_write_to_memory(&image, nullptr, &size, 0, pixels, 0, nullptr));
   std::string out(size, '\0');
-  REQUIRE(png_image_write_to_memory(&image, out.data(), &size, 0, pixels.data(), 0, nullptr));
+  REQUIRE(png_image_write_to_memory(&image, out.data(), &size, 0, pixels, 0, nullptr));
   out.resize(size);
   return out;
 }
 
-// A PNG of one pixel in libpng's `format` (a PNG_FORMAT_* with PNG_FORMAT_FLAG_LINEAR for 16-bit
-// samples), its samples `values`.
-std::string one_pixel_png(png_uint_32 format, const std::vector<uint16_t>& values) {
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  image.width = image.height = 1;
-  image.format = format;
-  std::vector<uint8_t> bytes;
-  if (format & PNG_FORMAT_FLAG_LINEAR) {
-    bytes.resize(values.size() * 2);
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-  } else {
-    bytes.assign(values.begin(), values.end());
-  }
-  png_alloc_size_t size = 0;
-  REQUIRE(png_image_write_to_memory(&image, nullptr, &size, 0, bytes.data(), 0, nullptr));
-  std::string out(size, '\0');
-  REQUIRE(png_image_write_to_memory(&image, out.data(), &size, 0, bytes.data(), 0, nullptr));
-  out.resize(size);
-  return out;
+std::string png_of(const std::vector<uint8_t>& pixels, int height, int width, int channels) {
+  return png_written(channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB, height, width,
+                     pixels.data());
+}
+
+// A PNG of one pixel in libpng's 8-bit `format`, its samples `values`.
+std::string one_pixel_png(png_uint_32 format, const std::vector<uint8_t>& values) {
+  return png_written(format, 1, 1, values.data());
 }
 
 std::string jpeg_of(const std::vector<uint8_t>& pixels, int height, int width, int channels) {
