@@ -46,11 +46,14 @@ struct restored_state {
   int64_t step = 0;
   at::Tensor weights;
   std::string optimizer;
+  /// local_sgd with compression: the last average, which a replica's changes travel against
+  /// (undefined: none yet, hand in whole).
+  at::Tensor average_base;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, restored_state& x) {
-  return f(caf::meta::type_name("restored_state"), x.step, x.weights, x.optimizer);
+  return f(caf::meta::type_name("restored_state"), x.step, x.weights, x.optimizer, x.average_base);
 }
 
 }  // namespace troupe

@@ -35,7 +35,7 @@ job_request request_of(const std::string& job_text, const std::string& job_path,
                        const std::vector<std::string>& sets) {
   if (!job_path.empty()) {
     run_command cmd;
-    cmd.job = job_source{job_path, sets, {}};
+    cmd.job = job_source{job_path, sets, {}, {}};
     return read_job_request(cmd);
   }
   // The job file's checks: JSON by line and column, keys given twice, the nesting's depth.
@@ -57,7 +57,7 @@ class native_run {
  public:
   native_run(const std::string& job_text, const std::string& job_path,
              const std::vector<std::string>& sets, const std::string& out, bool force) {
-    cmd_.job = job_source{job_path, sets, {}};
+    cmd_.job = job_source{job_path, sets, {}, {}};
     cmd_.out = out;
     cmd_.force = force;
     cmd_.quiet = true;

@@ -29,6 +29,9 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
+// How long a node asked to stop stays in the run, for the coordinator to end it.
+constexpr std::chrono::seconds stop_grace{10};
+
 // Connects to the coordinator's gatekeeper, retrying while the coordinator starts up. A
 // connection that TLS refused is not retried: the certificate will not change.
 caf::expected<std::pair<caf::node_id, caf::actor>> connect(caf::actor_system& system,
@@ -139,6 +142,11 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
                    system.render(peer_port.error()));
   const auto where = fmt::format("{}:{}", o.coordinator.host, o.coordinator.port);
   const auto gate = connect(system, links, o);
+  if (!gate && o.stop_requested && o.stop_requested->load()) {
+    // Ctrl-C while it waited for the coordinator: a stop, not a failure to reach it.
+    give_up("stopped by an interrupt before it joined");
+    return node_stopped;
+  }
   if (!gate) {
     // CAF's words alone ("disconnect_during_handshake") did not say what to change.
     const bool cut = gate.error() == caf::sec::disconnect_during_handshake;
@@ -154,13 +162,26 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
   trusted->allow(gate->first);
   join_request req{o.version, "", o.name, o.threads, o.peer_host, *peer_port, {}};
   self->send(agent, caf::join_atom_v, gate->second, std::move(req), o.token);
-  // The run ends the agent; a stop request ends it here. The coordinator sees either as this
-  // node leaving (it fails the run, or replaces the node where it may).
+  // The run ends the agent; a stop request ends it here, after a grace period: a terminal's
+  // Ctrl-C reaches the coordinator too (--local-nodes, one process group), which stops the run
+  // at its step and wants this node's part of the checkpoint; a node that left at once failed
+  // that run (exit 1, no checkpoint) when the stop came during an evaluation. The coordinator
+  // sees a node that leaves as lost (it fails the run, or replaces the node where it may).
+  std::optional<clock_type::time_point> leave_at;
   for (bool down = false, stopping = false; !down;) {
     self->receive([&](caf::down_msg&) { down = true; },
                   caf::after(std::chrono::milliseconds(100)) >>
                       [&] {
                         if (stopping || !o.stop_requested || !o.stop_requested->load())
+                          return;
+                        if (!leave_at) {
+                          leave_at = clock_type::now() + stop_grace;
+                          log(
+                              fmt::format("node {}: stopping: leaving the run in {} s unless it "
+                                          "ends first (a second interrupt leaves at once)",
+                                          o.name, stop_grace.count()));
+                        }
+                        if (clock_type::now() < *leave_at)
                           return;
                         stopping = true;
                         self->send_exit(agent, caf::exit_reason::user_shutdown);

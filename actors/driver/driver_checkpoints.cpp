@@ -152,6 +152,7 @@ void write_if_complete(driver_pointer self, int64_t step) {
     c.best_weights = st.keeper->best_weights();
   c.outer_base = p.outer_base;
   c.outer_momentum = p.outer_momentum;
+  c.average_base = p.average_base;
   st.pending_checkpoints.erase(it);
   st.writer->submit(std::move(c));
   if (st.stop_at != step)
@@ -219,11 +220,13 @@ void after_step_complete(driver_pointer self, int64_t step) {
       return finish(self, stop_reason(st.options.run, st.plan->rules, step));
     stop_with_checkpoint(self, step);
   }
-  if (auto it = st.pending_checkpoints.find(step); st.outer && it != st.pending_checkpoints.end()) {
-    const auto& base = st.outer->base();
-    const auto& momentum = st.outer->momentum_buffer();
-    it->second.outer_base = base.defined() ? base.clone() : base;
-    it->second.outer_momentum = momentum.defined() ? momentum.clone() : momentum;
+  if (auto it = st.pending_checkpoints.find(step); it != st.pending_checkpoints.end()) {
+    const auto copy = [](const at::Tensor& t) { return t.defined() ? t.clone() : t; };
+    if (st.outer) {
+      it->second.outer_base = copy(st.outer->base());
+      it->second.outer_momentum = copy(st.outer->momentum_buffer());
+    }
+    it->second.average_base = copy(st.average_base);
   }
   capture_figures(self, step, false);
 }
@@ -265,14 +268,17 @@ void restore(driver_pointer self, const run_checkpoint* from) {
   };
   if (plan.parameter_server()) {
     const auto& p = from->parts.at(0);
-    self->send(st.server, restore_atom_v, restored_state{from->step, p.weights, p.optimizer});
+    self->send(st.server, restore_atom_v,
+               restored_state{from->step, p.weights, p.optimizer, at::Tensor()});
   } else {
     for (int64_t w = 0; w < st.roster->size(); ++w) {
       const auto& p = part_of(w);
       tell(self, st.roster->at(w), restore_atom_v,
-           restored_state{from->step, p.weights, p.optimizer});
+           restored_state{from->step, p.weights, p.optimizer, from->average_base});
     }
   }
+  // Compressed averages go on against the base the run stood on (both sides hold it).
+  st.average_base = from->average_base.defined() ? from->average_base.clone() : at::Tensor();
   st.tracker->restore(from->progress.at("tracker"));
   if (st.outer)  // a checkpoint of its first round holds no base: the initial weights then
     st.outer->restore(from->outer_base, from->outer_momentum);

@@ -70,6 +70,7 @@ struct pending_checkpoint {
   /// checkpoint is complete: its evaluation, a slow part).
   at::Tensor outer_base;
   at::Tensor outer_momentum;
+  at::Tensor average_base;  ///< compression's base then (run_checkpoint::average_base)
 };
 
 struct run_driver_state {

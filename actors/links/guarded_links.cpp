@@ -86,6 +86,15 @@ void sweep(link_state& st) {
   }
 }
 
+// After this process was stopped (Ctrl-Z, SIGSTOP) or starved for a second or more, every
+// connection counts as heard from now: the silence was its own, and judged by the clock alone a
+// run suspended past node_timeout_s failed on resuming, each side blaming the other.
+void forgive_own_stall(link_state& st, link_clock::time_point now) {
+  std::lock_guard<std::mutex> lock(st.mutex);
+  for (auto* c : st.connections)
+    c->last_read.store(now.time_since_epoch().count());
+}
+
 }  // namespace
 
 // A thread of its own: the multiplexer has no timers, and a stranger who connects and says
@@ -99,8 +108,16 @@ struct guarded_links::warden {
   explicit warden(std::shared_ptr<link_state> state)
       : thread([this, state] {
           std::unique_lock<std::mutex> lock(mutex);
-          while (!wake.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop; }))
+          auto last = link_clock::now();
+          while (!wake.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop; })) {
+            // Ten periods missed: this process did not run (the steady clock goes on while it is
+            // stopped).
+            const auto now = link_clock::now();
+            if (now - last > std::chrono::seconds(1))
+              forgive_own_stall(*state, now);
+            last = now;
             sweep(*state);
+          }
         }) {}
 
   ~warden() {

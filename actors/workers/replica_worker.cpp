@@ -343,13 +343,13 @@ void advance(self_pointer self) {
 }
 
 // A checkpoint's state for this rank: the run resumes after `step`.
-void restore(self_pointer self, int64_t step, const at::Tensor& weights,
-             const std::string& optimizer) {
+void restore(self_pointer self, const restored_state& r) {
   auto& st = self->state;
-  st.average_base = at::Tensor();  // the driver forgets its base too: hand in whole
+  // The driver restores the same base: compressed changes go on against it.
+  st.average_base = r.average_base.defined() ? r.average_base.clone() : at::Tensor();
   ensure_engine(st);
-  st.engine->restore(weights, optimizer);
-  st.pace.start_at(step + 1);
+  st.engine->restore(r.weights, r.optimizer);
+  st.pace.start_at(r.step + 1);
 }
 
 // What this worker is doing, for the driver's step watchdog.
@@ -422,9 +422,7 @@ replica_worker_actor::behavior_type replica_worker(self_pointer self, context_pt
           self->quit(protocol_violation("a checkpoint announced after step " +
                                         std::to_string(step) + ", which this worker passed"));
       },
-      [self](restore_atom, const restored_state& r) {
-        restore(self, r.step, r.weights, r.optimizer);
-      },
+      [self](restore_atom, const restored_state& r) { restore(self, r); },
       [self](link_atom, const caf::actor& successor) {
         ring_of(self->state).link(caf::actor_cast<replica_worker_actor>(successor));
       },

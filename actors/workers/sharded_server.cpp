@@ -193,7 +193,7 @@ void checkpoint(self_pointer self, int64_t step) {
           slices.push_back(part.weights);
           states.push_back(part.optimizer);
         }
-        st.last_state = {step, joined_weights(slices), join_optimizer_bytes(states)};
+        st.last_state = {step, joined_weights(slices), join_optimizer_bytes(states), at::Tensor()};
         st.optimizer_step = step;
         self->send(st.driver, checkpoint_atom_v,
                    checkpoint_part{step, 0, st.last_state.weights, st.last_state.optimizer});

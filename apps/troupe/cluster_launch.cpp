@@ -30,10 +30,9 @@ std::string local_name(std::size_t i) {
 
 // Why the coordinator could not listen on host:port, tried before anything runs: found when the
 // run listened, a port in use failed the run (exit 1, a folder made) in CAF's words
-// ("system_error(cannot_open_port, ...)"). "" when it can, or when the system picks the port.
+// ("system_error(cannot_open_port, ...)"). "" when it can. Port 0 is tried too (the system
+// picks one, and the run's own pick differs): what it proves is that the host is this machine's.
 std::string listen_problem(const std::string& host, uint16_t port) {
-  if (port == 0)
-    return "";
   int bound = 0, error = 0;
   const int fd = open_listener(host, port, bound, error);
   if (fd >= 0) {

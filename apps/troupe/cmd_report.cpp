@@ -46,6 +46,14 @@ int write_report(const std::string& folder) {
 
 int run_report_command(const report_command& cmd) {
   try {
+    // A missing folder is a bad command line (exit 2), as for the other commands.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(cmd.folder, ec))
+      throw job_error({cmd.folder + ": not a folder" +
+                       (ec && ec != std::errc::no_such_file_or_directory
+                            ? " this user can read (" + ec.message() + ")"
+                            : std::string()) +
+                       " (give a run's or a suite's output folder)"});
     if (cmd.serve.empty())
       return write_report(cmd.folder);
     const auto address = parse_host_port(cmd.serve, "127.0.0.1", "--serve");

@@ -166,6 +166,7 @@ std::string prepare_folder(const nlohmann::json& file, const suite_config& suite
   for (std::size_t i = 0; i < suite.jobs.size(); ++i) {
     results[i].name = suite.jobs[i].job.name;
     results[i].overrides = suite.jobs[i].overrides;
+    results[i].loss = suite.jobs[i].job.training.loss;
     write_file_atomically(dir.file("specs/" + results[i].name + ".json"),
                           suite.jobs[i].resolved.dump(2) + "\n");
   }
@@ -225,7 +226,7 @@ int run_suite(const run_command& cmd, const job_source& source, const nlohmann::
     suite = parse_suite(file);
     steps = check_plans(suite);
     dir.emplace(cmd.out.empty() ? default_run_directory(suite.name) : cmd.out, cmd.force,
-                folder_kind::suite);
+                folder_kind::suite, source.path);
     if (!cmd.quiet)
       print_to_terminal(stdout, "{}", render_suite_plan(suite));
   } catch (const job_error& e) {
@@ -240,15 +241,15 @@ int run_suite(const run_command& cmd, const job_source& source, const nlohmann::
   }
   suite_display display(std::move(rows), stdout, cmd.quiet);
   try {
-    suite_run run{
-        suite,
-        *dir,
-        prepare_folder(file, suite, *dir, results, cmd.force),
-        cmd.force,
-        results,
-        {},
-        loser_watch(suite.stop_losers_after, suite.asha, longest(steps), suite.jobs.size()),
-        display};
+    suite_run run{suite,
+                  *dir,
+                  prepare_folder(file, suite, *dir, results, cmd.force),
+                  cmd.force,
+                  results,
+                  {},
+                  loser_watch(suite.stop_losers_after, suite.asha, longest(steps),
+                              suite.jobs.size(), suite.judged),
+                  display};
     run_jobs(run);
   } catch (const std::exception& e) {
     print_to_terminal(stderr, "error: {}\n", e.what());

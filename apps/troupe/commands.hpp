@@ -22,6 +22,9 @@ struct job_source {
   /// For each of `sets` once applied: the JSON pointer of the first key on its path the file did
   /// not have ("" where it had them all), so that a problem there is blamed on that --set.
   std::vector<std::string> created;
+  /// What problems call each of `sets` ("" or absent: "--set PATH=VALUE"): a change the program
+  /// made for an option is named after the option ("--local-nodes 2"), not a --set never given.
+  std::vector<std::string> labels;
 };
 
 struct run_command {

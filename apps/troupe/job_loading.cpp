@@ -1,5 +1,6 @@
 #include "apps/troupe/job_loading.hpp"
 
+#include "core/config/json_fields.hpp"
 #include "core/config/overrides.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
@@ -38,7 +39,10 @@ std::string blamed_source(const job_source& source, const std::string& problem) 
     const bool named_below =
         pointer.rfind(at + "/", 0) == 0 && !key.empty() && said.find(key) != std::string::npos;
     if (within(pointer) || named_below || (i < source.created.size() && within(source.created[i])))
-      return "--set " + source.sets[i];
+      // A 100 kB --set is named by its start, as its value is.
+      return i < source.labels.size() && !source.labels[i].empty()
+                 ? source.labels[i]
+                 : "--set " + shown_key(source.sets[i]);
   }
   return source.path;
 }

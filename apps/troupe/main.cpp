@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -102,9 +103,9 @@ CLI::App* add_node(CLI::App& app, troupe::node_command& node) {
   sub->add_option("--join", node.join,
                   "HOST:PORT of the coordinator (default: $TROUPE_JOIN; in a Slurm job, the "
                   "first host of $SLURM_JOB_NODELIST at $TROUPE_PORT)");
-  sub->add_option("--name", node.name,
-                  "This node's name (default: HOSTNAME-PID; in a Slurm step, "
-                  "$SLURMD_NODENAME-task$SLURM_PROCID)");
+  auto* name = sub->add_option("--name", node.name,
+                               "This node's name (default: HOSTNAME-PID; in a Slurm step, "
+                               "$SLURMD_NODENAME-task$SLURM_PROCID)");
   sub->add_option("--threads", node.threads,
                   "Compute threads offered (default: $SLURM_CPUS_PER_TASK, else all, shared out "
                   "among --processes)")
@@ -119,6 +120,13 @@ CLI::App* add_node(CLI::App& app, troupe::node_command& node) {
   sub->add_option("--connect-timeout", node.connect_timeout_s,
                   "Seconds to keep trying to reach the coordinator (default 30)")
       ->check(CLI::Range(0.0, 86400.0));
+  // An empty --name ("$NAME" unset) became HOSTNAME-PID without a word; a NaN passes Range.
+  sub->callback([&node, name] {
+    if (name->count() > 0 && node.name.empty())
+      throw CLI::ValidationError("--name", "an empty name (is a variable unset?)");
+    if (!std::isfinite(node.connect_timeout_s))
+      throw CLI::ValidationError("--connect-timeout", "must be a number of seconds");
+  });
   // For tests of the version check only.
   sub->add_option("--claim-version", node.claim_version)->group("");
   sub->add_option("--claim-name", node.claim_name)->group("");
@@ -146,10 +154,16 @@ CLI::App* add_report(CLI::App& app, troupe::report_command& report) {
   auto* sub = app.add_subcommand(
       "report", "Draw a run's or a suite's output folder as one HTML page (DIR/report.html)");
   sub->add_option("dir", report.folder, "The run's or suite's output folder")->required();
-  sub->add_option("--serve", report.serve,
-                  "Serve the page on HOST:PORT (default host 127.0.0.1; port 0: any) and "
-                  "keep it current while the run writes, instead of writing the file")
-      ->type_name("HOST:PORT");
+  auto* serve =
+      sub->add_option("--serve", report.serve,
+                      "Serve the page on HOST:PORT (default host 127.0.0.1; port 0: any) and "
+                      "keep it current while the run writes, instead of writing the file")
+          ->type_name("HOST:PORT");
+  // An empty --serve ("$ADDR" unset) wrote the file and exited instead of serving.
+  sub->callback([&report, serve] {
+    if (serve->count() > 0 && report.serve.empty())
+      throw CLI::ValidationError("--serve", "an empty address (is a variable unset?)");
+  });
   return sub;
 }
 

@@ -5,10 +5,9 @@
 #include "core/errors.hpp"
 #include "core/io/terminal_output.hpp"
 #include "core/train/run_tracker.hpp"
+#include "core/train/validation_keeper.hpp"
 
 #include <fmt/format.h>
-
-#include <cmath>
 
 #include <filesystem>
 
@@ -90,33 +89,19 @@ resume_point find_resume_point(const std::string& run_dir) {
 
 namespace {
 
-// Where `value` holds a number no int64_t holds (a float such as 1e30 where troupe wrote a
-// count: converting it is undefined, and a summary showed -9223372036854775808), "" if nowhere.
-std::string number_beyond_int64(const nlohmann::json& value, const std::string& at) {
-  if (value.is_number_float()) {
-    const double x = value.get<double>();
-    return std::isfinite(x) && std::abs(x) < 9.2e18 ? "" : at;
-  }
-  if (value.is_object())
-    for (const auto& [key, item] : value.items())
-      if (auto found = number_beyond_int64(item, at + "/" + key); !found.empty())
-        return found;
-  if (value.is_array())
-    for (std::size_t i = 0; i < value.size(); ++i)
-      if (auto found = number_beyond_int64(value[i], at + "/" + std::to_string(i)); !found.empty())
-        return found;
-  return "";
-}
-
 // A state.json whose manifest was rewritten to match it is read as troupe wrote it: what
 // restoring its progress would choke on is refused here (exit 2), not as a failed run that
-// invites another --resume, which fails the same way.
+// invites another --resume, which fails the same way. A count that is no whole number
+// (core/train/saved_count) is refused by name; a loss of any size is a figure troupe wrote.
 void check_progress(const run_checkpoint& c, const run_plan& plan, const std::string& where) {
-  if (const auto at = number_beyond_int64(c.progress, "progress"); !at.empty())
-    throw job_error({where + "state.json's " + at + " holds a number troupe never writes"});
   try {
     run_tracker trial(plan.workers, plan.rules, nullptr);
     trial.restore(c.progress.at("tracker"));
+    if (plan.snapshots()) {
+      validation_keeper keeper(plan.job.training.keep_best, plan.job.training.early_stopping,
+                               plan.stage_parameters());
+      keeper.restore(c.progress.at("keeper"), c.best_weights);
+    }
   } catch (const std::exception& e) {
     throw job_error({where + "state.json's progress is not what troupe writes (" + e.what() + ")"});
   }

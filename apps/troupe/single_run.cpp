@@ -13,6 +13,7 @@
 #include "core/io/atomic_file.hpp"
 #include "core/model/network.hpp"
 #include "core/run/disk_fit.hpp"
+#include "core/train/run_tracker.hpp"
 
 #include <iostream>
 
@@ -89,7 +90,7 @@ run_directory claim_folder(const run_command& cmd, const run_plan& plan,
     free_bytes += bytes_under(checkpoints_folder(folder));
   check_checkpoints_fit(plan, folder, free_bytes);
   auto dir = resumed ? run_directory::reopen(folder, std::move(resume_lock))
-                     : run_directory(folder, cmd.force);
+                     : run_directory(folder, cmd.force, folder_kind::run, cmd.job.path);
   dir.reserve_summary_space();
   return dir;
 }
@@ -108,12 +109,14 @@ run_report train(const run_command& cmd, const single_run& run, const std::atomi
   if (run.resumed) {
     options.resume_from = run.resumed->checkpoint;
     const auto step = run.resumed->checkpoint->step;
-    metrics.write(to_json(records::resumed{step, run.resumed->folder, run.resumed->skipped, 0.0}));
+    // On the run's clock, which goes on from the checkpoint's (a report drew the resume at 0).
+    const double t = run.resumed->checkpoint->progress.at("tracker").value("elapsed_s", 0.0);
+    metrics.write(to_json(records::resumed{step, run.resumed->folder, run.resumed->skipped, t}));
     // A phase that begins at the next step was recorded before the checkpoint, among the
     // records a resume supersedes: the switch is recorded again.
     const auto& phases = plan.schedule;
     if (!plan.rules.is_last(step) && phases.policy_at(step + 1) != phases.policy_at(step))
-      metrics.write(to_json(records::phase{step + 1, to_string(phases.policy_at(step + 1)), 0.0}));
+      metrics.write(to_json(records::phase{step + 1, to_string(phases.policy_at(step + 1)), t}));
   }
   const auto data = run.preloaded ? run.preloaded : load_dataset(plan.job.data, plan.job.seed);
   if (plan.data.validation_rows > 0) {
@@ -126,7 +129,10 @@ run_report train(const run_command& cmd, const single_run& run, const std::atomi
   options.on_progress = [&printer](const progress_update& p) { printer.update(p); };
   options.stop_requested = &stop;
   if (stop.load())
-    throw std::runtime_error("interrupted before the first step");
+    throw std::runtime_error(run.resumed
+                                 ? "interrupted before its first step after resuming at " +
+                                       std::to_string(run.resumed->checkpoint->step + 1) + " steps"
+                                 : std::string("interrupted before the first step"));
   std::optional<local_nodes> nodes;
   if (cmd.local_nodes > 0) {
     nodes.emplace(cmd.local_nodes, dir.path() + "/nodes", cmd.local_tls);
@@ -160,8 +166,11 @@ run_report train(const run_command& cmd, const single_run& run, const std::atomi
 job_request read_job_request(const run_command& cmd) {
   job_request request;
   request.source = cmd.job;
-  if (cmd.local_nodes > 0)  // validated like any other key, e.g. against replicas
+  if (cmd.local_nodes > 0) {  // validated like any other key, e.g. against replicas
+    request.source.labels.resize(request.source.sets.size());
     request.source.sets.push_back("cluster.nodes=" + std::to_string(cmd.local_nodes));
+    request.source.labels.push_back("--local-nodes " + std::to_string(cmd.local_nodes));
+  }
   if (!cmd.resume.empty()) {
     request.resumed = find_resume_point(cmd.resume);
     request.json = resumed_job_json(cmd, *request.resumed, request.source);
@@ -174,7 +183,8 @@ job_request read_job_request(const run_command& cmd) {
 job_request job_request_from_json(const std::string& label, nlohmann::json json,
                                   const std::vector<std::string>& sets) {
   auto created = apply_overrides(json, sets);
-  return job_request{job_source{label, sets, std::move(created)}, std::move(json), std::nullopt};
+  return job_request{job_source{label, sets, std::move(created), {}}, std::move(json),
+                     std::nullopt};
 }
 
 single_run prepare_single_run(const run_command& cmd, job_request request) {
@@ -193,10 +203,19 @@ single_run_result complete_single_run(const run_command& cmd, single_run& run,
   try {
     result.report = train(cmd, run, stop);
   } catch (const std::exception& e) {
-    // Bad data files and I/O failures end the run here; it is still summarized below.
+    // Bad data files and I/O failures end the run here; it is still summarized below, a resumed
+    // one with the figures of its checkpoint (a summary of none undid its steps and rows).
     result.report.status = run_status::failed;
     result.report.error = message_of(e);
     result.report.replicas = run.plan.job.parallelism.replicas;
+    if (run.resumed) {
+      try {
+        run_tracker held(run.plan.workers, run.plan.rules, nullptr);
+        held.restore(run.resumed->checkpoint->progress.at("tracker"));
+        result.report = held.report(message_of(e), at::Tensor());
+      } catch (const std::exception&) {  // checked when it was found: kept as it is otherwise
+      }
+    }
   }
   try {
     run.dir->write_summary(result.report, run.plan.job);

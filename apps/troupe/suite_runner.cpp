@@ -205,6 +205,11 @@ std::string describe_end(const suite_job_result& r) {
     return fmt::format(": validation accuracy {:.2f}%", *r.validation_accuracy * 100);
   if (r.test_accuracy)
     return fmt::format(": test accuracy {:.2f}%", *r.test_accuracy * 100);
+  // A regression job has losses alone.
+  if (r.validation_loss)
+    return fmt::format(": validation loss {:.6g}", *r.validation_loss);
+  if (r.test_loss)
+    return fmt::format(": test loss {:.6g}", *r.test_loss);
   return "";
 }
 

@@ -7,10 +7,15 @@
 namespace troupe {
 
 loser_watch::loser_watch(std::optional<int64_t> after, std::optional<asha_config> asha,
-                         int64_t max_steps, std::size_t jobs)
-    : after_(after), histories_(jobs), offsets_(jobs, 0), judged_(jobs, 0), stopped_(jobs) {
+                         int64_t max_steps, std::size_t jobs, judged_figure figure)
+    : after_(after),
+      figure_(figure),
+      histories_(jobs, validation_history(figure)),
+      offsets_(jobs, 0),
+      judged_(jobs, 0),
+      stopped_(jobs) {
   if (asha)
-    rungs_.emplace(*asha, max_steps);
+    rungs_.emplace(*asha, max_steps, figure);
 }
 
 void loser_watch::read(std::size_t index, const std::string& metrics_path) {
@@ -28,16 +33,16 @@ void loser_watch::read(std::size_t index, const std::string& metrics_path) {
   auto& history = histories_[index];
   history.feed(text);
   auto& judged = judged_[index];
-  judged = std::min(judged, history.accuracies().size());  // a resume dropped some
+  judged = std::min(judged, history.figures().size());  // a resume dropped some
   // A job stopped at a rung reports none higher: the evaluations it makes before the stop takes
   // effect filled the higher rungs, and others were judged against them.
-  for (; rungs_ && !stopped_[index] && judged < history.accuracies().size(); ++judged)
+  for (; rungs_ && !stopped_[index] && judged < history.figures().size(); ++judged)
     stopped_[index] =
-        rungs_->on_evaluation(index, history.steps()[judged] + 1, history.accuracies()[judged]);
+        rungs_->on_evaluation(index, history.steps()[judged] + 1, history.figures()[judged]);
 }
 
 void loser_watch::restart(std::size_t index) {
-  histories_[index] = validation_history();
+  histories_[index] = validation_history(figure_);
   offsets_[index] = 0;
   judged_[index] = 0;
 }
@@ -60,7 +65,7 @@ std::optional<std::string> loser_watch::verdict(std::size_t index) const {
   const auto kth = histories_[index].at(*after_);
   if (!kth)
     return std::nullopt;
-  return stop_loser_reason(*after_, *kth, finished_);
+  return stop_loser_reason(*after_, *kth, finished_, figure_);
 }
 
 }  // namespace troupe

@@ -89,6 +89,8 @@ stored_checkpoint encode_checkpoint(const run_checkpoint& c, int64_t stages,
     state.insert("outer_base", c.outer_base.contiguous());
   if (c.outer_momentum.defined())
     state.insert("outer_momentum", c.outer_momentum.contiguous());
+  if (c.average_base.defined())
+    state.insert("average_base", c.average_base.contiguous());
   stored_checkpoint s;
   s.step = c.step;
   s.job_sha256 = job_digest(c.job);
@@ -140,6 +142,8 @@ run_checkpoint decode_checkpoint(const stored_checkpoint& stored) {
     c.outer_base = flat_floats(state.at("outer_base"), "outer_base");
   if (state.contains("outer_momentum"))
     c.outer_momentum = flat_floats(state.at("outer_momentum"), "outer_momentum");
+  if (state.contains("average_base"))
+    c.average_base = flat_floats(state.at("average_base"), "average_base");
   return c;
 }
 

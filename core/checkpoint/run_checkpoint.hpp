@@ -39,6 +39,10 @@ struct run_checkpoint {
   /// the outer momentum buffer (undefined before the first outer step).
   at::Tensor outer_base;
   at::Tensor outer_momentum;
+  /// local_sgd with compression: the last average, the base the replicas' and the driver's
+  /// packed changes are taken against (undefined before the first whole average). Without it a
+  /// resumed run handed in whole where the run never stopped sent rounded changes.
+  at::Tensor average_base;
 };
 
 using parameter_layout = std::vector<std::pair<std::string, std::vector<int64_t>>>;

@@ -2,6 +2,9 @@
 
 #include "core/errors.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cctype>
 
 namespace troupe {
@@ -30,7 +33,15 @@ host_port parse_host_port(const std::string& text, const std::string& default_ho
 }
 
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (host == "localhost")
+    return true;
+  // Numeric addresses only: a name such as 127.example.com passed as 127.x.x.x, though it may
+  // resolve to any address.
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 }  // namespace troupe

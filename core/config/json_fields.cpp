@@ -4,6 +4,7 @@
 
 #include "core/config/near_miss.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -78,9 +79,22 @@ std::string array_text(std::size_t min_size, std::size_t max_size, const std::st
 
 std::string render_value(const nlohmann::json& value) {
   auto text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  // A 50 MB value must not become a 50 MB message: its start says what it was.
-  if (text.size() > max_echo)
-    text = text.substr(0, max_echo) + "... (" + std::to_string(text.size()) + " characters)";
+  // A 50 MB value must not become a 50 MB message: its start says what it was, cut between
+  // characters (a cut inside a UTF-8 sequence made the message invalid UTF-8), and its length
+  // counts characters: a string's own (200 "é" said 402, its bytes and quotes), else the text's.
+  if (text.size() > max_echo) {
+    const auto characters = [](const std::string& s) {
+      return std::count_if(s.begin(), s.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // not a continuation byte
+      });
+    };
+    auto cut = max_echo;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+      --cut;
+    const auto length =
+        value.is_string() ? characters(value.get_ref<const std::string&>()) : characters(text);
+    text = text.substr(0, cut) + "... (" + std::to_string(length) + " characters)";
+  }
   return text;
 }
 

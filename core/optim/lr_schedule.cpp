@@ -22,8 +22,12 @@ double one_cycle(const lr_schedule_config& s, double max_lr, int64_t step, int64
   const double peak_step = s.pct_start * static_cast<double>(total) - 1;
   const double last_step = static_cast<double>(total) - 1;
   const auto t = static_cast<double>(step);
-  if (t <= peak_step)
+  // A peak at step 0 (pct_start x T = 1, where PyTorch's OneCycleLR divides by zero) starts at
+  // max_lr and comes down; before step 0 (pct_start x T < 1) it starts below it, as PyTorch does.
+  if (peak_step > 0 && t <= peak_step)
     return annealed(initial, max_lr, t / peak_step);
+  if (last_step <= peak_step)
+    return max_lr;  // one step with pct_start 1: its peak
   return annealed(max_lr, lowest, (t - peak_step) / (last_step - peak_step));
 }
 
@@ -74,9 +78,14 @@ std::string describe_schedule(const optimizer_config& o, int64_t total_steps) {
       out << "cosine to " << s.min_lr;
       break;
     case lr_schedule_kind::one_cycle:
-      out << "one cycle: " << o.lr / s.div_factor << " up to " << o.lr << " over "
-          << static_cast<int64_t>(s.pct_start * static_cast<double>(total_steps))
-          << " steps, down to " << o.lr / s.div_factor / s.final_div_factor;
+      // The rise ends at step pct_start x T - 1: at step 0 or before, there is none.
+      if (s.pct_start * static_cast<double>(total_steps) > 1)
+        out << "one cycle: " << o.lr / s.div_factor << " up to " << o.lr << " over "
+            << static_cast<int64_t>(s.pct_start * static_cast<double>(total_steps)) << " steps";
+      else
+        out << "one cycle: no rise (pct_start x steps <= 1), from "
+            << learning_rate(o, 0, total_steps);
+      out << ", down to " << o.lr / s.div_factor / s.final_div_factor;
       break;
   }
   if (s.kind != lr_schedule_kind::one_cycle && s.warmup_steps > 0)

@@ -296,7 +296,11 @@ const run_history& run_follower::refresh() {
     throw data_error(history_.folder + ": not a folder (give a run's or a suite's output folder)");
   const auto metrics = dir / "metrics.jsonl";
   const auto summary = dir / "summary.json";
-  if (!fs::exists(metrics, ec) && !fs::exists(summary, ec))
+  const bool has_metrics = fs::exists(metrics, ec);
+  // A folder this user may not read was called "not a run's output folder".
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw data_error(history_.folder + ": cannot read it: " + ec.message());
+  if (!has_metrics && !fs::exists(summary, ec))
     throw data_error(history_.folder +
                      ": holds neither metrics.jsonl nor summary.json: not a run's output folder");
   if (!same_metrics_file(metrics.string())) {

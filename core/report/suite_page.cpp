@@ -48,16 +48,42 @@ std::string overrides_text(const nlohmann::json& job) {
   return echo(out);
 }
 
+// A suite of regression jobs ranks by a loss ("validation_loss", "test_loss"): its jobs have no
+// accuracy, and its tables show the losses instead.
+bool ranked_by_loss(const nlohmann::json& j) {
+  const auto by = j.is_object() ? j.value("ranked_by", nlohmann::json()) : nlohmann::json();
+  return by == "validation_loss" || by == "test_loss";
+}
+
+// The two figures a table shows of each job or setting: accuracies (percent), or losses.
+struct shown_figures {
+  const char* validation;
+  const char* test;
+  const char* validation_header;
+  const char* test_header;
+  bool percent;
+};
+
+shown_figures figures_shown(bool by_loss) {
+  if (by_loss)
+    return {"validation_loss", "test_loss", "validation loss", "test loss", false};
+  return {"validation_accuracy", "test_accuracy", "validation acc.", "test acc.", true};
+}
+
 std::string leaderboard_table(const suite_history& s) {
   const auto& board = s.leaderboard;
   if (!board.is_object() || !board.contains("jobs") || !board["jobs"].is_array())
     return {};
+  const auto shown = figures_shown(ranked_by_loss(board));
   std::string out = fmt::format("<h2>Leaderboard</h2><p class=\"note\">ranked by {}</p>",
                                 field_text(board, "ranked_by"));
-  out +=
+  out += fmt::format(
       "<table id=\"leaderboard\"><tr><th>rank</th><th>job</th><th>settings</th><th>status</th>"
-      "<th>validation acc.</th><th>test acc.</th><th>final train loss</th><th>samples/s</th>"
-      "<th>wall (s)</th></tr>";
+      "<th>{}</th><th>{}</th><th>final train loss</th><th>samples/s</th><th>wall (s)</th></tr>",
+      shown.validation_header, shown.test_header);
+  const auto figure = [&](const nlohmann::json& j, const char* key) {
+    return shown.percent ? percent_text(j.value(key, nlohmann::json())) : field_text(j, key);
+  };
   for (const auto& j : board["jobs"]) {
     if (!j.is_object())
       continue;
@@ -66,8 +92,7 @@ std::string leaderboard_table(const suite_history& s) {
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
         field_text(j, "rank"), job_cell(s, j), overrides_text(j), field_text(j, "status"),
-        percent_text(j.value("validation_accuracy", nlohmann::json())),
-        percent_text(j.value("test_accuracy", nlohmann::json())), field_text(j, "final_train_loss"),
+        figure(j, shown.validation), figure(j, shown.test), field_text(j, "final_train_loss"),
         field_text(j, "samples_per_s"), field_text(j, "wall_s"));
   }
   return out + "</table>";
@@ -86,10 +111,12 @@ std::string settings_table(const suite_history& s) {
   if (!summary.is_object() || !summary.contains("settings") || !summary["settings"].is_array() ||
       summary["settings"].empty())
     return {};
-  std::string out =
+  const auto shown = figures_shown(ranked_by_loss(summary));
+  std::string out = fmt::format(
       "<h2>Settings over seeds (mean ± standard deviation)</h2><table id=\"settings\"><tr>"
-      "<th>rank</th><th>setting</th><th>jobs</th><th>validation acc.</th><th>test acc.</th>"
-      "<th>final train loss</th><th>samples/s</th></tr>";
+      "<th>rank</th><th>setting</th><th>jobs</th><th>{}</th><th>{}</th>"
+      "<th>final train loss</th><th>samples/s</th></tr>",
+      shown.validation_header, shown.test_header);
   for (const auto& g : summary["settings"]) {
     if (!g.is_object())
       continue;
@@ -99,8 +126,8 @@ std::string settings_table(const suite_history& s) {
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
         field_text(g, "rank"), echo(overrides.empty() ? "(the base job)" : overrides.dump()),
         jobs_text(g.value("jobs", nlohmann::json::array())),
-        mean_std_text(g.value("validation_accuracy", nlohmann::json()), true),
-        mean_std_text(g.value("test_accuracy", nlohmann::json()), true),
+        mean_std_text(g.value(shown.validation, nlohmann::json()), shown.percent),
+        mean_std_text(g.value(shown.test, nlohmann::json()), shown.percent),
         mean_std_text(g.value("final_train_loss", nlohmann::json()), false),
         mean_std_text(g.value("samples_per_s", nlohmann::json()), false));
   }
@@ -123,7 +150,8 @@ std::string jobs_status_table(const suite_history& s) {
         step = std::to_string(h.steps.back().step + 1);
         loss = number_text(h.steps.back().loss);
       }
-      if (!h.evals.empty())
+      // A regression job's evaluations hold an mse or mae, no accuracy.
+      if (!h.evals.empty() && h.evals.back().has_accuracy)
         accuracy = fmt::format("{:.2f}%", h.evals.back().accuracy * 100);
     }
     out += fmt::format(
@@ -156,16 +184,26 @@ std::optional<double> loss_limit(const line_chart& loss, const std::vector<bool>
 }
 
 // A job's accuracy per evaluation of one split: validation where it has one (its test set is
-// evaluated once, at the end), else test; none under mse or l1.
-std::pair<std::string, std::vector<chart_point>> accuracy_series(const run_history& h) {
+// evaluated once, at the end), else test; none under mse or l1. `by_loss`: its evaluation loss
+// instead, for a suite of regression jobs, which have no accuracy.
+std::pair<std::string, std::vector<chart_point>> evaluation_series(const run_history& h,
+                                                                   bool by_loss) {
   const bool validated = std::any_of(h.evals.begin(), h.evals.end(),
                                      [](const eval_row& e) { return e.split == "validation"; });
   const std::string split = validated ? "validation" : "test";
   std::vector<chart_point> points;
   for (const auto& e : h.evals)
-    if (e.split == split && e.has_accuracy)
-      points.push_back({static_cast<double>(e.step), e.accuracy * 100});
+    if (e.split == split && e.member < 0 && (by_loss || e.has_accuracy))
+      points.push_back({static_cast<double>(e.step), by_loss ? e.loss : e.accuracy * 100});
   return {split, points};
+}
+
+// Whether no job reports an accuracy: the suite's evaluation chart then draws losses.
+bool no_accuracy(const suite_history& s) {
+  return std::none_of(s.jobs.begin(), s.jobs.end(), [](const suite_job_history& j) {
+    return j.run && std::any_of(j.run->evals.begin(), j.run->evals.end(),
+                                [](const eval_row& e) { return e.has_accuracy; });
+  });
 }
 
 std::string overlaid_charts(const suite_history& s) {
@@ -173,10 +211,12 @@ std::string overlaid_charts(const suite_history& s) {
                   true};
   std::vector<bool> wild;           // by loss series: its job diverged
   std::vector<std::string> splits;  // by accuracy series: the split it draws
+  const bool by_loss = no_accuracy(s);
+  const std::string measured = by_loss ? "loss" : "accuracy";
   line_chart accuracy{"suite_accuracy",
-                      "Accuracy per evaluation, every job",
+                      (by_loss ? "Loss" : "Accuracy") + std::string(" per evaluation, every job"),
                       "step",
-                      "accuracy (%)",
+                      by_loss ? "loss" : "accuracy (%)",
                       {},
                       {},
                       false};
@@ -189,7 +229,7 @@ std::string overlaid_charts(const suite_history& s) {
         {s.jobs[k].name + (wild.back() ? " (diverged)" : ""),
          thinned(smoothed(step_series(h, false, &step_row::loss)), max_chart_points),
          palette_color(k), false, false});
-    auto [split, evals] = accuracy_series(h);
+    auto [split, evals] = evaluation_series(h, by_loss);
     if (!evals.empty()) {
       accuracy.series.push_back(
           {s.jobs[k].name, thinned(evals, max_chart_points), palette_color(k), false, true});
@@ -198,8 +238,8 @@ std::string overlaid_charts(const suite_history& s) {
   }
   // The title names the split when every job's is the same, else each line does.
   if (!splits.empty() && std::equal(splits.begin() + 1, splits.end(), splits.begin()))
-    accuracy.title = (splits[0] == "test" ? "Test" : "Validation") +
-                     std::string(" accuracy per evaluation, every job");
+    accuracy.title =
+        (splits[0] == "test" ? "Test " : "Validation ") + measured + " per evaluation, every job";
   else
     for (std::size_t k = 0; k < splits.size(); ++k)
       accuracy.series[k].name += " (" + splits[k] + ")";

@@ -158,7 +158,9 @@ const char* meeting_text(gradient_meeting g) {
 
 void render_exchange(std::ostringstream& out, const run_plan& p) {
   const auto& job = p.job;
-  if (job.parallelism.policy != policy_kind::async) {
+  // local_sgd has no sync steps: its replicas average weights (said with its policy).
+  if (job.parallelism.policy != policy_kind::async &&
+      job.parallelism.policy != policy_kind::local_sgd) {
     out << "\n  gradients of sync steps: " << meeting_text(p.gradients);
     if (p.gradients == gradient_meeting::ring && job.on_cuda())
       out << ", each GPU's copied to pinned host memory and the sum back";

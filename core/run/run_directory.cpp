@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -49,9 +50,37 @@ void check_writable(const std::string& folder, const std::string& option) {
   ::unlink(probe.c_str());
 }
 
+// What --force removes, and a run or a suite writes, directly in its folder.
+constexpr const char* forced_outputs[] = {
+    "metrics.jsonl",        "summary.json",    "final_weights.pt",
+    "final_model.pt",       "best_weights.pt", "job.json",
+    "validation_rows.json", "plan.txt",        "report.html",
+    "leaderboard.json",     "suite.json"};
+
+// Whether --force on `folder` may remove or overwrite `file`: a file of an output's name
+// directly in it, or anything in a folder below it (checkpoints, a suite's specs and its jobs'
+// folders).
+bool forced_outputs_replace(const std::string& folder, const std::string& file) {
+  std::error_code ec;
+  const auto where = fs::weakly_canonical(folder, ec);
+  const auto what = fs::weakly_canonical(file, ec);
+  if (ec || file.empty())
+    return false;
+  auto rest = what.lexically_relative(where);
+  if (rest.empty() || *rest.begin() == "..")
+    return false;  // not inside the folder
+  if (std::distance(rest.begin(), rest.end()) > 1)
+    return true;
+  const auto name = rest.string();
+  return is_member_weights_file(name) ||
+         std::any_of(std::begin(forced_outputs), std::end(forced_outputs),
+                     [&](const char* output) { return name == output; });
+}
+
 }  // namespace
 
-run_directory::run_directory(std::string path, bool overwrite, folder_kind kind)
+run_directory::run_directory(std::string path, bool overwrite, folder_kind kind,
+                             const std::string& input)
     : path_(std::move(path)) {
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(path_, ec)) && !fs::exists(path_, ec))
@@ -74,10 +103,10 @@ run_directory::run_directory(std::string path, bool overwrite, folder_kind kind)
         throw job_error({"--out " + path_ + ": holds a " + (suite_there ? "suite's" : "run's") +
                          " outputs, and --force reuses a folder only for another " +
                          (suite_there ? "suite" : "run") + ": choose another folder"});
-      for (const char* name :
-           {"metrics.jsonl", "summary.json", "final_weights.pt", "final_model.pt",
-            "best_weights.pt", "job.json", "validation_rows.json", "plan.txt", "report.html",
-            "leaderboard.json", "suite.json"})
+      if (forced_outputs_replace(path_, input))
+        throw job_error({"--out " + path_ + " --force: would remove or overwrite the job file " +
+                         input + ", which is in that folder: move it, or choose another folder"});
+      for (const char* name : forced_outputs)
         fs::remove(fs::path(path_) / name, ec);
       fs::remove_all(fs::path(path_) / "checkpoints", ec);
       // A stacked ensemble's members: a run of fewer members left the others' files, which

@@ -40,8 +40,11 @@ class run_directory {
   /// Creates `path` (and parents). Refuses, with job_error, a path that is a file or a folder
   /// that is not empty, unless `overwrite` is set, or a folder another run holds: a run never
   /// mixes its files with another's. `overwrite` removes the outputs of the run (or suite) there
-  /// before, and refuses a folder of the other kind, whose files it would leave beside its own.
-  run_directory(std::string path, bool overwrite, folder_kind kind = folder_kind::run);
+  /// before, and refuses a folder of the other kind, whose files it would leave beside its own,
+  /// or one where it would remove or overwrite `input` (the job file the run reads: --force
+  /// into its own folder replaced exp/job.json with the resolved job).
+  run_directory(std::string path, bool overwrite, folder_kind kind = folder_kind::run,
+                const std::string& input = "");
   /// A run folder to continue in (`--resume`): it must exist and no other run may hold it (or
   /// `lock` holds it already, taken before its checkpoints were read); nothing in it is removed,
   /// and metrics.jsonl loses only a record a killed run left half-written.

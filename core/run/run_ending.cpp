@@ -12,6 +12,7 @@ tracker_options tracking_of(const run_plan& plan) {
   tracker_options o;
   o.validation = plan.data.validation_rows > 0;
   o.metric = metric_name(plan.job.training.loss);
+  o.lockstep = plan.job.parallelism.policy != policy_kind::async;
   o.learning_rate = [optimizer = plan.job.optimizer, total = plan.rules.total_steps()](int64_t s) {
     return learning_rate(optimizer, s, total);
   };

@@ -1,5 +1,6 @@
 #include "core/run/run_plan.hpp"
 
+#include "core/collective/compact_encoding.hpp"
 #include "core/config/feature_rules.hpp"
 #include "core/data/batch_plan.hpp"
 #include "core/data/targets.hpp"
@@ -90,7 +91,10 @@ gradient_meeting meeting_of(const run_plan& p) {
 // schedule: the mean over its phases. In-process these travel by handle; the figures are what
 // a step would move between processes.
 int64_t bytes_per_step(const run_plan& p) {
-  const double tensor_bytes = static_cast<double>(p.model.flat_size()) * 4;
+  // compression packs what async and local_sgd send (bf16 2 bytes a value, int8 1 and a scale
+  // per block): the plan counted 4 bytes a value whatever travelled.
+  const double tensor_bytes =
+      static_cast<double>(packed_bytes(p.model.flat_size(), p.job.parallelism.compression));
   double total_bytes = 0;
   for (const auto& ph : p.schedule.phases()) {
     const double steps = static_cast<double>(ph.end_step - ph.first_step);
@@ -245,7 +249,10 @@ void describe_script(run_plan& p, const device_inventory& inventory) {
   if (p.mode != run_mode::pipeline)
     return;
   // Stages are consecutive top-level children, each a flat vector of parameters alone.
-  const auto where = "/parallelism/stages: " + p.job.model.path + ": ";
+  // The key the job set: stages, or micro_batches alone (gradient accumulation).
+  const auto where = std::string(p.job.parallelism.stages > 1 ? "/parallelism/stages: "
+                                                              : "/parallelism/micro_batches: ") +
+                     p.job.model.path + ": ";
   if (!model.is_sequential())
     throw job_error({where + "pipelines (and micro_batches) cut an nn.Sequential into consecutive "
                              "children; this module's forward is its own code"});

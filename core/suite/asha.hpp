@@ -4,11 +4,15 @@
 // (1 - 1/reduction) quantile of the accuracies recorded at that rung by the jobs before it (the
 // first job at a rung always goes on); either way its accuracy joins the rung's. So about one
 // job in `reduction` gets past each rung, without waiting for a whole generation to finish, and
-// the threads go to the queued jobs. The rule is pure; the suite runner feeds it each job's
-// validation evaluations as it reads them from the job's metrics.jsonl.
+// the threads go to the queued jobs. In a suite of regression jobs the figure is the validation
+// loss, and a job goes on only if it is not above the 1/reduction quantile of the losses there.
+// The rule is pure; the suite runner feeds it each job's validation evaluations as it reads them
+// from the job's metrics.jsonl.
 //
 // Thread safety: none; owned by the suite runner.
 #pragma once
+
+#include "core/suite/judged_figure.hpp"
 
 #include <cstdint>
 #include <map>
@@ -30,21 +34,22 @@ std::optional<double> quantile(std::vector<double> xs, double q);
 class asha_rungs {
  public:
   /// Rungs min_steps x reduction^k below `max_steps` (the longest job's steps: no job is judged
-  /// at its own end).
-  asha_rungs(const asha_config& config, int64_t max_steps);
+  /// at its own end), comparing `figure`.
+  asha_rungs(const asha_config& config, int64_t max_steps, judged_figure figure = {});
 
   const std::vector<int64_t>& milestones() const { return milestones_; }
 
-  /// Job `job` evaluated after `steps` completed steps with validation accuracy `accuracy`: why
-  /// it stops ("stopped by asha at rung 300 steps: validation accuracy 0.61 < 0.74, the top 1/3
+  /// Job `job` evaluated after `steps` completed steps with validation figure `value`: why it
+  /// stops ("stopped by asha at rung 300 steps: validation accuracy 0.61 < 0.74, the top 1/3
   /// of 5"), or nullopt to let it go on. Judged at the highest rung it has passed and not been
   /// judged at; an evaluation past no new rung changes nothing.
-  std::optional<std::string> on_evaluation(std::size_t job, int64_t steps, double accuracy);
+  std::optional<std::string> on_evaluation(std::size_t job, int64_t steps, double value);
 
  private:
   asha_config config_;
+  judged_figure figure_;
   std::vector<int64_t> milestones_;
-  /// By milestone: each judged job's accuracy there.
+  /// By milestone: each judged job's figure there.
   std::map<int64_t, std::map<std::size_t, double>> recorded_;
 };
 

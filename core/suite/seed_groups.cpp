@@ -13,18 +13,17 @@ nlohmann::json optional_json(const std::optional<double>& x) {
   return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
 }
 
-const char* accuracy_name(ranking_figure by) {
-  return by == ranking_figure::validation ? "validation_accuracy" : "test_accuracy";
-}
-
-const char* loss_name(ranking_figure by) {
-  return by == ranking_figure::validation ? "validation_loss" : "test_loss";
-}
-
 const figure_stats& stats(const suite_setting& s, const std::string& figure) {
   static const figure_stats none;
   const auto it = s.figures.find(figure);
   return it == s.figures.end() ? none : it->second;
+}
+
+// The mean that ranks a setting: none for a setting of another loss than the one ranked.
+std::optional<double> ranking_mean(const suite_setting& s, const ranking_figure& by) {
+  if (by.by_loss && s.loss != by.loss)
+    return std::nullopt;
+  return stats(s, to_string(by)).mean;
 }
 
 std::string as_percent(const figure_stats& s) {
@@ -97,7 +96,7 @@ std::vector<suite_setting> group_settings(const std::vector<suite_job_result>& r
     auto it = std::find_if(settings.begin(), settings.end(),
                            [&](const suite_setting& s) { return s.overrides == overrides; });
     if (it == settings.end()) {
-      settings.push_back({overrides, {}, 0, {}});
+      settings.push_back({overrides, {}, 0, {}, results[i].loss});
       it = std::prev(settings.end());
     }
     it->jobs.push_back(i);
@@ -123,27 +122,29 @@ bool has_seed_groups(const std::vector<suite_setting>& settings) {
 }
 
 std::vector<std::size_t> rank_settings(const std::vector<suite_setting>& settings,
-                                       ranking_figure by) {
+                                       const ranking_figure& by) {
   std::vector<std::size_t> order(settings.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = stats(settings[a], accuracy_name(by));
-    const auto& y = stats(settings[b], accuracy_name(by));
-    if (x.mean.has_value() != y.mean.has_value())
-      return x.mean.has_value();
-    if (!x.mean)
+    const auto x = ranking_mean(settings[a], by);
+    const auto y = ranking_mean(settings[b], by);
+    if (x.has_value() != y.has_value())
+      return x.has_value();
+    if (!x)
       return false;
-    if (*x.mean != *y.mean)
-      return *x.mean > *y.mean;
-    const auto& xl = stats(settings[a], loss_name(by)).mean;
-    const auto& yl = stats(settings[b], loss_name(by)).mean;
-    return xl.value_or(0) < yl.value_or(0);
+    if (*x != *y)
+      return ranks_before(*x, *y, by);
+    const char* tie = tie_breaker_name(by);
+    if (tie == nullptr)
+      return false;
+    return stats(settings[a], tie).mean.value_or(0) < stats(settings[b], tie).mean.value_or(0);
   });
   return order;
 }
 
 nlohmann::json settings_json(const std::vector<suite_setting>& settings,
-                             const std::vector<suite_job_result>& results, ranking_figure by) {
+                             const std::vector<suite_job_result>& results,
+                             const ranking_figure& by) {
   nlohmann::json list = nlohmann::json::array();
   int rank = 0;
   for (auto k : rank_settings(settings, by)) {
@@ -151,7 +152,7 @@ nlohmann::json settings_json(const std::vector<suite_setting>& settings,
     nlohmann::json names = nlohmann::json::array();
     for (auto i : s.jobs)
       names.push_back(results[i].name);
-    const bool ranked = stats(s, accuracy_name(by)).mean.has_value();
+    const bool ranked = ranking_mean(s, by).has_value();
     nlohmann::json j = {{"rank", ranked ? nlohmann::json(++rank) : nlohmann::json(nullptr)},
                         {"overrides", s.overrides},
                         {"jobs", names},
@@ -165,22 +166,35 @@ nlohmann::json settings_json(const std::vector<suite_setting>& settings,
   return list;
 }
 
-std::string render_settings(const std::vector<suite_setting>& settings, ranking_figure by) {
-  const bool validation = by == ranking_figure::validation;
-  std::string out = fmt::format(
-      "{:>4}  {:>7}  {:>17}  {:>17}  {:>17}  {:>8}  {}\n", "rank", "ok/jobs",
-      validation ? "val accuracy" : "accuracy", validation ? "val loss" : "test loss",
-      validation ? "test accuracy" : "train loss", "wall s", "setting (mean ± std over seeds)");
+std::string render_settings(const std::vector<suite_setting>& settings, const ranking_figure& by) {
+  const bool validation = by.validation;
+  // Regression settings have no accuracy: the ranked loss, the test loss, the train loss.
+  const std::string first = by.by_loss ? (validation ? "val loss" : "test loss")
+                                       : (validation ? "val accuracy" : "accuracy");
+  const std::string second = by.by_loss ? (validation ? "test loss" : "train loss")
+                                        : (validation ? "val loss" : "test loss");
+  const std::string third =
+      by.by_loss ? (validation ? "train loss" : "") : (validation ? "test accuracy" : "train loss");
+  std::string out =
+      fmt::format("{:>4}  {:>7}  {:>17}  {:>17}  {:>17}  {:>8}  {}\n", "rank", "ok/jobs", first,
+                  second, third, "wall s", "setting (mean ± std over seeds)");
   int rank = 0;
   for (auto k : rank_settings(settings, by)) {
     const auto& s = settings[k];
-    const auto& accuracy = stats(s, accuracy_name(by));
-    const auto place = accuracy.mean ? std::to_string(++rank) : std::string("-");
-    const auto third = validation ? as_percent(stats(s, "test_accuracy"))
-                                  : as_number(stats(s, "final_train_loss"), 4);
+    const auto place = ranking_mean(s, by) ? std::to_string(++rank) : std::string("-");
+    std::string a, b, c;
+    if (by.by_loss) {
+      a = as_number(stats(s, to_string(by)), 4);
+      b = as_number(stats(s, validation ? "test_loss" : "final_train_loss"), 4);
+      c = validation ? as_number(stats(s, "final_train_loss"), 4) : "";
+    } else {
+      a = as_percent(stats(s, to_string(by)));
+      b = as_number(stats(s, tie_breaker_name(by)), 4);
+      c = validation ? as_percent(stats(s, "test_accuracy"))
+                     : as_number(stats(s, "final_train_loss"), 4);
+    }
     out += fmt::format("{:>4}  {:>7}  {:>17}  {:>17}  {:>17}  {:>8}  {}\n", place,
-                       fmt::format("{}/{}", s.succeeded, s.jobs.size()), as_percent(accuracy),
-                       as_number(stats(s, loss_name(by)), 4), third,
+                       fmt::format("{}/{}", s.succeeded, s.jobs.size()), a, b, c,
                        as_number(stats(s, "wall_s"), 1), s.overrides.dump());
   }
   return out;

@@ -36,6 +36,7 @@ struct suite_setting {
   std::vector<std::size_t> jobs;                        ///< indices into the results, in order
   std::size_t succeeded = 0;
   std::map<std::string, figure_stats> figures;  ///< over the jobs that succeeded
+  loss_kind loss = loss_kind::cross_entropy;    ///< its jobs' training.loss (the first's)
 };
 
 /// The settings in order of first appearance; every job is in exactly one.
@@ -44,16 +45,18 @@ std::vector<suite_setting> group_settings(const std::vector<suite_job_result>& r
 bool has_seed_groups(const std::vector<suite_setting>& settings);
 
 /// Settings by the mean of the ranking figure (ties: lower mean loss); settings with no mean
-/// (nothing succeeded) follow in order. Indices into `settings`.
+/// (nothing succeeded, or a loss of another kind than the one ranked) follow in order. Indices
+/// into `settings`.
 std::vector<std::size_t> rank_settings(const std::vector<suite_setting>& settings,
-                                       ranking_figure by);
+                                       const ranking_figure& by);
 
 /// The `settings` list of summary.json and leaderboard.json, ranked, each with "rank" (null for
 /// the unranked), "overrides", "jobs" (names), "succeeded" and {"mean", "std"} per figure.
 nlohmann::json settings_json(const std::vector<suite_setting>& settings,
-                             const std::vector<suite_job_result>& results, ranking_figure by);
+                             const std::vector<suite_job_result>& results,
+                             const ranking_figure& by);
 
 /// One table line per setting, ranked, figures as "mean ± std".
-std::string render_settings(const std::vector<suite_setting>& settings, ranking_figure by);
+std::string render_settings(const std::vector<suite_setting>& settings, const ranking_figure& by);
 
 }  // namespace troupe

@@ -17,14 +17,14 @@ std::optional<double> median(std::vector<double> xs) {
   return xs.size() % 2 == 1 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
 }
 
-std::optional<std::string> stop_loser_reason(int64_t after, double accuracy,
-                                             const std::vector<double>& finished) {
+std::optional<std::string> stop_loser_reason(int64_t after, double value,
+                                             const std::vector<double>& finished,
+                                             judged_figure figure) {
   const auto m = median(finished);
-  if (!m || accuracy >= *m)
+  if (!m || !figure.worse(value, *m))
     return std::nullopt;
-  return fmt::format(
-      "stopped by stop_losers after {} evaluation{}: validation accuracy {:.6g} < median {:.6g}",
-      after, after == 1 ? "" : "s", accuracy, *m);
+  return fmt::format("stopped by stop_losers after {} evaluation{}: {} {:.6g} {} median {:.6g}",
+                     after, after == 1 ? "" : "s", figure.name(), value, figure.worse_sign(), *m);
 }
 
 void validation_history::feed(std::string_view text) {
@@ -35,20 +35,20 @@ void validation_history::feed(std::string_view text) {
     if (const auto* r = record ? std::get_if<records::resumed>(&*record) : nullptr)
       while (!steps_.empty() && steps_.back() > r->step) {
         steps_.pop_back();
-        accuracies_.pop_back();
+        figures_.pop_back();
       }
     const auto* e = record ? std::get_if<records::eval>(&*record) : nullptr;
-    if (e && e->split == "validation" && e->metric == "accuracy") {
-      accuracies_.push_back(e->accuracy);
+    if (e && e->split == "validation" && (figure_.by_loss || e->metric == "accuracy")) {
+      figures_.push_back(figure_.by_loss ? e->loss : e->accuracy);
       steps_.push_back(e->step);
     }
   });
 }
 
 std::optional<double> validation_history::at(int64_t k) const {
-  if (k < 1 || static_cast<std::size_t>(k) > accuracies_.size())
+  if (k < 1 || static_cast<std::size_t>(k) > figures_.size())
     return std::nullopt;
-  return accuracies_[static_cast<std::size_t>(k - 1)];
+  return figures_[static_cast<std::size_t>(k - 1)];
 }
 
 }  // namespace troupe

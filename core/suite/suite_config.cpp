@@ -7,7 +7,6 @@
 #include "core/errors.hpp"
 #include "core/suite/job_names.hpp"
 #include "core/suite/random_search.hpp"
-#include "core/train/loss.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -139,19 +138,24 @@ void read_retries(const nlohmann::json& job, const std::string& where, int64_t& 
     retries = v.get<int64_t>();
 }
 
-// The stopping rules compare validation accuracies: a job without a validation set would have
-// them stop on test figures, tuning on the test set, and one without accuracy (mse, l1) gives
-// them nothing to compare. False (a problem added, naming `key` and the first such job) when
-// one lacks either.
-bool every_job_has_validation_accuracy(const char* key, const std::vector<suite_job>& jobs,
-                                       std::vector<std::string>& problems) {
+// The stopping rules compare validation figures: a job without a validation set would have them
+// stop on test figures, tuning on the test set. They compare accuracies of classifiers and, in a
+// suite of regression jobs (mse, l1: no accuracy), losses, which compare only between jobs of one
+// loss (an mse is no mae). False (a problem added, naming `key` and the first job that breaks
+// this) when a job lacks a validation set or the jobs' figures do not compare.
+bool every_job_has_a_judged_figure(const char* key, const std::vector<suite_job>& jobs,
+                                   std::vector<std::string>& problems) {
   for (const auto& j : jobs) {
-    // Such a rule was accepted, and never acted.
-    if (std::string(metric_name(j.job.training.loss)) != "accuracy") {
-      problems.push_back(std::string(key) + ": compares validation accuracies, and job " +
-                         j.job.name + " trains with training.loss " +
-                         to_string(j.job.training.loss) +
-                         ", which has none (the rules stop classifiers only)");
+    const auto loss = j.job.training.loss;
+    const auto first = jobs.front().job.training.loss;
+    if (is_regression(loss) != is_regression(first) || (is_regression(loss) && loss != first)) {
+      problems.push_back(std::string(key) + ": compares the jobs' validation " +
+                         (is_regression(first) ? "losses" : "accuracies") + ", and job " +
+                         j.job.name + " trains with training.loss " + to_string(loss) +
+                         " where job " + jobs.front().job.name + " trains with " +
+                         to_string(first) +
+                         ": the rules compare classifiers by accuracy, or regression jobs of one "
+                         "loss by that loss");
       return false;
     }
     if (j.job.data.validation <= 0) {
@@ -166,7 +170,7 @@ bool every_job_has_validation_accuracy(const char* key, const std::vector<suite_
   return true;
 }
 
-// `"stop_losers": {"after": K}`. The rule compares validation accuracies, so every job must hold
+// `"stop_losers": {"after": K}`. The rule compares validation figures, so every job must hold
 // out a validation set: ranking or stopping on the test set would tune on it.
 std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
                                         const std::vector<suite_job>& jobs,
@@ -181,7 +185,7 @@ std::optional<int64_t> read_stop_losers(const nlohmann::json& file,
   r.finish({"after"});
   if (!r.valid() || !good || !r.has("after"))
     return std::nullopt;
-  if (!every_job_has_validation_accuracy("/stop_losers", jobs, problems))
+  if (!every_job_has_a_judged_figure("/stop_losers", jobs, problems))
     return std::nullopt;
   return after;
 }
@@ -345,8 +349,8 @@ std::optional<suite_job> expand_job(const nlohmann::json& base, const job_origin
   return job;
 }
 
-// `"asha": {"min_steps": N, "reduction": R}`. Like stop_losers it compares validation
-// accuracies, so every job must hold out a validation set; the two rules do not combine.
+// `"asha": {"min_steps": N, "reduction": R}`. Like stop_losers it compares validation figures,
+// so every job must hold out a validation set; the two rules do not combine.
 std::optional<asha_config> read_asha(const nlohmann::json& file, const std::vector<suite_job>& jobs,
                                      std::vector<std::string>& problems) {
   if (!file.contains("asha"))
@@ -367,7 +371,7 @@ std::optional<asha_config> read_asha(const nlohmann::json& file, const std::vect
     problems.push_back("/asha: give asha or stop_losers, not both");
     return std::nullopt;
   }
-  if (!every_job_has_validation_accuracy("/asha", jobs, problems))
+  if (!every_job_has_a_judged_figure("/asha", jobs, problems))
     return std::nullopt;
   return c;
 }
@@ -452,6 +456,7 @@ suite_config parse_suite(const nlohmann::json& file) {
   suite.max_concurrent = read_max_concurrent(file, suite.jobs.size(), problems);
   suite.stop_losers_after = read_stop_losers(file, suite.jobs, problems);
   suite.asha = read_asha(file, suite.jobs, problems);
+  suite.judged.by_loss = !suite.jobs.empty() && is_regression(suite.jobs.front().job.training.loss);
   if (problems.empty())
     for (const auto& j : suite.jobs)
       if (auto why = unplaceable(suite.devices, j.request))

@@ -3,8 +3,8 @@
 // a few overrides), and/or `sweep` (dotted key -> list of values; every combination becomes a
 // job), `devices` (what the machine offers), `max_concurrent`, `stop_losers` (stop a job whose
 // validation accuracy after K evaluations is below the finished jobs' median; see
-// core/suite/stop_losers), and per job `device` (what it asks for) and `limits` (memory and wall
-// time). Every expanded job is validated like a job file.
+// core/suite/stop_losers), `asha` (core/suite/asha), and per job `device` (what it asks for) and
+// `limits` (memory and wall time). Every expanded job is validated like a job file.
 #pragma once
 
 #include "core/job/job_config.hpp"
@@ -52,6 +52,9 @@ struct suite_config {
   std::optional<int64_t> stop_losers_after;
   /// asha: successive halving's rungs (core/suite/asha); off: none.
   std::optional<asha_config> asha;
+  /// What stop_losers and asha compare: validation accuracy, or in a suite of regression jobs
+  /// (all of one training.loss, mse or l1) the validation loss.
+  judged_figure judged;
 };
 
 /// Whether a job file is a suite (has `jobs`, `sweep` or `search`).

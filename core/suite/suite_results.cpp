@@ -1,5 +1,6 @@
 #include "core/suite/suite_results.hpp"
 
+#include "core/suite/judged_figure.hpp"
 #include "core/suite/seed_groups.hpp"
 
 #include <fmt/format.h>
@@ -18,7 +19,7 @@ nlohmann::json optional_json(const std::optional<T>& x) {
 // The leaderboard's blocks, in order: ranked jobs, jobs that completed without the ranking
 // figure, jobs stopped by stop_losers (they did not complete), those whose loss diverged, then
 // failures and the unstarted.
-int block_of(const suite_job_result& r, ranking_figure by) {
+int block_of(const suite_job_result& r, const ranking_figure& by) {
   if (is_ranked(r, by))
     return 0;
   switch (r.status) {
@@ -44,29 +45,56 @@ std::string loss(const std::optional<double>& x) {
   return x ? fmt::format("{:.4f}", *x) : std::string("-");
 }
 
+// Why a job that succeeded has no place ("" for a ranked one), before its overrides.
+std::string unranked_reason(const suite_job_result& r, const ranking_figure& by) {
+  if (is_ranked(r, by))
+    return "";
+  if (by.by_loss && r.loss != by.loss)
+    return fmt::format("unranked, trains with {} and the suite ranks {} losses: ",
+                       to_string(r.loss), to_string(by.loss));
+  return fmt::format("unranked, no {}: ", to_string(by));
+}
+
 }  // namespace
 
 ranking_figure ranking_of(const std::vector<suite_job_result>& results) {
-  const bool any = std::any_of(results.begin(), results.end(), [](const suite_job_result& r) {
-    return r.validation_accuracy.has_value();
+  ranking_figure by;
+  by.by_loss = !results.empty() &&
+               std::all_of(results.begin(), results.end(),
+                           [](const suite_job_result& r) { return is_regression(r.loss); });
+  if (by.by_loss)
+    by.loss = results.front().loss;
+  // Validation where some job has the ranked figure of it.
+  by.validation = std::any_of(results.begin(), results.end(), [&](const suite_job_result& r) {
+    return by.by_loss ? r.validation_loss.has_value() : r.validation_accuracy.has_value();
   });
-  return any ? ranking_figure::validation : ranking_figure::test;
+  return by;
 }
 
-const char* to_string(ranking_figure x) {
-  return x == ranking_figure::validation ? "validation_accuracy" : "test_accuracy";
+const char* to_string(const ranking_figure& by) {
+  if (by.by_loss)
+    return by.validation ? "validation_loss" : "test_loss";
+  return by.validation ? "validation_accuracy" : "test_accuracy";
 }
 
-std::optional<double> ranking_accuracy(const suite_job_result& r, ranking_figure by) {
-  return by == ranking_figure::validation ? r.validation_accuracy : r.test_accuracy;
+const char* tie_breaker_name(const ranking_figure& by) {
+  if (by.by_loss)
+    return nullptr;
+  return by.validation ? "validation_loss" : "test_loss";
 }
 
-std::optional<double> ranking_loss(const suite_job_result& r, ranking_figure by) {
-  return by == ranking_figure::validation ? r.validation_loss : r.test_loss;
+std::optional<double> ranking_value(const suite_job_result& r, const ranking_figure& by) {
+  if (by.by_loss)
+    return r.loss != by.loss ? std::nullopt : by.validation ? r.validation_loss : r.test_loss;
+  return by.validation ? r.validation_accuracy : r.test_accuracy;
 }
 
-bool is_ranked(const suite_job_result& r, ranking_figure by) {
-  return r.status == run_status::succeeded && ranking_accuracy(r, by).has_value();
+bool ranks_before(double a, double b, const ranking_figure& by) {
+  return by.by_loss ? a < b : a > b;
+}
+
+bool is_ranked(const suite_job_result& r, const ranking_figure& by) {
+  return r.status == run_status::succeeded && ranking_value(r, by).has_value();
 }
 
 std::vector<std::size_t> rank_jobs(const std::vector<suite_job_result>& results) {
@@ -80,9 +108,16 @@ std::vector<std::size_t> rank_jobs(const std::vector<suite_job_result>& results)
       return block_of(x, by) < block_of(y, by);
     if (!is_ranked(x, by))
       return false;
-    if (*ranking_accuracy(x, by) != *ranking_accuracy(y, by))
-      return *ranking_accuracy(x, by) > *ranking_accuracy(y, by);
-    return ranking_loss(x, by).value_or(0) < ranking_loss(y, by).value_or(0);
+    const auto vx = *ranking_value(x, by);
+    const auto vy = *ranking_value(y, by);
+    if (vx != vy)
+      return ranks_before(vx, vy, by);
+    if (by.by_loss)
+      return false;
+    const auto tie = [&](const suite_job_result& r) {
+      return (by.validation ? r.validation_loss : r.test_loss).value_or(0);
+    };
+    return tie(x) < tie(y);
   });
   return order;
 }
@@ -152,7 +187,7 @@ nlohmann::json suite_summary_json(const std::string& name,
 
 std::string render_leaderboard(const std::vector<suite_job_result>& results) {
   const auto by = ranking_of(results);
-  const bool validation = by == ranking_figure::validation;
+  const bool validation = by.validation;
   std::string out;
   const auto settings = group_settings(results);
   if (has_seed_groups(settings))
@@ -160,26 +195,31 @@ std::string render_leaderboard(const std::vector<suite_job_result>& results) {
   std::size_t width = 4;
   for (const auto& r : results)
     width = std::max(width, r.name.size());
+  // A suite of regression jobs has no accuracy to show: its losses alone.
+  const auto accuracy = [&](const std::optional<double>& x) {
+    return by.by_loss ? std::string() : fmt::format("{:>9}  ", percent(x));
+  };
   out += fmt::format("{:>4}  {:<{}}  ", "rank", "job", width);
   if (validation)
-    out += fmt::format("{:>9}  {:>9}  ", "val acc", "val loss");
-  out += fmt::format("{:>9}  {:>9}  {:>8}  {}\n", validation ? "test acc" : "accuracy", "test loss",
-                     "wall s", "status / overrides");
+    out +=
+        (by.by_loss ? "" : fmt::format("{:>9}  ", "val acc")) + fmt::format("{:>9}  ", "val loss");
+  if (!by.by_loss)
+    out += fmt::format("{:>9}  ", validation ? "test acc" : "accuracy");
+  out += fmt::format("{:>9}  {:>8}  {}\n", "test loss", "wall s", "status / overrides");
   int rank = 0;
   for (auto i : rank_jobs(results)) {
     const auto& r = results[i];
     const auto place = is_ranked(r, by) ? std::to_string(++rank) : std::string("-");
     out += fmt::format("{:>4}  {:<{}}  ", place, r.name, width);
     if (validation)
-      out += fmt::format("{:>9}  {:>9}  ", percent(r.validation_accuracy), loss(r.validation_loss));
+      out += accuracy(r.validation_accuracy) + fmt::format("{:>9}  ", loss(r.validation_loss));
     // "stopped by stop_losers ...", "diverged: loss ...": the cause may name its status itself.
     const std::string status = to_string(r.status);
     auto what = r.error.rfind(status, 0) == 0 ? r.error : status + ": " + r.error;
     if (r.status == run_status::succeeded)
-      what = (is_ranked(r, by) ? "" : fmt::format("unranked, no {}: ", to_string(by))) +
-             r.overrides.dump();
-    out += fmt::format("{:>9}  {:>9}  {:>8.1f}  {}\n", percent(r.test_accuracy), loss(r.test_loss),
-                       r.wall_s, what);
+      what = unranked_reason(r, by) + r.overrides.dump();
+    out += accuracy(r.test_accuracy) +
+           fmt::format("{:>9}  {:>8.1f}  {}\n", loss(r.test_loss), r.wall_s, what);
   }
   return out;
 }

@@ -1,10 +1,12 @@
 // What a suite reports: each job's outcome and figures, and the leaderboard. Jobs rank by their
 // validation accuracy (ties: lower validation loss) so that a sweep never tunes on the test set;
-// only a suite whose jobs hold out no validation set ranks by test accuracy. Test figures stand
-// beside the validation ones. Jobs that succeeded without the ranking figure, jobs stopped by
-// stop_losers, and jobs that failed or never started follow, unranked, with their cause.
+// only a suite whose jobs hold out no validation set ranks by test accuracy. A suite of
+// regression jobs (mse, l1: no accuracy) ranks by the loss instead, lower first. Test figures
+// stand beside the validation ones. Jobs that succeeded without the ranking figure, jobs stopped
+// by stop_losers, and jobs that failed or never started follow, unranked, with their cause.
 #pragma once
 
+#include "core/job/job_config.hpp"
 #include "core/metrics/records.hpp"
 
 #include <nlohmann/json.hpp>
@@ -30,20 +32,36 @@ struct suite_job_result {
   double samples_per_s = 0;
   std::optional<double> validation_accuracy;  ///< its last evaluation, on the validation set
   std::optional<double> validation_loss;
+  loss_kind loss = loss_kind::cross_entropy;  ///< its training.loss: what its figures measure
 };
 
-/// Which figures rank: validation accuracy (then loss) when any job has a validation figure,
-/// else test accuracy (then loss).
-enum class ranking_figure { validation, test };
+/// Which figure ranks. The split: validation when any job has a validation figure, else test.
+/// The figure: accuracy (ties: lower loss) when any job is a classifier; in a suite of regression
+/// jobs, the loss of the first job's kind, lower first (a job of the other regression loss
+/// measures another thing, and is not ranked).
+struct ranking_figure {
+  bool validation = true;
+  bool by_loss = false;
+  loss_kind loss = loss_kind::cross_entropy;  ///< by_loss: the training.loss ranked
+
+  bool operator==(const ranking_figure& o) const {
+    return validation == o.validation && by_loss == o.by_loss && (!by_loss || loss == o.loss);
+  }
+};
 
 ranking_figure ranking_of(const std::vector<suite_job_result>& results);
-/// "validation_accuracy" or "test_accuracy", as leaderboard.json's `ranked_by` says.
-const char* to_string(ranking_figure x);
-/// The figure that ranks a job, and the loss that breaks ties.
-std::optional<double> ranking_accuracy(const suite_job_result& r, ranking_figure by);
-std::optional<double> ranking_loss(const suite_job_result& r, ranking_figure by);
+/// "validation_accuracy", "test_accuracy", "validation_loss" or "test_loss", as
+/// leaderboard.json's `ranked_by` says.
+const char* to_string(const ranking_figure& by);
+/// The figure of the split that is not ranked on: the loss under accuracy ("validation_loss"),
+/// nothing under loss (nullptr).
+const char* tie_breaker_name(const ranking_figure& by);
+/// The figure that ranks a job (nullopt: it has none, or it is a loss of another kind).
+std::optional<double> ranking_value(const suite_job_result& r, const ranking_figure& by);
+/// Whether ranking figure `a` goes before `b`: higher accuracy, lower loss.
+bool ranks_before(double a, double b, const ranking_figure& by);
 /// Succeeded and has the ranking figure.
-bool is_ranked(const suite_job_result& r, ranking_figure by);
+bool is_ranked(const suite_job_result& r, const ranking_figure& by);
 
 /// The order of the leaderboard: indices into `results`.
 std::vector<std::size_t> rank_jobs(const std::vector<suite_job_result>& results);

@@ -10,8 +10,10 @@ divergence_watch::divergence_watch(double factor, int64_t window)
     : factor_(factor), window_(window) {}
 
 std::optional<std::string> divergence_watch::on_step(int64_t step, double loss) {
+  // A NaN's sign bit means nothing: fmt printed "-nan" for some.
   if (!std::isfinite(loss))
-    return fmt::format("loss is {} at step {}", loss, step);
+    return fmt::format("loss is {} at step {}", std::isnan(loss) ? "nan" : fmt::format("{}", loss),
+                       step);
   if (!first_) {
     first_ = loss;
     return std::nullopt;

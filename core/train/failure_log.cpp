@@ -1,5 +1,7 @@
 #include "core/train/failure_log.hpp"
 
+#include "core/train/saved_count.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -98,9 +100,9 @@ void failure_log::restore(const nlohmann::json& saved) {
   joins_.clear();
   for (const auto& f : saved.at("failures")) {
     failure_entry e{f.at("node").get<std::string>(),
-                    f.at("workers").get<std::vector<int64_t>>(),
+                    saved_counts(f.at("workers"), "failures/workers"),
                     f.at("reason").get<std::string>(),
-                    f.at("step").get<int64_t>(),
+                    saved_count(f.at("step"), "failures/step"),
                     f.at("t").get<double>(),
                     f.at("detection_s").get<double>(),
                     std::nullopt};
@@ -109,8 +111,9 @@ void failure_log::restore(const nlohmann::json& saved) {
     failures_.push_back(std::move(e));
   }
   for (const auto& j : saved.at("joins"))
-    joins_.push_back({j.at("node").get<std::string>(), j.at("workers").get<std::vector<int64_t>>(),
-                      j.at("step").get<int64_t>(), j.at("t").get<double>()});
+    joins_.push_back({j.at("node").get<std::string>(),
+                      saved_counts(j.at("workers"), "joins/workers"),
+                      saved_count(j.at("step"), "joins/step"), j.at("t").get<double>()});
 }
 
 }  // namespace troupe

@@ -95,6 +95,7 @@ progress_update run_tracker::on_step_complete(int64_t step, const std::vector<st
   last_step_s_ = step_s;
   samples_ += samples;
   completed_steps_ = step + 1;
+  ahead_.erase(ahead_.begin(), ahead_.upper_bound(step));
   recent_losses_.push_back(last_loss_);
   if (recent_losses_.size() > loss_window)
     recent_losses_.pop_front();
@@ -129,7 +130,22 @@ void run_tracker::on_worker_step(int64_t worker_id, int64_t step, double compute
   w->comm_s += comm_s;
   w->apply_s += apply_s;
   w->data_wait_s += data_wait_s;
+  if (options_.lockstep && step >= completed_steps_)
+    ahead_.insert({step, {worker_id, compute_s, comm_s, apply_s, data_wait_s}});
   windows_.add(records::worker_step{step, worker_id, compute_s, comm_s, apply_s, data_wait_s});
+}
+
+std::vector<worker_report> run_tracker::completed_workers() const {
+  auto workers = workers_;
+  for (const auto& [step, a] : ahead_) {
+    auto& w = workers[static_cast<std::size_t>(a.worker)];
+    w.steps -= 1;
+    w.compute_s -= a.compute_s;
+    w.comm_s -= a.comm_s;
+    w.apply_s -= a.apply_s;
+    w.data_wait_s -= a.data_wait_s;
+  }
+  return workers;
 }
 
 void run_tracker::on_loss_scale(int64_t worker_id, int64_t step, double scale,
@@ -287,7 +303,7 @@ run_report run_tracker::report(const std::string& error, at::Tensor final_weight
   r.test_accuracy = test_accuracy_;
   r.validation_loss = validation_loss_;
   r.validation_accuracy = validation_accuracy_;
-  r.workers = workers_;
+  r.workers = completed_workers();
   r.staleness_histogram = staleness_histogram_;
   double busy = 0, idle = 0;
   for (const auto& w : workers_)

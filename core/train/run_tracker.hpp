@@ -35,6 +35,10 @@ struct tracker_options {
   std::function<double(int64_t step)> learning_rate;  ///< recorded with each step; may be empty
   /// How big metrics.jsonl may grow before per-step records are summed over windows.
   metrics_budget budget;
+  /// The workers' step numbers are the run's (sync, local_sgd, schedules, pipelines): a timing
+  /// of a step the run has not completed is held aside (checkpoints and the summary count the
+  /// completed steps). false under async, whose workers count their own pushes.
+  bool lockstep = true;
 };
 
 class run_tracker {
@@ -146,7 +150,21 @@ class run_tracker {
     std::vector<int64_t> confusion;
   };
 
+  /// A worker's timing of a step the run has not completed yet (replicas run ahead of the
+  /// slowest): a checkpoint holds the weights of the steps completed, and the summary counts
+  /// those, so both leave these out (a resumed run, which does the steps again, counted them
+  /// twice; an early stop counted one the run never took).
+  struct step_ahead {
+    int64_t worker = 0;
+    double compute_s = 0;
+    double comm_s = 0;
+    double apply_s = 0;
+    double data_wait_s = 0;
+  };
+
   progress_update snapshot() const;
+  /// The workers' figures without the steps ahead of the completed ones.
+  std::vector<worker_report> completed_workers() const;
   /// Counts `rows` (negative: takes them off) towards `step`'s epoch.
   void add_rows(int64_t step, int64_t rows);
   void write(const nlohmann::json& record);
@@ -173,6 +191,7 @@ class run_tracker {
   std::optional<records::confusion> last_confusion_;
   std::map<int64_t, eval_round> evals_;
   std::vector<worker_report> workers_;
+  std::multimap<int64_t, step_ahead> ahead_;  ///< by step, each at or after completed_steps_
   std::map<int64_t, int64_t> staleness_histogram_;
   std::optional<stage_windows> stage_windows_;
   std::optional<double> predicted_bubble_;

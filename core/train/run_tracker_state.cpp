@@ -1,6 +1,7 @@
 // A run tracker's figures in a checkpoint: a resumed run's summary counts every step once and
 // its clock goes on from where the checkpoint left it.
 #include "core/train/run_tracker.hpp"
+#include "core/train/saved_count.hpp"
 
 namespace troupe {
 namespace {
@@ -27,15 +28,15 @@ nlohmann::json save_worker(const worker_report& w) {
 }
 
 void restore_worker(const nlohmann::json& j, worker_report& w) {
-  w.steps = j.at("steps").get<int64_t>();
-  w.samples = j.at("samples").get<int64_t>();
+  w.steps = saved_count(j.at("steps"), "steps");
+  w.samples = saved_count(j.at("samples"), "samples");
   w.compute_s = j.at("compute_s").get<double>();
   w.comm_s = j.at("comm_s").get<double>();
   w.apply_s = j.at("apply_s").get<double>();
   w.eval_s = j.at("eval_s").get<double>();
   w.wait_s = j.at("wait_s").get<double>();
   w.idle_s = j.at("idle_s").get<double>();
-  w.peak_live_activations = j.at("peak").get<int64_t>();
+  w.peak_live_activations = saved_count(j.at("peak"), "peak");
   w.data_wait_s = j.value("data_wait_s", 0.0);  // absent from checkpoints before it was kept
 }
 
@@ -43,7 +44,7 @@ void restore_worker(const nlohmann::json& j, worker_report& w) {
 
 nlohmann::json run_tracker::save() const {
   nlohmann::json workers = nlohmann::json::array();
-  for (const auto& w : workers_)
+  for (const auto& w : completed_workers())
     workers.push_back(save_worker(w));
   nlohmann::json staleness = nlohmann::json::array();
   for (const auto& [k, n] : staleness_histogram_)
@@ -80,10 +81,12 @@ void run_tracker::restore(const nlohmann::json& saved) {
       std::chrono::duration<double>(saved.at("elapsed_s").get<double>()));
   start_ = std::chrono::steady_clock::now() - elapsed;
   last_step_end_ = std::chrono::steady_clock::now();
-  completed_steps_ = saved.at("completed_steps").get<int64_t>();
-  samples_ = saved.at("samples").get<int64_t>();
+  completed_steps_ = saved_count(saved.at("completed_steps"), "completed_steps");
+  samples_ = saved_count(saved.at("samples"), "samples");
   // Checkpoints written before the rows were counted hold none: the count starts there.
-  rows_per_epoch_ = saved.value("rows_per_epoch", std::vector<int64_t>{});
+  rows_per_epoch_ = saved.contains("rows_per_epoch")
+                        ? saved_counts(saved.at("rows_per_epoch"), "rows_per_epoch")
+                        : std::vector<int64_t>{};
   eval_s_ = saved.at("eval_s").get<double>();
   last_loss_ = saved.at("last_loss").get<double>();
   recent_losses_ = saved.at("recent_losses").get<std::deque<double>>();
@@ -92,21 +95,24 @@ void run_tracker::restore(const nlohmann::json& saved) {
   validation_loss_ = optional_number(saved.at("validation_loss"));
   validation_accuracy_ = optional_number(saved.at("validation_accuracy"));
   const auto& last = saved.at("last_evaluated");
-  last_evaluated_ = last.is_null() ? std::nullopt : std::optional<int64_t>(last.get<int64_t>());
+  last_evaluated_ =
+      last.is_null() ? std::nullopt : std::optional<int64_t>(saved_count(last, "last_evaluated"));
   const auto& workers = saved.at("workers");
   if (workers.size() != workers_.size())
     throw std::runtime_error("the checkpoint's tracker has " + std::to_string(workers.size()) +
                              " workers, the run " + std::to_string(workers_.size()));
   for (std::size_t i = 0; i < workers_.size(); ++i)
     restore_worker(workers[i], workers_[i]);
+  ahead_.clear();
   staleness_histogram_.clear();
   for (const auto& entry : saved.at("staleness"))
-    staleness_histogram_[entry.at(0).get<int64_t>()] = entry.at(1).get<int64_t>();
+    staleness_histogram_[saved_count(entry.at(0), "staleness")] =
+        saved_count(entry.at(1), "staleness");
   if (saved.contains("failures"))
     failures_.restore(saved.at("failures"));
   // Checkpoints from before the metrics budget have no stride: theirs was 1.
   if (saved.contains("metrics_stride")) {
-    options_.budget.restore_stride(saved.at("metrics_stride").get<int64_t>());
+    options_.budget.restore_stride(saved_count(saved.at("metrics_stride"), "metrics_stride"));
     windows_.set_stride(options_.budget.stride());
   }
 }

@@ -1,6 +1,7 @@
 #include "core/train/validation_keeper.hpp"
 
 #include "core/pipeline/stage_weights.hpp"
+#include "core/train/saved_count.hpp"
 
 #include <ATen/ATen.h>
 
@@ -87,7 +88,7 @@ nlohmann::json metric_watch::save() const {
 void metric_watch::restore(const nlohmann::json& saved) {
   const auto& best = saved.at("best");
   best_ = best.is_null() ? std::nullopt : std::optional<double>(best.get<double>());
-  since_best_ = saved.at("since_best").get<int64_t>();
+  since_best_ = saved_count(saved.at("since_best"), "since_best");
 }
 
 namespace {
@@ -114,7 +115,7 @@ void validation_keeper::restore(const nlohmann::json& saved, at::Tensor best_wei
   restore_watch(stop_, saved.at("stop"));
   const auto& step = saved.at("best_step");
   if (!step.is_null() && best_weights.defined()) {
-    best_step_ = step.get<int64_t>();
+    best_step_ = saved_count(step, "best_step");
     best_value_ = keep_ ? keep_->best() : std::nullopt;  // no evaluation pends at a checkpoint
     best_weights_ = std::move(best_weights);
   }

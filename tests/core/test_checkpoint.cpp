@@ -228,6 +228,38 @@ TEST_SUITE("checkpoint") {
     CHECK(resumed.evaluated(3));
   }
 
+  TEST_CASE("a checkpoint and the summary count the workers' steps the run completed") {
+    // Replicas run ahead: worker 0 has timed steps 0..3, worker 1 steps 0..1, the run completed
+    // steps 0 and 1. The checkpoint of step 1 counts 2 steps for each; resumed, steps 2 and 3
+    // are done again and counted once.
+    run_tracker tracker(2, step_rules(10, 5, 0), nullptr);
+    for (int64_t s = 0; s < 4; ++s)
+      tracker.on_worker_step(0, s, 1.0, 0.5, 0.25, 0.125);
+    for (int64_t s = 0; s < 2; ++s)
+      tracker.on_worker_step(1, s, 2.0, 0.5, 0.25, 0.0);
+    for (int64_t s = 0; s < 2; ++s)
+      tracker.on_step_complete(s, {{0, 1.0, 8}, {1, 1.0, 8}}, 0.0);
+    const auto saved = tracker.save();
+    CHECK(saved["workers"][0]["steps"] == 2);
+    CHECK(saved["workers"][0]["compute_s"] == doctest::Approx(2.0));
+    CHECK(saved["workers"][1]["steps"] == 2);
+    // The summary of a run that ended there (an early stop) counts the same.
+    const auto ended = tracker.report("", {});
+    CHECK(ended.workers[0].steps == 2);
+    CHECK(ended.workers[0].data_wait_s == doctest::Approx(0.25));
+    run_tracker resumed(2, step_rules(10, 5, 0), nullptr);
+    resumed.restore(saved);
+    for (int64_t s = 2; s < 4; ++s) {
+      resumed.on_worker_step(0, s, 1.0, 0.5, 0.25, 0.125);
+      resumed.on_worker_step(1, s, 2.0, 0.5, 0.25, 0.0);
+      resumed.on_step_complete(s, {{0, 1.0, 8}, {1, 1.0, 8}}, 0.0);
+    }
+    const auto r = resumed.report("", {});
+    CHECK(r.workers[0].steps == 4);
+    CHECK(r.workers[1].steps == 4);
+    CHECK(r.workers[0].compute_s == doctest::Approx(4.0));
+  }
+
   TEST_CASE("the keeper carries its best and its patience over") {
     early_stopping_config stop;
     stop.patience = 2;

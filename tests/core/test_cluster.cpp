@@ -44,6 +44,10 @@ TEST_SUITE("cluster") {
     CHECK(is_loopback("::1"));
     CHECK_FALSE(is_loopback("0.0.0.0"));
     CHECK_FALSE(is_loopback("10.1.1.1"));
+    // A name that begins like a loopback address may resolve anywhere.
+    CHECK_FALSE(is_loopback("127.attacker.example"));
+    CHECK_FALSE(is_loopback("127.0.0.1.example.com"));
+    CHECK(is_loopback("0:0:0:0:0:0:0:1"));
   }
 
   TEST_CASE("a Slurm host list's first host, ranges and padding kept; bad lists are named") {
@@ -129,7 +133,7 @@ TEST_SUITE("cluster") {
     const std::string forged = "x\n\x1b[2Jerror: " + std::string(150, 'y');
     CHECK(join_refusal(claim("0.2.0", "nope", forged, 2), terms) ==
           "node \"x\\n\\u001b[2Jerror: " + std::string(100, 'y') +
-              "... (171 characters): wrong token (or a join replayed from another connection)");
+              "... (163 characters): wrong token (or a join replayed from another connection)");
     CHECK(join_refusal(claim("0.2.0", "s3cret", "a b", 2), terms) ==
           "node \"a b\": a node name holds only A-Z a-z 0-9 . _ - and starts with a letter or a "
           "digit");

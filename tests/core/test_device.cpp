@@ -246,6 +246,11 @@ TEST_SUITE("device") {
               make_run_plan(parse_job(replicas_job(4, "cuda:1")), describe_data({}), two_gpus))
               .find("gradients of sync steps: summed by the run driver in rank order") !=
           std::string::npos);
+    // local_sgd averages weights and has no sync steps to speak of.
+    auto local = replicas_job(3, "cpu");
+    local["parallelism"]["policy"] = "local_sgd";
+    CHECK(render_plan(make_run_plan(parse_job(local), describe_data({})))
+              .find("gradients of sync steps") == std::string::npos);
   }
 }
 

@@ -16,6 +16,7 @@ TEST_SUITE("run_pieces") {
     const auto nan = nan_watch.on_step(1, std::numeric_limits<double>::quiet_NaN());
     REQUIRE(nan);
     CHECK(*nan == "loss is nan at step 1");
+    CHECK(*divergence_watch(10, 50).on_step(2, -std::nan("")) == "loss is nan at step 2");
     CHECK(divergence_watch().on_step(0, INFINITY));  // even the first step
 
     divergence_watch w(10, 5);

@@ -65,8 +65,16 @@ TEST_SUITE("job_file") {
     for (const auto& p : problems) {
       CAPTURE(p.substr(0, 200));
       CHECK(p.size() < 600);
-      CHECK(p.find("(1048578 characters)") != std::string::npos);
+      CHECK(p.find("(1048576 characters)") != std::string::npos);
     }
+    // Cut between characters, counted as characters: 200 two-byte ones.
+    std::string accents;
+    for (int i = 0; i < 200; ++i)
+      accents += "\xc3\xa9";  // é
+    const auto shown = render_value(accents);
+    CHECK(shown.find("... (200 characters)") != std::string::npos);
+    const auto cut = shown.substr(0, shown.find("..."));
+    CHECK(cut.size() % 2 == 1);  // the opening quote and whole two-byte characters
   }
 
   TEST_CASE("parameters are counted without building the model") {

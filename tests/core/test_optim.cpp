@@ -326,6 +326,18 @@ TEST_SUITE("optim") {
     // Half-way down: steps 29 .. 99, so step 64 is the cosine's middle.
     CHECK(learning_rate(cycle, 64, 100) ==
           doctest::Approx((0.1 + 0.1 / 25 / 1e4) / 2).epsilon(1e-12));
+    // pct_start x T = 1 puts the peak at step 0 (PyTorch divides by zero there): it starts at
+    // lr, never at a NaN, and falls; so does a one-step run with pct_start 1.
+    cycle.schedule.pct_start = 0.1;
+    CHECK(learning_rate(cycle, 0, 10) == doctest::Approx(0.1).epsilon(1e-12));
+    CHECK(learning_rate(cycle, 9, 10) == doctest::Approx(0.1 / 25 / 1e4).epsilon(1e-12));
+    for (int64_t step = 0; step < 10; ++step)
+      CHECK(std::isfinite(learning_rate(cycle, step, 10)));
+    cycle.schedule.pct_start = 1;
+    CHECK(learning_rate(cycle, 0, 1) == doctest::Approx(0.1).epsilon(1e-12));
+    // A peak before step 0 (pct_start x T < 1): below lr at once, as OneCycleLR has it.
+    cycle.schedule.pct_start = 0.3;
+    CHECK(learning_rate(cycle, 0, 3) == doctest::Approx(0.0994).epsilon(1e-3));
   }
 
   TEST_CASE("describe_schedule names the schedule, the warm-up and the last step's rate") {
@@ -347,5 +359,9 @@ TEST_SUITE("optim") {
     auto cycle = with_schedule(lr_schedule_kind::one_cycle);
     CHECK(describe_schedule(cycle, 100) ==
           "one cycle: 0.004 up to 0.1 over 30 steps, down to 4e-07 (last step 4e-07)");
+    // Too few steps for a rise: what the first step takes.
+    CHECK(describe_schedule(cycle, 3) ==
+          "one cycle: no rise (pct_start x steps <= 1), from 0.0994415, down to 4e-07 (last step "
+          "4e-07)");
   }
 }

@@ -152,6 +152,13 @@ TEST_SUITE("job_config") {
     CHECK(to_json(packed)["parallelism"]["compression"] == "int8");
     CHECK(parse_job(json::parse(to_json(packed).dump())).parallelism.compression ==
           compression_kind::int8);
+    // The plan's bytes per step are the packed ones: a quarter and a scale per 1,024 values.
+    packed.data.kind = data_kind::synthetic;
+    plain.data.kind = data_kind::synthetic;
+    const auto flat = make_run_plan(plain, describe_data(plain.data)).bytes_sent_per_step;
+    const auto int8 = make_run_plan(packed, describe_data(packed.data)).bytes_sent_per_step;
+    CHECK(int8 < flat / 3);
+    CHECK(int8 > flat / 4);
   }
 
   TEST_CASE("schedule phases: policies, steps, per-phase keys, and adam across local_sgd -> sync") {

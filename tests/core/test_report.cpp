@@ -396,6 +396,32 @@ TEST_SUITE("report") {
     CHECK(page.find("data-series=\"c (test)\" data-points=\"2\"") != std::string::npos);
   }
 
+  TEST_CASE("a suite of regression jobs shows and draws losses, no accuracy") {
+    const auto job = [](const char* name, double loss) {
+      run_history h;
+      for (int step : {9, 19}) {
+        eval_row e{step, 0.0, "validation", loss, loss};
+        e.has_accuracy = false;  // the figure is an mse
+        h.evals.push_back(e);
+      }
+      return suite_job_history{name, h};
+    };
+    suite_history s;
+    s.name = "s";
+    s.jobs = {job("a", 0.25), job("b", 0.5)};
+    s.leaderboard = {
+        {"ranked_by", "validation_loss"},
+        {"jobs",
+         {{{"name", "a"}, {"rank", 1}, {"validation_loss", 0.25}, {"test_loss", 0.3}},
+          {{"name", "b"}, {"rank", 2}, {"validation_loss", 0.5}, {"test_loss", 0.6}}}}};
+    const auto page = render_suite_page(s, {});
+    CHECK(page.find("<th>validation loss</th><th>test loss</th>") != std::string::npos);
+    CHECK(page.find("acc.") == std::string::npos);
+    CHECK(page.find("50.00%") == std::string::npos);  // no mse shown as a percentage
+    CHECK(page.find("Validation loss per evaluation, every job") != std::string::npos);
+    CHECK(page.find("data-series=\"a\" data-points=\"2\"") != std::string::npos);
+  }
+
   TEST_CASE("record windows sum what they stand for; stride 1 writes records as they are") {
     std::vector<nlohmann::json> out;
     record_windows w([&](const nlohmann::json& j) { out.push_back(j); });

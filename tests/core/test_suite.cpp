@@ -25,6 +25,14 @@ std::vector<std::string> problems_of(const json& j) {
 
 using test::any_contains;
 
+// Two regression jobs with a validation split (the plan, not the suite's parse, checks that the
+// data's targets fit the loss).
+json regression_suite() {
+  return {{"data", {{"type", "synthetic"}, {"validation", 0.1}}},
+          {"training", {{"loss", "mse"}}},
+          {"sweep", {{"seed", {1, 2}}}}};
+}
+
 std::vector<std::size_t> jobs_of(const std::vector<placement>& started) {
   std::vector<std::size_t> jobs;
   for (const auto& p : started)
@@ -346,18 +354,49 @@ TEST_SUITE("suite") {
           "stopped by stop_losers after 3 evaluations: validation accuracy 0.61 < median 0.74");
     CHECK(*stop_loser_reason(1, 0.5, {0.6}) ==
           "stopped by stop_losers after 1 evaluation: validation accuracy 0.5 < median 0.6");
+    // Regression jobs compare losses: above the median is worse.
+    const judged_figure loss{true};
+    CHECK(!stop_loser_reason(3, 0.61, {0.70, 0.74, 0.80}, loss).has_value());
+    CHECK(!stop_loser_reason(3, 0.74, {0.70, 0.74, 0.80}, loss).has_value());
+    CHECK(*stop_loser_reason(3, 0.9, {0.70, 0.74, 0.80}, loss) ==
+          "stopped by stop_losers after 3 evaluations: validation loss 0.9 > median 0.74");
+  }
+
+  TEST_CASE("stop_losers and asha on regression jobs: validation losses, the lower kept") {
+    validation_history h(judged_figure{true});
+    h.feed(
+        "{\"event\":\"eval\",\"step\":9,\"validation_loss\":0.5,\"validation_mse\":0.5}\n"
+        "{\"event\":\"eval\",\"step\":19,\"validation_loss\":0.25,\"validation_mse\":0.25}\n"
+        "{\"event\":\"eval\",\"step\":29,\"test_loss\":0.2,\"test_mse\":0.2}\n");
+    CHECK(h.figures() == std::vector<double>{0.5, 0.25});
+    // A classifier's history skips them: they hold no accuracy.
+    validation_history accuracies;
+    accuracies.feed(
+        "{\"event\":\"eval\",\"step\":9,\"validation_loss\":0.5,"
+        "\"validation_mse\":0.5}\n");
+    CHECK(accuracies.figures().empty());
+
+    asha_rungs rungs({10, 3}, 200, judged_figure{true});
+    CHECK(!rungs.on_evaluation(0, 10, 0.5));  // first at the rung
+    CHECK(!rungs.on_evaluation(1, 10, 0.4));  // a lower loss goes on
+    // The best third of {0.5, 0.4} ends at their 1/3 quantile, 0.4333: 0.45 is above it.
+    const auto high = rungs.on_evaluation(2, 10, 0.45);
+    REQUIRE(high);
+    CHECK(high->find("stopped by asha at the rung of 10 steps: validation loss 0.45 > 0.433333") ==
+          0);
+    CHECK(!rungs.on_evaluation(3, 10, 0.1));
   }
 
   TEST_CASE("stop_losers: validation accuracies from a metrics file read in pieces") {
     validation_history h;
     h.feed("{\"event\":\"step\",\"step\":1,\"loss\":2.3}\n{\"event\":\"eval\",\"step\":1,");
-    CHECK(h.accuracies().empty());  // the eval line is half written
+    CHECK(h.figures().empty());  // the eval line is half written
     h.feed("\"validation_loss\":2.0,\"validation_accuracy\":0.25}\n");
-    CHECK(h.accuracies() == std::vector<double>{0.25});
+    CHECK(h.figures() == std::vector<double>{0.25});
     h.feed("not json\n{\"event\":\"eval\",\"validation_accuracy\":0.5}\n");
     // The final evaluation of the test set is no validation evaluation.
     h.feed("{\"event\":\"eval\",\"test_accuracy\":0.9,\"weights\":\"final\"}\n{\"event\"");
-    CHECK(h.accuracies() == std::vector<double>{0.25, 0.5});
+    CHECK(h.figures() == std::vector<double>{0.25, 0.5});
     CHECK(*h.at(2) == 0.5);
     CHECK(!h.at(3).has_value());
     CHECK(!h.at(0).has_value());
@@ -388,12 +427,21 @@ TEST_SUITE("suite") {
     no_split["jobs"] = {{{"name", "x"}}, {{"name", "y"}, {"data", {{"validation", 0}}}}};
     no_split["stop_losers"] = {{"after", 2}};
     CHECK(any_contains(problems_of(no_split), "job y-"));
-    // A regression has no accuracy to compare: the rule was accepted and never stopped a job.
-    auto regression = base;
-    regression["training"] = {{"loss", "mse"}};
+    // Regression jobs compare validation losses, of one loss only: an mse is no mae, and
+    // classifiers compare accuracies.
+    auto regression = regression_suite();
     regression["stop_losers"] = {{"after", 2}};
+    CHECK(parse_suite(regression).judged.by_loss);
+    auto classifiers = base;
+    classifiers["stop_losers"] = {{"after", 2}};
+    CHECK(!parse_suite(classifiers).judged.by_loss);
+    regression["jobs"] = {{{"name", "x"}}, {{"name", "y"}, {"training", {{"loss", "l1"}}}}};
     CHECK(any_contains(problems_of(regression),
-                       "/stop_losers: compares validation accuracies, and job"));
+                       "/stop_losers: compares the jobs' validation losses, and job y-"));
+    auto mixed = regression_suite();
+    mixed["asha"] = {{"min_steps", 10}};
+    mixed["jobs"] = {{{"name", "x"}}, {{"name", "y"}, {"training", {{"loss", "cross_entropy"}}}}};
+    CHECK(any_contains(problems_of(mixed), "trains with training.loss cross_entropy where job x"));
   }
 
   TEST_CASE("stop_losers: a resumed run's evaluations replace those after its checkpoint") {
@@ -404,7 +452,7 @@ TEST_SUITE("suite") {
         "{\"event\":\"eval\",\"step\":29,\"validation_accuracy\":0.8}\n"
         "{\"event\":\"resumed\",\"step\":19,\"path\":\"x\",\"skipped\":0,\"t\":0}\n"
         "{\"event\":\"eval\",\"step\":29,\"validation_accuracy\":0.8}\n");
-    CHECK(h.accuracies() == std::vector<double>{0.4, 0.7, 0.8});
+    CHECK(h.figures() == std::vector<double>{0.4, 0.7, 0.8});
     CHECK(h.steps() == std::vector<int64_t>{9, 19, 29});
   }
 }

@@ -38,6 +38,18 @@ const json& stat(const json& setting, const char* figure, const char* which) {
   return setting.at(figure).at(which);
 }
 
+const ranking_figure by_validation{true};
+const ranking_figure by_test{false};
+
+// A regression job: its losses, no accuracy.
+suite_job_result regression(const std::string& name, loss_kind loss, const json& overrides,
+                            std::optional<double> validation_loss, double test_loss) {
+  auto r = job(name, run_status::succeeded, overrides, std::nullopt, validation_loss, std::nullopt);
+  r.loss = loss;
+  r.test_loss = test_loss;
+  return r;
+}
+
 }  // namespace
 
 TEST_SUITE("suite") {
@@ -51,7 +63,7 @@ TEST_SUITE("suite") {
     results[1].error = "boom";
     results[2].test_loss = 0.3;
     results[3].test_loss = 0.2;  // ties with c: the lower test loss first
-    CHECK(ranking_of(results) == ranking_figure::test);
+    CHECK(ranking_of(results) == by_test);
     CHECK(rank_jobs(results) == std::vector<std::size_t>{3, 2, 0, 1});
     const auto board = leaderboard_json(results);
     CHECK(board["ranked_by"] == "test_accuracy");
@@ -77,7 +89,7 @@ TEST_SUITE("suite") {
         job("broken", run_status::failed, lr(5), std::nullopt, std::nullopt, std::nullopt),
         job("no_split", run_status::succeeded, lr(6), std::nullopt, std::nullopt, 0.99),
         job("queued", run_status::not_started, lr(7), std::nullopt, std::nullopt, std::nullopt)};
-    CHECK(ranking_of(results) == ranking_figure::validation);
+    CHECK(ranking_of(results) == by_validation);
     // Ranked; completed without the ranking figure; stopped; failed; never started.
     CHECK(rank_jobs(results) == std::vector<std::size_t>{2, 0, 1, 5, 3, 4, 6});
     const auto board = leaderboard_json(results);
@@ -105,6 +117,54 @@ TEST_SUITE("suite") {
     CHECK(summary["jobs"][1]["status"] == "stopped");
     // Interrupted, the suite is stopped, though its jobs' endings count as a success.
     CHECK(suite_summary_json("s", {results[0], results[3]}, true)["status"] == "stopped");
+  }
+
+  TEST_CASE("a suite of regression jobs ranks by validation loss, lowest first") {
+    const auto lr = [](double x, int seed) { return json{{"optimizer.lr", x}, {"seed", seed}}; };
+    std::vector<suite_job_result> results{
+        regression("a1", loss_kind::mse, lr(0.1, 1), 0.30, 0.9),
+        regression("a2", loss_kind::mse, lr(0.1, 2), 0.50, 0.1),
+        regression("b1", loss_kind::mse, lr(0.01, 1), 0.20, 0.8),
+        regression("b2", loss_kind::mse, lr(0.01, 2), 0.20, 0.7),
+        // An mae is no mse: it is listed, not ranked among them.
+        regression("other", loss_kind::l1, {{"training.loss", "l1"}}, 0.01, 0.01),
+        job("broken", run_status::failed, lr(1, 1), std::nullopt, std::nullopt, std::nullopt)};
+    results[5].loss = loss_kind::mse;
+    const auto by = ranking_of(results);
+    CHECK(by == ranking_figure{true, true, loss_kind::mse});
+    CHECK(std::string(to_string(by)) == "validation_loss");
+    CHECK(rank_jobs(results) == std::vector<std::size_t>{2, 3, 0, 1, 4, 5});
+    const auto board = leaderboard_json(results);
+    CHECK(board["ranked_by"] == "validation_loss");
+    CHECK(board["jobs"][0]["rank"] == 1);
+    CHECK(board["jobs"][3]["rank"] == 4);
+    CHECK(board["jobs"][4]["name"] == "other");
+    CHECK(board["jobs"][4]["rank"].is_null());
+    // Settings by mean validation loss: b 0.2 before a 0.4; the l1 setting unranked.
+    const auto& settings = board["settings"];
+    REQUIRE(settings.size() == 4);
+    CHECK(settings[0]["overrides"] == json{{"optimizer.lr", 0.01}});
+    CHECK(settings[0]["rank"] == 1);
+    CHECK(settings[1]["rank"] == 2);
+    CHECK(settings[2]["overrides"] == json{{"training.loss", "l1"}});
+    CHECK(settings[2]["rank"].is_null());
+    const auto table = render_leaderboard(results);
+    CHECK(table.find("acc") == std::string::npos);  // no accuracy column of dashes
+    CHECK(table.find("val loss") != std::string::npos);
+    CHECK(table.find("unranked, trains with l1 and the suite ranks mse losses") !=
+          std::string::npos);
+    CHECK(table.find("0.2000 ± 0.0000") < table.find("0.4000 ± 0.1414"));
+    // Without validation sets: the test loss.
+    for (auto& r : results)
+      r.validation_loss.reset();
+    CHECK(std::string(to_string(ranking_of(results))) == "test_loss");
+    CHECK(rank_jobs(results).front() == 1);  // a2's test loss 0.1
+    // One classifier among them and the suite ranks by accuracy, as before: the regression jobs
+    // have none.
+    results.push_back(
+        job("classifier", run_status::succeeded, lr(2, 1), std::nullopt, std::nullopt, 0.9));
+    CHECK(ranking_of(results) == by_test);
+    CHECK(rank_jobs(results).front() == 6);
   }
 
   TEST_CASE("run_status stopped reads back") {
@@ -153,9 +213,8 @@ TEST_SUITE("suite") {
     CHECK(*settings[0].figures.at("validation_accuracy").std == 0.125);
     CHECK(*settings[0].figures.at("wall_s").mean == 20);
     CHECK(*settings[0].figures.at("wall_s").std == 10);
-    CHECK(rank_settings(settings, ranking_figure::validation) ==
-          std::vector<std::size_t>{2, 0, 1, 3});
-    const auto list = settings_json(settings, results, ranking_figure::validation);
+    CHECK(rank_settings(settings, by_validation) == std::vector<std::size_t>{2, 0, 1, 3});
+    const auto list = settings_json(settings, results, by_validation);
     REQUIRE(list.size() == 4);
     CHECK(list[0]["rank"] == 1);
     CHECK(list[0]["jobs"] == json{"c1", "c2"});
@@ -171,7 +230,7 @@ TEST_SUITE("suite") {
     CHECK(stat(list[3], "validation_accuracy", "mean").is_null());
     CHECK(stat(list[3], "validation_accuracy", "std").is_null());
     // By test accuracy instead: a and c (0.5 each) lead, b (0.25) is third.
-    CHECK(rank_settings(settings, ranking_figure::test)[2] == 1);
+    CHECK(rank_settings(settings, by_test)[2] == 1);
     // The outputs carry them; the table leads with one line per setting.
     CHECK(leaderboard_json(results)["settings"] == list);
     CHECK(suite_summary_json("s", results)["settings"] == list);

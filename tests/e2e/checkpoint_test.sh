@@ -76,12 +76,14 @@ kill_and_resume() {
 declare -A sets
 sets[sync]=""
 sets[local_sgd]="parallelism.policy=local_sgd parallelism.period=4 parallelism.replicas=3"
+# Compressed averages travel against the last average: a resume must stand on it too.
+sets[local_sgd_int8]='parallelism.policy=local_sgd parallelism.period=4 parallelism.replicas=3 parallelism.compression=int8 parallelism.outer_optimizer={"type":"sgd","lr":0.7,"momentum":0.9,"nesterov":true}'
 sets[schedule]='parallelism={"policy":"schedule","replicas":2,"phases":[{"policy":"sync","steps":100},{"policy":"local_sgd","period":5}]}'
 sets[pipeline]='parallelism.replicas=2 parallelism.stages=2 parallelism.micro_batches=2 model.hidden=[64,32]'
 # The ensemble takes no fault injection: more steps keep it running long enough.
 sets[ensemble]="ensemble.members=3 parallelism.replicas=1 training.steps=3000"
 sets[keep_best]="data.validation=0.1 training.keep_best=true optimizer.type=adamw"
-for name in sync local_sgd schedule pipeline ensemble keep_best; do
+for name in sync local_sgd local_sgd_int8 schedule pipeline ensemble keep_best; do
   args=()
   for s in ${sets[$name]}; do args+=(--set "$s"); done
   [ "$name" = keep_best ] && args=(--set data.validation=0.1 --set training.keep_best=true
@@ -93,6 +95,16 @@ for name in sync local_sgd schedule pipeline ensemble keep_best; do
   slow=("${saved_slow[@]}")
 done
 grep -q '"event":"resumed"' "$tmp/sync/metrics.jsonl" && pass || fail "no resumed record"
+# The resume stands on the run's clock, where its checkpoint left it (it said t 0).
+/usr/bin/python3 - "$tmp/sync/metrics.jsonl" <<'PY' && pass || fail "the resumed record's time"
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+at = max(k for k, r in enumerate(records) if r["event"] == "resumed")
+before = [r["t"] for r in records[:at] if r["event"] == "step"]
+after = [r["t"] for r in records[at + 1:] if r["event"] == "step"]
+print("resumed at t", records[at]["t"], "steps before from", before[0], "the next at", after[0])
+assert before[0] <= records[at]["t"] <= after[0]
+PY
 
 # ---- Ctrl-C: a checkpoint where the run stops --------------------------------------------------
 # Without periodic checkpoints: the one Ctrl-C writes is the first (the same weights as sync's).
@@ -251,8 +263,13 @@ json.dump(manifest, open(os.path.join(folder, "manifest.json"), "w"))
 PY
 }
 forge "$tmp/forged_huge" 'state["progress"]["tracker"]["rows_per_epoch"] = [1e30]'
-expect_usage "a count of 1e30 in state.json" "state.json's progress/tracker/rows_per_epoch/0 holds a number troupe never writes" \
+expect_usage "a count of 1e30 in state.json" "state.json's progress is not what troupe writes (rows_per_epoch/0: 1e+30 is not a count)" \
   run --resume "$tmp/forged_huge"
+# A loss beyond int64's range is a figure (a regression on targets of 1e10), not a forgery: its
+# checkpoint resumes (it was refused as a count).
+forge "$tmp/forged_loss" 'state["progress"]["tracker"]["last_loss"] = 1e21; state["progress"]["tracker"]["recent_losses"] = [1e21, 2e21]'
+out=$(timeout 120 "$troupe" run --resume "$tmp/forged_loss" --quiet 2>&1) &&
+  pass || fail "a checkpoint whose loss is 1e21 should resume: $out"
 forge "$tmp/forged_type" 'state["progress"]["tracker"]["completed_steps"] = "many"'
 expect_usage "a string for a count in state.json" "state.json's progress is not what troupe writes" \
   run --resume "$tmp/forged_type"

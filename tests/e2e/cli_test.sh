@@ -69,6 +69,9 @@ expect 2 "/parallelism/replicas" -- "$troupe" validate "$root/configs/synthetic_
   --set parallelism.replicas=0
 expect 2 "--set seed.x=1" -- "$troupe" validate "$root/configs/synthetic_smoke.json" --set seed.x=1
 expect 2 "PATH=VALUE" -- "$troupe" validate "$root/configs/synthetic_smoke.json" --set nonsense
+# The node count --local-nodes sets is named as that option, not as a --set never given.
+expect 2 "error: --local-nodes 9: /cluster/nodes: " -- "$troupe" run \
+  "$root/configs/synthetic_smoke.json" --local-nodes 9 --out "$tmp/nine_nodes"
 # A CPU build (this test's build) refuses a GPU job at plan time, before any output exists.
 expect 2 "/device: asks for cuda:0, but this build of troupe has no CUDA" -- "$troupe" validate \
   "$root/configs/synthetic_smoke.json" --set device=cuda:0
@@ -107,6 +110,17 @@ PY
 expect 2 "not empty" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out"
 expect 0 "succeeded" -- "$troupe" run "$root/configs/synthetic_smoke.json" --out "$out" --force \
   --set training.steps=5 --quiet
+# --force into the job file's own folder would replace it with the resolved job (it did): refused,
+# the file as it was; a job file of another name there is left alone, and the run goes on.
+cp "$root/configs/synthetic_smoke.json" "$out/job.json"
+cp "$out/job.json" "$tmp/job_before.json"
+expect 2 "--out $out --force: would remove or overwrite the job file $out/job.json" -- \
+  "$troupe" run "$out/job.json" --out "$out" --force --set training.steps=5
+cmp -s "$out/job.json" "$tmp/job_before.json" && pass || fail "--force changed the job file"
+cp "$root/configs/synthetic_smoke.json" "$out/mine.json"
+expect 0 "succeeded" -- "$troupe" run "$out/mine.json" --out "$out" --force \
+  --set training.steps=5 --quiet
+[ -f "$out/mine.json" ] && pass || fail "--force removed a job file it does not write"
 # One run in a folder at a time: while a run writes it, --force and --resume are refused (the
 # second cleared the first's files under it; two resumes wrote one checkpoint twice).
 "$troupe" run "$root/configs/synthetic_smoke.json" --out "$tmp/held" --quiet \

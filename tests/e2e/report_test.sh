@@ -123,7 +123,7 @@ check "serve: Ctrl-C" "$status" 0 "$tmp/serve.log" "serving the report of"
 
 # Bad input: each names what is wrong.
 "$troupe" report "$tmp/none" >"$tmp/bad1.log" 2>&1
-check "missing folder" $? 1 "$tmp/bad1.log" "$tmp/none: not a folder"
+check "missing folder" $? 2 "$tmp/bad1.log" "$tmp/none: not a folder"
 mkdir "$tmp/empty"
 "$troupe" report "$tmp/empty" >"$tmp/bad2.log" 2>&1
 check "empty folder" $? 1 "$tmp/bad2.log" "holds neither metrics.jsonl nor summary.json"
@@ -138,6 +138,9 @@ check "garbage lines" $? 0 "$tmp/bad4.log" "wrote"
 grep -q "2 line(s) held no record" "$tmp/noisy/report.html" && pass || fail "skipped lines unsaid"
 "$troupe" report "$tmp/sync" --serve 127.0.0.1:99999 >"$tmp/bad5.log" 2>&1
 check "bad port" $? 2 "$tmp/bad5.log" "--serve"
+# An empty address ("$ADDR" unset) wrote the file instead of serving.
+"$troupe" report "$tmp/sync" --serve "" >"$tmp/bad6.log" 2>&1
+check "empty --serve" $? 2 "$tmp/bad6.log" "--serve: an empty address (is a variable unset?)"
 port=$(grep -o ':[0-9]*/' <<<"$url" | tr -d ':/')
 start busy "$troupe" report "$tmp/sync" --serve "127.0.0.1:${port:-1}"
 finish "$last_pid" 10

@@ -2,8 +2,9 @@
 # Targets other than class labels, and tables: training.loss mse, l1 and bce_with_logits on
 # float targets; data.type csv (libcsv) for regression and classification, trained by the
 # built-in mlp on rows of any width; every figure summary.json reports is recomputed in PyTorch
-# from the saved weights; every bad table is refused before anything runs (exit 2, naming the
-# file, the line and the column; no folder). Skips (77) where /usr/bin/python3 lacks torch.
+# from the saved weights; a suite of regression jobs is ranked, and stopped, by validation loss;
+# every bad table is refused before anything runs (exit 2, naming the file, the line and the
+# column; no folder). Skips (77) where /usr/bin/python3 lacks torch.
 #   table_data_test.sh PATH/TO/troupe
 set -uo pipefail
 troupe=$1
@@ -68,6 +69,35 @@ expect 0 "succeeded" -- "$troupe" run "$tmp/reg.json" --out "$tmp/reg_val" --qui
 expect 2 '/training/keep_best: loss mse has no accuracy; watch "validation_loss" (its mse)' -- \
   "$troupe" validate "$tmp/reg.json" --set data.validation=0.2 \
   --set training.keep_best=validation_accuracy
+
+# A suite of regression jobs ranks by validation loss, the lowest first, and stop_losers stops a
+# job whose validation loss is above the median of the finished jobs' (one job at a time, so the
+# hopeless one meets both).
+cat >"$tmp/reg_suite.json" <<JSON
+{"name": "reg_suite", "seed": 3, "model": {"type": "mlp", "hidden": [32]},
+ "data": $(sed 's/}$/, "validation": 0.2}/' <<<"$reg"),
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+ "training": {"steps": 100, "batch_size": 50, "eval_interval": 20, "loss": "mse"},
+ "devices": [{"device": "cpu", "threads": 2}], "max_concurrent": 1, "stop_losers": {"after": 2},
+ "jobs": [{"name": "good"}, {"name": "fair", "optimizer": {"lr": 0.005}},
+          {"name": "hopeless", "optimizer": {"lr": 1e-7, "momentum": 0},
+           "training": {"steps": 1000000}, "limits": {"time_s": 120}}]}
+JSON
+expect 0 "stopped by stop_losers after 2 evaluations: validation loss" -- \
+  "$troupe" run "$tmp/reg_suite.json" --out "$tmp/reg_suite"
+$py - "$tmp/reg_suite" <<'PY' && pass || fail "the regression suite's leaderboard"
+import json, sys
+folder = sys.argv[1]
+board = json.load(open(f"{folder}/leaderboard.json"))
+own = {n: json.load(open(f"{folder}/{n}/summary.json")) for n in ["good", "fair", "hopeless"]}
+rows = [(r["name"], r["rank"]) for r in board["jobs"]]
+ranked = sorted(["good", "fair"], key=lambda n: own[n]["validation_loss"])
+print(board["ranked_by"], rows, {n: own[n].get("validation_loss") for n in own})
+assert board["ranked_by"] == "validation_loss"
+assert rows == [(ranked[0], 1), (ranked[1], 2), ("hopeless", None)]
+assert own["hopeless"]["status"] == "stopped"
+assert " > median " in own["hopeless"]["error"]
+PY
 
 # Classification on a CSV table (quoted cells, CRLF line ends), the label column last.
 job cls '{"type": "csv", "train": "'$tmp'/cls_train.csv", "test": "'$tmp'/cls_test.csv"}' cross_entropy

@@ -234,8 +234,11 @@ bad wrong_input.pt 'its forward fails on two input rows of shape [2, 1, 28, 28]'
 bad first_row.pt 'for two input rows of shape [2, 1, 28, 28] the model returns Float [1, 10]'
 bad detached.pt 'its output does not depend on its parameters'
 bad tied.pt 'parameters 3.weight and 5.weight are one tensor (a module used twice)'
-expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut an nn.Sequential" -- \
+# The key the job set is named: micro_batches alone (it named stages, which the job never set).
+expect 2 "/parallelism/micro_batches: $tmp/resnet.pt: pipelines (and micro_batches) cut an nn.Sequential" -- \
   "$troupe" validate "$tmp/job.json" --set parallelism.micro_batches=2 --set "$(model resnet.pt)"
+expect 2 "/parallelism/stages: $tmp/resnet.pt: pipelines (and micro_batches) cut an nn.Sequential" -- \
+  "$troupe" validate "$tmp/job.json" --set parallelism.stages=2 --set "$(model resnet.pt)"
 # A stacked ensemble of a scripted nn.Sequential of stackable layers: each member starts from
 # PyTorch's initialization under seed + k, so the scripted MLP's members end bit for bit where
 # the built-in MLP's do, and each member_K.pt loads strictly into the user's module.

@@ -330,6 +330,19 @@ expect 2 "a pipe that no program writes to" -- "$troupe" node --join "127.0.0.1:
 log_has "held connections" "$tmp/coord_h.log" "its node did not join the run within 15 s of connecting"
 finish $coord 30
 check "a run no node joined" $status 1 "$tmp/coord_h.log" ""
+# (after the stranger's test: its coordinator waits only 19 s for joins)
+# An address of no interface here is refused before anything runs, port 0 too (it made its
+# folder and failed the run, exit 1, in CAF's words).
+expect 2 "--listen 192.0.2.1:0: cannot listen there: Cannot assign requested address" -- \
+  "$troupe" coordinator "$tmp/job.json" --listen 192.0.2.1:0 --out "$tmp/dist_elsewhere"
+[ ! -e "$tmp/dist_elsewhere" ] && pass || fail "a coordinator on another machine's address made its folder"
+# Ctrl-C while a node waits for its coordinator is a stop (130), not a failure to reach it (1).
+start waiting "$troupe" node --join 127.0.0.1:1 --connect-timeout 60
+for _ in $(seq 300); do grep -qF "waiting for the coordinator" "$tmp/waiting.log" && break; sleep 0.1; done
+kill -INT "$last_pid"
+finish "$last_pid" 10
+check "node stopped before it joined" "$status" 130 "$tmp/waiting.log" \
+  "stopped by an interrupt before it joined"
 # Its port at once: the connections it closed left it in TIME_WAIT, which refused the port for a
 # minute ("in use") to the coordinator started again there (as an interrupt's hint says to).
 start coord_again "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
