@@ -106,6 +106,37 @@ void exit_if_shutdown_hangs(int code) {
   }).detach();
 }
 
+// Until the agent (monitored by `self`) is down: the run ends it, or a stop request ends it here
+// after a grace period. A terminal's Ctrl-C reaches the coordinator too (--local-nodes, one
+// process group), which stops the run at its step and wants this node's part of the checkpoint;
+// a node that left at once failed that run (exit 1, no checkpoint) when the stop came during an
+// evaluation. The coordinator sees a node that leaves as lost (it fails the run, or replaces the
+// node where it may).
+void wait_for_the_run_to_end(caf::scoped_actor& self, const caf::actor& agent,
+                             const node_options& o,
+                             const std::function<void(const std::string&)>& log) {
+  std::optional<clock_type::time_point> leave_at;
+  for (bool down = false, stopping = false; !down;) {
+    self->receive([&](caf::down_msg&) { down = true; },
+                  caf::after(std::chrono::milliseconds(100)) >>
+                      [&] {
+                        if (stopping || !o.stop_requested || !o.stop_requested->load())
+                          return;
+                        if (!leave_at) {
+                          leave_at = clock_type::now() + stop_grace;
+                          log(fmt::format(
+                              "node {}: stopping: leaving the run in {} s unless it ends "
+                              "first (a second interrupt leaves at once)",
+                              o.name, stop_grace.count()));
+                        }
+                        if (clock_type::now() < *leave_at)
+                          return;
+                        stopping = true;
+                        self->send_exit(agent, caf::exit_reason::user_shutdown);
+                      });
+  }
+}
+
 // Joins and serves the run until the agent stops; the exit code.
 int serve(caf::actor_system& system, guarded_links& links, const node_options& o) {
   const auto log = o.log ? o.log : [](const std::string&) {};
@@ -162,31 +193,7 @@ int serve(caf::actor_system& system, guarded_links& links, const node_options& o
   trusted->allow(gate->first);
   join_request req{o.version, "", o.name, o.threads, o.peer_host, *peer_port, {}};
   self->send(agent, caf::join_atom_v, gate->second, std::move(req), o.token);
-  // The run ends the agent; a stop request ends it here, after a grace period: a terminal's
-  // Ctrl-C reaches the coordinator too (--local-nodes, one process group), which stops the run
-  // at its step and wants this node's part of the checkpoint; a node that left at once failed
-  // that run (exit 1, no checkpoint) when the stop came during an evaluation. The coordinator
-  // sees a node that leaves as lost (it fails the run, or replaces the node where it may).
-  std::optional<clock_type::time_point> leave_at;
-  for (bool down = false, stopping = false; !down;) {
-    self->receive([&](caf::down_msg&) { down = true; },
-                  caf::after(std::chrono::milliseconds(100)) >>
-                      [&] {
-                        if (stopping || !o.stop_requested || !o.stop_requested->load())
-                          return;
-                        if (!leave_at) {
-                          leave_at = clock_type::now() + stop_grace;
-                          log(
-                              fmt::format("node {}: stopping: leaving the run in {} s unless it "
-                                          "ends first (a second interrupt leaves at once)",
-                                          o.name, stop_grace.count()));
-                        }
-                        if (clock_type::now() < *leave_at)
-                          return;
-                        stopping = true;
-                        self->send_exit(agent, caf::exit_reason::user_shutdown);
-                      });
-  }
+  wait_for_the_run_to_end(self, agent, o, log);
   if (o.stop_requested && o.stop_requested->load()) {
     log("node " + o.name + ": stopped by an interrupt; left the run");
     links.unpublish(agent, *peer_port);
