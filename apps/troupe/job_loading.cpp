@@ -4,6 +4,7 @@
 #include "core/config/overrides.hpp"
 #include "core/config/parse_job.hpp"
 #include "core/errors.hpp"
+#include "core/io/shallow_json.hpp"
 #include "core/io/terminal_output.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +19,34 @@ std::string pointer_of(const std::string& assignment) {
   std::string pointer = "/" + assignment.substr(0, assignment.find('='));
   std::replace(pointer.begin(), pointer.end(), '.', '/');
   return pointer;
+}
+
+// Whether the assignment wrote the key at `at` (a JSON pointer): its own path, anything under a
+// value that replaced what was there, or, since an object value merges, a key that value holds:
+// --set 'training={"steps":5}' wrote /training/steps, not the file's /training/bogus.
+bool wrote(const std::string& assignment, const std::string& at) {
+  const auto pointer = pointer_of(assignment);
+  if (at == pointer)
+    return true;
+  if (pointer.size() <= 1 || at.rfind(pointer + "/", 0) != 0)
+    return false;
+  nlohmann::json value;
+  try {
+    value = parse_json_within_depth(assignment.substr(assignment.find('=') + 1));
+  } catch (const json_too_deep&) {
+    return true;  // refused before it could be merged; never reached with a job to blame
+  }
+  const nlohmann::json* node = &value;
+  std::size_t from = pointer.size() + 1;
+  while (node->is_object() && from <= at.size()) {
+    const auto to = std::min(at.find('/', from), at.size());
+    const auto held = node->find(at.substr(from, to - from));
+    if (held == node->end())
+      return false;
+    node = &*held;
+    from = to + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -38,7 +67,8 @@ std::string blamed_source(const job_source& source, const std::string& problem) 
     const auto key = pointer.substr(pointer.rfind('/') + 1);
     const bool named_below =
         pointer.rfind(at + "/", 0) == 0 && !key.empty() && said.find(key) != std::string::npos;
-    if (within(pointer) || named_below || (i < source.created.size() && within(source.created[i])))
+    if (wrote(source.sets[i], at) || named_below ||
+        (i < source.created.size() && within(source.created[i])))
       // A 100 kB --set is named by its start, as its value is.
       return i < source.labels.size() && !source.labels[i].empty()
                  ? source.labels[i]

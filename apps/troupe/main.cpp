@@ -22,6 +22,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace {
@@ -150,6 +151,35 @@ CLI::App* add_certs(CLI::App& app, troupe::certs_command& certs, CLI::App*& cert
   return init;
 }
 
+bool names_a_subcommand(CLI::App& app, const std::string& word) {
+  const auto known = app.get_subcommands([](CLI::App*) { return true; });
+  return std::any_of(known.begin(), known.end(),
+                     [&word](const CLI::App* sub) { return sub->check_name(word); });
+}
+
+// What is wrong with a command line whose subcommand is missing or unknown (`troupe bogus`,
+// `troupe trian`, `troupe -x`, `troupe ""`, `troupe certs bogus`): CLI11 said "A subcommand is
+// required" for each, as if none had been given.
+std::optional<std::string> misplaced_word(CLI::App& app, int argc, char** argv) {
+  const std::string first = argv[1];
+  if (first == "-h" || first == "--help" || first == "--version")
+    return std::nullopt;
+  if (first.empty() || first[0] == '-')
+    return "troupe takes a subcommand first, not '" + first + "' (troupe help lists them)";
+  if (!names_a_subcommand(app, first))
+    return first + " is not a troupe subcommand (troupe help lists them)";
+  auto* sub = app.get_subcommand(first);
+  if (sub->get_subcommands([](CLI::App*) { return true; }).empty())
+    return std::nullopt;
+  if (argc == 2)
+    return "troupe " + first + " takes a subcommand (troupe help " + first + " lists them)";
+  const std::string second = argv[2];
+  if ((second.empty() || second[0] != '-') && !names_a_subcommand(*sub, second))
+    return "'" + second + "' is not a troupe " + first + " subcommand (troupe help " + first +
+           " lists them)";
+  return std::nullopt;
+}
+
 CLI::App* add_report(CLI::App& app, troupe::report_command& report) {
   auto* sub = app.add_subcommand(
       "report", "Draw a run's or a suite's output folder as one HTML page (DIR/report.html)");
@@ -220,16 +250,9 @@ int main(int argc, char** argv) {
     std::fputs(overview.c_str(), stderr);
     return troupe::exit_usage;
   }
-  // A word that is no subcommand (`troupe bogus`, `troupe trian`): CLI11 said "A subcommand is
-  // required", as if none had been given.
-  if (const std::string first = argv[1]; !first.empty() && first[0] != '-') {
-    const auto known = app.get_subcommands([](CLI::App*) { return true; });
-    if (std::none_of(known.begin(), known.end(),
-                     [&first](const CLI::App* sub) { return sub->check_name(first); })) {
-      std::fprintf(stderr, "error: %s is not a troupe subcommand (troupe help lists them)\n",
-                   first.c_str());
-      return troupe::exit_usage;
-    }
+  if (const auto problem = misplaced_word(app, argc, argv)) {
+    std::fprintf(stderr, "error: %s\n", problem->c_str());
+    return troupe::exit_usage;
   }
   try {
     app.parse(argc, argv);

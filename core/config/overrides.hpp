@@ -1,6 +1,7 @@
 // The command line's `--set PATH=VALUE`: changes one key of a job's JSON before validation.
 // PATH is dot-separated keys (a non-negative integer segment indexes an existing array);
-// VALUE is parsed as JSON when it parses, and taken as a plain string otherwise. It is applied
+// VALUE is parsed as JSON when it parses, and taken as a plain string otherwise (unless it
+// begins with '{' or '[': then it must be JSON, and a typo in it is named). It is applied
 // as a JSON merge patch (RFC 7386), the rule a suite's `jobs` entries follow: an object merges
 // into the object at PATH (keys it leaves out stay), null removes the key, anything else
 // replaces. A training length (training.steps or training.epochs) replaces the other one.

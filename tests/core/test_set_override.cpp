@@ -85,7 +85,16 @@ TEST_SUITE("job_config") {
     CHECK(only_problem([&] { apply_override(j, "foo"); }) == "--set foo: expected PATH=VALUE");
     CHECK(only_problem([&] { apply_override(j, "=3"); }) == "--set =3: empty path");
     CHECK(only_problem([&] { apply_override(j, "a..b=1"); }) == "--set a..b=1: empty key in path");
+    // A value that begins as JSON and breaks is a typo, named where it breaks, not a string.
+    CHECK(only_problem([&] {
+            apply_override(j, "model={\"type\":");
+          }).find("--set model={\"type\":: the value:1:9: invalid JSON: ") == 0);
+    CHECK(only_problem([&] {
+            apply_override(j, "model.hidden= [64,");
+          }).find("begins with '[' is read as JSON") != std::string::npos);
     CHECK(j == before);
+    apply_override(j, "name=\"[draft]\"");  // the string, given as one
+    CHECK(j["name"] == "[draft]");
   }
 
   TEST_CASE("--set of an unknown key is left for parse_job to report") {

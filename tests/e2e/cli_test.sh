@@ -23,6 +23,11 @@ expect 2 "" -- "$troupe"
 expect 2 "job" -- "$troupe" run
 # A word that is no subcommand is named (CLI11 said "A subcommand is required").
 expect 2 "error: trian is not a troupe subcommand (troupe help lists them)" -- "$troupe" trian
+expect 2 "error: troupe takes a subcommand first, not '-x'" -- "$troupe" -x
+expect 2 "error: troupe takes a subcommand first, not ''" -- "$troupe" ""
+expect 2 "error: 'bogus' is not a troupe certs subcommand (troupe help certs lists them)" -- \
+  "$troupe" certs bogus
+expect 2 "error: troupe certs takes a subcommand" -- "$troupe" certs
 expect 0 "troupe" -- "$troupe" --version
 expect 2 "--bogus" -- "$troupe" run "$root/configs/synthetic_smoke.json" --bogus
 expect 2 "cannot open" -- "$troupe" validate "$tmp/missing.json"

@@ -101,6 +101,12 @@ expect 2 "error: --set training.clip_grad_value=1: /training: give clip_grad_nor
 echo '{"optimizer": {"lrr": 0.1}}' >"$tmp/typo.json"
 expect 2 "$tmp/typo.json: /optimizer/lrr: unknown key (did you mean \"lr\"?" -- "$troupe" validate \
   "$tmp/typo.json"
+# An object --set merges into the file's object: a bad key beside its keys is still the file's.
+expect 2 "error: $tmp/typo.json: /optimizer/lrr: unknown key" -- "$troupe" validate \
+  "$tmp/typo.json" --set 'optimizer={"lr": 0.2}'
+# A value that begins as JSON and breaks is named where it breaks, not taken as a string.
+expect 2 "error: --set model={\"type\":: the value:1:9: invalid JSON" -- "$troupe" validate \
+  "$tmp/typo.json" --set 'model={"type":'
 
 # --- 9: an existing --out is refused before the plan ----------------------------------------
 mkdir -p "$tmp/taken" && touch "$tmp/taken/x"
