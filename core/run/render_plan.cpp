@@ -14,12 +14,21 @@
 namespace troupe {
 namespace {
 
+// How far apart streaming fragments' averages come: fragment f is offset by f * period / F
+// steps (rounded down), so where F does not divide the period the gaps are its floor and ceil
+// (period 3, 2 fragments: after steps 2, 3, 5, 6, ...).
+std::string fragment_spacing(int64_t period, int64_t fragments) {
+  const auto gap = period / fragments;
+  return period % fragments == 0 ? std::to_string(gap)
+                                 : std::to_string(gap) + " or " + std::to_string(gap + 1);
+}
+
 void render_policy(std::ostringstream& out, const run_plan& p) {
   const auto& par = p.job.parallelism;
   out << "  policy: " << to_string(par.policy);
   if (par.policy == policy_kind::local_sgd && par.fragments > 1)
     out << " (" << par.fragments << " streaming fragments, each averaged every " << par.period
-        << " steps, one every " << par.period / par.fragments
+        << " steps, one every " << fragment_spacing(par.period, par.fragments)
         << (par.fragment_overlap > 0
                 ? ", merged " + std::to_string(par.fragment_overlap) +
                       " steps later while the replicas go on (the average's share " +

@@ -39,6 +39,13 @@ TEST_SUITE("job_config") {
     CHECK(
         render_plan(plan).find("4 streaming fragments, each averaged every 8 steps, one every 2") !=
         std::string::npos);
+    // A period the fragments do not divide: the gaps between their averages are 1 and 2.
+    auto uneven = base;
+    uneven["parallelism"]["period"] = 3;
+    uneven["parallelism"]["fragments"] = 2;
+    CHECK(render_plan(make_run_plan(parse_job(uneven), describe_data(job.data)))
+              .find("2 streaming fragments, each averaged every 3 steps, one every 1 or 2") !=
+          std::string::npos);
     check_one_problem({{"parallelism", {{"fragments", 2}}}},
                       {"/parallelism/fragments", "is for policy local_sgd, not sync"});
     check_one_problem({{"parallelism", {{"policy", "local_sgd"}, {"fragments", 0}}}},
