@@ -20,7 +20,7 @@ starts after (the run that ended recorded it, with the parts that came; measured
 step 129, checkpoint after 134, step 134's loss 0.1 off and the resumed steps right). Those are left out of the comparison where their
 loss differs (and named): the steps after them show whether the weights were right.
 
-So: exit 0 when the final weights are within TOLERANCE, or when the per-step training losses
+So: exit 0 when the final weights are within TOLERANCE (0: the same bit for bit), or when the per-step training losses
 agree within TOLERANCE up to a step where they part by less than 1e-3 (a flip's signature);
 else 1. At a failure's, a redo's, a join's or a resume's step and the one after, the bound is
 1e-4: a flip there parts them by about 2e-5 (a flip hidden among the steps left out shows
@@ -83,6 +83,8 @@ if parted is None:
 jump = abs(ref[parted] - got[parted])
 flip = jump < (FLIP_AT_EVENT if parted in at_event else FLIP)
 verdict = "a ReLU flip" if flip else "not a float-order flip"
+if tolerance == 0:  # bit for bit asked: the same sums in the same order, so no flip either
+    flip, verdict = False, "bit for bit asked"
 if parted in at_event:
     verdict += ": next to a failure, redo, join or resume"
 print(f"max abs difference {worst:.3g}: losses within {tolerance} up to step {parted}, "
