@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -58,15 +59,39 @@ class native_run {
   native_run(const std::string& job_text, const std::string& job_path,
              const std::vector<std::string>& sets, const std::string& out, bool force) {
     cmd_.job = job_source{job_path, sets, {}, {}};
-    cmd_.out = out;
     cmd_.force = force;
     cmd_.quiet = true;
     {
       py::gil_scoped_release unlocked;
-      run_.emplace(prepare_single_run(cmd_, single_job_request(job_text, job_path, sets, "run")));
+      auto request = single_job_request(job_text, job_path, sets, "run");
+      // The folder and the data are fixed here, against the working directory of the call: the
+      // run writes and reads on a thread of its own, and a notebook's os.chdir (%cd) meanwhile
+      // sent its weights and summary.json into another run's folder of the same name, and
+      // its data path to a folder without the data.
+      cmd_.out =
+          std::filesystem::absolute(
+              out.empty()
+                  ? default_run_directory(parse_loaded_job(request.source, request.json).name)
+                  : out)
+              .lexically_normal()
+              .string();
+      run_.emplace(prepare_single_run(cmd_, std::move(request)));
+      folder_ = run_->dir->path();
+      if (!run_->preloaded) {
+        try {
+          run_->preloaded = load_dataset(run_->plan.job.data, run_->plan.job.seed);
+        } catch (const std::exception&) {
+          // The run loads it again, fails as `troupe run` does and says why in summary.json.
+        }
+      }
     }
     worker_ = std::thread([this] {
       auto result = complete_single_run(cmd_, *run_, stop_);
+      // Done: the folder's lock is let go (a finished Run held it while Python kept the object,
+      // and another run into that folder was refused as if this one still wrote there), and so
+      // is the data.
+      run_->dir.reset();
+      run_->preloaded.reset();
       std::lock_guard<std::mutex> lock(mutex_);
       result_ = std::move(result);
       changed_.notify_all();
@@ -85,15 +110,26 @@ class native_run {
   native_run(const native_run&) = delete;
   native_run& operator=(const native_run&) = delete;
 
-  std::string folder() const { return run_->dir->path(); }
+  std::string folder() const { return folder_; }
   std::string plan_text() const { return render_plan(run_->plan); }
 
   /// Waits up to `seconds` for the run to end; true when it has.
   bool wait(double seconds) {
-    py::gil_scoped_release unlocked;
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, std::chrono::duration<double>(seconds),
-                             [this] { return result_.has_value(); });
+    PyThreadState* const state = PyEval_SaveThread();
+    bool ended = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ended = changed_.wait_for(lock, std::chrono::duration<double>(seconds),
+                                [this] { return result_.has_value(); });
+    }
+    // A daemon thread waiting here while the interpreter exits: taking the GIL back would end
+    // this thread by unwinding it through C++ frames that cannot be unwound (std::terminate, the
+    // process aborted mid-run). It is parked instead; the atexit handler of python/troupe has
+    // stopped the run and waited for its folder to be whole.
+    while (_Py_IsFinalizing())
+      std::this_thread::sleep_for(std::chrono::hours(1));
+    PyEval_RestoreThread(state);
+    return ended;
   }
 
   void stop() { stop_.store(true); }
@@ -112,6 +148,7 @@ class native_run {
  private:
   run_command cmd_;
   std::optional<single_run> run_;
+  std::string folder_;  ///< absolute
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable changed_;

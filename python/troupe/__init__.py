@@ -13,12 +13,14 @@ the troupe program. A bad job raises JobError (a ValueError) naming every proble
 anything is written. Ctrl-C while waiting stops the run after its step, as in the terminal,
 leaving its folder whole, and is raised again as KeyboardInterrupt.
 """
+import atexit
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+import weakref
 
 from . import _native
 from ._folders import RunFolder, SuiteFolder, read_records, read_run, read_suite, read_summary
@@ -39,7 +41,7 @@ def _job_args(job):
         try:
             # JSON has no NaN or infinity: Python's "NaN" would reach troupe as a syntax error
             # at a place of text the user never wrote.
-            return json.dumps(job, allow_nan=False), ""
+            return json.dumps(job, allow_nan=False, default=_json_value), ""
         except ValueError:
             raise ValueError("the job holds a NaN or an infinity (a float('nan') or "
                              "float('inf') among its values): a job is JSON, which has "
@@ -49,12 +51,31 @@ def _job_args(job):
     raise TypeError(f"a job is a dict or a job file's path, not {type(job).__name__}")
 
 
+def _json_value(value):
+    """json.dumps's fallback for what a sweep's dict often holds: numpy's scalars
+    (np.float32(0.1), np.int64(30)) and paths, as the numbers and strings they stand for."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if type(value).__module__ == "numpy" and callable(getattr(value, "item", None)):
+        return value.item()
+    raise TypeError(f"the job holds {value!r}, a {type(value).__name__}: a job is JSON (dicts, "
+                    "lists, str, int, float, bool and None)")
+
+
+def _executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def binary():
     """The troupe program: $TROUPE_BINARY, else the one built or installed with this module,
     else `troupe` on PATH."""
-    candidates = [os.environ.get("TROUPE_BINARY", "")] + list(_native.binary_candidates)
-    for path in candidates:
-        if path and os.access(path, os.X_OK):
+    chosen = os.environ.get("TROUPE_BINARY", "")
+    if chosen:  # a typo there fell back to another troupe silently
+        if not _executable(chosen):
+            raise FileNotFoundError(f"TROUPE_BINARY={chosen}: not an executable file")
+        return chosen
+    for path in _native.binary_candidates:
+        if _executable(path):
             return path
     found = shutil.which("troupe")
     if found:
@@ -107,10 +128,14 @@ def _checked_sets(sets):
 
 
 def _checked_out(out):
-    if out is not None and not isinstance(out, (str, os.PathLike)):
+    if out is None:
+        return ""
+    if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out is a folder's path (a str or os.PathLike), got a "
                         f"{type(out).__name__}")
-    return _no_nul(os.fspath(out or ""), "out")
+    if not os.fspath(out):  # as the program refuses --out ""
+        raise ValueError("out is an empty folder name (None chooses runs/NAME-TIMESTAMP)")
+    return _no_nul(os.fspath(out), "out")
 
 
 def _checked_nodes(local_nodes):
@@ -143,6 +168,21 @@ def validate(job, sets=()):
     return _with_job_file(job, check)
 
 
+# The Runs not yet collected: at the interpreter's exit each is stopped after its step and
+# waited for, so that a Run a daemon thread waits on (or one still referenced) leaves its folder
+# whole; the daemon thread itself is parked by the native wait, never resumed.
+_live_runs = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_runs():
+    for live in list(_live_runs):
+        live.stop()
+    for live in list(_live_runs):
+        while not live._native.wait(0.1):
+            pass
+
+
 class Run:
     """A single job training in this process (see start()). Its folder exists from the start;
     `records()` follows its metrics.jsonl, `wait()` returns summary.json's contents."""
@@ -151,8 +191,9 @@ class Run:
         text, path = _job_args(job)
         self._native = _native.Run(text, path, _checked_sets(sets), _checked_out(out),
                                    bool(force))
-        self.folder = self._native.folder
+        self.folder = self._native.folder  # absolute: os.chdir meanwhile does not move it
         self.plan = self._native.plan
+        _live_runs.add(self)
 
     def done(self):
         return self._native.done()

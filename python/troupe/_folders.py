@@ -90,7 +90,8 @@ def _frames_by_event(records):
 
 
 class RunFolder:
-    """One run's folder: `summary` and `job` (dicts; summary None while it runs), `records`
+    """One run's folder: `summary` and `job` (dicts; summary None while it runs, job None in the
+    moment between a run claiming its folder and writing job.json), `records`
     (every metrics.jsonl record) and `metrics`, a pandas DataFrame per event kind ("step",
     "worker_step", "eval", "confusion", "node_lost", ...), one row per record."""
 
@@ -106,7 +107,8 @@ class RunFolder:
         metrics = os.path.join(self.folder, "metrics.jsonl")
         self.summary = read_summary(self.folder)
         has_metrics = _regular_file(metrics)
-        if self.summary is None and not has_metrics:
+        # A run that has just claimed its folder has written nothing yet: it holds the lock.
+        if self.summary is None and not has_metrics and not self.running:
             raise ValueError(f"{self.folder}: holds neither metrics.jsonl nor summary.json: not "
                              "a run's output folder")
         self.job = _read_json(os.path.join(self.folder, "job.json"))

@@ -85,6 +85,9 @@ class Module(unittest.TestCase):
     def test_records_are_followed_while_the_job_trains(self):
         run = troupe.start(synthetic("follow", steps=60), out="follow")
         self.assertTrue(os.path.isdir(run.folder))
+        # Read at once, before the run wrote anything, it is a running run, not "not a run's
+        # output folder" (found probing).
+        self.assertTrue(troupe.read_run(run.folder).running or run.done())
         self.assertIn("parameters", run.plan)
         steps, evals = [], 0
         for record in run.records():
@@ -149,6 +152,44 @@ class Module(unittest.TestCase):
         next(r for r in run.records() if r["event"] == "step")
         del run
         self.assertEqual(troupe.read_run("dropped").summary["status"], "failed")
+
+    def test_a_working_directory_change_while_training_moves_neither_folder_nor_data(self):
+        # Found probing: the run wrote its weights and summary.json into ../b/out, over another
+        # run's, and read a relative data path from there.
+        os.makedirs("cd_elsewhere/cd_run", exist_ok=True)
+        with open("cd_elsewhere/cd_run/summary.json", "w") as f:
+            f.write('{"status": "another run"}')
+        if not os.path.exists("fm"):
+            os.symlink(FASHION, "fm")
+        job = synthetic("cd_run", steps=200, data={"type": "fashion_mnist", "path": "fm"})
+        run = troupe.start(job, out="cd_run", force=True)
+        self.assertEqual(run.folder, os.path.join(self.tmp, "cd_run"))
+        os.chdir("cd_elsewhere")
+        try:
+            summary = run.wait()
+        finally:
+            os.chdir(self.tmp)
+        self.assertEqual(summary["status"], "succeeded", summary)
+        self.assertTrue(os.path.exists("cd_run/final_weights.pt"))
+        self.assertEqual(troupe.read_summary("cd_elsewhere/cd_run"), {"status": "another run"})
+        # Ended, it has let go of its folder though the object lives: another run may go there.
+        self.assertFalse(troupe.read_run("cd_run").running)
+        again = troupe.run(synthetic("cd_run", steps=5), out="cd_run", force=True)
+        self.assertEqual(again["status"], "succeeded")
+        del run
+
+    def test_a_daemon_thread_waiting_at_exit_leaves_the_folder_whole(self):
+        # Found probing: the interpreter's exit aborted the process (std::terminate, exit 134)
+        # with the run's folder lacking summary.json.
+        script = ("import threading, troupe, sys\n"
+                  f"job = {synthetic('daemon', steps=100000)!r}\n"
+                  "run = troupe.start(job, out='daemon')\n"
+                  "threading.Thread(target=run.wait, daemon=True).start()\n"
+                  "next(r for r in run.records() if r['event'] == 'step')\n")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertTrue(troupe.read_summary("daemon")["error"].startswith("interrupted"))
 
     def test_a_suite_runs_through_the_program_and_reads_as_a_leaderboard(self):
         suite = synthetic("sweep", steps=20)
@@ -292,6 +333,23 @@ class Module(unittest.TestCase):
             troupe.start(synthetic("bad"), out=b"bytes_out")
         with self.assertRaisesRegex(TypeError, "local_nodes is a count"):
             troupe.run(synthetic("bad"), out="bad_nodes", local_nodes="x")
+        with self.assertRaisesRegex(ValueError, "out is an empty folder name"):
+            troupe.start(synthetic("bad"), out="")
+        # A sweep's numpy scalars and paths are the numbers and strings they stand for.
+        numpy_job = synthetic("numpy", steps=np.int64(30))
+        numpy_job["optimizer"]["lr"] = np.float32(0.25)
+        self.assertIn("training: 30 steps", troupe.validate(numpy_job))
+        with self.assertRaisesRegex(TypeError, "the job holds .*a set"):
+            troupe.validate(synthetic("bad", seed={1}))
+        before = os.environ.get("TROUPE_BINARY")
+        for wrong in (self.tmp, os.path.join(self.tmp, "no_such_troupe")):
+            os.environ["TROUPE_BINARY"] = wrong
+            with self.assertRaisesRegex(FileNotFoundError, "TROUPE_BINARY=.*not an executable"):
+                troupe.binary()
+        if before is None:
+            del os.environ["TROUPE_BINARY"]
+        else:
+            os.environ["TROUPE_BINARY"] = before
         troupe.run(synthetic("foreign", steps=5), out="foreign")
         torch.save(torch.nn.Linear(784, 10).state_dict(), "foreign/final_weights.pt")
         with self.assertRaisesRegex(ValueError, r"foreign/final_weights.pt: holds a dictionary "
