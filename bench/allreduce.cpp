@@ -22,6 +22,7 @@
 #include "actors/exchange/ring_exchange.hpp"
 #include "actors/links/guarded_links.hpp"
 #include "actors/links/tls_session.hpp"
+#include "bench/median.hpp"
 #include "core/cluster/certs.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/collective/gloo_mesh.hpp"
@@ -207,8 +208,7 @@ nlohmann::json time_sizes(int64_t rank, int64_t ranks, const std::vector<double>
       if (i >= warmup)
         times.push_back(s);
     }
-    std::sort(times.begin(), times.end());
-    const double median = times[times.size() / 2];
+    const double median = bench::median(times);
     const double bytes = static_cast<double>(numels[k]) * 4;
     rows.push_back({{"size_mb", sizes_mb[k]},
                     {"median_s", median},

@@ -39,7 +39,7 @@ def rank_main(rank, args, port, queue):
                 raise RuntimeError(f"wrong sum at {mb} MB")
             if i >= args.warmup:
                 times.append(seconds)
-        median = sorted(times)[len(times) // 2]
+        median = statistics.median(times)  # of an even count, the mean of the middle two
         nbytes = numel * 4
         results.append({"size_mb": mb, "median_s": median, "times_s": times,
                         "algbw_gbs": nbytes / median / 1e9,

@@ -16,6 +16,7 @@
 //
 //   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--model mlp|cnn] [--data DIR]
 #include "bench/bench_models.hpp"
+#include "bench/median.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/metrics/jsonl_writer.hpp"
 #include "core/run/allocator_settings.hpp"
@@ -100,10 +101,7 @@ measured run_once(const dataset_ptr& data, int64_t steps, int64_t every, const s
   return m;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using bench::median;
 
 // The state a checkpoint of this job holds: the flat weights and the optimizer's bytes.
 std::pair<int64_t, int64_t> state_bytes(const dataset_ptr& data, const job_config& job) {

@@ -108,9 +108,9 @@ double suite(const bench_options& o, int64_t k) {
   const auto start = clock_type::now();
   const int rc = std::system(command.c_str());
   const double seconds = seconds_since(start);
-  std::filesystem::remove_all(folder);
-  if (rc != 0)
+  if (rc != 0)  // the folder kept: the message names its log
     throw std::runtime_error("the suite failed: " + command);
+  std::filesystem::remove_all(folder);
   return static_cast<double>(o.steps * o.batch) * static_cast<double>(k) / seconds /
          static_cast<double>(k);
 }
@@ -136,13 +136,16 @@ int main(int argc, char** argv) {
       const double s = stacked(o, k, data);
       const double q = sequential(o, k, *data);
       const double j = suite(o, k);
-      rows.push_back({{"members", k},
-                      {"stacked_samples_per_s_per_model", s},
-                      {"sequential_samples_per_s_per_model", q},
-                      {"suite_samples_per_s_per_model", j},
-                      {"stacked_over_sequential", s / q},
-                      {"stacked_over_suite", s / j},
-                      {"target_4x_met", k != 32 || s / q >= 4.0}});
+      rows.push_back(
+          {{"members", k},
+           {"stacked_samples_per_s_per_model", s},
+           {"sequential_samples_per_s_per_model", q},
+           {"suite_samples_per_s_per_model", j},
+           {"stacked_over_sequential", s / q},
+           {"stacked_over_suite", s / j},
+           // The 4x target is set for K = 32 only: null for the other sizes (true,
+           // which it said, claimed a target no one set).
+           {"target_4x_met", k == 32 ? nlohmann::json(s / q >= 4.0) : nlohmann::json()}});
     }
     nlohmann::json out = {{"benchmark", "ensemble"},
                           {"hidden", o.hidden},

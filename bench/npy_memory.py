@@ -117,7 +117,12 @@ def run_sampled(command, preexec_fn=None):
 
 def steps_per_second(metrics):
     records = [json.loads(line) for line in open(metrics)]
-    times = [r["t"] for r in records if r.get("event") == "step"]
+    steps = [r for r in records if r.get("event") == "step"]
+    # A thinned file's window records stand for several steps each: counted as one, the rate
+    # came out a fraction of the true one, by another fraction for each variant.
+    if any("steps" in r for r in steps):
+        sys.exit(f"{metrics}: thinned (window records of several steps): run fewer steps")
+    times = [r["t"] for r in steps]
     if len(times) < 20:
         sys.exit(f"{metrics}: too few step records")
     skip = len(times) // 10

@@ -14,6 +14,7 @@
 //   optimizer_step_bench [--model mlp|cnn] [--optimizer sgd|adam] [--steps 2000] [--rounds 5]
 //                        [--threads 1]
 #include "bench/bench_models.hpp"
+#include "bench/median.hpp"
 #include "core/model/flat_parameters.hpp"
 #include "core/model/network.hpp"
 #include "core/optim/flat_optimizer.hpp"
@@ -33,10 +34,7 @@ using namespace troupe;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 // Microseconds per call of `step`, over `steps` calls.
 template <class Step>

@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
           unthinned_bytes += static_cast<double>(to_json(p).dump().size() + 1);
       }
       if (s % 3000 == 2999)  // an evaluation every 3 s of run
-        metrics.write(to_json(records::eval{s, s / 937, "test", loss, 0.9 - loss / 10, 10000,
-                                            0.05, t, ""}));
+        metrics.write(
+            to_json(records::eval{s, s / 937, "test", loss, 0.9 - loss / 10, 10000, 0.05, t, ""}));
       windows.set_stride(budget.stride_after(metrics.bytes_written(), t));
     }
     windows.flush();
@@ -94,22 +94,21 @@ int main(int argc, char** argv) {
   std::ofstream(fs::path(dir) / "report.html") << page;
 
   const double bytes = static_cast<double>(fs::file_size(fs::path(dir) / "metrics.jsonl"));
-  const double reference = unthinned_bytes * static_cast<double>(steps) /
-                           static_cast<double>(sampled_steps);
-  nlohmann::json out = {
-      {"benchmark", "report_hour"},
-      {"simulated_s", seconds},
-      {"steps", steps},
-      {"workers", workers},
-      {"metrics_mb", bytes / 1e6},
-      {"unthinned_metrics_mb", reference / 1e6},
-      {"ratio_to_unthinned", bytes / reference},
-      {"budget_mb", metrics_budget().allowance(seconds) / 1e6},
-      {"step_records", history.steps.size()},
-      {"report_read_s", read_s},
-      {"report_draw_s", draw_s},
-      {"report_html_kb", static_cast<double>(page.size()) / 1e3},
-      {"simulate_and_write_s", write_s}};
+  const double reference =
+      unthinned_bytes * static_cast<double>(steps) / static_cast<double>(sampled_steps);
+  nlohmann::json out = {{"benchmark", "report_hour"},
+                        {"simulated_s", seconds},
+                        {"steps", steps},
+                        {"workers", workers},
+                        {"metrics_mb", bytes / 1e6},
+                        {"unthinned_metrics_mb", reference / 1e6},
+                        {"ratio_to_unthinned", bytes / reference},
+                        {"budget_mb", metrics_budget().allowance(seconds) / 1e6},
+                        {"step_records", history.steps.size()},
+                        {"report_read_s", read_s},
+                        {"report_draw_s", draw_s},
+                        {"report_html_kb", static_cast<double>(page.size()) / 1e3},
+                        {"simulate_and_write_s", write_s}};
   std::cout << out.dump(2) << "\n";
   return 0;
 }

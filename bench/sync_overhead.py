@@ -91,7 +91,9 @@ def main():
                                "--threads", "1"] + common
     variants["halves_2x1"] = halves  # a list of commands: run at once
     rates = {name: [] for name in variants}
-    peak_mb = {name: 0.0 for name in variants}
+    # None where the variant reports none (DDP's ranks, the halves' processes): 0.0 read as a
+    # measured figure.
+    peak_mb = {name: None for name in variants}
     state_mb = {}
     for round_index in range(args.rounds):
         for name, cmd in variants.items():
@@ -101,7 +103,8 @@ def main():
                 result = run_one(cmd)
             rate = result["samples_per_s"]
             rates[name].append(rate)
-            peak_mb[name] = max(peak_mb[name], result.get("peak_rss_mb", 0.0))
+            if "peak_rss_mb" in result:
+                peak_mb[name] = max(peak_mb[name] or 0.0, result["peak_rss_mb"])
             if "state_mb" in result:
                 state_mb[name] = result["state_mb"]
             print(f"round {round_index + 1} {name}: {rate:.0f} samples/s", file=sys.stderr)
