@@ -26,8 +26,11 @@ def run(troupe, out, precision, steps, model):
             "--set", "training.eval_interval=0"]
     if model == "cnn":
         sets += ["--set", 'model={"type":"cnn","channels":[16,32],"hidden":[128]}']
-    subprocess.run([troupe, "run", os.path.join(ROOT, "configs", "fashion_mlp_sync.json"),
-                    "--out", out, "--quiet", *sets], check=True, capture_output=True)
+    cmd = [troupe, "run", os.path.join(ROOT, "configs", "fashion_mlp_sync.json"), "--out", out,
+           "--quiet", *sets]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:  # troupe's own message, not only "returned non-zero exit status"
+        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr.strip()[-2000:]}")
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
     return s["samples_per_s"], s["test_accuracy"]

@@ -43,8 +43,10 @@ FIXED_MB = 32.0  # what troupe may hold beyond a plain loop's memory, whatever R
 
 
 def run_one(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:  # its own message, not only "returned non-zero exit status 1"
+        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run_at_once(cmds):
