@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
