@@ -85,6 +85,11 @@ def load_model(folder, weights="final"):
             raise FileNotFoundError(f"{path}: the run is a stacked ensemble of {len(members)} "
                                     f"members, each its own model: pass weights=0 .. "
                                     f"{len(members) - 1}")
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"{folder}: no such run folder")
+        if members and weights != "best":
+            raise FileNotFoundError(f"{path}: no such member: the run is a stacked ensemble of "
+                                    f"{len(members)} (weights=0 .. {len(members) - 1})")
         raise FileNotFoundError(f"{path}: no such weights (the run failed or did not keep them)")
     job_file = os.path.join(folder, "job.json")
     try:
@@ -97,7 +102,13 @@ def load_model(folder, weights="final"):
     state = _read_weights(path)
     if model["type"] == "torchscript":
         script = os.path.join(folder, "final_model.pt")
-        module = torch.jit.load(script if os.path.exists(script) else model["path"])
+        if not os.path.exists(script):  # a stacked ensemble's: the job's own file, architecture
+            script = model["path"]
+            if not os.path.exists(script):
+                raise FileNotFoundError(
+                    f"{path}: the run's model is the TorchScript file {script!r} ({job_file}), "
+                    f"a path relative to where the run ran: not found from {os.getcwd()}")
+        module = torch.jit.load(script)
     elif model["type"] in ("mlp", "cnn"):
         try:
             module = _built_in(model, state)

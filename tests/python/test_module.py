@@ -298,6 +298,14 @@ class Module(unittest.TestCase):
             troupe.load_model("unfinished")
         with self.assertRaisesRegex(ValueError, "'worst'"):
             troupe.load_model("unfinished", weights="worst")
+        with self.assertRaisesRegex(FileNotFoundError, "no_such_run: no such run folder"):
+            troupe.load_model("no_such_run")
+        os.makedirs("fake_members", exist_ok=True)
+        for k in range(2):
+            open(f"fake_members/member_{k}.pt", "w").close()
+        with self.assertRaisesRegex(FileNotFoundError, "member_5.pt: no such member: the run is "
+                                    r"a stacked ensemble of 2 \(weights=0 .. 1\)"):
+            troupe.load_model("fake_members", weights=5)
 
     def test_weights_are_read_as_tensors_only_never_unpickled_as_code(self):
         # Found probing as a hostile user: load_model used torch.load, which runs whatever a
