@@ -196,11 +196,53 @@ std::string blamed_in_suite(const job_source& source, const nlohmann::json& file
   return blamed_source(source, problem.substr(slash));
 }
 
+// Whether the suite file itself gives job `entry`'s key at `key` (JSON pointers; entry "" for a
+// sweep's job): set by its entry, or swept.
+bool file_sets(const nlohmann::json& file, const std::string& entry, const std::string& key) {
+  try {
+    const nlohmann::json::json_pointer at(key);
+    if (!entry.empty() && file.contains(nlohmann::json::json_pointer(entry)) &&
+        file.at(nlohmann::json::json_pointer(entry)).contains(at))
+      return true;
+  } catch (const nlohmann::json::exception&) {
+    return true;  // not a pointer JSON spells: leave it to the file
+  }
+  const auto sweep = file.find("sweep");
+  if (sweep == file.end() || !sweep->is_object())
+    return false;
+  for (const auto& [dotted, values] : sweep->items()) {
+    std::string swept = "/" + dotted;
+    std::replace(swept.begin(), swept.end(), '.', '/');
+    if (key == swept || key.rfind(swept + "/", 0) == 0 || swept.rfind(key + "/", 0) == 0)
+      return true;
+  }
+  return false;
+}
+
+// A job's own problem ("job lr=0.1: /training/steps: ..." or "job a (/jobs/0): /x: ..."): a
+// key the job took from the suite's base is the --set's that wrote it there (it named the
+// file), unless the job's entry or the sweep gives the key itself.
+std::string blamed_job_problem(const job_source& source, const nlohmann::json& file,
+                               const std::string& problem) {
+  const auto key_at = problem.find(": /");
+  if (problem.rfind("job ", 0) != 0 || key_at == std::string::npos)
+    return source.path;
+  const auto rest = problem.substr(key_at + 2);
+  std::string entry;
+  if (const auto open = problem.rfind(" (/jobs/", key_at); open != std::string::npos)
+    entry = problem.substr(open + 2, key_at - 1 - (open + 2));
+  if (file_sets(file, entry, rest.substr(0, rest.find(": "))))
+    return source.path;
+  return blamed_source(source, rest);
+}
+
 // Prints the problems, each named by the --set or the file it came from; exit_usage.
 int refuse(const job_source& source, const nlohmann::json& file, const job_error& e) {
   std::vector<std::string> named;
   for (const auto& p : e.problems())
-    named.push_back(blamed_in_suite(source, file, p) + ": " + p);
+    named.push_back((p.rfind("job ", 0) == 0 ? blamed_job_problem(source, file, p)
+                                             : blamed_in_suite(source, file, p)) +
+                    ": " + p);
   print_problems(stderr, job_error(named));
   return exit_usage;
 }

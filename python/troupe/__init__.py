@@ -16,6 +16,7 @@ leaving its folder whole, and is raised again as KeyboardInterrupt.
 import atexit
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -103,9 +104,11 @@ def _with_job_file(job, action):
 def _program_error(stderr, fallback):
     """The troupe program's complaint as a JobError's text: its lines without their "error: "
     (the exception says it is one)."""
+    # Not the command line's "Run with --help" nor its count of problems: one a line already.
     lines = [line[len("error: "):] if line.startswith("error: ") else line
              for line in (stderr or "").strip().splitlines()
-             if line != "Run with --help for more information."]  # the command line's, not ours
+             if line != "Run with --help for more information."
+             and not re.fullmatch(r"\d+ problems", line)]
     return "\n".join(lines) or fallback
 
 
@@ -189,8 +192,13 @@ class Run:
 
     def __init__(self, job, out=None, sets=(), force=False):
         text, path = _job_args(job)
-        self._native = _native.Run(text, path, _checked_sets(sets), _checked_out(out),
-                                   bool(force))
+        try:
+            self._native = _native.Run(text, path, _checked_sets(sets), _checked_out(out),
+                                       bool(force))
+        except JobError as e:  # the program's words for what Python calls otherwise
+            raise JobError(str(e).replace("pass --force", "pass force=True")
+                           .replace("troupe run --local-nodes K",
+                                    "troupe.run(job, local_nodes=K, out=...)")) from None
         self.folder = self._native.folder  # absolute: os.chdir meanwhile does not move it
         self.plan = self._native.plan
         _live_runs.add(self)

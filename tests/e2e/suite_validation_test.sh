@@ -135,6 +135,13 @@ check "$tmp/asha" "the leader succeeds, the hopeless job is stopped at the first
 # A base key a --set wrote, found bad in each entry, is that --set's (it named the file).
 expect 2 "error: --set retries=101: /jobs/0/retries: must be an integer from 0 to 100" -- \
   "$troupe" validate "$tmp/asha.json" --set retries=101
+# So is a job's key it wrote into the base, unless the job's entry gives the key itself.
+expect 2 "error: --set training.steps=-1: job leader (/jobs/0): /training/steps: must be" -- \
+  "$troupe" validate "$tmp/asha.json" --set training.steps=-1
+lacks "job hopeless" -- "$troupe" validate "$tmp/asha.json" --set training.steps=-1
+/usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["jobs"][1]["optimizer"]["lr"] = -1; json.dump(s, open(sys.argv[2], "w"))' "$tmp/asha.json" "$tmp/own_lr.json"
+expect 2 "error: $tmp/own_lr.json: job hopeless (/jobs/1): /optimizer/lr: must be" -- \
+  "$troupe" validate "$tmp/own_lr.json" --set optimizer.lr=0.2
 # A first rung beyond every job's end stopped nothing, without a word.
 expect 2 "/asha/min_steps: 2000000 steps, not fewer than the longest job's 1000000" -- \
   "$troupe" validate "$tmp/asha.json" --set asha.min_steps=2000000
