@@ -156,30 +156,33 @@ int main(int argc, char** argv) {
     }
     const auto [weights, optimizer] = state_bytes(data, bench_job(steps, every, model));
     const double a = median(without), b = median(with);
-    const nlohmann::json out = {{"benchmark", "checkpoint"},
-                                {"model", model},
-                                {"steps", steps},
-                                {"every_steps", every},
-                                {"repeats", repeats},
-                                {"samples_per_s_without", a},
-                                {"samples_per_s_with", b},
-                                {"step_time_overhead", a / b - 1},
-                                {"target_overhead", 0.05},
-                                {"wall_s_without", median(wall_without)},
-                                {"wall_s_with", median(wall_with)},
-                                {"wall_overhead", median(wall_with) / median(wall_without) - 1},
-                                {"cpu_s_without", median(cpu_without)},
-                                {"cpu_s_with", median(cpu_with)},
-                                {"cpu_overhead", median(cpu_with) / median(cpu_without) - 1},
-                                {"checkpoints_asked_per_run", (steps - 1) / every},
-                                {"checkpoints_written_per_run", median(written)},
-                                {"bytes_per_checkpoint", bytes.empty() ? 0 : bytes.back()},
-                                {"state_bytes", {{"weights", weights}, {"optimizer", optimizer}}},
-                                {"bytes_over_state_plus_weights_pt",
-                                 bytes.empty() ? 0.0
-                                               : static_cast<double>(bytes.back()) /
-                                                     static_cast<double>(2 * weights + optimizer)},
-                                {"median_write_s", median(write_s)}};
+    const nlohmann::json out = {
+        {"benchmark", "checkpoint"},
+        {"model", model},
+        {"steps", steps},
+        {"every_steps", every},
+        {"repeats", repeats},
+        {"samples_per_s_without", a},
+        {"samples_per_s_with", b},
+        {"step_time_overhead", a / b - 1},
+        {"target_overhead", 0.05},
+        {"wall_s_without", median(wall_without)},
+        {"wall_s_with", median(wall_with)},
+        {"wall_overhead", median(wall_with) / median(wall_without) - 1},
+        {"cpu_s_without", median(cpu_without)},
+        {"cpu_s_with", median(cpu_with)},
+        {"cpu_overhead", median(cpu_with) / median(cpu_without) - 1},
+        {"checkpoints_asked_per_run", (steps - 1) / every},
+        {"checkpoints_written_per_run", median(written)},
+        {"bytes_per_checkpoint", bytes.empty() ? 0 : bytes.back()},
+        {"state_bytes", {{"weights", weights}, {"optimizer", optimizer}}},
+        {"bytes_over_state_plus_weights_pt",
+         bytes.empty()
+             ? 0.0
+             : static_cast<double>(bytes.back()) / static_cast<double>(2 * weights + optimizer)},
+        // null where no checkpoint fell within the run (--every
+        // beyond --steps): none was timed.
+        {"median_write_s", write_s.empty() ? nlohmann::json() : nlohmann::json(median(write_s))}};
     std::printf("%s\n", out.dump(2).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "checkpoint_bench: %s\n", e.what());

@@ -54,6 +54,17 @@ job_request single_job_request(const std::string& job_text, const std::string& j
   return request;
 }
 
+// The interpreter's main thread, which runs its finalization (set when the module is imported).
+unsigned long main_thread_ident = 0;
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 class native_run {
  public:
   native_run(const std::string& job_text, const std::string& job_path,
@@ -125,8 +136,9 @@ class native_run {
     // A daemon thread waiting here while the interpreter exits: taking the GIL back would end
     // this thread by unwinding it through C++ frames that cannot be unwound (std::terminate, the
     // process aborted mid-run). It is parked instead; the atexit handler of python/troupe has
-    // stopped the run and waited for its folder to be whole.
-    while (_Py_IsFinalizing())
+    // stopped the run and waited for its folder to be whole. Not the main thread, which is the
+    // one finalizing (a `with` block closed then waits here) and goes on.
+    while (interpreter_finalizing() && PyThread_get_thread_ident() != main_thread_ident)
       std::this_thread::sleep_for(std::chrono::hours(1));
     PyEval_RestoreThread(state);
     return ended;
@@ -207,6 +219,8 @@ bool is_suite_job(const std::string& job_text, const std::string& job_path) {
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "troupe's runs in this process (use the troupe package, not this module)";
+  troupe::main_thread_ident =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   // Problems with the job (every one, each naming its key) or with a data file read to plan.
   static py::exception<troupe::job_error> job_error(m, "JobError", PyExc_ValueError);
   static py::exception<troupe::data_error> data_error(m, "DataError", PyExc_ValueError);

@@ -196,44 +196,56 @@ std::string blamed_in_suite(const job_source& source, const nlohmann::json& file
   return blamed_source(source, problem.substr(slash));
 }
 
-// Whether the suite file itself gives job `entry`'s key at `key` (JSON pointers; entry "" for a
-// sweep's job): set by its entry, or swept.
-bool file_sets(const nlohmann::json& file, const std::string& entry, const std::string& key) {
+// Where the suite file gives job `entry`'s key at `key` (JSON pointers; entry "" for a sweep's
+// or a search's job): its entry's key, or the sweep's or the search space's dotted key holding
+// it ("/sweep/optimizer.lr"); "" where the job takes the key from the suite's base.
+std::string where_file_gives(const nlohmann::json& file, const std::string& entry,
+                             const std::string& key) {
   try {
-    const nlohmann::json::json_pointer at(key);
-    if (!entry.empty() && file.contains(nlohmann::json::json_pointer(entry)) &&
-        file.at(nlohmann::json::json_pointer(entry)).contains(at))
-      return true;
+    if (!entry.empty() && file.contains(nlohmann::json::json_pointer(entry + key)))
+      return entry + key;
   } catch (const nlohmann::json::exception&) {
-    return true;  // not a pointer JSON spells: leave it to the file
+    return entry + key;  // not a pointer JSON spells: left to the file
   }
-  const auto sweep = file.find("sweep");
-  if (sweep == file.end() || !sweep->is_object())
-    return false;
-  for (const auto& [dotted, values] : sweep->items()) {
-    std::string swept = "/" + dotted;
-    std::replace(swept.begin(), swept.end(), '.', '/');
-    if (key == swept || key.rfind(swept + "/", 0) == 0 || swept.rfind(key + "/", 0) == 0)
-      return true;
-  }
-  return false;
+  const auto varied = [&key](const nlohmann::json& keys, const std::string& where) {
+    if (!keys.is_object())
+      return std::string();
+    for (const auto& [dotted, values] : keys.items()) {
+      std::string pointer = "/" + dotted;
+      std::replace(pointer.begin(), pointer.end(), '.', '/');
+      if (key == pointer || key.rfind(pointer + "/", 0) == 0 || pointer.rfind(key + "/", 0) == 0)
+        return where + "/" + dotted;
+    }
+    return std::string();
+  };
+  if (const auto sweep = file.find("sweep"); sweep != file.end())
+    if (auto at = varied(*sweep, "/sweep"); !at.empty())
+      return at;
+  if (const auto search = file.find("search"); search != file.end() && search->is_object())
+    if (const auto space = search->find("space"); space != search->end())
+      return varied(*space, "/search/space");
+  return "";
 }
 
-// A job's own problem ("job lr=0.1: /training/steps: ..." or "job a (/jobs/0): /x: ..."): a
-// key the job took from the suite's base is the --set's that wrote it there (it named the
-// file), unless the job's entry or the sweep gives the key itself.
+// A job's own problem ("job lr=0.1: /training/steps: ..." or "job a (/jobs/0): /x: ..."): its
+// value came from where the file gives the key (the job's entry, the sweep or the search
+// space) or else from the suite's base, and is the --set's that wrote it there (it named the
+// file for all of them), or the file's.
 std::string blamed_job_problem(const job_source& source, const nlohmann::json& file,
                                const std::string& problem) {
   const auto key_at = problem.find(": /");
   if (problem.rfind("job ", 0) != 0 || key_at == std::string::npos)
     return source.path;
-  const auto rest = problem.substr(key_at + 2);
+  const auto rest = problem.substr(key_at + 2);  // "/training/steps: must be ..."
+  const auto colon = rest.find(": ");
   std::string entry;
   if (const auto open = problem.rfind(" (/jobs/", key_at); open != std::string::npos)
     entry = problem.substr(open + 2, key_at - 1 - (open + 2));
-  if (file_sets(file, entry, rest.substr(0, rest.find(": "))))
-    return source.path;
-  return blamed_source(source, rest);
+  const auto given = where_file_gives(file, entry, rest.substr(0, colon));
+  return blamed_source(
+      source, given.empty()
+                  ? rest
+                  : given + (colon == std::string::npos ? std::string() : rest.substr(colon)));
 }
 
 // Prints the problems, each named by the --set or the file it came from; exit_usage.

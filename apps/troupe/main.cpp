@@ -174,7 +174,12 @@ std::optional<std::string> misplaced_word(CLI::App& app, int argc, char** argv) 
   if (argc == 2)
     return "troupe " + first + " takes a subcommand (troupe help " + first + " lists them)";
   const std::string second = argv[2];
-  if ((second.empty() || second[0] != '-') && !names_a_subcommand(*sub, second))
+  if (second == "-h" || second == "--help")
+    return std::nullopt;
+  if (second.empty() || second[0] == '-')
+    return "troupe " + first + " takes a subcommand first, not '" + second + "' (troupe help " +
+           first + " lists them)";
+  if (!names_a_subcommand(*sub, second))
     return "'" + second + "' is not a troupe " + first + " subcommand (troupe help " + first +
            " lists them)";
   return std::nullopt;

@@ -53,12 +53,13 @@ def _job_args(job):
 
 
 def _json_value(value):
-    """json.dumps's fallback for what a sweep's dict often holds: numpy's scalars
-    (np.float32(0.1), np.int64(30)) and paths, as the numbers and strings they stand for."""
+    """json.dumps's fallback for what a sweep's dict often holds: numpy's scalars and arrays
+    (np.float32(0.1), np.array([64, 32])) and paths, as the numbers, lists and strings they
+    stand for."""
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    if type(value).__module__ == "numpy" and callable(getattr(value, "item", None)):
-        return value.item()
+    if type(value).__module__ == "numpy" and callable(getattr(value, "tolist", None)):
+        return value.tolist()  # a scalar's number, an array's (nested) list
     raise TypeError(f"the job holds {value!r}, a {type(value).__name__}: a job is JSON (dicts, "
                     "lists, str, int, float, bool and None)")
 

@@ -28,6 +28,8 @@ expect 2 "error: troupe takes a subcommand first, not ''" -- "$troupe" ""
 expect 2 "error: 'bogus' is not a troupe certs subcommand (troupe help certs lists them)" -- \
   "$troupe" certs bogus
 expect 2 "error: troupe certs takes a subcommand" -- "$troupe" certs
+expect 2 "error: troupe certs takes a subcommand first, not '--bogus'" -- "$troupe" certs --bogus
+expect 0 "Subcommands:" -- "$troupe" certs --help
 expect 0 "troupe" -- "$troupe" --version
 expect 2 "--bogus" -- "$troupe" run "$root/configs/synthetic_smoke.json" --bogus
 expect 2 "cannot open" -- "$troupe" validate "$tmp/missing.json"

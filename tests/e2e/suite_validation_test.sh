@@ -142,6 +142,12 @@ lacks "job hopeless" -- "$troupe" validate "$tmp/asha.json" --set training.steps
 /usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["jobs"][1]["optimizer"]["lr"] = -1; json.dump(s, open(sys.argv[2], "w"))' "$tmp/asha.json" "$tmp/own_lr.json"
 expect 2 "error: $tmp/own_lr.json: job hopeless (/jobs/1): /optimizer/lr: must be" -- \
   "$troupe" validate "$tmp/own_lr.json" --set optimizer.lr=0.2
+# An entry's key a --set wrote is that --set's; a value the search drew is the file's.
+expect 2 "error: --set jobs.0.optimizer.lr=-1: job leader (/jobs/0): /optimizer/lr: must be" -- \
+  "$troupe" validate "$tmp/asha.json" --set jobs.0.optimizer.lr=-1
+echo '{"data": {"type": "synthetic"}, "search": {"trials": 2, "space": {"optimizer.momentum": {"uniform": [1.5, 2]}}}}' >"$tmp/drawn.json"
+expect 2 "error: $tmp/drawn.json: job " -- "$troupe" validate "$tmp/drawn.json" \
+  --set optimizer.momentum=0.5
 # A first rung beyond every job's end stopped nothing, without a word.
 expect 2 "/asha/min_steps: 2000000 steps, not fewer than the longest job's 1000000" -- \
   "$troupe" validate "$tmp/asha.json" --set asha.min_steps=2000000

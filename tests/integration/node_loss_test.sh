@@ -154,8 +154,11 @@ echo "s3cret" >"$tmp/token"
 # The reference: the same job over 3 node processes, uninterrupted. Its sums are the socket
 # ring's, as the runs below are until they lose a node; an in-process run sums in another order
 # and parts from them at step 137 by a ReLU flip, after which no step can be compared.
-"$troupe" run "$tmp/job.json" --local-nodes 3 --out "$tmp/ref" --quiet >/dev/null 2>&1 ||
-  fail "reference run over 3 local nodes"
+# Nodes given 30 s before they count as lost (timeouts change no number): on a loaded machine
+# the reference must not itself lose one and carry on.
+"$troupe" run "$tmp/job.json" --local-nodes 3 --out "$tmp/ref" --quiet \
+  --set cluster.node_timeout_s=30 >/dev/null 2>&1 || fail "reference run over 3 local nodes"
+grep -qF '"event":"node_lost"' "$tmp/ref/metrics.jsonl" && fail "the reference run lost a node"
 # gloo's sums come in the in-process run's order: its reference.
 "$troupe" run "$tmp/local.json" --out "$tmp/ref_in_process" --quiet >/dev/null 2>&1 ||
   fail "in-process reference run"

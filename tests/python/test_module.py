@@ -190,6 +190,19 @@ class Module(unittest.TestCase):
                               timeout=120)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertTrue(troupe.read_summary("daemon")["error"].startswith("interrupted"))
+        # A `with` block left open at exit is closed by the finalizing main thread, whose wait
+        # goes on (found reviewing: it was parked with the daemon threads, a hang).
+        script = ("import troupe\n"
+                  f"job = {synthetic('open_with', steps=100000)!r}\n"
+                  "def follow():\n"
+                  "    with troupe.start(job, out='open_with') as run:\n"
+                  "        yield from run.records()\n"
+                  "g = follow()\n"
+                  "next(r for r in g if r['event'] == 'step')\n")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertTrue(troupe.read_summary("open_with")["error"].startswith("interrupted"))
 
     def test_a_suite_runs_through_the_program_and_reads_as_a_leaderboard(self):
         suite = synthetic("sweep", steps=20)
@@ -346,6 +359,7 @@ class Module(unittest.TestCase):
         # A sweep's numpy scalars and paths are the numbers and strings they stand for.
         numpy_job = synthetic("numpy", steps=np.int64(30))
         numpy_job["optimizer"]["lr"] = np.float32(0.25)
+        numpy_job["model"]["hidden"] = np.array([16, 8])  # a list, not "a NaN or an infinity"
         self.assertIn("training: 30 steps", troupe.validate(numpy_job))
         with self.assertRaisesRegex(TypeError, "the job holds .*a set"):
             troupe.validate(synthetic("bad", seed={1}))
