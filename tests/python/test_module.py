@@ -178,31 +178,30 @@ class Module(unittest.TestCase):
         self.assertEqual(again["status"], "succeeded")
         del run
 
+    def exits_leaving_it_interrupted(self, name, body):
+        """Runs `body` (Python, with `job` a long job named `name`) in an interpreter of its
+        own, which exits while the run trains: it must end 0 with the folder summarized."""
+        script = f"import threading, troupe\njob = {synthetic(name, steps=100000)!r}\n" + body
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertTrue(troupe.read_summary(name)["error"].startswith("interrupted"))
+
     def test_a_daemon_thread_waiting_at_exit_leaves_the_folder_whole(self):
         # Found probing: the interpreter's exit aborted the process (std::terminate, exit 134)
         # with the run's folder lacking summary.json.
-        script = ("import threading, troupe, sys\n"
-                  f"job = {synthetic('daemon', steps=100000)!r}\n"
-                  "run = troupe.start(job, out='daemon')\n"
-                  "threading.Thread(target=run.wait, daemon=True).start()\n"
-                  "next(r for r in run.records() if r['event'] == 'step')\n")
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              timeout=120)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertTrue(troupe.read_summary("daemon")["error"].startswith("interrupted"))
+        self.exits_leaving_it_interrupted("daemon", (
+            "run = troupe.start(job, out='daemon')\n"
+            "threading.Thread(target=run.wait, daemon=True).start()\n"
+            "next(r for r in run.records() if r['event'] == 'step')\n"))
         # A `with` block left open at exit is closed by the finalizing main thread, whose wait
         # goes on (found reviewing: it was parked with the daemon threads, a hang).
-        script = ("import troupe\n"
-                  f"job = {synthetic('open_with', steps=100000)!r}\n"
-                  "def follow():\n"
-                  "    with troupe.start(job, out='open_with') as run:\n"
-                  "        yield from run.records()\n"
-                  "g = follow()\n"
-                  "next(r for r in g if r['event'] == 'step')\n")
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              timeout=120)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertTrue(troupe.read_summary("open_with")["error"].startswith("interrupted"))
+        self.exits_leaving_it_interrupted("open_with", (
+            "def follow():\n"
+            "    with troupe.start(job, out='open_with') as run:\n"
+            "        yield from run.records()\n"
+            "g = follow()\n"
+            "next(r for r in g if r['event'] == 'step')\n"))
 
     def test_a_suite_runs_through_the_program_and_reads_as_a_leaderboard(self):
         suite = synthetic("sweep", steps=20)
