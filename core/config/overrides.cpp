@@ -55,6 +55,38 @@ void replace_other_length(nlohmann::json& job, const std::vector<std::string>& k
       job["training"].erase(other);
 }
 
+// VALUE as JSON, or as the plain string it is where it is none; throws job_error with the one
+// problem (not yet naming the assignment).
+nlohmann::json parsed_value(const std::string& text) {
+  nlohmann::json value;
+  try {
+    value = parse_json_within_depth(text);
+  } catch (const json_too_deep& e) {
+    throw job_error({std::string("the value is ") + e.what()});
+  }
+  if (value.is_discarded()) {
+    // A value that begins as an object or an array and does not parse is a typo in JSON (a
+    // quote the shell ate, a missing brace), not a name: say where it breaks instead of
+    // passing it on as a string that validation then calls "not an object".
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
+      try {
+        parse_json_text(text, "the value");
+      } catch (const job_error& e) {
+        throw job_error({e.problems().front() + " (a value that begins with '" + text[first] +
+                         "' is read as JSON; to mean a string, give it as one: '\"...\"')"});
+      }
+    }
+    return text;
+  }
+  // A key twice in an object value (training={"steps":20,"steps":30}) is refused as it is in a
+  // job file, not decided silently for the last. (parse_json_text's checks, which want an
+  // object at the top.)
+  if (value.is_object())
+    parse_json_text(text, "the value");
+  return value;
+}
+
 }  // namespace
 
 void apply_override(nlohmann::json& job, const std::string& assignment) {
@@ -72,34 +104,9 @@ void apply_override(nlohmann::json& job, const std::string& assignment) {
 
   nlohmann::json value;
   try {
-    value = parse_json_within_depth(text);
-  } catch (const json_too_deep& e) {
-    fail(std::string("the value is ") + e.what());
-  }
-  if (value.is_discarded()) {
-    // A value that begins as an object or an array and does not parse is a typo in JSON (a
-    // quote the shell ate, a missing brace), not a name: say where it breaks instead of
-    // passing it on as a string that validation then calls "not an object".
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
-      try {
-        parse_json_text(text, "the value");
-      } catch (const job_error& e) {
-        fail(e.problems().front() + " (a value that begins with '" + text[first] +
-             "' is read as JSON; to mean a string, give it as one: '\"...\"')");
-      }
-    }
-    value = text;
-  }
-  // A key twice in an object value (training={"steps":20,"steps":30}) is refused as it is in a
-  // job file, not decided silently for the last. (parse_json_text's checks, which want an
-  // object at the top.)
-  if (value.is_object()) {
-    try {
-      parse_json_text(text, "the value");
-    } catch (const job_error& e) {
-      fail(e.problems().front());
-    }
+    value = parsed_value(text);
+  } catch (const job_error& e) {
+    fail(e.problems().front());
   }
 
   const auto keys = split_path(path);
