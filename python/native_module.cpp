@@ -87,7 +87,6 @@ class native_run {
               .lexically_normal()
               .string();
       run_.emplace(prepare_single_run(cmd_, std::move(request)));
-      folder_ = run_->dir->path();
       if (!run_->preloaded) {
         try {
           run_->preloaded = load_dataset(run_->plan.job.data, run_->plan.job.seed);
@@ -121,7 +120,8 @@ class native_run {
   native_run(const native_run&) = delete;
   native_run& operator=(const native_run&) = delete;
 
-  std::string folder() const { return folder_; }
+  /// Absolute; the folder claimed (kept by cmd_, as run_->dir is let go when the run ends).
+  std::string folder() const { return cmd_.out; }
   std::string plan_text() const { return render_plan(run_->plan); }
 
   /// Waits up to `seconds` for the run to end; true when it has.
@@ -160,7 +160,6 @@ class native_run {
  private:
   run_command cmd_;
   std::optional<single_run> run_;
-  std::string folder_;  ///< absolute
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
