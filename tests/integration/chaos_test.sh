@@ -49,6 +49,14 @@ for n in a b c; do start_node $n; done
 # of that name was started: a node is only hit once it trains (one still joining is not a
 # node the run lost).
 in_run() { grep -cE "node $1 (joined the run at step|joined \()" "$tmp/coord.log"; }
+# Every node in the run, none still joining: a node hit while the others' replacements still join
+# could be the last one training, and a sync run that loses its last replica has no weights left
+# to go on from (it fails, "no worker of the run is left"). Chaos hits a run of 3, never of 1;
+# on a busy machine a replacement takes longer to join than the seconds between two events.
+all_in_run() {
+  local n
+  for n in a b c; do [ "$(in_run $n)" -ge "${starts[$n]}" ] || return 1; done
+}
 
 # Chaos starts once the run trains: a node lost while the run is still forming is one the run
 # never had (it waits for another), not a failure to count.
@@ -77,8 +85,7 @@ while [ $done_events -lt "$events" ] && kill -0 $coord 2>/dev/null; do
   [ "$(last_step)" -lt 9000 ] || break
   names=(a b c)
   victim=${names[$((RANDOM % 3))]} # not in $(...): a subshell would not move $RANDOM on
-  # Only a node that is in the run (the replacement before it may still be joining).
-  [ "$(in_run "$victim")" -ge "${starts[$victim]}" ] || continue
+  all_in_run || continue
   pid=${node_pid[$victim]}
   if [ $((RANDOM % 2)) = 0 ]; then
     kill -9 "$pid"

@@ -446,11 +446,14 @@ check "stalled step names the shared-memory sum" $status 1 "$tmp/coord_s.log" \
 summary_field "$tmp/dist_s" error | grep -qF "furthest behind" && pass || fail "stalled step: summary error"
 
 # --- nodes that do not come; bad addresses; a public listener without a token ----------------
-start coord_j "$troupe" coordinator "$tmp/job.json" --listen 127.0.0.1:0 \
+# Node a waits for the coordinator before it listens: started after it, a node still loading
+# LibTorch on a busy machine (CI's: seconds) could miss the 2 s and fail the check by chance.
+port=$(free_port)
+start lonely "$troupe" node --join "127.0.0.1:$port" --name a --connect-timeout 60
+wait_for_line "$tmp/lonely.log" "waiting for the coordinator" 60 || fail "node a did not start"
+start coord_j "$troupe" coordinator "$tmp/job.json" --listen "127.0.0.1:$port" \
   --set cluster.join_timeout_s=2 --out "$tmp/dist_j" --quiet
-listening_port "$tmp/coord_j.log"
 coord=$last_pid
-start lonely "$troupe" node --join "127.0.0.1:$port" --name a
 finish $coord 20
 check "join timeout" $status 1 "$tmp/coord_j.log" "1 of 2 node(s) joined within 2 s (joined: a)"
 finish $last_pid 15
