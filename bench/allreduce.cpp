@@ -377,9 +377,9 @@ void rank_body(caf::actor_system& system, guarded_links& links, int64_t rank, in
   });
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The whole benchmark; main() catches what it throws, so that the shared-memory segments made
+// here are removed by their owners' destructors on an error too.
+int measure(int argc, char** argv) {
   CLI::App app{"troupe ring all-reduce between processes on loopback"};
   int64_t ranks = 2;
   std::vector<double> sizes_mb{1, 16, 128};
@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
   app.add_option("--window", window, "Buckets in flight at once (the job key cluster.ring_window)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--ranks", ranks)->check(CLI::Range(1, 64));
-  app.add_option("--sizes-mb", sizes_mb)->delimiter(',');
+  app.add_option("--sizes-mb", sizes_mb)->check(CLI::Range(1e-6, 4096.0))->delimiter(',');
   app.add_option("--iters", iters)->check(CLI::Range(1, 10000));
   app.add_option("--warmup", warmup)->check(CLI::Range(0, 10000));
   app.add_option("--bucket-mb", bucket_mb)->check(CLI::PositiveNumber);
@@ -492,4 +492,15 @@ int main(int argc, char** argv) {
   }
   std::cout << report << std::endl;
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return measure(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "allreduce_bench: " << e.what() << "\n";
+    return 1;
+  }
 }

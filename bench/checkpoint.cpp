@@ -16,6 +16,7 @@
 //
 //   checkpoint_bench [--steps 1000] [--every 20] [--repeats 5] [--model mlp|cnn] [--data DIR]
 #include "bench/bench_models.hpp"
+#include "bench/checked_job.hpp"
 #include "bench/median.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/metrics/jsonl_writer.hpp"
@@ -51,7 +52,7 @@ job_config bench_job(int64_t steps, int64_t every, const std::string& model) {
   job.parallelism.replicas = 2;
   job.checkpoint.every_steps = every;
   job.checkpoint.keep = 2;
-  return job;
+  return bench::checked_job(job);
 }
 
 struct measured {

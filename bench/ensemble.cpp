@@ -10,6 +10,7 @@
 //
 //   ensemble [--members 8,32] [--steps 100] [--batch 32] [--hidden 32] [--threads T]
 //            [--data DIR] [--troupe PATH]
+#include "bench/checked_job.hpp"
 #include "bench/plain_loop.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/ensemble/ensemble_engine.hpp"
@@ -55,7 +56,7 @@ job_config model_job(const bench_options& o) {
   job.training.steps = o.steps;
   job.training.batch_size = o.batch;
   job.training.eval_interval = 1 << 30;
-  return job;
+  return bench::checked_job(job);
 }
 
 double seconds_since(clock_type::time_point t) {
@@ -120,7 +121,9 @@ double suite(const bench_options& o, int64_t k) {
 int main(int argc, char** argv) {
   bench_options o;
   CLI::App app{"troupe ensemble benchmark: stacked vs sequential vs a suite of jobs"};
-  app.add_option("--members", o.members, "ensemble sizes K")->delimiter(',');
+  app.add_option("--members", o.members, "ensemble sizes K")
+      ->check(CLI::Range(1, 4096))
+      ->delimiter(',');
   app.add_option("--steps", o.steps, "steps per model")->check(CLI::Range(1, 1000000));
   app.add_option("--batch", o.batch, "batch per model")->check(CLI::Range(1, 60000));
   app.add_option("--hidden", o.hidden, "hidden widths of each MLP")->delimiter(',');

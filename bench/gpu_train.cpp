@@ -101,6 +101,16 @@ int main(int argc, char** argv) {
                "troupe's replicas (or stacked ensemble) capture their step as a CUDA graph "
                "(training.cuda_graph)");
   CLI11_PARSE(app, argc, argv);
+  // As a job's rule says (training.batch_size at least parallelism.replicas): every replica
+  // trains on a share of the global batch.
+  for (const auto r : replica_counts)
+    if (batch < r) {
+      std::fprintf(stderr,
+                   "--batch %lld is smaller than --replicas %lld: a replica would train "
+                   "on no rows\n",
+                   static_cast<long long>(batch), static_cast<long long>(r));
+      return 2;
+    }
   try {
     if (!torch::cuda::is_available())
       throw std::runtime_error("no CUDA device is visible");

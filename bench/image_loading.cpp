@@ -7,7 +7,9 @@
 //
 // Prints JSON: images, decode_s, augment_s, images_per_s over both (a first epoch), and
 // later_epoch_images_per_s (decoded images are kept: later epochs only gather and augment).
+#include "bench/checked_job.hpp"
 #include "core/data/data_source.hpp"
+#include "core/errors.hpp"
 
 #include <ATen/ATen.h>
 #include <CLI/CLI.hpp>
@@ -17,6 +19,13 @@
 #include <iostream>
 #include <thread>
 
+namespace {
+
+void measure(const std::string& folder, const std::vector<int64_t>& size, int64_t channels,
+             int64_t padding, int64_t batch);
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"troupe's image loader: decode, bring to size, augment, normalize"};
   std::string folder;
@@ -24,11 +33,23 @@ int main(int argc, char** argv) {
   int64_t channels = 1, padding = 2, batch = 256;
   app.add_option("--folder", folder, "an ImageFolder folder (used as train and test)")->required();
   app.add_option("--size", size, "height width")->required()->expected(2);
-  app.add_option("--channels", channels, "1 or 3");
+  app.add_option("--channels", channels, "1 or 3")->check(CLI::IsMember({1, 3}));
   app.add_option("--padding", padding, "random_crop_padding");
-  app.add_option("--batch", batch, "rows per gathered batch");
+  app.add_option("--batch", batch, "rows per gathered batch")->check(CLI::Range(1, 1 << 24));
   CLI11_PARSE(app, argc, argv);
+  try {
+    measure(folder, size, channels, padding, batch);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "image_loading_bench: " << troupe::message_of(e) << '\n';
+    return 1;
+  }
+}
 
+namespace {
+
+void measure(const std::string& folder, const std::vector<int64_t>& size, int64_t channels,
+             int64_t padding, int64_t batch) {
   troupe::data_config config;
   config.kind = troupe::data_kind::image_folder;
   config.train_file = folder;
@@ -39,6 +60,10 @@ int main(int argc, char** argv) {
   config.image.std.assign(static_cast<std::size_t>(channels), 0.25);
   config.augment.random_crop_padding = padding;
   config.augment.horizontal_flip = true;
+  troupe::job_config job;
+  job.name = "image_loading";
+  job.data = config;
+  config = troupe::bench::checked_job(job).data;  // sizes, channels, padding as a job checks them
 
   using clock_type = std::chrono::steady_clock;
   const auto start = clock_type::now();
@@ -68,3 +93,5 @@ int main(int argc, char** argv) {
                         {"checksum", checksum}};
   std::cout << out.dump(2) << '\n';
 }
+
+}  // namespace

@@ -9,6 +9,7 @@
 // The model is an MLP on Fashion-MNIST; the balanced split puts fc1 on stage 0 and the rest on
 // stage 1. samples/s counts the timed steps only (evaluation and set-up are outside).
 #include "actors/run_job.hpp"
+#include "bench/checked_job.hpp"
 #include "bench/median.hpp"
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
@@ -56,7 +57,7 @@ job_config bench_job(const bench_options& o, int64_t micro_batches) {
   job.parallelism.micro_batches = micro_batches;
   job.parallelism.schedule =
       o.schedule == "gpipe" ? pipeline_schedule_kind::gpipe : pipeline_schedule_kind::one_f_one_b;
-  return job;
+  return bench::checked_job(job);
 }
 
 struct pipeline_result {

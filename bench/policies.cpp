@@ -6,6 +6,7 @@
 //
 //   policies [--steps 400] [--data DIR] [--delay-ms D]   (default D: measured step time)
 #include "actors/run_job.hpp"
+#include "bench/checked_job.hpp"
 #include "core/data/fashion_mnist.hpp"
 #include "core/run/allocator_settings.hpp"
 #include "core/train/replica_engine.hpp"
@@ -40,7 +41,7 @@ job_config base_job(int64_t steps, int64_t delay_ms) {
   job.parallelism.threads_per_replica = 1;
   job.faults.slow_worker = 1;
   job.faults.slow_ms = delay_ms;
-  return job;
+  return bench::checked_job(job);
 }
 
 // One replica's step (64 rows of the 128 batch) on one thread, measured with troupe's engine.

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <string>
 
 using namespace troupe;
 
@@ -29,22 +30,27 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"metrics.jsonl of an hour-long run, and its report's time to draw"};
-  std::string dir;
-  double seconds = 3600;
-  double steps_per_s = 1000;
-  int64_t workers = 2;
-  app.add_option("dir", dir, "Folder to write the run into (replaced)")->required();
-  app.add_option("--seconds", seconds, "Simulated run time");
-  app.add_option("--steps-per-s", steps_per_s, "Simulated step rate");
-  app.add_option("--workers", workers, "Workers writing a record per step each");
-  CLI11_PARSE(app, argc, argv);
-
+// DIR is replaced: refused unless it is new, empty, or holds only what this benchmark
+// writes (a mistyped DIR must not be a folder of someone's files removed).
+std::string not_ours(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  fs::remove_all(dir);
+  std::error_code ec;
+  if (!fs::exists(dir, ec))
+    return "";
+  if (!fs::is_directory(dir, ec))
+    return "not a folder";
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (name != "job.json" && name != "metrics.jsonl" && name != "summary.json" &&
+        name != "report.html")
+      return "holds " + name + ", which this benchmark does not write: give a new or empty folder";
+  }
+  return "";
+}
+
+void simulate(const std::string& dir, double seconds, double steps_per_s, int64_t workers) {
+  namespace fs = std::filesystem;
+  fs::remove_all(dir);  // one this benchmark wrote (checked by main), or nothing
   fs::create_directories(dir);
   std::ofstream(fs::path(dir) / "job.json") << R"({"name": "one_hour"})";
   const auto steps = static_cast<int64_t>(seconds * steps_per_s);
@@ -110,5 +116,35 @@ int main(int argc, char** argv) {
                         {"report_html_kb", static_cast<double>(page.size()) / 1e3},
                         {"simulate_and_write_s", write_s}};
   std::cout << out.dump(2) << "\n";
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"metrics.jsonl of an hour-long run, and its report's time to draw"};
+  std::string dir;
+  double seconds = 3600;
+  double steps_per_s = 1000;
+  int64_t workers = 2;
+  app.add_option("dir", dir, "Folder to write the run into (replaced)")->required();
+  app.add_option("--seconds", seconds, "Simulated run time")->check(CLI::Range(1.0, 7 * 86400.0));
+  app.add_option("--steps-per-s", steps_per_s, "Simulated step rate")->check(CLI::Range(0.01, 1e5));
+  app.add_option("--workers", workers, "Workers writing a record per step each")
+      ->check(CLI::Range(1, 256));
+  CLI11_PARSE(app, argc, argv);
+  if (const double steps = seconds * steps_per_s; steps < 1 || steps > 1e9) {
+    std::cerr << "report_hour_bench: --seconds times --steps-per-s must make 1 to 10^9 steps\n";
+    return 2;
+  }
+  try {
+    if (const auto why = not_ours(dir); !why.empty()) {
+      std::cerr << "report_hour_bench: " << dir << ": " << why << "\n";
+      return 2;
+    }
+    simulate(dir, seconds, steps_per_s, workers);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "report_hour_bench: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -14,6 +14,7 @@
 // evaluation are outside the timed region in both variants.
 #include "actors/run_job.hpp"
 #include "bench/bench_models.hpp"
+#include "bench/checked_job.hpp"
 #include "bench/plain_loop.hpp"
 #include "bench/timed_run.hpp"
 #include "core/data/data_source.hpp"
@@ -68,7 +69,7 @@ job_config bench_job(const bench_options& o) {
   job.training.eval_interval = 1 << 30;  // evaluate only after the last (untimed) step
   job.parallelism.replicas = o.replicas;
   job.parallelism.threads_per_replica = o.threads;
-  return job;
+  return bench::checked_job(job);
 }
 
 // troupe's replica compute without actors: separates the engine's cost from messaging's. With

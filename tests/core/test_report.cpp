@@ -1,44 +1,18 @@
-// troupe report's pieces: a run folder read back, series shaped for charts, SVG and the page;
-// and the metrics budget that keeps long runs' metrics.jsonl small enough to read back.
+// troupe report's pieces: a run folder read back into series, events and facts, and the pages
+// drawn from it (a run's, a suite's).
 #include "core/errors.hpp"
-#include "core/metrics/metrics_budget.hpp"
-#include "core/metrics/record_windows.hpp"
 #include "core/report/page_parts.hpp"
 #include "core/report/report_page.hpp"
 #include "core/report/run_history.hpp"
 #include "core/report/series.hpp"
-#include "core/report/svg_chart.hpp"
-#include "core/train/run_tracker.hpp"
 #include "temp_folder.hpp"
+#include "text_counts.hpp"
 
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <regex>
+#include <string>
 
 using namespace troupe;
-namespace fs = std::filesystem;
-
-namespace {
-
-std::vector<nlohmann::json> lines_of(const fs::path& file) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line))
-    out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-int count_of(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++n;
-  return n;
-}
-
-}  // namespace
 
 TEST_SUITE("report") {
   TEST_CASE("a run folder's records fold into series and totals; bad lines are counted") {
@@ -216,99 +190,6 @@ TEST_SUITE("report") {
                          doctest::Contains("summary.json: not JSON"), data_error);
   }
 
-  TEST_CASE("long series are thinned to bucket means, short ones kept; smoothing follows") {
-    std::vector<chart_point> points;
-    for (int i = 0; i < 10; ++i)
-      points.push_back({double(i), double(i % 2)});
-    CHECK(thinned(points, 20).size() == 10);
-    const auto five = thinned(points, 5);
-    REQUIRE(five.size() == 5);
-    CHECK(five[0].x == 0.5);
-    CHECK(five[0].y == 0.5);
-    const auto s = smoothed(points);
-    REQUIRE(s.size() == 10);
-    CHECK(s[0].y == 0.0);  // debiased: starts at the first value
-    std::vector<chart_point> flat(100, chart_point{0, 3.0});
-    for (const auto& p : smoothed(flat))
-      CHECK(p.y == doctest::Approx(3.0));
-  }
-
-  TEST_CASE("ticks are round numbers inside the range") {
-    const auto t = nice_ticks(0.13, 2.4, 5);
-    REQUIRE(!t.empty());
-    CHECK(t.front() == doctest::Approx(0.5));
-    CHECK(t.back() == doctest::Approx(2.0));
-    CHECK(nice_ticks(1, 1, 5).empty());
-  }
-
-  TEST_CASE("an SVG line chart states and draws each series' points, skipping non-finite ones") {
-    line_chart c{"loss", "Loss <&>",  "step", "loss", {}, {{1.5, "checkpoint \"a\""}},
-                 false,  std::nullopt};
-    c.series.push_back({"train", {{0, 1}, {1, NAN}, {2, 0.5}}, "", false, true});
-    const auto svg = render_svg(c);
-    CHECK(svg.find("data-chart=\"loss\"") != std::string::npos);
-    CHECK(svg.find("data-points=\"2\"") != std::string::npos);
-    CHECK(count_of(svg, "<circle") == 2);
-    CHECK(svg.find("Loss &lt;&amp;&gt;") != std::string::npos);
-    CHECK(svg.find("checkpoint &quot;a&quot;") != std::string::npos);
-    CHECK(svg.find("nan") == std::string::npos);
-    bar_chart b{"workers", "Workers", "s", {{"worker 0", {{"compute", 1}, {"comm", 0.5}}}}};
-    CHECK(count_of(render_svg(b), "class=\"bar\"") == 2);
-    for (int w = 1; w < 1000; ++w)
-      b.rows.push_back(b.rows.front());
-    const auto many = render_svg(b);
-    CHECK(count_of(many, "class=\"bar\"") == 2 * int(max_bar_rows));
-    CHECK(many.find("936 more rows not drawn") != std::string::npos);
-  }
-
-  // Found probing as a hostile user: losses of ±1e308 in a hand-edited metrics.jsonl drew
-  // cy="-nan" (their span is past double's range).
-  TEST_CASE("values at the ends of double's range still have positions") {
-    line_chart c{"loss", "Loss", "step", "loss", {}, {}, false, std::nullopt};
-    c.series.push_back({"train", {{0, 1e308}, {1, -1e308}, {2, 0.5}}, "", false, true});
-    const auto svg = render_svg(c);
-    CHECK(svg.find("nan") == std::string::npos);
-    CHECK(svg.find("inf") == std::string::npos);
-    CHECK(count_of(svg, "<circle") == 3);
-  }
-
-  TEST_CASE("a long text is cut between characters, and many events are listed up to a bound") {
-    std::string text = "a";
-    for (int i = 0; i < 3000; ++i)
-      text += "\xc3\xa9";  // é, two bytes each
-    const auto cut = echo(text, 4096);
-    CHECK(cut.find("(1906 more bytes)") != std::string::npos);
-    // Every byte before the note is whole UTF-8: é's two bytes together.
-    const auto body = cut.substr(0, cut.find(" \xe2\x80\xa6"));
-    CHECK(body.size() % 2 == 1);
-    temp_folder f;
-    std::string metrics;
-    for (int s = 0; s < 3000; ++s)
-      metrics += nlohmann::json{{"event", "checkpoint"},
-                                {"step", s},
-                                {"bytes", 10},
-                                {"seconds", 0.1},
-                                {"t", s * 0.01}}
-                     .dump() +
-                 "\n";
-    f.write("metrics.jsonl", metrics);
-    const auto page = render_run_page(read_run_history(f.path.string()), {});
-    CHECK(page.find("… and 2000 more events") != std::string::npos);
-    CHECK(count_of(page, "class=\"marker\"") <= 1000 * 4);
-  }
-
-  TEST_CASE("a y_limit clips a runaway series to the top edge; the others keep the axis") {
-    line_chart c{"suite_loss", "Loss", "step", "loss", {}, {}, true, std::nullopt};
-    c.series.push_back({"calm", {{0, 2.0}, {1, 1.0}}, "", false, false});
-    c.series.push_back({"wild (diverged)", {{0, 2.0}, {1, 70.0}}, "", false, false});
-    const auto unclipped = render_svg(c);
-    c.y_limit = 2.2;
-    const auto clipped = render_svg(c);
-    CHECK(unclipped.find(">60<") != std::string::npos);  // a tick for the runaway's range
-    CHECK(clipped.find(">60<") == std::string::npos);
-    CHECK(clipped.find("data-series=\"wild (diverged)\" data-points=\"2\"") != std::string::npos);
-  }
-
   TEST_CASE("a run page holds its charts, facts and job, and a script only when live") {
     temp_folder f;
     f.write("job.json", R"({"name": "<b>demo</b>"})");
@@ -420,98 +301,5 @@ TEST_SUITE("report") {
     CHECK(page.find("50.00%") == std::string::npos);  // no mse shown as a percentage
     CHECK(page.find("Validation loss per evaluation, every job") != std::string::npos);
     CHECK(page.find("data-series=\"a\" data-points=\"2\"") != std::string::npos);
-  }
-
-  TEST_CASE("record windows sum what they stand for; stride 1 writes records as they are") {
-    std::vector<nlohmann::json> out;
-    record_windows w([&](const nlohmann::json& j) { out.push_back(j); });
-    w.add(records::step{0, 0, 2.0, 4, 40, 0.1, 0.01, 0.1, 0.5});
-    REQUIRE(out.size() == 1);
-    CHECK(out[0] == to_json(records::step{0, 0, 2.0, 4, 40, 0.1, 0.01, 0.1, 0.5}));
-    w.set_stride(3);
-    for (int64_t s = 1; s <= 4; ++s) {
-      w.add(records::step{s, 0, double(s), 4 * s, 0, 0.5, 0.01, 0.1 * s, 0.5});
-      w.add(records::worker_step{s, 0, 1.0, 0.5, 0.25});
-      w.add(records::applied{0, s, s, s % 2});
-      w.add(records::waited{0, s, 0.125});
-    }
-    // Steps 1..3 form a window; step 4 waits for its window to fill.
-    nlohmann::json step_window;
-    for (const auto& j : out)
-      if (j["event"] == "step" && j.contains("steps"))
-        step_window = j;
-    REQUIRE(!step_window.is_null());
-    CHECK(step_window["steps"] == 3);
-    CHECK(step_window["step"] == 3);
-    CHECK(step_window["samples"] == 4 + 8 + 12);
-    CHECK(step_window["loss"].get<double>() == doctest::Approx((4 * 1 + 8 * 2 + 12 * 3) / 24.0));
-    CHECK(step_window["samples_per_s"].get<double>() == doctest::Approx(24 / 1.5));
-    w.flush();
-    int64_t steps = 0;
-    int64_t pushes = 0;
-    int64_t waits = 0;
-    double compute = 0;
-    double waited = 0;
-    for (const auto& j : out) {
-      if (j["event"] == "step")
-        steps += j.value("steps", 1);
-      if (j["event"] == "worker_step")
-        compute += j["compute_s"].get<double>();
-      if (j["event"] == "applied")
-        pushes += j.value("count", 1);
-      if (j["event"] == "waited") {
-        waits += j.value("count", 1);
-        waited += j["wait_s"].get<double>();
-      }
-    }
-    CHECK(steps == 5);
-    CHECK(compute == 4.0);
-    CHECK(pushes == 4);
-    CHECK(waits == 4);
-    CHECK(waited == 0.5);
-  }
-
-  TEST_CASE("the metrics budget doubles the stride only while over it and growing too fast") {
-    metrics_budget b(1000, 100, 5);
-    CHECK(b.stride_after(900, 10) == 1);   // within 1000 + 100 * 10
-    CHECK(b.stride_after(3000, 10) == 2);  // over, at 300 B/s
-    CHECK(b.stride_after(3200, 12) == 2);  // too soon to judge the new stride
-    CHECK(b.stride_after(4400, 16) == 4);  // 200 B/s over 6 s: still too fast
-    CHECK(b.stride_after(4800, 30) == 4);  // 28 B/s: over the allowance (3,000) no longer
-    CHECK(b.stride_after(5200, 40) == 4);  // over, but 33 B/s since it became 4: catching up
-    CHECK(b.stride_after(9000, 41) == 8);  // 184 B/s since then: too fast again
-  }
-
-  TEST_CASE("a tracker on a tiny budget keeps metrics.jsonl small and its totals whole") {
-    temp_folder f;
-    const auto file = (f.path / "metrics.jsonl").string();
-    {
-      jsonl_writer metrics(file);
-      tracker_options o;
-      o.budget = metrics_budget(20'000, 0, 0);
-      run_tracker tracker(2, step_rules(20'000, 20'000, 0), &metrics, o);
-      for (int64_t s = 0; s < 20'000; ++s) {
-        tracker.on_step_complete(s, {{0, 1.0, 4}, {1, 3.0, 4}}, 0.0);
-        tracker.on_worker_step(0, s, 0.001, 0.0, 0.0);
-        tracker.on_worker_step(1, s, 0.002, 0.0, 0.0);
-      }
-      tracker.flush_records();
-    }
-    CHECK(fs::file_size(file) < 60'000);  // unthinned: about 9 MB
-    int64_t steps = 0;
-    int64_t samples = 0;
-    double compute = 0;
-    for (const auto& j : lines_of(file)) {
-      if (j["event"] == "step") {
-        steps += j.value("steps", 1);
-        samples += j["samples"].get<int64_t>();
-        CHECK(j["loss"].get<double>() == doctest::Approx(2.0));
-      } else if (j["event"] == "worker_step") {
-        compute += j["compute_s"].get<double>();
-      }
-    }
-    CHECK(steps == 20'000);
-    CHECK(samples == 20'000 * 8);
-    CHECK(compute == doctest::Approx(20'000 * 0.003));
   }
 }

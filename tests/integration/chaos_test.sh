@@ -104,7 +104,7 @@ while [ $done_events -lt "$events" ] && kill -0 $coord 2>/dev/null; do
   # Its replacement, under the same name.
   kill -0 $coord 2>/dev/null && start_node "$victim"
 done
-finish $coord $((170 - (SECONDS - t0)))
+finish $coord $((340 - (SECONDS - t0)))
 check "the chaos run" $status 0 "$tmp/coord.log" "succeeded"
 [ "$done_events" -ge 3 ] && pass || fail "only $done_events of $events events happened before the run ended"
 echo "  $done_events events ($kills kill -9, $stops SIGSTOP) in $((SECONDS - t0)) s"
