@@ -272,7 +272,8 @@ t0=$SECONDS
 kill -INT $sigint
 finish $sigint 20
 check "SIGINT while waiting for nodes" $status 130 "$tmp/sigint.log" "interrupted while waiting for nodes"
-[ $((SECONDS - t0)) -le 4 ] && pass || fail "SIGINT while waiting for nodes took $((SECONDS - t0)) s"
+# Within seconds, not the 60 s of cluster.join_timeout_s (10 s: room for a busy machine).
+[ $((SECONDS - t0)) -le 10 ] && pass || fail "SIGINT while waiting for nodes took $((SECONDS - t0)) s"
 pgrep -f "node --join 127.0.0.1:$port " >/dev/null && fail "local nodes outlived an interrupted run" ||
   pass
 
@@ -291,7 +292,7 @@ kill -STOP $coord
 t0=$SECONDS
 finish $node_a 15
 check "a node of a stopped coordinator" $status 1 "$tmp/stop_a.log" "lost the coordinator"
-[ $((SECONDS - t0)) -le 5 ] && pass || fail "the node noticed the stopped coordinator after $((SECONDS - t0)) s"
+[ $((SECONDS - t0)) -le 8 ] && pass || fail "the node noticed the stopped coordinator after $((SECONDS - t0)) s"
 finish $node_b 15
 kill -9 $coord 2>/dev/null
 
@@ -314,7 +315,9 @@ start data_b env -C "$tmp/bad" "$troupe" node --join "127.0.0.1:$port" --name b
 finish $coord 30
 check "a node with bad data" $status 1 "$tmp/coord_d.log" "node b cannot take the job: "
 log_has "a node with bad data: the file" "$tmp/coord_d.log" "train-images-idx3-ubyte.gz"
-[ $((SECONDS - t0)) -le 8 ] && pass || fail "the bad data was reported after $((SECONDS - t0)) s"
+# At once, not after cluster.join_timeout_s (60 s): 20 s leave room for 3 processes starting on
+# a busy machine.
+[ $((SECONDS - t0)) -le 20 ] && pass || fail "the bad data was reported after $((SECONDS - t0)) s"
 summary_field "$tmp/dist_d" error | grep -qF "node b cannot take the job" && pass ||
   fail "summary.json lacks node b's error: $(summary_field "$tmp/dist_d" error)"
 
