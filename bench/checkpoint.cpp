@@ -181,8 +181,7 @@ int main(int argc, char** argv) {
          bytes.empty()
              ? 0.0
              : static_cast<double>(bytes.back()) / static_cast<double>(2 * weights + optimizer)},
-        // null where no checkpoint fell within the run (--every
-        // beyond --steps): none was timed.
+        // null where no checkpoint fell within the run (--every beyond --steps): none was timed.
         {"median_write_s", write_s.empty() ? nlohmann::json() : nlohmann::json(median(write_s))}};
     std::printf("%s\n", out.dump(2).c_str());
   } catch (const std::exception& e) {
