@@ -102,6 +102,19 @@ std::string shown_key(const std::string& key) {
   return key.size() <= max_echo ? key : render_value(key);
 }
 
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (const char c : shown_key(key)) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
 bool reported_at(const std::vector<std::string>& problems, const std::string& path) {
   auto within = [](const std::string& inner, const std::string& outer) {
     return inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
@@ -379,9 +392,9 @@ void object_reader::finish(const std::vector<std::string>& known) {
     if (seen_.count(item.key()) != 0)
       continue;
     const auto near = nearest_key(item.key(), known);
-    problem(shown_key(item.key()), "unknown key (" +
-                                       (near ? "did you mean \"" + *near + "\"? " : std::string()) +
-                                       "known: " + list + ")");
+    problem(pointer_token(item.key()),
+            "unknown key (" + (near ? "did you mean \"" + *near + "\"? " : std::string()) +
+                "known: " + list + ")");
   }
 }
 

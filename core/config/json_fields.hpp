@@ -96,6 +96,10 @@ std::string render_value(const nlohmann::json& value);
 /// A key as a message shows it: itself, or when it is very long its cut rendering.
 std::string shown_key(const std::string& key);
 
+/// A key as one step of a path in a message ("/data/KEY"): shown_key with "~" written "~0" and
+/// "/" written "~1" (JSON Pointer, RFC 6901), so a key "a/b" is not read as "a" then "b".
+std::string pointer_token(const std::string& key);
+
 /// Whether `problems` has one at `path`, inside it, or at an object that contains it. A check
 /// across sections skips fields already reported: it would compare against a default.
 bool reported_at(const std::vector<std::string>& problems, const std::string& path);

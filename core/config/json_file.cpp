@@ -61,7 +61,7 @@ class key_tracker {
   void on_key(const std::string& key) {
     auto& f = frames_.back();
     if (!f.keys.insert(key).second)
-      throw job_error({path() + "/" + shown_key(key) +
+      throw job_error({path() + "/" + pointer_token(key) +
                        ": given twice in the same object (JSON would keep the last silently; "
                        "say which one you mean)"});
     f.key = key;
@@ -75,8 +75,8 @@ class key_tracker {
   std::string path() const {
     std::string out;
     for (std::size_t i = 0; i + 1 < frames_.size(); ++i)
-      out +=
-          "/" + (frames_[i].object ? shown_key(frames_[i].key) : std::to_string(frames_[i].index));
+      out += "/" +
+             (frames_[i].object ? pointer_token(frames_[i].key) : std::to_string(frames_[i].index));
     return out;
   }
 

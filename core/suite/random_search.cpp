@@ -65,7 +65,7 @@ std::optional<search_axis> read_axis(const std::string& key, const nlohmann::jso
   while (k < kinds.size() && kinds[k] != name)
     ++k;
   if (k == kinds.size()) {
-    problems.push_back(where + "/" + name +
+    problems.push_back(where + "/" + pointer_token(name) +
                        ": unknown kind (known: uniform, log_uniform, int, choice)");
     return std::nullopt;
   }
@@ -79,7 +79,7 @@ std::optional<search_axis> read_axis(const std::string& key, const nlohmann::jso
     axis.choices = value;
     return axis;
   }
-  if (!read_range(value, where + "/" + name, axis, problems))
+  if (!read_range(value, where + "/" + pointer_token(name), axis, problems))
     return std::nullopt;
   return axis;
 }
@@ -147,7 +147,7 @@ std::optional<search_space> read_search(const nlohmann::json& file, int64_t max_
     return std::nullopt;
   }
   for (const auto& [key, axis] : spec->items())
-    if (auto a = read_axis(key, axis, "/search/space/" + key, problems))
+    if (auto a = read_axis(key, axis, "/search/space/" + pointer_token(key), problems))
       space.axes.push_back(std::move(*a));
   if (problems.size() != before)
     return std::nullopt;

@@ -69,8 +69,8 @@ std::vector<std::pair<std::string, nlohmann::json>> read_sweep(const nlohmann::j
   }
   for (const auto& [key, values] : sweep.items()) {
     if (!values.is_array() || values.empty())
-      problems.push_back("/sweep/" + key + ": must be a non-empty array of values, got " +
-                         render_value(values));
+      problems.push_back("/sweep/" + pointer_token(key) +
+                         ": must be a non-empty array of values, got " + render_value(values));
     else
       axes.emplace_back(key, values);
   }
@@ -85,7 +85,8 @@ std::vector<assignment> with_trials(const std::vector<assignment>& combos,
     for (const auto& [key, value] : trials.front())
       for (const auto& [swept, values] : combos.front())
         if (key == swept)
-          problems.push_back("/search/space/" + key + ": also in sweep; give each key one of them");
+          problems.push_back("/search/space/" + pointer_token(key) +
+                             ": also in sweep; give each key one of them");
   std::vector<assignment> out;
   for (const auto& trial : trials)
     for (const auto& combo : combos) {
@@ -310,8 +311,8 @@ std::optional<suite_job> expand_job(const nlohmann::json& base, const job_origin
       apply_override(json, key + "=" + value.dump());
       overrides[key] = value;
     } catch (const job_error& err) {
-      problems.push_back((from.searched.count(key) > 0 ? "/search/space/" : "/sweep/") + key +
-                         ": " + err.problems().front());
+      problems.push_back((from.searched.count(key) > 0 ? "/search/space/" : "/sweep/") +
+                         pointer_token(key) + ": " + err.problems().front());
     }
   }
   if (!from.name.empty())

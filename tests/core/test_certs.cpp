@@ -5,6 +5,7 @@
 #include "core/cluster/join_check.hpp"
 #include "core/cluster/link_limits.hpp"
 #include "core/errors.hpp"
+#include "join_claims.hpp"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -15,15 +16,9 @@
 #include <string>
 
 using namespace troupe;
+using troupe::testing::claim;
 
 namespace {
-
-// What a node holding `token` claims after answering the challenge "c0".
-join_claim claim(const std::string& version, const std::string& token, const std::string& name,
-                 int64_t threads, const std::string& certificate = "") {
-  return {version, token.empty() ? "" : join_proof(token, "c0", name), name, threads, certificate,
-          "c0"};
-}
 
 namespace fs = std::filesystem;
 
@@ -43,7 +38,7 @@ unsigned mode_of(const std::string& path) {
   return st.st_mode & 0777;
 }
 
-std::string read_all(const std::string& path) {
+std::string file_text(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -69,20 +64,20 @@ TEST_SUITE("certs") {
       CHECK(tls_files_problem(files, name).empty());
     }
     // Keys differ: each call makes a new one.
-    CHECK(read_all(dir + "/coordinator.key") != read_all(dir + "/gpu-box.1.key"));
+    CHECK(file_text(dir + "/coordinator.key") != file_text(dir + "/gpu-box.1.key"));
   }
 
   TEST_CASE("nothing is overwritten, and a failed command leaves nothing behind") {
     temp_dir tmp;
     make_authority(tmp.path);
-    const auto ca = read_all(tmp.path + "/ca.pem");
+    const auto ca = file_text(tmp.path + "/ca.pem");
     CHECK_THROWS_WITH_AS(make_authority(tmp.path), doctest::Contains("ca.key exists"), job_error);
-    CHECK(read_all(tmp.path + "/ca.pem") == ca);
+    CHECK(file_text(tmp.path + "/ca.pem") == ca);
     issue_certificate(tmp.path, "a");
-    const auto key = read_all(tmp.path + "/a.key");
+    const auto key = file_text(tmp.path + "/a.key");
     CHECK_THROWS_WITH_AS(issue_certificate(tmp.path, "a"), doctest::Contains("never overwrites"),
                          job_error);
-    CHECK(read_all(tmp.path + "/a.key") == key);
+    CHECK(file_text(tmp.path + "/a.key") == key);
     // A certificate alone in the way: its key is not written either.
     std::ofstream(tmp.path + "/b.pem") << "in the way";
     CHECK_THROWS_AS(issue_certificate(tmp.path, "b"), job_error);

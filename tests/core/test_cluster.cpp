@@ -4,6 +4,7 @@
 #include "core/cluster/slurm_env.hpp"
 #include "core/cluster/token.hpp"
 #include "core/errors.hpp"
+#include "join_claims.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,17 +14,7 @@
 #include <map>
 
 using namespace troupe;
-
-namespace {
-
-// What a node holding `token` claims after answering the challenge "c0".
-join_claim claim(const std::string& version, const std::string& token, const std::string& name,
-                 int64_t threads, const std::string& certificate = "") {
-  return {version, token.empty() ? "" : join_proof(token, "c0", name), name, threads, certificate,
-          "c0"};
-}
-
-}  // namespace
+using troupe::testing::claim;
 
 TEST_SUITE("cluster") {
   TEST_CASE("HOST:PORT, :PORT and PORT; bad ones are named") {

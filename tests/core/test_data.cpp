@@ -6,6 +6,7 @@
 #include "core/data/synthetic.hpp"
 #include "core/errors.hpp"
 #include "data_error_text.hpp"
+#include "temp_folder.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -61,22 +62,6 @@ bytes_t read_raw(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return bytes_t(std::istreambuf_iterator<char>(f), {});
 }
-
-// A fresh folder per test case, unique across processes (pid) and within one (counter).
-struct temp_folder {
-  fs::path path;
-  temp_folder() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("troupe-data-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~temp_folder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 std::string split_file(const std::string& split, const char* kind) {
   return split + (kind[0] == 'i' ? "-images-idx3-ubyte.gz" : "-labels-idx1-ubyte.gz");

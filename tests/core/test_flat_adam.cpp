@@ -18,7 +18,7 @@ using namespace troupe::testing;
 
 namespace {
 
-torch::optim::AdamOptions options_of(double beta1, double beta2, double eps, double decay) {
+torch::optim::AdamOptions adam_options(double beta1, double beta2, double eps, double decay) {
   return torch::optim::AdamOptions(1e-2).betas({beta1, beta2}).eps(eps).weight_decay(decay);
 }
 
@@ -44,8 +44,8 @@ double step_side_by_side(flat_adam& fused, flat_model& flat, torch::optim::Adam&
   return worst;
 }
 
-double run_side_by_side(const torch::optim::AdamOptions& options, int steps,
-                        const shape_list& layout = shapes) {
+double adam_side_by_side(const torch::optim::AdamOptions& options, int steps,
+                         const shape_list& layout = shapes) {
   const auto initial = random_flat(1, 1.0, layout);
   flat_model flat(initial, layout);
   torch_model theirs(initial, layout);
@@ -64,15 +64,15 @@ TEST_SUITE("optim") {
       torch::optim::AdamOptions options;
     };
     const std::vector<variant> variants{
-        {"default", options_of(0.9, 0.999, 1e-8, 0)},
-        {"weight decay", options_of(0.9, 0.999, 1e-8, 1e-2)},
-        {"other betas and eps", options_of(0.8, 0.99, 1e-4, 0)},
+        {"default", adam_options(0.9, 0.999, 1e-8, 0)},
+        {"weight decay", adam_options(0.9, 0.999, 1e-8, 1e-2)},
+        {"other betas and eps", adam_options(0.8, 0.99, 1e-4, 0)},
     };
     for (const auto& v : variants) {
       const std::string name = v.name;
       CAPTURE(name);
       // Float32 rounding only: ATen contracts some multiply-adds that the fused pass does not.
-      CHECK(run_side_by_side(v.options, 100) < 1e-6);
+      CHECK(adam_side_by_side(v.options, 100) < 1e-6);
     }
   }
 
@@ -83,11 +83,11 @@ TEST_SUITE("optim") {
     // Without weight decay: among 4 million elements some gradient plus decay nearly cancels,
     // and there a last-bit difference in the sum (ATen contracts it, this pass does not) moves
     // Adam's normalized step by up to 1e-5.
-    CHECK(run_side_by_side(options_of(0.9, 0.999, 1e-8, 0), 3, large_shapes) < 1e-6);
+    CHECK(adam_side_by_side(adam_options(0.9, 0.999, 1e-8, 0), 3, large_shapes) < 1e-6);
   }
 
   TEST_CASE("flat_adam's averages and step counts are the optimizer's state") {
-    const auto options = options_of(0.9, 0.999, 1e-8, 0);
+    const auto options = adam_options(0.9, 0.999, 1e-8, 0);
     const auto initial = random_flat(2, 1.0);
     flat_model flat(initial);
     torch_model theirs(initial);
@@ -109,7 +109,7 @@ TEST_SUITE("optim") {
   }
 
   TEST_CASE("flat_adam continues a restored state bit for bit, and one restored in part") {
-    const auto options = options_of(0.9, 0.999, 1e-8, 1e-3);
+    const auto options = adam_options(0.9, 0.999, 1e-8, 1e-3);
     const auto initial = random_flat(3, 1.0);
     flat_model whole(initial);
     torch::optim::Adam whole_optimizer(whole.params, options);
@@ -163,7 +163,7 @@ TEST_SUITE("optim") {
   }
 
   TEST_CASE("flat_adam leaves AMSGrad to LibTorch's step") {
-    auto options = options_of(0.9, 0.999, 1e-8, 0);
+    auto options = adam_options(0.9, 0.999, 1e-8, 0);
     options.amsgrad(true);
     const auto initial = random_flat(5, 1.0);
     flat_model flat(initial);
@@ -176,7 +176,7 @@ TEST_SUITE("optim") {
 
   TEST_CASE("flat_adam refuses buffers that are not the parameters' flat layout") {
     flat_model m(random_flat(4, 1.0));
-    torch::optim::Adam optimizer(m.params, options_of(0.9, 0.999, 1e-8, 0));
+    torch::optim::Adam optimizer(m.params, adam_options(0.9, 0.999, 1e-8, 0));
     flat_adam fused(optimizer, m.params);
     CHECK_THROWS_AS(fused.step(m.weights.narrow(0, 1, total_elements() - 1),
                                m.grads.narrow(0, 1, total_elements() - 1)),

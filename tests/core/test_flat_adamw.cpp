@@ -23,7 +23,7 @@ torch::optim::AdamWOptions adamw_options(double decay) {
   return torch::optim::AdamWOptions(1e-2).betas({0.9, 0.999}).eps(1e-8).weight_decay(decay);
 }
 
-double run_side_by_side(double decay, int steps, const shape_list& layout = shapes) {
+double adamw_side_by_side(double decay, int steps, const shape_list& layout = shapes) {
   return rated_side_by_side<torch::optim::AdamW, flat_adamw>(adamw_options(decay), steps, layout);
 }
 
@@ -33,12 +33,12 @@ TEST_SUITE("optim") {
   TEST_CASE("flat_adamw steps as LibTorch's AdamW does, the decay decoupled") {
     for (const double decay : {0.0, 0.01, 0.1}) {
       CAPTURE(decay);
-      CHECK(run_side_by_side(decay, 100) < 1e-6);
+      CHECK(adamw_side_by_side(decay, 100) < 1e-6);
     }
 #ifndef __SANITIZE_THREAD__  // TSan builds leave OpenMP out (core/CMakeLists.txt)
     REQUIRE(flat_adamw::splits_over_threads());
 #endif
-    CHECK(run_side_by_side(0.01, 3, large_shapes) < 1e-6);
+    CHECK(adamw_side_by_side(0.01, 3, large_shapes) < 1e-6);
   }
 
   TEST_CASE("adamw through flat_optimizer: LibTorch's AdamW step, unlike Adam's with decay") {

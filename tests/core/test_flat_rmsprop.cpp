@@ -28,8 +28,8 @@ torch::optim::RMSpropOptions rmsprop_options(double decay, double momentum, bool
       .centered(centered);
 }
 
-double run_side_by_side(const torch::optim::RMSpropOptions& options, int steps,
-                        const shape_list& layout = shapes) {
+double rmsprop_side_by_side(const torch::optim::RMSpropOptions& options, int steps,
+                            const shape_list& layout = shapes) {
   return rated_side_by_side<torch::optim::RMSprop, flat_rmsprop>(options, steps, layout);
 }
 
@@ -45,10 +45,10 @@ TEST_SUITE("optim") {
           CAPTURE(centered);
           // Momentum carries ATen's fused multiply-adds' last-bit differences from step to
           // step (core/optim/flat_rmsprop.hpp): 1.7e-6 at most over these 100.
-          CHECK(run_side_by_side(rmsprop_options(decay, momentum, centered), 100) <
+          CHECK(rmsprop_side_by_side(rmsprop_options(decay, momentum, centered), 100) <
                 (momentum > 0 ? 2e-6 : 1e-6));
         }
-    CHECK(run_side_by_side(rmsprop_options(0.01, 0.9, true), 3, large_shapes) < 1e-6);
+    CHECK(rmsprop_side_by_side(rmsprop_options(0.01, 0.9, true), 3, large_shapes) < 1e-6);
   }
 
   TEST_CASE("rmsprop through flat_optimizer, saved and loaded mid-run, as LibTorch's") {

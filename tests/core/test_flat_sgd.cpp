@@ -20,8 +20,8 @@ using namespace troupe::testing;
 
 namespace {
 
-torch::optim::SGDOptions options_of(double momentum, double dampening, double decay,
-                                    bool nesterov) {
+torch::optim::SGDOptions sgd_options(double momentum, double dampening, double decay,
+                                     bool nesterov) {
   return torch::optim::SGDOptions(0.05)
       .momentum(momentum)
       .dampening(dampening)
@@ -30,7 +30,7 @@ torch::optim::SGDOptions options_of(double momentum, double dampening, double de
 }
 
 // `steps` steps of both, on the same gradients; returns the largest difference in the weights.
-double run_side_by_side(const torch::optim::SGDOptions& options, int steps,
+double sgd_side_by_side(const torch::optim::SGDOptions& options, int steps,
                         const shape_list& layout = shapes) {
   const auto initial = random_flat(1, 1.0, layout);
   flat_model flat(initial, layout);
@@ -62,18 +62,18 @@ TEST_SUITE("optim") {
       torch::optim::SGDOptions options;
     };
     const std::vector<variant> variants{
-        {"plain", options_of(0, 0, 0, false)},
-        {"weight decay", options_of(0, 0, 1e-2, false)},
-        {"momentum", options_of(0.9, 0, 0, false)},
-        {"momentum, dampening", options_of(0.9, 0.1, 0, false)},
-        {"momentum, weight decay", options_of(0.9, 0, 5e-3, false)},
-        {"nesterov, weight decay", options_of(0.9, 0, 5e-3, true)},
+        {"plain", sgd_options(0, 0, 0, false)},
+        {"weight decay", sgd_options(0, 0, 1e-2, false)},
+        {"momentum", sgd_options(0.9, 0, 0, false)},
+        {"momentum, dampening", sgd_options(0.9, 0.1, 0, false)},
+        {"momentum, weight decay", sgd_options(0.9, 0, 5e-3, false)},
+        {"nesterov, weight decay", sgd_options(0.9, 0, 5e-3, true)},
     };
     for (const auto& v : variants) {
       const std::string name = v.name;
       CAPTURE(name);
       // Float32 rounding only: ATen contracts some multiply-adds that the fused pass does not.
-      CHECK(run_side_by_side(v.options, 100) < 1e-6);
+      CHECK(sgd_side_by_side(v.options, 100) < 1e-6);
     }
   }
 
@@ -81,11 +81,11 @@ TEST_SUITE("optim") {
 #ifndef __SANITIZE_THREAD__  // TSan builds leave OpenMP out (core/CMakeLists.txt)
     REQUIRE(flat_sgd::splits_over_threads());
 #endif
-    CHECK(run_side_by_side(options_of(0.9, 0, 5e-3, true), 3, large_shapes) < 1e-6);
+    CHECK(sgd_side_by_side(sgd_options(0.9, 0, 5e-3, true), 3, large_shapes) < 1e-6);
   }
 
   TEST_CASE("flat_sgd's momentum buffers are the optimizer's state, in LibTorch's layout") {
-    const auto options = options_of(0.9, 0, 1e-3, false);
+    const auto options = sgd_options(0.9, 0, 1e-3, false);
     const auto initial = random_flat(2, 1.0);
     flat_model flat(initial);
     torch_model reference(initial);
@@ -117,7 +117,7 @@ TEST_SUITE("optim") {
   }
 
   TEST_CASE("flat_sgd continues a restored state bit for bit, and one restored in part") {
-    const auto options = options_of(0.9, 0, 0, true);
+    const auto options = sgd_options(0.9, 0, 0, true);
     const auto initial = random_flat(3, 1.0);
     flat_model whole(initial);
     torch::optim::SGD whole_optimizer(whole.params, options);
@@ -174,7 +174,7 @@ TEST_SUITE("optim") {
 
   TEST_CASE("flat_sgd refuses a restored momentum buffer of the wrong size, and steps afresh") {
     flat_model m(random_flat(6, 1.0));
-    torch::optim::SGD optimizer(m.params, options_of(0.9, 0, 0, false));
+    torch::optim::SGD optimizer(m.params, sgd_options(0.9, 0, 0, false));
     flat_sgd fused(optimizer, m.params);
     // What LibTorch's own archive format can carry: it checks no shapes when it loads.
     auto wrong = std::make_unique<torch::optim::SGDParamState>();
@@ -197,7 +197,7 @@ TEST_SUITE("optim") {
 
   TEST_CASE("flat_sgd refuses buffers that are not the parameters' flat layout") {
     flat_model m(random_flat(4, 1.0));
-    torch::optim::SGD optimizer(m.params, options_of(0.9, 0, 0, false));
+    torch::optim::SGD optimizer(m.params, sgd_options(0.9, 0, 0, false));
     flat_sgd fused(optimizer, m.params);
     CHECK_THROWS_AS(fused.step(m.weights.narrow(0, 1, total_elements() - 1),
                                m.grads.narrow(0, 1, total_elements() - 1)),

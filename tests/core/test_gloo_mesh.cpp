@@ -6,6 +6,7 @@
 // stranger first on the listeners, sending garbage, fails the forming and nothing else.
 #include "core/collective/gloo_mesh.hpp"
 #include "core/collective/ring_sockets.hpp"
+#include "socket_ring_helpers.hpp"
 
 #include <ATen/ATen.h>
 #include <arpa/inet.h>
@@ -24,9 +25,9 @@
 
 using namespace troupe;
 
-namespace {
+using troupe::testing::host;
 
-const std::string host = "127.0.0.1";
+namespace {
 
 using mesh_list = std::vector<std::unique_ptr<gloo_mesh>>;
 

@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "core/run/run_plan.hpp"
 #include "job_problems.hpp"
+#include "temp_folder.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -22,22 +23,6 @@ namespace {
 using test::check_one_problem;
 using test::job_problems;
 using test::only_problem;
-
-// A folder of its own under the system temp folder, removed when the test ends.
-struct temp_folder {
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("troupe-cfg-" + std::to_string(::getpid()));
-  temp_folder() { std::filesystem::create_directories(dir); }
-  ~temp_folder() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto path = (dir / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-};
 
 }  // namespace
 
@@ -352,7 +337,7 @@ TEST_SUITE("job_config") {
     const temp_folder tmp;
     CHECK(only_problem([] { read_json_file("/no/such/job.json"); }) ==
           "/no/such/job.json: cannot open: No such file or directory");
-    CHECK(only_problem([&] { read_json_file(tmp.dir.string()); }).find(": cannot open: ") !=
+    CHECK(only_problem([&] { read_json_file(tmp.path.string()); }).find(": cannot open: ") !=
           std::string::npos);
     // A file that never ends, or is far longer than any job, is refused at a limit, not read
     // until memory runs out.

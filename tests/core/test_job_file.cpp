@@ -48,6 +48,18 @@ TEST_SUITE("job_file") {
     CHECK(problem_of(R"({"model": {"type": "mlp"}, "data": {"type": "synthetic"}})").empty());
   }
 
+  TEST_CASE("a key holding / or ~ is one step of the path, escaped as JSON Pointer escapes it") {
+    CHECK(problem_of(R"({"data": {"a/b~c": 1, "a/b~c": 2}})")
+              .rfind("/data/a~1b~0c: given twice", 0) == 0);
+    std::string problem;
+    try {
+      parse_job({{"name", "a"}, {"training", {{"steps/2", 1}}}});
+    } catch (const job_error& e) {
+      problem = e.problems().front();
+    }
+    CHECK(problem.rfind("/training/steps~12: unknown key", 0) == 0);
+  }
+
   TEST_CASE("a number beyond a double is a JSON error, not a crash") {
     CHECK(problem_of(R"({"optimizer": {"lr": 1e400}})") ==
           "invalid JSON: number overflow parsing '1e400'");

@@ -5,6 +5,7 @@
 #include "core/optim/clip_gradient.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/optim/outer_optimizer.hpp"
+#include "flat_models.hpp"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -17,22 +18,19 @@
 #include <vector>
 
 using namespace troupe;
+using troupe::testing::max_abs_diff;
 
 namespace {
 
 constexpr double pi = 3.14159265358979323846;
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
+const std::vector<std::vector<int64_t>> clip_shapes{{3, 4}, {5}, {2, 2, 3}, {1}};
 
-const std::vector<std::vector<int64_t>> shapes{{3, 4}, {5}, {2, 2, 3}, {1}};
-
-// Values for the parameters of `shapes`, as one flat buffer.
+// Values for the parameters of `clip_shapes`, as one flat buffer.
 at::Tensor flat_values(double scale, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   int64_t n = 0;
-  for (const auto& s : shapes)
+  for (const auto& s : clip_shapes)
     n += c10::multiply_integers(s);
   return at::randn({n}, gen, at::kFloat) * scale;
 }
@@ -41,7 +39,7 @@ at::Tensor flat_values(double scale, uint64_t seed) {
 std::vector<torch::Tensor> parameters_with_gradients(const at::Tensor& flat) {
   std::vector<torch::Tensor> params;
   int64_t offset = 0;
-  for (const auto& s : shapes) {
+  for (const auto& s : clip_shapes) {
     const auto n = c10::multiply_integers(s);
     auto p = torch::zeros(s, torch::requires_grad());
     p.mutable_grad() = flat.slice(0, offset, offset + n).reshape(s).clone();
