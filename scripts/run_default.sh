@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
 [ -x "$root/build/apps/troupe" ] ||
-  echo "run_default: building troupe for the first time (about 10 minutes on 2 cores)"
+  echo "run_default: building troupe for the first time (about 17 minutes on 2 cores)"
 TROUPE_TARGET=troupe "$root/scripts/build.sh"
 cd "$root"
 exec ./build/apps/troupe run configs/fashion_mlp_sync.json "$@"
