@@ -81,6 +81,12 @@ def script_model(run, job, weights):
     return trained
 
 
+def forward_in_chunks(model, x):
+    """The model's outputs for every row of x, 250 rows at a time: Debian's PyTorch took 8.7 s
+    for one forward of the BatchNorm CNN over 10,000 images at once, 0.6 s in chunks of 250."""
+    return torch.cat([model(chunk) for chunk in x.split(250)])
+
+
 def check_best_validation(model, run, folder, summary):
     """The best evaluation's figure, recomputed on the rows troupe held out."""
     split = json.load(open(f"{run}/validation_rows.json"))
@@ -90,7 +96,7 @@ def check_best_validation(model, run, folder, summary):
     if split["training_rows"] != len(labels):
         sys.exit(f"validation_rows.json splits {split['training_rows']} rows, the file has {len(labels)}")
     with torch.no_grad():
-        logits = model(normalized(images[rows.numpy()]))
+        logits = forward_in_chunks(model, normalized(images[rows.numpy()]))
     figures = {
         "validation_loss": nn.functional.cross_entropy(logits, labels[rows]).item(),
         "validation_accuracy": (logits.argmax(1) == labels[rows]).float().mean().item(),
@@ -141,7 +147,7 @@ def main():
         images = read_idx(f"{folder}/t10k-images-idx3-ubyte.gz")
         labels = read_idx(f"{folder}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
         with torch.no_grad():
-            predictions = model(normalized(images)).argmax(1)
+            predictions = forward_in_chunks(model, normalized(images)).argmax(1)
         accuracy = (predictions == torch.from_numpy(labels)).float().mean().item()
         reported = (summary["test_accuracy"] if member is None
                     else summary["members"][member]["test_accuracy"])
